@@ -1,0 +1,295 @@
+"""Selectors such as `ServerArgs.add_cli_args` -> exactly one libcst node, or an error listing near candidates.
+
+Nodes are addressed by a *path*: the chain of nodes from the module down to the node. libcst trees are immutable,
+so an edit rebuilds only the nodes along that path (`replace_at`), which is much cheaper than a full-tree transform.
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+from dataclasses import dataclass
+from typing import Callable, Iterator, Sequence
+
+import libcst as cst
+
+from .errors import AnchorAmbiguous, AnchorNotFound, Candidate
+
+NodePath = tuple[cst.CSTNode, ...]  # module, ..., node
+
+_COMPOUND_WITH_BODIES = (cst.If, cst.Else, cst.Try, cst.TryStar, cst.ExceptHandler, cst.ExceptStarHandler,
+                         cst.Finally, cst.With, cst.For, cst.While, cst.Match, cst.MatchCase)
+
+
+# --------------------------------------------------------------------------------------------------- source helpers
+
+
+def code_of(module: cst.Module, node: cst.CSTNode) -> str:
+    """The source of `node` without its leading comment/blank lines."""
+    if hasattr(node, "leading_lines"):
+        node = node.with_changes(leading_lines=())
+    if isinstance(node, (cst.FunctionDef, cst.ClassDef)) and node.lines_after_decorators:
+        node = node.with_changes(lines_after_decorators=())
+    return module.code_for_node(node)
+
+
+def line_of_text(text: str, snippet: str, start: int = 0) -> int | None:
+    """1-based line where `snippet` first occurs in `text` at or after offset `start`; None if absent."""
+    if not snippet:
+        return None
+    idx = text.find(snippet.strip("\n"), start)
+    return None if idx < 0 else text.count("\n", 0, idx) + 1
+
+
+def normalized(code: str) -> str | None:
+    """A formatting-independent fingerprint of Python code (its AST), or None if it does not parse."""
+    import textwrap
+
+    try:
+        return ast.dump(ast.parse(textwrap.dedent(code)))
+    except SyntaxError:
+        return None
+
+
+def same_code(a: str, b: str) -> bool:
+    """True when two snippets are the same code up to formatting and comments."""
+    na = normalized(a)
+    return na is not None and na == normalized(b)
+
+
+def near(name: str, names: Sequence[str], n: int = 5) -> list[str]:
+    """Names close to `name`, best first (for "did you mean" and candidate lists)."""
+    return difflib.get_close_matches(name, list(dict.fromkeys(names)), n=n, cutoff=0.5)
+
+
+# --------------------------------------------------------------------------------------------------- tree walking
+
+
+def body_of(node: cst.CSTNode) -> Sequence[cst.CSTNode]:
+    """The statements directly inside a module, class, function or compound statement's block."""
+    if isinstance(node, cst.Module):
+        return node.body
+    body = getattr(node, "body", None)
+    if isinstance(body, (cst.IndentedBlock, cst.SimpleStatementSuite)):
+        return body.body
+    if isinstance(body, (list, tuple)):
+        return body
+    return ()
+
+
+def child_blocks(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """Nodes with statement bodies nested in a compound statement (if/elif/else, try/except/finally, ...)."""
+    if isinstance(node, cst.If):
+        yield node
+        if node.orelse is not None:
+            yield from child_blocks(node.orelse)
+    elif isinstance(node, cst.Else):
+        yield node
+    elif isinstance(node, (cst.Try, cst.TryStar)):
+        yield node
+        yield from node.handlers
+        if node.orelse is not None:
+            yield node.orelse
+        if node.finalbody is not None:
+            yield node.finalbody
+    elif isinstance(node, (cst.For, cst.While)):
+        yield node
+        if node.orelse is not None:
+            yield node.orelse
+    elif isinstance(node, cst.With):
+        yield node
+    elif isinstance(node, cst.Match):
+        yield from node.cases
+
+
+def walk_statements(path: NodePath, *, into_defs: bool = False) -> Iterator[NodePath]:
+    """Every statement under `path[-1]`, depth first, with its path; into nested defs/classes only if asked."""
+    for stmt in body_of(path[-1]):
+        spath = path + (stmt,)
+        yield spath
+        if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
+            if into_defs:
+                yield from walk_statements(spath, into_defs=True)
+            continue
+        for block in child_blocks(stmt):
+            bpath = spath if block is stmt else _path_to_block(spath, block)
+            yield from walk_statements(bpath, into_defs=into_defs)
+
+
+def _path_to_block(stmt_path: NodePath, block: cst.CSTNode) -> NodePath:
+    """Path from the module to a nested block (an `else`, a handler) of the statement at the end of `stmt_path`."""
+    stmt = stmt_path[-1]
+    chain: list[cst.CSTNode] = []
+
+    def find(node: cst.CSTNode) -> bool:
+        if node is block:
+            return True
+        for child in node.children:
+            if isinstance(child, (cst.If, cst.Else, cst.ExceptHandler, cst.ExceptStarHandler, cst.Finally, cst.MatchCase)):
+                chain.append(child)
+                if find(child):
+                    return True
+                chain.pop()
+        return False
+
+    find(stmt)
+    return stmt_path + tuple(chain)
+
+
+def _defs(path: NodePath, kind: type) -> Iterator[NodePath]:
+    """Class or function definitions visible at the level of `path[-1]` (looking through if/try blocks)."""
+    for spath in walk_statements(path):
+        if isinstance(spath[-1], kind):
+            yield spath
+
+
+def find_def(module: cst.Module, dotted: str, *, what: str = "definition") -> NodePath:
+    """Resolve `A.B.c` to the single class or function definition it names (looking through if/try blocks)."""
+    path: NodePath = (module,)
+    parts = dotted.split(".")
+    for depth, part in enumerate(parts):
+        kind = (cst.ClassDef, cst.FunctionDef)
+        found = [p for p in _defs(path, kind) if p[-1].name.value == part]
+        where = ".".join(parts[:depth]) or "the module"
+        if not found:
+            nodes = {p[-1].name.value: p[-1] for p in _defs(path, kind)}
+            raise AnchorNotFound(
+                f"no {what} `{part}` in {where}" + (f" (looking for `{dotted}`)" if depth else ""),
+                candidates=[Candidate(f"`{n}`", node=nodes[n]) for n in near(part, list(nodes))],
+            )
+        if len(found) > 1:
+            raise AnchorAmbiguous(
+                f"`{part}` is defined {len(found)} times in {where}",
+                candidates=[Candidate(f"`{part}`", node=p[-1]) for p in found],
+            )
+        path = found[0]
+    return path
+
+
+def find_class(module: cst.Module, dotted: str) -> NodePath:
+    path = find_def(module, dotted, what="class")
+    if not isinstance(path[-1], cst.ClassDef):
+        raise AnchorNotFound(f"`{dotted}` is a function, not a class")
+    return path
+
+
+def find_function(module: cst.Module, dotted: str) -> NodePath:
+    path = find_def(module, dotted, what="function")
+    if not isinstance(path[-1], cst.FunctionDef):
+        raise AnchorNotFound(f"`{dotted}` is a class, not a function")
+    return path
+
+
+def _line_hint(module: cst.Module, node: cst.CSTNode) -> int | None:
+    """Line of a node, by locating its source text (cheap; exact for the unique snippets we report)."""
+    return line_of_text(module.code, code_of(module, node).split("\n", 1)[0])
+
+
+def lines_of(module: cst.Module, nodes: Sequence[cst.CSTNode]) -> list[int | None]:
+    """Exact 1-based start lines of `nodes` (uses position metadata: only on error paths, it costs a full pass)."""
+    from libcst.metadata import MetadataWrapper, PositionProvider
+
+    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
+    positions = wrapper.resolve(PositionProvider)
+    return [positions[n].start.line if n in positions else None for n in nodes]
+
+
+# --------------------------------------------------------------------------------------------------- editing
+
+
+def _replace_child(parent: cst.CSTNode, old: cst.CSTNode, new: cst.CSTNode | Sequence[cst.CSTNode]) -> cst.CSTNode:
+    """Return `parent` with its direct child `old` replaced by `new` (one node, or several in a sequence field)."""
+    for name in parent.__dataclass_fields__:
+        value = getattr(parent, name)
+        if value is old:
+            return parent.with_changes(**{name: new})
+        if isinstance(value, (list, tuple)) and any(v is old for v in value):
+            out: list[cst.CSTNode] = []
+            for v in value:
+                if v is old:
+                    out.extend(new if isinstance(new, (list, tuple)) else [new])
+                else:
+                    out.append(v)
+            return parent.with_changes(**{name: tuple(out)})
+        if isinstance(value, cst.CSTNode) and not isinstance(value, (cst.BaseExpression,)):
+            # blocks sit one level down (FunctionDef.body is an IndentedBlock holding the statements)
+            if any(c is old for c in body_of_block(value)):
+                return parent.with_changes(**{name: _replace_child(value, old, new)})
+    raise LookupError(f"{type(old).__name__} is not a child of {type(parent).__name__}")
+
+
+def body_of_block(node: cst.CSTNode) -> Sequence[cst.CSTNode]:
+    if isinstance(node, (cst.IndentedBlock, cst.SimpleStatementSuite)):
+        return node.body
+    return ()
+
+
+def replace_at(path: NodePath, new: cst.CSTNode | Sequence[cst.CSTNode]) -> cst.Module:
+    """Replace `path[-1]` by `new` and rebuild the ancestors on the path; returns the new module."""
+    replacement: cst.CSTNode | Sequence[cst.CSTNode] = new
+    for depth in range(len(path) - 1, 0, -1):
+        replacement = _replace_child(path[depth - 1], path[depth], replacement)
+    assert isinstance(replacement, cst.Module)
+    return replacement
+
+
+def insert_after(path: NodePath, new_stmts: Sequence[cst.CSTNode]) -> cst.Module:
+    """Insert statements right after the statement at `path[-1]`, in the same block."""
+    return replace_at(path, [path[-1], *new_stmts])
+
+
+def insert_before(path: NodePath, new_stmts: Sequence[cst.CSTNode]) -> cst.Module:
+    """Insert statements right before the statement at `path[-1]`; its leading comments move above the new code."""
+    anchor = path[-1]
+    lead = getattr(anchor, "leading_lines", ())
+    if lead and new_stmts:
+        first = new_stmts[0]
+        new_stmts = [first.with_changes(leading_lines=tuple(lead) + tuple(first.leading_lines)), *new_stmts[1:]]
+        anchor = anchor.with_changes(leading_lines=())
+    return replace_at(path, [*new_stmts, anchor])
+
+
+def set_block_body(path: NodePath, statements: Sequence[cst.CSTNode]) -> cst.Module:
+    """Replace the statements of the block owned by `path[-1]` (a def, class or compound statement)."""
+    owner = path[-1]
+    body = owner.body
+    if isinstance(body, cst.SimpleStatementSuite):
+        raise AnchorNotFound("the block is written on one line (`if x: y`); specpatch only edits indented blocks")
+    return replace_at(path, owner.with_changes(body=body.with_changes(body=tuple(statements))))
+
+
+def parse_statements(code: str, module: cst.Module, *, what: str = "code") -> list[cst.BaseStatement]:
+    """Parse recipe code into statements that use the target module's newline and indentation."""
+    import textwrap
+
+    from .errors import RecipeError
+
+    try:
+        parsed = cst.parse_module(textwrap.dedent(code).strip("\n") + "\n", config=module.config_for_parsing)
+    except cst.ParserSyntaxError as exc:
+        raise RecipeError(f"the step's {what} is not valid Python: {exc.message} (line {exc.raw_line})") from None
+    return list(parsed.body)
+
+
+def iter_calls_named(stmt: cst.CSTNode, attr: str) -> Iterator[cst.Call]:
+    """Top-level calls of a simple statement whose function is `<anything>.attr(...)` or `attr(...)`."""
+    if not isinstance(stmt, cst.SimpleStatementLine):
+        return
+    for small in stmt.body:
+        value = getattr(small, "value", None)
+        if isinstance(value, cst.Call):
+            fn = value.func
+            name = fn.attr.value if isinstance(fn, cst.Attribute) else fn.value if isinstance(fn, cst.Name) else None
+            if name == attr:
+                yield value
+
+
+def string_value(node: cst.BaseExpression) -> str | None:
+    """The value of a plain string literal node (no f-strings), else None."""
+    if isinstance(node, (cst.SimpleString, cst.ConcatenatedString)):
+        value = node.evaluated_value
+        return value if isinstance(value, str) else None
+    return None
+
+
+Predicate = Callable[[cst.CSTNode], bool]

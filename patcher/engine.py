@@ -1,0 +1,200 @@
+"""Plan a recipe: parse each touched file once, run its steps in order, render once, compile, compare text.
+
+Planning never writes. A plan whose every step is `changed` or `already_applied` and whose every rendered file
+compiles is *ready*; otherwise it carries the errors and nothing may be written (the transaction refuses it).
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import libcst as cst
+
+from .anchors import code_of, line_of_text, lines_of
+from .diff import unified_diff
+from .errors import Candidate, Location, RenderError, SpecpatchError, TargetError, TargetSyntaxError
+from .operations.base import AlreadyApplied, CannotApply, Changed, Operation
+from .recipe import Recipe, Selection
+from .target import Target
+
+
+@dataclass
+class StepReport:
+    """What one step did (or would do) to its file."""
+
+    index: int  #: 1-based, in recipe order
+    op: str
+    name: str | None
+    file: str  #: relative to the target root
+    description: str
+    anchor: str
+    status: str  #: changed | already_applied | cannot_apply
+    anchor_line: int | None = None  #: line of the anchor in the original file
+    lines: tuple[int, int] | None = None  #: first and last line of the inserted code in the new file
+    error: SpecpatchError | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "step": self.index, "op": self.op, "name": self.name, "file": self.file, "description": self.description,
+            "anchor": self.anchor, "status": self.status, "anchor_line": self.anchor_line,
+            "lines": list(self.lines) if self.lines else None,
+            "error": self.error.to_dict() if self.error else None,
+        }
+
+
+@dataclass
+class FilePlan:
+    """One file: its bytes before and after all of its steps."""
+
+    path: Path  #: absolute
+    rel: str  #: relative to the target root
+    before: bytes
+    after: bytes
+    mode: int  #: permission bits of the original
+
+    @property
+    def changed(self) -> bool:
+        return self.before != self.after
+
+    def diff(self) -> str:
+        return unified_diff(self.before, self.after, self.rel)
+
+
+@dataclass
+class Plan:
+    """A recipe planned against a target; `errors` empty means it may be written."""
+
+    recipe: Recipe
+    target: Target
+    selection: Selection
+    params: dict[str, Any]
+    files: list[FilePlan] = field(default_factory=list)
+    steps: list[StepReport] = field(default_factory=list)
+    errors: list[SpecpatchError] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+    @property
+    def changed_files(self) -> list[FilePlan]:
+        return [f for f in self.files if f.changed]
+
+    @property
+    def already_applied(self) -> bool:
+        return self.ok and not self.changed_files and bool(self.steps)
+
+    def diff(self) -> str:
+        return "".join(f.diff() for f in self.changed_files)
+
+
+def plan(recipe: Recipe, target: Target, params: dict[str, str] | None = None) -> Plan:
+    """Plan `recipe` on `target` in memory. Raises only for bad input; target-side problems land in `Plan.errors`."""
+    values = recipe.resolve_params(params or {})
+    selection = recipe.select(target.version)
+    result = Plan(recipe, target, selection, values)
+    if selection.refuse:
+        return result
+    steps = [s.render_params(values) for s in selection.steps]
+    by_file: dict[str, list[tuple[int, Operation]]] = {}
+    for i, step in enumerate(steps, start=1):
+        by_file.setdefault(step.file, []).append((i, step))
+    for rel_pkg, file_steps in by_file.items():
+        _plan_file(result, rel_pkg, file_steps)
+    result.steps.sort(key=lambda s: s.index)
+    return result
+
+
+def _plan_file(result: Plan, rel_pkg: str, file_steps: list[tuple[int, Operation]]) -> None:
+    recipe, target = result.recipe, result.target
+    where = Location(recipe=recipe.id)
+    try:
+        path = target.file(rel_pkg)
+    except TargetError as exc:
+        result.errors.append(exc.at(where))
+        return
+    rel = target.rel(path)
+    first = file_steps[0]
+    if not path.is_file():
+        err = TargetError(f"`{rel}` does not exist in the target", location=Location(
+            recipe=recipe.id, step=first[0], op=first[1].op, file=rel, anchor=first[1].anchor()),
+            hint="this release may lay its files out differently; `specpatch show RECIPE` lists supported releases")
+        result.errors.append(err)
+        return
+    before = path.read_bytes()
+    mode = stat.S_IMODE(os.stat(path).st_mode)
+    try:
+        module = cst.parse_module(before)
+    except cst.ParserSyntaxError as exc:
+        result.errors.append(TargetSyntaxError(
+            f"{exc.message}", location=Location(recipe=recipe.id, step=first[0], file=rel, line=exc.raw_line),
+            details=str(exc)))
+        return
+    original = module
+    done: list[tuple[StepReport, Changed | None]] = []
+    for index, op in file_steps:
+        loc = Location(recipe=recipe.id, step=index, op=op.op, file=rel, anchor=op.anchor())
+        report = StepReport(index, op.op, op.name, rel, op.describe(), op.anchor(), "cannot_apply")
+        try:
+            outcome = op.apply(module)
+        except SpecpatchError as exc:  # a recipe-side problem found late (e.g. code that does not parse)
+            outcome = CannotApply(exc)
+        report.status = outcome.status
+        if isinstance(outcome, Changed):
+            module = outcome.module
+            report.anchor_line = _line(original, outcome.anchor)
+        elif isinstance(outcome, CannotApply):
+            report.error = _with_candidate_lines(outcome.error.at(loc), module)
+            result.errors.append(report.error)
+        result.steps.append(report)
+        done.append((report, outcome if isinstance(outcome, Changed) else None))
+    if any(r.status == "cannot_apply" for r, _ in done):
+        result.files.append(FilePlan(path, rel, before, before, mode))
+        return
+    after = module.bytes if module is not original else before
+    if after != before:
+        try:
+            compile(after, str(path), "exec", dont_inherit=True)
+        except (SyntaxError, ValueError) as exc:
+            result.errors.append(RenderError(
+                f"{getattr(exc, 'msg', exc)}", location=Location(recipe=recipe.id, file=rel,
+                                                                 line=getattr(exc, "lineno", None))))
+        text = after.decode(module.encoding, errors="replace")
+        for report, changed in done:
+            if changed and changed.inserted:
+                first_line = line_of_text(text, "".join(code_of(module, n) for n in changed.inserted),
+                                          _offset_of_line(text, report.anchor_line))
+                if first_line:
+                    n = sum(code_of(module, n).count("\n") for n in changed.inserted)
+                    report.lines = (first_line, first_line + max(n - 1, 0))
+    result.files.append(FilePlan(path, rel, before, after, mode))
+
+
+def _offset_of_line(text: str, line: int | None) -> int:
+    if not line:
+        return 0
+    offset = 0
+    for _ in range(line - 1):
+        offset = text.find("\n", offset) + 1
+        if offset == 0:
+            return 0
+    return offset
+
+
+def _line(module: cst.Module, node: cst.CSTNode | None) -> int | None:
+    if node is None:
+        return None
+    return line_of_text(module.code, code_of(module, node))
+
+
+def _with_candidate_lines(err: SpecpatchError, module: cst.Module) -> SpecpatchError:
+    """Give the error's candidates exact line numbers (position metadata: only paid on this error path)."""
+    nodes = [c.node for c in err.candidates if c.node is not None and c.line is None]
+    if nodes:
+        lines = dict(zip(map(id, nodes), lines_of(module, nodes)))
+        err.candidates = tuple(Candidate(c.text, lines.get(id(c.node), c.line), c.node) for c in err.candidates)
+    return err

@@ -1,0 +1,187 @@
+"""The one error catalogue of specpatch: every failure has a title, a hint, an exit code and a location."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import IntEnum
+
+
+class ExitCode(IntEnum):
+    """Process exit codes; the README's table is generated from the same meanings."""
+
+    OK = 0  #: success, including "already applied" and "nothing to roll back"
+    INTERNAL = 1  #: a bug in specpatch itself
+    BAD_INPUT = 2  #: a broken recipe, an unusable target, a bad command-line value
+    CANNOT_APPLY = 3  #: an anchor is missing or ambiguous, a conflicting definition, a release out of range
+    VERIFY_FAILED = 4  #: syntax, import smoke test or probe failed (an apply was rolled back)
+    DRIFT = 5  #: a patched file changed since apply, or the recipe's edits are gone
+    LOCKED = 6  #: another specpatch holds the target's lock
+    WOULD_CHANGE = 7  #: `check`: the recipe is not applied yet and would change the target
+
+
+@dataclass(frozen=True)
+class Location:
+    """Where an error happened: as much of recipe, step, file, line and anchor as is known."""
+
+    recipe: str | None = None  #: recipe id or recipe file
+    step: int | None = None  #: 1-based step number
+    op: str | None = None  #: operation kind of the step
+    file: str | None = None  #: file path, relative to the target when possible
+    line: int | None = None  #: line in `file` (a recipe line for recipe errors)
+    anchor: str | None = None  #: the anchor the step looked for
+
+    def merged(self, other: "Location") -> "Location":
+        """Fill the fields this location lacks from `other` (inner knowledge wins)."""
+        return Location(
+            **{k: getattr(self, k) if getattr(self, k) is not None else getattr(other, k) for k in self.__dataclass_fields__}
+        )
+
+    def render(self) -> str:
+        parts: list[str] = []
+        if self.file:
+            parts.append(f"{self.file}:{self.line}" if self.line else self.file)
+        ctx = [p for p in (self.recipe, f"step {self.step}" if self.step else None, self.op) if p]
+        if ctx:
+            parts.append(f"[{', '.join(ctx)}]")
+        return " ".join(parts)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A near miss for an anchor: what was found instead, and on which line."""
+
+    text: str
+    line: int | None = None
+    node: object = field(default=None, compare=False, repr=False)  #: the syntax node, to compute `line` lazily
+
+    def render(self) -> str:
+        return f"{self.text} (line {self.line})" if self.line else self.text
+
+
+class SpecpatchError(Exception):
+    """Base class: subclasses set `title`, `hint` and `exit_code`; instances carry the message and location."""
+
+    title = "specpatch error"
+    hint = ""
+    exit_code = ExitCode.INTERNAL
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        location: Location | None = None,
+        candidates: list[Candidate] | tuple[Candidate, ...] = (),
+        hint: str | None = None,
+        details: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.location = location or Location()
+        self.candidates = tuple(candidates)
+        if hint is not None:
+            self.hint = hint
+        self.details = details
+
+    def at(self, location: Location) -> "SpecpatchError":
+        """Add outer context (recipe, step, file) without losing what the lower layer knew."""
+        self.location = self.location.merged(location)
+        return self
+
+    def __str__(self) -> str:
+        where = self.location.render()
+        return f"{self.title}: {self.message}" + (f" ({where})" if where else "")
+
+    def to_dict(self) -> dict:
+        return {
+            "error": type(self).__name__,
+            "title": self.title,
+            "message": self.message,
+            "hint": self.hint,
+            "exit_code": int(self.exit_code),
+            "location": {k: v for k, v in self.location.__dict__.items() if v is not None},
+            "candidates": [{"text": c.text, "line": c.line} for c in self.candidates],
+            "details": self.details,
+        }
+
+
+class RecipeError(SpecpatchError):
+    title = "invalid recipe"
+    hint = "run `specpatch schema` for the recipe format; `specpatch show RECIPE` for a working example"
+    exit_code = ExitCode.BAD_INPUT
+
+
+class RecipeNotFound(RecipeError):
+    title = "recipe not found"
+    hint = "`specpatch list` shows the available recipes; a path to a .yaml file works too"
+
+
+class UsageError(SpecpatchError):
+    title = "bad command-line value"
+    hint = "see `specpatch COMMAND --help`"
+    exit_code = ExitCode.BAD_INPUT
+
+
+class TargetError(SpecpatchError):
+    title = "unusable target"
+    hint = "pass a git checkout (T/python/sglang), a site-packages folder, the package folder, or use --package"
+    exit_code = ExitCode.BAD_INPUT
+
+
+class TargetSyntaxError(SpecpatchError):
+    title = "target file does not parse"
+    hint = "fix or restore the file first (for example `pip install --force-reinstall --no-deps PACKAGE==VERSION`)"
+    exit_code = ExitCode.BAD_INPUT
+
+
+class VersionUnsupported(SpecpatchError):
+    title = "release not supported by this recipe"
+    hint = "`specpatch show RECIPE` lists the supported releases; --assume-version overrides a misread version"
+    exit_code = ExitCode.CANNOT_APPLY
+
+
+class AnchorNotFound(SpecpatchError):
+    title = "anchor not found"
+    hint = "this release may have moved the code; `specpatch show RECIPE` lists the releases it supports"
+    exit_code = ExitCode.CANNOT_APPLY
+
+
+class AnchorAmbiguous(SpecpatchError):
+    title = "anchor matched more than once"
+    hint = "the recipe must name a unique place; make the anchor more specific"
+    exit_code = ExitCode.CANNOT_APPLY
+
+
+class Conflict(SpecpatchError):
+    title = "conflicting definition"
+    hint = "the target already defines this name differently; remove the local change or roll back the other recipe"
+    exit_code = ExitCode.CANNOT_APPLY
+
+
+class RenderError(SpecpatchError):
+    title = "patched file does not compile"
+    hint = "the recipe's code is wrong for this release; nothing was written"
+    exit_code = ExitCode.CANNOT_APPLY
+
+
+class VerifyFailed(SpecpatchError):
+    title = "verification failed"
+    hint = "the change was rolled back; run `specpatch verify` with --json for the full output"
+    exit_code = ExitCode.VERIFY_FAILED
+
+
+class DriftError(SpecpatchError):
+    title = "patched files changed since apply"
+    hint = "review the local change; `specpatch rollback --force` restores the original and keeps your version beside it"
+    exit_code = ExitCode.DRIFT
+
+
+class LockTimeout(SpecpatchError):
+    title = "target is locked"
+    hint = "another specpatch is working on this target; retry when it has finished (or raise --lock-timeout)"
+    exit_code = ExitCode.LOCKED
+
+
+class StateError(SpecpatchError):
+    title = "specpatch state is inconsistent"
+    hint = "inspect TARGET/.specpatch; `specpatch status` shows what is recorded"
+    exit_code = ExitCode.INTERNAL

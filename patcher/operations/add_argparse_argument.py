@@ -1,0 +1,108 @@
+"""`add_argparse_argument`: add a `parser.add_argument(...)` statement right after the one of a named flag.
+
+Example::
+
+    - op: add_argparse_argument
+      file: srt/server_args.py
+      function: ServerArgs.add_cli_args
+      after_flag: --speculative-accept-threshold-acc
+      code: |
+        parser.add_argument(
+            "--speculative-disable-batch-threshold",
+            type=int,
+            default=ServerArgs.speculative_disable_batch_threshold,
+            help="Disable speculative decoding for decode batches larger than N requests (0 = always speculate).",
+        )
+
+The anchor is the *statement* holding the `add_argument` call (on any receiver: `parser`, a group...) that has the
+flag as one of its positional string arguments, however the call is formatted: one line or many, comments inside,
+a `)` inside a string, keyword arguments in any order. The new statement is inserted after the whole anchor
+statement, never inside it, with the indentation of the block the anchor is in (also inside `if`/`with` blocks).
+
+Answers: *changed*; *already applied* (the function already has an `add_argument` call for the new flag with the
+same arguments); *cannot apply* (function or anchor flag missing or registered twice; the new flag already registered
+with other arguments).
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar, Iterator, Literal
+
+import libcst as cst
+from pydantic import Field
+
+from ..anchors import (NodePath, code_of, find_function, insert_after, iter_calls_named, near, parse_statements,
+                       same_code, string_value, walk_statements)
+from ..errors import AnchorAmbiguous, AnchorNotFound, Candidate, Conflict, RecipeError
+from .base import AlreadyApplied, Changed, Operation, Outcome, attempt, register
+
+
+def flags_of(stmt: cst.CSTNode) -> list[str]:
+    """The option strings registered by an `add_argument(...)` statement (empty for any other statement)."""
+    out: list[str] = []
+    for call in iter_calls_named(stmt, "add_argument"):
+        for arg in call.args:
+            if arg.keyword is None and arg.star == "":
+                value = string_value(arg.value)
+                if value is not None:
+                    out.append(value)
+    return out
+
+
+def argument_statements(fpath: NodePath) -> Iterator[NodePath]:
+    """Every `add_argument` statement in the function, at any block depth."""
+    for spath in walk_statements(fpath):
+        if flags_of(spath[-1]):
+            yield spath
+
+
+@register
+class AddArgparseArgument(Operation):
+    """Add an argparse argument right after the statement that registers a named flag."""
+
+    op: Literal["add_argparse_argument"]
+    function: str = Field(description="the function that builds the parser, e.g. ServerArgs.add_cli_args")
+    after_flag: str = Field(description="the flag whose add_argument statement the new one follows")
+    code: str = Field(description="the new `parser.add_argument(...)` statement")
+
+    templated: ClassVar[tuple[str, ...]] = ("code",)
+
+    def describe(self) -> str:
+        return f"add argument `{self.new_flag()}` to `{self.function}` after `{self.after_flag}`"
+
+    def anchor(self) -> str:
+        return f'{self.function}: add_argument("{self.after_flag}", ...)'
+
+    def new_flag(self) -> str:
+        import textwrap
+
+        stmt = cst.parse_module(textwrap.dedent(self.code).strip() + "\n").body
+        flags = flags_of(stmt[0]) if len(stmt) == 1 else []
+        if not flags:
+            raise RecipeError(f"`code` must be one `parser.add_argument(\"--flag\", ...)` statement, got {self.code!r}")
+        return flags[0]
+
+    @attempt
+    def apply(self, module: cst.Module) -> Outcome:
+        new_stmts = parse_statements(self.code, module)
+        new_flag = self.new_flag()
+        fpath = find_function(module, self.function)
+        statements = list(argument_statements(fpath))
+        existing = [p for p in statements if new_flag in flags_of(p[-1])]
+        if existing:
+            have = code_of(module, existing[0][-1])
+            if same_code(have, self.code):
+                return AlreadyApplied(existing[0][-1])
+            raise Conflict(f"`{new_flag}` is already registered in `{self.function}` with other arguments",
+                           candidates=[Candidate(have.strip().splitlines()[0], node=existing[0][-1])])
+        anchors = [p for p in statements if self.after_flag in flags_of(p[-1])]
+        if not anchors:
+            by_flag = {f: p[-1] for p in statements for f in flags_of(p[-1])}
+            raise AnchorNotFound(
+                f'no `add_argument("{self.after_flag}", ...)` in {self.function}',
+                candidates=[Candidate(f'"{f}"', node=by_flag[f]) for f in near(self.after_flag, list(by_flag))],
+            )
+        if len(anchors) > 1:
+            raise AnchorAmbiguous(f"`{self.after_flag}` is registered {len(anchors)} times in {self.function}",
+                                  candidates=[Candidate(f'"{self.after_flag}"', node=p[-1]) for p in anchors])
+        return Changed(insert_after(anchors[0], new_stmts), inserted=tuple(new_stmts), anchor=anchors[0][-1])

@@ -1,0 +1,84 @@
+"""`add_dataclass_field`: add a field to a dataclass, right after a named field.
+
+Example::
+
+    - op: add_dataclass_field
+      file: srt/server_args.py
+      class: ServerArgs
+      after: speculative_accept_threshold_acc
+      code: "speculative_disable_batch_threshold: int = 0"
+
+Answers: *changed* (the field is inserted on the line after the anchor field's statement, with the class body's
+indentation); *already applied* (a field of that name with the same annotation and default exists); *cannot apply*
+(the class or the anchor field is missing or defined twice, or the field exists with another type or default).
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar, Literal
+
+import libcst as cst
+from pydantic import Field
+
+from ..anchors import find_class, insert_after, near, parse_statements, same_code, code_of, walk_statements
+from ..errors import AnchorAmbiguous, AnchorNotFound, Candidate, Conflict, RecipeError
+from .base import AlreadyApplied, Changed, Operation, Outcome, attempt, register
+
+
+def field_name(stmt: cst.CSTNode) -> str | None:
+    """The name a class-body statement declares as a field (`x: int = 0` or `x = 0`), else None."""
+    if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1:
+        small = stmt.body[0]
+        if isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name):
+            return small.target.value
+        if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name):
+            return small.targets[0].target.value
+    return None
+
+
+@register
+class AddDataclassField(Operation):
+    """Add a field to a dataclass, right after a named field."""
+
+    op: Literal["add_dataclass_field"]
+    cls: str = Field(alias="class", description="the class, e.g. ServerArgs (dotted for nested classes)")
+    after: str = Field(description="the field the new one follows, e.g. speculative_accept_threshold_acc")
+    code: str = Field(description="the new field, e.g. 'speculative_disable_batch_threshold: int = 0'")
+
+    templated: ClassVar[tuple[str, ...]] = ("code",)
+
+    def describe(self) -> str:
+        return f"add field `{self.code.strip()}` to `{self.cls}` after `{self.after}`"
+
+    def anchor(self) -> str:
+        return f"{self.cls}.{self.after}"
+
+    def new_field(self, module: cst.Module) -> tuple[cst.SimpleStatementLine, str]:
+        stmts = parse_statements(self.code, module, what="code")
+        if len(stmts) != 1 or field_name(stmts[0]) is None:
+            raise RecipeError(f"`code` must be exactly one field declaration such as `x: int = 0`, got {self.code!r}")
+        return stmts[0], field_name(stmts[0])
+
+    @attempt
+    def apply(self, module: cst.Module) -> Outcome:
+        new, name = self.new_field(module)
+        cpath = find_class(module, self.cls)
+        fields = [p for p in walk_statements(cpath) if field_name(p[-1]) is not None]
+        existing = [p for p in fields if field_name(p[-1]) == name]
+        if existing:
+            have = code_of(module, existing[0][-1])
+            if same_code(have, self.code):
+                return AlreadyApplied(existing[0][-1])
+            raise Conflict(f"`{self.cls}` already has a field `{name}` that differs: `{have.strip()}`",
+                           candidates=[Candidate(have.strip(), node=existing[0][-1])])
+        anchors = [p for p in fields if field_name(p[-1]) == self.after]
+        if not anchors:
+            by_name = {field_name(p[-1]): p[-1] for p in fields}
+            raise AnchorNotFound(
+                f"no field `{self.after}` in class `{self.cls}`",
+                candidates=[Candidate(f"`{n}`", node=by_name[n]) for n in near(self.after, list(by_name))],
+            )
+        if len(anchors) > 1:
+            raise AnchorAmbiguous(f"field `{self.after}` is declared {len(anchors)} times in `{self.cls}`",
+                                  candidates=[Candidate(code_of(module, p[-1]).strip(), node=p[-1]) for p in anchors])
+        return Changed(insert_after(anchors[0], [new]), inserted=(new,), anchor=anchors[0][-1])

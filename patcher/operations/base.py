@@ -1,0 +1,115 @@
+"""The Operation protocol, its three possible answers, and the registry keyed by `op`."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import ClassVar, Union
+
+import libcst as cst
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..errors import SpecpatchError
+
+_PARAM = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
+
+
+@dataclass(frozen=True)
+class Changed:
+    """The operation changed the module; `inserted` are the new nodes (used to report their lines)."""
+
+    module: cst.Module
+    inserted: tuple[cst.CSTNode, ...] = ()
+    anchor: cst.CSTNode | None = None
+    status: ClassVar[str] = "changed"
+
+
+@dataclass(frozen=True)
+class AlreadyApplied:
+    """The equivalent code is already there: nothing to do."""
+
+    existing: cst.CSTNode | None = None
+    status: ClassVar[str] = "already_applied"
+
+
+@dataclass(frozen=True)
+class CannotApply:
+    """The operation cannot apply; `error` says why (anchor missing or ambiguous, conflict) with candidates."""
+
+    error: SpecpatchError
+    status: ClassVar[str] = "cannot_apply"
+
+
+Outcome = Union[Changed, AlreadyApplied, CannotApply]
+
+
+class Operation(BaseModel):
+    """One semantic edit of one file. Subclasses set `op`, declare their options, and implement `apply`."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
+    op: str
+    file: str = Field(description="the file to change, relative to the package folder (e.g. srt/server_args.py)")
+    name: str | None = Field(default=None, description="a short name for the step, shown in reports")
+
+    #: option names whose strings may contain {{param}} placeholders
+    templated: ClassVar[tuple[str, ...]] = ()
+
+    def describe(self) -> str:
+        """One line for `specpatch show` and reports."""
+        raise NotImplementedError
+
+    def anchor(self) -> str:
+        """The anchor as a user would name it, for errors."""
+        raise NotImplementedError
+
+    def apply(self, module: cst.Module) -> Outcome:
+        """Apply to a parsed module; must never raise for a target-side problem (return CannotApply instead)."""
+        raise NotImplementedError
+
+    def render_params(self, params: dict[str, object]) -> "Operation":
+        """A copy with {{param}} placeholders in the templated options replaced by their values."""
+        update = {}
+        for name in self.templated:
+            value = getattr(self, name)
+            if isinstance(value, str):
+                update[name] = _PARAM.sub(lambda m: str(params[m.group(1)]), value)
+        return self.model_copy(update=update) if update else self
+
+    def placeholders(self) -> set[str]:
+        found: set[str] = set()
+        for name in self.templated:
+            value = getattr(self, name)
+            if isinstance(value, str):
+                found.update(_PARAM.findall(value))
+        return found
+
+
+REGISTRY: dict[str, type[Operation]] = {}
+
+
+def register(cls: type[Operation]) -> type[Operation]:
+    """Class decorator: make an operation available to recipes under its `op` name."""
+    kind = cls.model_fields["op"].annotation.__args__[0]  # Literal["kind"]
+    REGISTRY[kind] = cls
+    return cls
+
+
+def attempt(fn):
+    """Wrap an `apply` so that anchor errors raised by the helpers become a CannotApply answer."""
+    import functools
+
+    from ..errors import AnchorAmbiguous, AnchorNotFound, Conflict
+
+    @functools.wraps(fn)
+    def wrapper(self: Operation, module: cst.Module) -> Outcome:
+        try:
+            return fn(self, module)
+        except (AnchorNotFound, AnchorAmbiguous, Conflict) as exc:
+            if exc.location.anchor is None:
+                from ..errors import Location
+
+                exc.at(Location(anchor=self.anchor()))
+            return CannotApply(exc)
+
+    return wrapper

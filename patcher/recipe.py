@@ -1,0 +1,416 @@
+"""YAML recipe -> frozen, validated model. Errors point at the recipe file and line, with "did you mean".
+
+A recipe::
+
+    id: dynamic-spec-disable            # == file stem
+    version: 1                          # recipe version, recorded in the ledger
+    title: ...
+    description: ...
+    target: {package: sglang, versions: ">=0.5.4,<0.5.14"}
+    params:
+      threshold_default: {default: 0, type: int, description: ...}
+    steps:                              # ordered edits; `op` picks the operation, the rest are its options
+      - op: add_dataclass_field
+        file: srt/server_args.py        # relative to the package folder, never outside it
+        class: ServerArgs
+        after: speculative_accept_threshold_acc
+        code: "speculative_disable_batch_threshold: int = {{threshold_default}}"
+    verify:
+      imports: [sglang.srt.server_args]
+      stubs: [sgl_kernel, flashinfer]
+      probes: [{path: probes/server_args.py}]
+    variants:                           # optional: per-release alternatives of steps/verify
+      - name: v0.5.13
+        versions: ">=0.5.13,<0.5.14"
+        steps: [...]
+
+Option values may be read from files beside the recipe: `code_file: dynamic-spec-disable/fallback.py` (resolved
+relative to the recipe's folder and refused if it leaves it).
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Annotated, Any, Literal, Union
+
+import yaml
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import Version
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
+
+from . import operations
+from .errors import RecipeError, RecipeNotFound, Location, VersionUnsupported
+from .operations.base import REGISTRY, Operation
+
+def _shipped_recipes() -> Path:
+    here = Path(__file__).resolve().parent
+    installed = here / "recipes"  # a wheel installs the top-level recipes/ folder as patcher/recipes
+    return installed if installed.is_dir() else here.parent / "recipes"
+
+
+RECIPES_DIR = _shipped_recipes()
+_RECIPE_PATH_ENV = "SPECPATCH_RECIPE_PATH"
+
+
+def _step_union() -> Any:
+    kinds = tuple(REGISTRY[k] for k in sorted(REGISTRY))
+    return Annotated[Union[kinds], Field(discriminator="op")]  # type: ignore[valid-type]
+
+
+Step = _step_union()
+
+
+class Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class TargetSpec(Frozen):
+    package: str = Field(description="the distribution / import package, e.g. sglang")
+    versions: str = Field(default="", description="PEP 440 specifiers of the supported releases, e.g. '>=0.5.4,<0.5.14'")
+
+    @field_validator("versions")
+    @classmethod
+    def _specifier(cls, value: str) -> str:
+        try:
+            SpecifierSet(value)
+        except InvalidSpecifier as exc:
+            raise ValueError(f"not a PEP 440 specifier set: {exc}") from None
+        return value
+
+    def admits(self, version: Version) -> bool:
+        return SpecifierSet(self.versions).contains(version, prereleases=True)
+
+
+class Param(Frozen):
+    default: int | float | str | bool = Field(description="value used when --param does not set it")
+    type: Literal["int", "float", "str", "bool"] = "str"
+    description: str = ""
+
+    def parse(self, raw: str) -> int | float | str | bool:
+        if self.type == "int":
+            return int(raw)
+        if self.type == "float":
+            return float(raw)
+        if self.type == "bool":
+            if raw.lower() in ("1", "true", "yes", "on"):
+                return True
+            if raw.lower() in ("0", "false", "no", "off"):
+                return False
+            raise ValueError(f"not a boolean: {raw!r}")
+        return raw
+
+
+class Probe(Frozen):
+    path: str = Field(description="a Python script beside the recipe, run in the target's environment")
+    name: str | None = None
+    description: str = ""
+    timeout: float = 300.0
+
+
+class VerifySpec(Frozen):
+    imports: tuple[str, ...] = Field(default=(), description="modules imported by the smoke test")
+    stubs: tuple[str, ...] = Field(default=(), description="GPU-only native top-level modules replaced by stubs")
+    probes: tuple[Probe, ...] = ()
+    timeout: float = Field(default=300.0, description="seconds for the import smoke test")
+
+
+class Variant(Frozen):
+    name: str
+    versions: str = Field(description="PEP 440 specifiers of the releases this variant is for")
+    description: str = ""
+    steps: tuple[Step, ...] = ()  # type: ignore[valid-type]
+    verify: VerifySpec | None = None
+    refuse: str | None = Field(default=None, description="refuse these releases with this message instead of patching")
+
+    @field_validator("versions")
+    @classmethod
+    def _specifier(cls, value: str) -> str:
+        return TargetSpec._specifier(value)
+
+    def admits(self, version: Version) -> bool:
+        return SpecifierSet(self.versions).contains(version, prereleases=True)
+
+
+class Recipe(Frozen):
+    id: str = Field(pattern=r"^[a-z0-9]+(-[a-z0-9]+)*$", description="kebab-case, equal to the file stem")
+    version: int = Field(default=1, description="the recipe's own version, recorded when applied")
+    title: str
+    description: str = ""
+    target: TargetSpec
+    params: dict[str, Param] = Field(default_factory=dict)
+    steps: tuple[Step, ...] = ()  # type: ignore[valid-type]
+    verify: VerifySpec = VerifySpec()
+    variants: tuple[Variant, ...] = ()
+
+    #: where the recipe was loaded from (not part of the YAML)
+    source: Path | None = Field(default=None, exclude=True)
+
+    @property
+    def folder(self) -> Path:
+        return (self.source.parent if self.source else RECIPES_DIR) / self.id
+
+    def resolve_params(self, given: dict[str, str]) -> dict[str, Any]:
+        """Defaults overlaid with `NAME=VALUE` strings from the command line, parsed to the declared types."""
+        from .errors import UsageError
+
+        values: dict[str, Any] = {k: p.default for k, p in self.params.items()}
+        for key, raw in given.items():
+            if key not in self.params:
+                guess = difflib.get_close_matches(key, list(self.params), n=1)
+                raise UsageError(f"recipe `{self.id}` has no parameter `{key}`"
+                                 + (f"; did you mean `{guess[0]}`?" if guess else f"; it has: {', '.join(self.params) or 'none'}"))
+            try:
+                values[key] = self.params[key].parse(raw)
+            except ValueError as exc:
+                raise UsageError(f"parameter `{key}`: {exc}") from None
+        return values
+
+    def select(self, version: Version | None) -> "Selection":
+        """The steps and checks for a release: the recipe's own, or the variant whose range admits it."""
+        if not self.variants:
+            if version is not None and self.target.versions and not self.target.admits(version):
+                raise VersionUnsupported(
+                    f"recipe `{self.id}` supports sglang {self.target.versions}; the target is {version}",
+                    location=Location(recipe=self.id),
+                )
+            return Selection(None, self.steps, self.verify, None,
+                             f"release {version} is in {self.target.versions or 'any'}" if version else "no release read")
+        if version is None:
+            raise VersionUnsupported(f"recipe `{self.id}` has variants and the release is unknown",
+                                     hint="pass --assume-version", location=Location(recipe=self.id))
+        for variant in self.variants:
+            if variant.admits(version):
+                return Selection(variant.name, variant.steps or self.steps, variant.verify or self.verify,
+                                 variant.refuse, f"release {version} is in {variant.versions}")
+        ranges = ", ".join(f"{v.name}: {v.versions}" for v in self.variants)
+        raise VersionUnsupported(f"no variant of `{self.id}` supports sglang {version} (variants: {ranges})",
+                                 location=Location(recipe=self.id))
+
+
+@dataclass(frozen=True)
+class Selection:
+    """What will run against one target: a variant's (or the recipe's) steps and checks."""
+
+    variant: str | None
+    steps: tuple[Operation, ...]
+    verify: VerifySpec
+    refuse: str | None
+    reason: str
+
+
+# --------------------------------------------------------------------------------------------------- loading
+
+
+class _LineLoader(yaml.SafeLoader):
+    """SafeLoader that refuses aliases (no "billion laughs"); lines are collected from its node tree."""
+
+    def compose_node(self, parent, index):  # type: ignore[override]
+        if self.check_event(yaml.AliasEvent):
+            mark = self.peek_event().start_mark
+            raise yaml.composer.ComposerError(None, None, "YAML aliases (*name) are not allowed in recipes", mark)
+        return super().compose_node(parent, index)
+
+
+MAX_RECIPE_BYTES = 1_000_000
+
+
+def _lines(node: yaml.Node, path: tuple = (), out: dict | None = None) -> dict[tuple, int]:
+    out = {} if out is None else out
+    out.setdefault(path, node.start_mark.line + 1)
+    if isinstance(node, yaml.MappingNode):
+        for key, value in node.value:
+            kpath = path + (key.value,)
+            out[kpath] = key.start_mark.line + 1
+            _lines(value, kpath, out)
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            _lines(item, path + (i,), out)
+    return out
+
+
+def _line_for(lines: dict[tuple, int], loc: tuple) -> int | None:
+    loc = tuple(loc)
+    while loc:
+        if loc in lines:
+            return lines[loc]
+        loc = loc[:-1]
+    return lines.get(())
+
+
+def _inside(base: Path, rel: str) -> bool:
+    """True when `rel` is a relative path that stays inside `base` (no `..`, not absolute)."""
+    p = PurePosixPath(rel)
+    return not (p.is_absolute() or rel.startswith(("/", "\\")) or ".." in p.parts or ":" in rel.split("/")[0])
+
+
+def _load_code_files(data: Any, folder: Path, path: tuple, errors: list) -> Any:
+    """Replace `X_file: rel` options by `X: <file text>`, refusing paths outside the recipe's folder."""
+    if isinstance(data, dict):
+        out = {}
+        for key, value in data.items():
+            if isinstance(key, str) and key.endswith("_file") and isinstance(value, str) and key != "file":
+                real = (folder / value).resolve()
+                if not _inside(folder, value) or not real.is_relative_to(folder.resolve()):
+                    errors.append((path + (key,), f"`{key}: {value}` leaves the recipe's folder"))
+                    continue
+                if not real.is_file():
+                    errors.append((path + (key,), f"`{key}: {value}`: no such file beside the recipe"))
+                    continue
+                out[key[: -len("_file")]] = real.read_text(encoding="utf-8")
+            else:
+                out[key] = _load_code_files(value, folder, path + (key,), errors)
+        return out
+    if isinstance(data, list):
+        return [_load_code_files(v, folder, path + (i,), errors) for i, v in enumerate(data)]
+    return data
+
+
+def parse_recipe(text: str, source: Path) -> Recipe:
+    """Validate recipe text; every problem is a RecipeError naming `source` and the line."""
+    where = str(source)
+    if len(text) > MAX_RECIPE_BYTES:
+        raise RecipeError(f"recipe is larger than {MAX_RECIPE_BYTES} bytes", location=Location(recipe=where, file=where))
+    try:
+        node = yaml.compose(text, Loader=_LineLoader)
+        data = yaml.load(text, Loader=_LineLoader)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise RecipeError(f"not valid YAML: {getattr(exc, 'problem', exc)}",
+                          location=Location(recipe=where, file=where, line=mark.line + 1 if mark else None)) from None
+    if not isinstance(data, dict):
+        raise RecipeError("a recipe is a YAML mapping (id, title, target, steps, ...)",
+                          location=Location(recipe=where, file=where, line=1))
+    lines = _lines(node)
+
+    def fail(loc: tuple, message: str) -> RecipeError:
+        step = loc[1] + 1 if len(loc) > 1 and loc[0] == "steps" and isinstance(loc[1], int) else None
+        return RecipeError(message, location=Location(recipe=where, file=where, line=_line_for(lines, loc), step=step))
+
+    # Operations are checked first, by hand, for a better message than the union's ("did you mean").
+    for key in ("steps",):
+        for i, step in enumerate(data.get(key) or []):
+            _check_op(step, (key, i), fail)
+    for vi, variant in enumerate(data.get("variants") or []):
+        if isinstance(variant, dict):
+            for i, step in enumerate(variant.get("steps") or []):
+                _check_op(step, ("variants", vi, "steps", i), fail)
+
+    folder = source.parent / str(data.get("id", source.stem))
+    file_errors: list = []
+    data = _load_code_files(data, folder, (), file_errors)
+    if file_errors:
+        raise fail(*file_errors[0])
+    try:
+        recipe = Recipe.model_validate({**data, "source": source})
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = tuple(x for x in first["loc"] if not (isinstance(x, str) and x in REGISTRY))
+        field = ".".join(str(x) for x in loc)
+        msg = first["msg"]
+        if first["type"] == "missing":
+            msg = f"missing option `{loc[-1]}`"
+        elif first["type"] == "extra_forbidden":
+            msg = f"unknown option `{loc[-1]}`" + _did_you_mean_option(data, loc)
+        raise fail(loc, f"{field}: {msg}" + (f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else "")) from None
+    if recipe.id != source.stem and source.suffix in (".yaml", ".yml"):
+        raise fail(("id",), f"id `{recipe.id}` must equal the file name `{source.stem}`")
+    _check_semantics(recipe, fail)
+    return recipe
+
+
+def _did_you_mean_option(data: dict, loc: tuple) -> str:
+    step: Any = data
+    for part in loc[:-1]:
+        step = step[part]
+    if isinstance(step, dict) and step.get("op") in REGISTRY:
+        model = REGISTRY[step["op"]]
+        names = [f.alias or n for n, f in model.model_fields.items() if n != "op"]
+        guess = difflib.get_close_matches(str(loc[-1]), names, n=1)
+        if guess:
+            return f"; did you mean `{guess[0]}`?"
+        return f"; `{step['op']}` takes: {', '.join(names)}"
+    return ""
+
+
+def _check_op(step: Any, loc: tuple, fail) -> None:
+    if not isinstance(step, dict):
+        raise fail(loc, "a step is a mapping with `op`, `file` and the operation's options")
+    kind = step.get("op")
+    if kind is None:
+        raise fail(loc, f"step has no `op`; one of: {', '.join(sorted(REGISTRY))}")
+    if kind not in REGISTRY:
+        guess = difflib.get_close_matches(str(kind), list(REGISTRY), n=1)
+        hint = f"; did you mean `{guess[0]}`?" if guess else f"; one of: {', '.join(sorted(REGISTRY))}"
+        raise fail(loc + ("op",), f"unknown operation `{kind}`{hint}")
+    file = step.get("file")
+    if isinstance(file, str) and not _inside(Path("."), file):
+        raise fail(loc + ("file",), f"step file `{file}` is outside the package (use a path relative to it)")
+
+
+def _check_semantics(recipe: Recipe, fail) -> None:
+    def steps_with_loc():
+        for i, s in enumerate(recipe.steps):
+            yield ("steps", i), s
+        for vi, v in enumerate(recipe.variants):
+            for i, s in enumerate(v.steps):
+                yield ("variants", vi, "steps", i), s
+
+    for loc, step in steps_with_loc():
+        unknown = step.placeholders() - set(recipe.params)
+        if unknown:
+            raise fail(loc, f"uses undeclared parameter(s) {', '.join(sorted(unknown))}; declare them under `params`")
+    for probe_loc, probe in [(("verify", "probes", i), p) for i, p in enumerate(recipe.verify.probes)] + [
+        (("variants", vi, "verify", "probes", i), p)
+        for vi, v in enumerate(recipe.variants) if v.verify for i, p in enumerate(v.verify.probes)
+    ]:
+        real = (recipe.folder / probe.path).resolve()
+        if not _inside(recipe.folder, probe.path) or not real.is_relative_to(recipe.folder.resolve()):
+            raise fail(probe_loc, f"probe `{probe.path}` leaves the recipe's folder")
+        if not real.is_file():
+            raise fail(probe_loc, f"probe `{probe.path}` not found in {recipe.folder}")
+
+
+def recipe_dirs(extra: list[Path] | None = None) -> list[Path]:
+    """Where recipes are looked up: --recipe-path folders, $SPECPATCH_RECIPE_PATH, then the shipped ones."""
+    dirs = list(extra or [])
+    dirs += [Path(p) for p in os.environ.get(_RECIPE_PATH_ENV, "").split(os.pathsep) if p]
+    dirs.append(RECIPES_DIR)
+    return dirs
+
+
+def available(extra: list[Path] | None = None) -> dict[str, Path]:
+    found: dict[str, Path] = {}
+    for d in recipe_dirs(extra):
+        if d.is_dir():
+            for f in sorted(d.glob("*.yaml")):
+                found.setdefault(f.stem, f)
+    return found
+
+
+def load_recipe(name_or_path: str | Path, extra_dirs: list[Path] | None = None) -> Recipe:
+    """Load a recipe by id (searched in the recipe path) or by the path of its YAML file."""
+    path = Path(name_or_path)
+    if not (path.suffix in (".yaml", ".yml") and path.exists()):
+        found = available(extra_dirs)
+        if str(name_or_path) not in found:
+            guess = difflib.get_close_matches(str(name_or_path), list(found), n=1)
+            raise RecipeNotFound(f"no recipe `{name_or_path}`" + (f"; did you mean `{guess[0]}`?" if guess else ""),
+                                 location=Location(recipe=str(name_or_path)))
+        path = found[str(name_or_path)]
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise RecipeError(f"cannot read recipe: {exc}", location=Location(recipe=str(path), file=str(path))) from None
+    return parse_recipe(text, path)
+
+
+def json_schema() -> dict:
+    """JSON Schema of the recipe format, for editors."""
+    schema = Recipe.model_json_schema(by_alias=True)
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["title"] = "specpatch recipe"
+    schema.get("properties", {}).pop("source", None)
+    return schema
