@@ -259,7 +259,15 @@ def _load_code_files(data: Any, folder: Path, path: tuple, errors: list) -> Any:
                 if not real.is_file():
                     errors.append((path + (key,), f"`{key}: {value}`: no such file beside the recipe"))
                     continue
-                out[key[: -len("_file")]] = real.read_text(encoding="utf-8")
+                text = real.read_text(encoding="utf-8")
+                if real.suffix in (".yaml", ".yml"):  # structured options (e.g. `variants_file`) come as YAML
+                    try:
+                        out[key[: -len("_file")]] = _load_code_files(
+                            yaml.load(text, Loader=_LineLoader), real.parent, path + (key,), errors)
+                    except yaml.YAMLError as exc:
+                        errors.append((path + (key,), f"`{value}` is not valid YAML: {exc}"))
+                else:
+                    out[key[: -len("_file")]] = text
             else:
                 out[key] = _load_code_files(value, folder, path + (key,), errors)
         return out
