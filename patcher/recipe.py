@@ -297,20 +297,19 @@ def parse_recipe(text: str, source: Path) -> Recipe:
         step = loc[1] + 1 if len(loc) > 1 and loc[0] == "steps" and isinstance(loc[1], int) else None
         return RecipeError(message, location=Location(recipe=where, file=where, line=_line_for(lines, loc), step=step))
 
-    # Operations are checked first, by hand, for a better message than the union's ("did you mean").
-    for key in ("steps",):
-        for i, step in enumerate(data.get(key) or []):
-            _check_op(step, (key, i), fail)
-    for vi, variant in enumerate(data.get("variants") or []):
-        if isinstance(variant, dict):
-            for i, step in enumerate(variant.get("steps") or []):
-                _check_op(step, ("variants", vi, "steps", i), fail)
-
     folder = source.parent / str(data.get("id", source.stem))
     file_errors: list = []
     data = _load_code_files(data, folder, (), file_errors)
     if file_errors:
         raise fail(*file_errors[0])
+
+    # Operations are checked first, by hand, for a better message than the union's ("did you mean").
+    for i, step in enumerate(data.get("steps") or []):
+        _check_op(step, ("steps", i), fail)
+    for vi, variant in enumerate(data.get("variants") or []):
+        if isinstance(variant, dict):
+            for i, step in enumerate(variant.get("steps") or []):
+                _check_op(step, ("variants", vi, "steps", i), fail)
     try:
         recipe = Recipe.model_validate({**data, "source": source})
     except ValidationError as exc:
