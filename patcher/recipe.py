@@ -313,19 +313,29 @@ def parse_recipe(text: str, source: Path) -> Recipe:
     try:
         recipe = Recipe.model_validate({**data, "source": source})
     except ValidationError as exc:
-        first = exc.errors()[0]
-        loc = tuple(x for x in first["loc"] if not (isinstance(x, str) and x in REGISTRY))
-        field = ".".join(str(x) for x in loc)
-        msg = first["msg"]
-        if first["type"] == "missing":
-            msg = f"missing option `{loc[-1]}`"
-        elif first["type"] == "extra_forbidden":
-            msg = f"unknown option `{loc[-1]}`" + _did_you_mean_option(data, loc)
-        raise fail(loc, f"{field}: {msg}" + (f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else "")) from None
+        # unknown options first: a typo usually explains the "missing option" errors that come with it
+        errors = sorted(exc.errors(), key=lambda e: e["type"] != "extra_forbidden")
+        first_loc = None
+        messages = []
+        for err in errors[:3]:
+            loc = tuple(x for x in err["loc"] if not (isinstance(x, str) and x in REGISTRY))
+            first_loc = first_loc or loc
+            messages.append(_describe_error(err, loc, data))
+        more = f" (and {len(errors) - 3} more)" if len(errors) > 3 else ""
+        raise fail(first_loc, "; ".join(messages) + more) from None
     if recipe.id != source.stem and source.suffix in (".yaml", ".yml"):
         raise fail(("id",), f"id `{recipe.id}` must equal the file name `{source.stem}`")
     _check_semantics(recipe, fail)
     return recipe
+
+
+def _describe_error(err: dict, loc: tuple, data: dict) -> str:
+    where = ".".join(str(x) for x in loc[:-1] if not isinstance(x, int)) if len(loc) > 1 else ""
+    if err["type"] == "missing":
+        return f"missing option `{loc[-1]}`" + (f" in {where}" if where and where != "steps" else "")
+    if err["type"] == "extra_forbidden":
+        return f"unknown option `{loc[-1]}`" + _did_you_mean_option(data, loc)
+    return f"`{'.'.join(str(x) for x in loc)}`: {err['msg']}"
 
 
 def _did_you_mean_option(data: dict, loc: tuple) -> str:

@@ -1,0 +1,5 @@
+"""`python -m patcher`: the specpatch command line."""
+
+from .cli import main
+
+main()
