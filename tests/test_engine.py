@@ -1,0 +1,164 @@
+"""The engine: one parse and render per file, byte-identical outside the edits, nothing planned on failure."""
+
+from __future__ import annotations
+
+import os
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from patcher.engine import plan
+from patcher.errors import ExitCode
+from patcher.recipe import parse_recipe
+from patcher.target import find_target
+
+SERVER_ARGS = '''\
+import dataclasses
+
+
+@dataclasses.dataclass
+class ServerArgs:
+    speculative_accept_threshold_acc: float = 1.0
+    speculative_token_map: str = None
+
+    @staticmethod
+    def add_cli_args(parser):
+        parser.add_argument(
+            "--speculative-accept-threshold-acc",
+            type=float,
+            default=ServerArgs.speculative_accept_threshold_acc,
+        )
+        parser.add_argument("--speculative-token-map", type=str)
+'''
+
+RECIPE = '''\
+id: demo
+title: Demo
+target: {package: sglang, versions: "==0.5.9"}
+steps:
+  - op: add_dataclass_field
+    file: srt/server_args.py
+    class: ServerArgs
+    after: speculative_accept_threshold_acc
+    code: "speculative_disable_batch_threshold: int = 0"
+  - op: add_argparse_argument
+    file: srt/server_args.py
+    function: ServerArgs.add_cli_args
+    after_flag: --speculative-accept-threshold-acc
+    code: |
+      parser.add_argument("--speculative-disable-batch-threshold", type=int, default=0)
+'''
+
+
+def make_target(tmp_path: Path, files: dict[str, bytes]) -> Path:
+    pkg = tmp_path / "t" / "sglang"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "_version.py").write_text("__version__ = '0.5.9'\n")
+    for rel, data in files.items():
+        (pkg / rel).parent.mkdir(parents=True, exist_ok=True)
+        (pkg / rel).write_bytes(data)
+    return tmp_path / "t"
+
+
+def recipe(tmp_path: Path, text: str = RECIPE):
+    path = tmp_path / "demo.yaml"
+    path.write_text(text)
+    return parse_recipe(text, path)
+
+
+def test_plan_changes_only_the_edited_lines(tmp_path):
+    root = make_target(tmp_path, {"srt/server_args.py": SERVER_ARGS.encode()})
+    p = plan(recipe(tmp_path), find_target(root))
+    assert p.ok and [s.status for s in p.steps] == ["changed", "changed"]
+    after = p.files[0].after.decode()
+    expected = SERVER_ARGS.replace(
+        "    speculative_accept_threshold_acc: float = 1.0\n",
+        "    speculative_accept_threshold_acc: float = 1.0\n    speculative_disable_batch_threshold: int = 0\n",
+    ).replace(
+        "        )\n        parser.add_argument(\"--speculative-token-map\"",
+        "        )\n        parser.add_argument(\"--speculative-disable-batch-threshold\", type=int, default=0)\n"
+        "        parser.add_argument(\"--speculative-token-map\"",
+    )
+    assert after == expected
+    assert p.steps[0].lines == (7, 7) and p.steps[0].anchor_line == 6
+    assert p.steps[1].lines == (17, 17)  # the new file: one field line above
+    # nothing was written
+    assert (root / "sglang/srt/server_args.py").read_text() == SERVER_ARGS
+
+
+def test_crlf_and_encoding_are_preserved(tmp_path):
+    source = ("# -*- coding: latin-1 -*-\n# caf\xe9\n" + SERVER_ARGS).replace("\n", "\r\n").encode("latin-1")
+    root = make_target(tmp_path, {"srt/server_args.py": source})
+    p = plan(recipe(tmp_path), find_target(root))
+    assert p.ok
+    after = p.files[0].after
+    assert after.count(b"\r\n") == after.count(b"\n")  # every line still CRLF
+    assert b"caf\xe9" in after and b"speculative_disable_batch_threshold: int = 0\r\n" in after
+    assert after.replace(b"    speculative_disable_batch_threshold: int = 0\r\n", b"").replace(
+        b'        parser.add_argument("--speculative-disable-batch-threshold", type=int, default=0)\r\n', b"") == source
+
+
+def test_second_plan_on_patched_text_is_already_applied(tmp_path):
+    root = make_target(tmp_path, {"srt/server_args.py": SERVER_ARGS.encode()})
+    r = recipe(tmp_path)
+    first = plan(r, find_target(root))
+    (root / "sglang/srt/server_args.py").write_bytes(first.files[0].after)
+    second = plan(r, find_target(root))
+    assert second.ok and second.already_applied and not second.changed_files
+    assert {s.status for s in second.steps} == {"already_applied"}
+
+
+def test_one_failing_step_means_no_file_changes(tmp_path):
+    other = "class Other:\n    a: int = 1\n"
+    root = make_target(tmp_path, {"srt/server_args.py": SERVER_ARGS.encode(), "srt/other.py": other.encode()})
+    text = RECIPE + (
+        "  - op: add_dataclass_field\n"
+        "    file: srt/other.py\n"
+        "    class: Other\n"
+        "    after: missing_field\n"
+        "    code: \"b: int = 2\"\n"
+    )
+    p = plan(recipe(tmp_path, text), find_target(root))
+    assert not p.ok
+    err = p.errors[0]
+    assert err.exit_code == ExitCode.CANNOT_APPLY
+    assert err.location.file == "sglang/srt/other.py" and err.location.step == 3
+    assert "missing_field" in err.message
+
+
+def test_target_syntax_error_is_reported(tmp_path):
+    root = make_target(tmp_path, {"srt/server_args.py": b"class ServerArgs(:\n"})
+    p = plan(recipe(tmp_path), find_target(root))
+    assert not p.ok and p.errors[0].title == "target file does not parse"
+    assert p.errors[0].location.file == "sglang/srt/server_args.py"
+
+
+def test_recipe_code_that_does_not_compile_is_caught_before_writing(tmp_path):
+    root = make_target(tmp_path, {"srt/server_args.py": SERVER_ARGS.encode()})
+    bad = RECIPE.replace('code: "speculative_disable_batch_threshold: int = 0"',
+                         'code: "speculative_disable_batch_threshold: int = (0"')
+    p = plan(recipe(tmp_path, bad), find_target(root))
+    assert not p.ok
+
+
+def test_ambiguous_anchor(tmp_path):
+    doubled = SERVER_ARGS.replace("    speculative_token_map: str = None\n",
+                                  "    speculative_token_map: str = None\n    speculative_accept_threshold_acc: float = 2.0\n")
+    root = make_target(tmp_path, {"srt/server_args.py": doubled.encode()})
+    p = plan(recipe(tmp_path), find_target(root))
+    assert not p.ok and p.errors[0].title == "anchor matched more than once"
+    assert [c.line for c in p.errors[0].candidates] == [6, 8]
+
+
+def test_missing_file(tmp_path):
+    root = make_target(tmp_path, {})
+    p = plan(recipe(tmp_path), find_target(root))
+    assert not p.ok and "does not exist" in p.errors[0].message
+
+
+def test_diff_paths_are_relative_to_target(tmp_path):
+    root = make_target(tmp_path, {"srt/server_args.py": SERVER_ARGS.encode()})
+    d = plan(recipe(tmp_path), find_target(root)).diff()
+    assert d.startswith("diff --git a/sglang/srt/server_args.py b/sglang/srt/server_args.py\n")

@@ -1,0 +1,167 @@
+"""Recipe loading: valid recipes load; every broken recipe is refused with its file, line and a useful message."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from patcher.errors import ExitCode, RecipeError, RecipeNotFound, UsageError, VersionUnsupported
+from patcher.recipe import json_schema, load_recipe, parse_recipe
+from packaging.version import Version
+
+GOOD = """\
+id: demo
+title: Demo
+target: {package: sglang, versions: ">=0.5.4,<0.5.14"}
+params:
+  n: {type: int, default: 3}
+steps:
+  - op: add_dataclass_field
+    file: srt/server_args.py
+    class: ServerArgs
+    after: a
+    code: "b: int = {{n}}"
+"""
+
+
+def write(tmp_path: Path, text: str, name: str = "demo.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def refused(tmp_path: Path, text: str, name: str = "demo.yaml") -> RecipeError:
+    with pytest.raises(RecipeError) as info:
+        load_recipe(write(tmp_path, text, name))
+    assert info.value.exit_code == ExitCode.BAD_INPUT
+    assert info.value.location.file == str(tmp_path / name)
+    return info.value
+
+
+def test_good_recipe_loads_and_renders_params(tmp_path):
+    recipe = load_recipe(write(tmp_path, GOOD))
+    assert recipe.id == "demo" and recipe.steps[0].cls == "ServerArgs"
+    values = recipe.resolve_params({"n": "7"})
+    assert recipe.steps[0].render_params(values).code == "b: int = 7"
+    assert recipe.steps[0].render_params(recipe.resolve_params({})).code == "b: int = 3"
+
+
+def test_unknown_operation_names_line_and_suggests(tmp_path):
+    err = refused(tmp_path, GOOD.replace("add_dataclass_field", "add_dataclas_field"))
+    assert err.location.line == 7 and err.location.step == 1
+    assert "did you mean `add_dataclass_field`" in err.message
+
+
+def test_misspelled_option_suggests_the_right_one(tmp_path):
+    err = refused(tmp_path, GOOD.replace("    after: a", "    afterr: a"))
+    assert "unknown option `afterr`" in err.message and "did you mean `after`" in err.message
+    assert err.location.line == 10
+
+
+def test_missing_option(tmp_path):
+    err = refused(tmp_path, GOOD.replace("    code: \"b: int = {{n}}\"\n", ""))
+    assert "missing option `code`" in err.message
+
+
+def test_mistyped_option(tmp_path):
+    err = refused(tmp_path, GOOD.replace("    after: a", "    after: [a, b]"))
+    assert "after" in err.message and err.location.line == 10
+
+
+@pytest.mark.parametrize("bad", ["../x.py", "/etc/passwd", "srt/../../x.py", "C:/x.py"])
+def test_step_file_outside_package_is_refused(tmp_path, bad):
+    err = refused(tmp_path, GOOD.replace("file: srt/server_args.py", f"file: {bad}"))
+    assert "outside the package" in err.message and err.location.line == 8
+
+
+def test_code_file_must_stay_in_recipe_folder(tmp_path):
+    (tmp_path / "secret.txt").write_text("x")
+    (tmp_path / "demo").mkdir()
+    err = refused(tmp_path, GOOD.replace('    code: "b: int = {{n}}"', "    code_file: ../secret.txt"))
+    assert "leaves the recipe's folder" in err.message
+
+
+def test_code_file_symlink_out_of_folder_is_refused(tmp_path):
+    (tmp_path / "secret.txt").write_text("x: int = 1")
+    (tmp_path / "demo").mkdir()
+    (tmp_path / "demo" / "link.py").symlink_to(tmp_path / "secret.txt")
+    err = refused(tmp_path, GOOD.replace('    code: "b: int = {{n}}"', "    code_file: link.py"))
+    assert "leaves the recipe's folder" in err.message
+
+
+def test_code_file_is_read(tmp_path):
+    (tmp_path / "demo").mkdir()
+    (tmp_path / "demo" / "field.py").write_text("b: int = 5\n")
+    recipe = load_recipe(write(tmp_path, GOOD.replace('    code: "b: int = {{n}}"', "    code_file: field.py")))
+    assert recipe.steps[0].code == "b: int = 5\n"
+
+
+def test_undeclared_param(tmp_path):
+    err = refused(tmp_path, GOOD.replace("{{n}}", "{{m}}"))
+    assert "undeclared parameter" in err.message and "m" in err.message
+
+
+def test_id_must_match_file_name(tmp_path):
+    err = refused(tmp_path, GOOD, name="other.yaml")
+    assert "must equal the file name" in err.message
+
+
+def test_invalid_yaml_names_line(tmp_path):
+    err = refused(tmp_path, GOOD + "  - op: [unclosed\n")
+    assert err.location.line is not None and "YAML" in err.message
+
+
+def test_yaml_aliases_are_refused(tmp_path):
+    bomb = "id: demo\ntitle: &a [x, x]\ntarget: {package: sglang}\ndescription: *a\n"
+    err = refused(tmp_path, bomb)
+    assert "aliases" in err.message
+
+
+def test_python_tags_are_not_executed(tmp_path):
+    err = refused(tmp_path, GOOD.replace("title: Demo", "title: !!python/object/apply:os.system ['echo pwned']"))
+    assert err.location.line == 2
+
+
+def test_bad_version_specifier(tmp_path):
+    err = refused(tmp_path, GOOD.replace(">=0.5.4,<0.5.14", "newest"))
+    assert "specifier" in err.message
+
+
+def test_unknown_recipe_suggests(tmp_path):
+    with pytest.raises(RecipeNotFound) as info:
+        load_recipe("dynamic-spec-disabl")
+    assert "did you mean `dynamic-spec-disable`" in info.value.message
+
+
+def test_unknown_param_on_command_line(tmp_path):
+    recipe = load_recipe(write(tmp_path, GOOD))
+    with pytest.raises(UsageError, match="no parameter `m`"):
+        recipe.resolve_params({"m": "1"})
+    with pytest.raises(UsageError, match="parameter `n`"):
+        recipe.resolve_params({"n": "many"})
+
+
+def test_release_out_of_range_names_both(tmp_path):
+    recipe = load_recipe(write(tmp_path, GOOD))
+    with pytest.raises(VersionUnsupported) as info:
+        recipe.select(Version("0.5.20"))
+    assert "0.5.20" in info.value.message and ">=0.5.4,<0.5.14" in info.value.message
+    assert recipe.select(Version("0.5.9")).steps == recipe.steps
+
+
+def test_schema_is_json_and_describes_operations():
+    schema = json_schema()
+    text = json.dumps(schema)
+    for op in ("add_dataclass_field", "add_argparse_argument"):
+        assert op in text
+    assert "class" in text  # the YAML name, not the Python field name
+
+
+def test_shipped_recipes_load():
+    from patcher.recipe import available
+
+    for name, path in available().items():
+        assert load_recipe(path).id == name

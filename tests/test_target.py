@@ -1,0 +1,81 @@
+"""Target discovery: checkout, site-packages and package layouts; version sources; refusal out of range."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from packaging.version import Version
+
+from patcher.errors import TargetError, UsageError
+from patcher.target import find_target
+
+
+def make_pkg(folder: Path, version: str | None = "0.5.9") -> Path:
+    folder.mkdir(parents=True)
+    (folder / "__init__.py").write_text("")
+    if version:
+        (folder / "_version.py").write_text(f"__version__ = version = '{version}'\n")
+    return folder
+
+
+def test_checkout_layout(tmp_path):
+    make_pkg(tmp_path / "python" / "sglang")
+    t = find_target(tmp_path)
+    assert t.layout == "checkout" and t.package_dir == tmp_path / "python" / "sglang"
+    assert t.version == Version("0.5.9") and t.rel(t.package_dir / "srt" / "x.py") == "python/sglang/srt/x.py"
+    assert t.import_root == tmp_path / "python"
+
+
+def test_site_packages_layout_reads_dist_info(tmp_path):
+    make_pkg(tmp_path / "sglang", version=None)
+    (tmp_path / "sglang-0.5.10.dist-info").mkdir()
+    (tmp_path / "sglang-0.5.10.dist-info" / "METADATA").write_text("Name: sglang\nVersion: 0.5.10\n")
+    t = find_target(tmp_path)
+    assert t.layout == "site-packages" and t.version == Version("0.5.10") and "dist-info" in t.version_source
+
+
+def test_package_folder_itself(tmp_path):
+    pkg = make_pkg(tmp_path / "sglang")
+    t = find_target(pkg)
+    assert t.layout == "package" and t.root == pkg and t.rel(pkg / "a.py") == "a.py"
+
+
+def test_checkout_pyproject_version(tmp_path):
+    make_pkg(tmp_path / "python" / "sglang", version=None)
+    (tmp_path / "python" / "pyproject.toml").write_text('[project]\nname = "sglang"\nversion = "0.5.7"\n')
+    assert find_target(tmp_path).version == Version("0.5.7")
+
+
+def test_unknown_version_and_assume_version(tmp_path):
+    make_pkg(tmp_path / "sglang", version=None)
+    assert find_target(tmp_path).version is None
+    assert find_target(tmp_path, assume_version="0.5.9").version == Version("0.5.9")
+    with pytest.raises(UsageError):
+        find_target(tmp_path, assume_version="not-a-version")
+
+
+def test_not_a_target(tmp_path):
+    with pytest.raises(TargetError, match="no `sglang` package"):
+        find_target(tmp_path)
+    with pytest.raises(TargetError, match="not a folder"):
+        find_target(tmp_path / "missing")
+
+
+def test_step_file_through_a_link_out_of_the_tree_is_refused(tmp_path):
+    pkg = make_pkg(tmp_path / "sglang")
+    outside = tmp_path / "outside.py"
+    outside.write_text("x = 1\n")
+    (pkg / "srt").mkdir()
+    (pkg / "srt" / "evil.py").symlink_to(outside)
+    t = find_target(tmp_path)
+    with pytest.raises(TargetError, match="outside the package"):
+        t.file("srt/evil.py")
+
+
+def test_package_option_finds_installed_package_without_importing(tmp_path, monkeypatch):
+    pkg = make_pkg(tmp_path / "site" / "fakepkg_sp")
+    (pkg / "__init__.py").write_text("raise RuntimeError('imported!')\n")
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    t = find_target(None, package="fakepkg_sp")
+    assert t.package_dir == pkg and t.version == Version("0.5.9")
