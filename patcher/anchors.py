@@ -8,12 +8,16 @@ from __future__ import annotations
 
 import ast
 import difflib
+import re
 from dataclasses import dataclass
-from typing import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Callable, Iterator, Sequence
 
 import libcst as cst
 
 from .errors import AnchorAmbiguous, AnchorNotFound, Candidate
+
+if TYPE_CHECKING:
+    from .patterns import Pattern
 
 NodePath = tuple[cst.CSTNode, ...]  # module, ..., node
 
@@ -34,11 +38,14 @@ def code_of(module: cst.Module, node: cst.CSTNode) -> str:
 
 
 def line_of_text(text: str, snippet: str, start: int = 0) -> int | None:
-    """1-based line where `snippet` first occurs in `text` at or after offset `start`; None if absent."""
-    if not snippet:
+    """1-based line where the lines of `snippet` occur in `text` (at or after offset `start`), whatever their
+    indentation: libcst renders a nested node relative to its block, so its continuation lines are re-indented."""
+    lines = [ln.strip() for ln in snippet.strip("\n").splitlines()]
+    if not lines or not lines[0]:
         return None
-    idx = text.find(snippet.strip("\n"), start)
-    return None if idx < 0 else text.count("\n", 0, idx) + 1
+    pattern = r"\n".join(r"^[ \t]*" + re.escape(ln) + r"[ \t]*\r?$" for ln in lines)
+    m = re.compile(pattern, re.M).search(text, start)
+    return None if m is None else text.count("\n", 0, m.start()) + 1
 
 
 def normalized(code: str) -> str | None:
@@ -268,7 +275,11 @@ def parse_statements(code: str, module: cst.Module, *, what: str = "code") -> li
         parsed = cst.parse_module(textwrap.dedent(code).strip("\n") + "\n", config=module.config_for_parsing)
     except cst.ParserSyntaxError as exc:
         raise RecipeError(f"the step's {what} is not valid Python: {exc.message} (line {exc.raw_line})") from None
-    return list(parsed.body)
+    body = list(parsed.body)
+    if body and parsed.header:
+        # libcst gives comments above the first statement to the module header: keep them with the statement
+        body[0] = body[0].with_changes(leading_lines=(*parsed.header, *body[0].leading_lines))
+    return body
 
 
 def iter_calls_named(stmt: cst.CSTNode, attr: str) -> Iterator[cst.Call]:
@@ -293,3 +304,67 @@ def string_value(node: cst.BaseExpression) -> str | None:
 
 
 Predicate = Callable[[cst.CSTNode], bool]
+
+
+# --------------------------------------------------------------------------------------------------- code patterns
+
+
+def statement_ast(module: cst.Module, stmt: cst.CSTNode) -> ast.stmt | None:
+    """The `ast` of one statement (simple or compound), or None for a `a; b` line or code `ast` cannot parse."""
+    import textwrap
+
+    try:
+        body = ast.parse(textwrap.dedent(code_of(module, stmt))).body
+    except SyntaxError:
+        return None
+    return body[0] if len(body) == 1 else None
+
+
+def expression_ast(module: cst.Module, expr: cst.BaseExpression) -> ast.expr | None:
+    """The `ast` of an expression node (e.g. an `if` test, parentheses and line breaks included)."""
+    try:
+        return ast.parse(module.code_for_node(expr).strip(), mode="eval").body
+    except SyntaxError:
+        return None
+
+
+def is_docstring(stmt: cst.CSTNode) -> bool:
+    """True for a statement that is a lone string literal (a docstring when it comes first in its block)."""
+    return (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Expr)
+            and isinstance(stmt.body[0].value, (cst.SimpleString, cst.ConcatenatedString)))
+
+
+def statements_matching(module: cst.Module, path: NodePath, pattern: "Pattern") -> list[NodePath]:
+    """Statements under `path[-1]` (any block depth, not inside nested defs) that match a code pattern."""
+    want = cst.BaseCompoundStatement if pattern.is_compound else cst.SimpleStatementLine
+    out: list[NodePath] = []
+    for spath in walk_statements(path):
+        stmt = spath[-1]
+        if isinstance(stmt, want) and not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) != 1):
+            tree = statement_ast(module, stmt)
+            if tree is not None and pattern.matches_statement(tree):
+                out.append(spath)
+    return out
+
+
+def near_statements(module: cst.Module, path: NodePath, pattern: "Pattern", n: int = 5) -> list[Candidate]:
+    """Statements under `path[-1]` that look like the pattern, best first (for "anchor not found" errors)."""
+    from .patterns import COMPOUND
+
+    by_text: dict[str, cst.CSTNode] = {}
+    for spath in walk_statements(path):
+        tree = statement_ast(module, spath[-1])
+        if tree is None or (isinstance(tree, COMPOUND) != pattern.is_compound):
+            continue
+        text = ast.unparse(tree).split("\n", 1)[0]
+        by_text.setdefault(text, spath[-1])
+    return [Candidate(f"`{t}`", node=by_text[t]) for t in near(pattern.describe().split("\n", 1)[0], list(by_text), n)]
+
+
+def if_statements(path: NodePath) -> Iterator[NodePath]:
+    """Every `if` under `path[-1]` (any depth, not inside nested defs), `elif`s included, with their paths."""
+    for spath in walk_statements(path):
+        node = spath[-1]
+        while isinstance(node, cst.If):
+            yield spath if node is spath[-1] else _path_to_block(spath, node)
+            node = node.orelse

@@ -135,6 +135,7 @@ def _plan_file(result: Plan, rel_pkg: str, file_steps: list[tuple[int, Operation
             details=str(exc)))
         return
     original = module
+    original_text = before.decode(module.encoding, errors="replace")
     done: list[tuple[StepReport, Changed | None]] = []
     for index, op in file_steps:
         loc = Location(recipe=recipe.id, step=index, op=op.op, file=rel, anchor=op.anchor())
@@ -146,7 +147,7 @@ def _plan_file(result: Plan, rel_pkg: str, file_steps: list[tuple[int, Operation
         report.status = outcome.status
         if isinstance(outcome, Changed):
             module = outcome.module
-            report.anchor_line = _line(original, outcome.anchor)
+            report.anchor_line = _line(original_text, original, outcome.anchor)
         elif isinstance(outcome, CannotApply):
             report.error = _with_candidate_lines(outcome.error.at(loc), module)
             result.errors.append(report.error)
@@ -185,10 +186,10 @@ def _offset_of_line(text: str, line: int | None) -> int:
     return offset
 
 
-def _line(module: cst.Module, node: cst.CSTNode | None) -> int | None:
+def _line(text: str, module: cst.Module, node: cst.CSTNode | None) -> int | None:
     if node is None:
         return None
-    return line_of_text(module.code, code_of(module, node))
+    return line_of_text(text, code_of(module, node))
 
 
 def _with_candidate_lines(err: SpecpatchError, module: cst.Module) -> SpecpatchError:

@@ -1,0 +1,330 @@
+"""A target's state folder: its paths, the ledger of applied recipes, the journal, and durable file writes.
+
+`transaction.py` describes the layout and owns every decision; this module only knows how to read and write the
+pieces so that a crash never leaves one half-written: every file here is replaced atomically and fsynced.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import stat
+from dataclasses import asdict, dataclass, field, replace
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable
+
+from .errors import StateError, TargetError
+from .target import Target
+
+FORMAT = 1  #: version of ledger.json and journal.json; bumped on an incompatible change
+TMP_SUFFIX = ".specpatch-tmp"  #: temporary files of atomic writes: `.<name>.specpatch-tmp` beside the file
+
+
+# --------------------------------------------------------------------------------------------------- durable writes
+
+
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def fsync_dir(folder: Path) -> None:
+    """Make a rename or a new entry in `folder` durable (a no-op where folders cannot be opened, i.e. Windows)."""
+    if os.name == "nt":
+        return
+    fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def makedirs(folder: Path) -> None:
+    """Create `folder` and its missing parents, fsyncing each new entry's parent."""
+    missing = []
+    p = folder
+    while not p.exists():
+        missing.append(p)
+        p = p.parent
+    for d in reversed(missing):
+        try:
+            d.mkdir()
+        except FileExistsError:
+            continue
+        fsync_dir(d.parent)
+
+
+def temp_path(path: Path) -> Path:
+    return path.with_name(f".{path.name}{TMP_SUFFIX}")
+
+
+def atomic_write(path: Path, data: bytes, mode: int, *, before_replace: Callable[[], None] | None = None,
+                 owner: tuple[int, int] | None = None) -> None:
+    """Replace `path` by `data` with permission bits `mode`: a temporary file in the same folder is written,
+    fsynced, given its mode (and owner, when we may), then renamed over `path`, and the folder is fsynced.
+
+    A symbolic link is written through (its target is replaced; the link stays). `before_replace` runs between the
+    fsync of the temporary file and the rename: the fault-injection point "temp file written, target untouched".
+    """
+    if path.is_symlink():
+        path = Path(os.path.realpath(path))
+    tmp = temp_path(path)
+    # one writer at a time (the target's lock), so a fixed name is enough; a crash's leftover is simply replaced
+    tmp.unlink(missing_ok=True)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o600)
+    try:
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            os.fsync(fd)
+            if owner is not None and hasattr(os, "fchown"):
+                try:
+                    os.fchown(fd, *owner)
+                except PermissionError:  # only root may give a file away; keep ours
+                    pass
+            if hasattr(os, "fchmod"):
+                os.fchmod(fd, mode)  # after chown: chown may clear set-id bits
+        finally:
+            os.close(fd)
+        if not hasattr(os, "fchmod"):
+            os.chmod(tmp, mode)
+        if before_replace is not None:
+            before_replace()
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    fsync_dir(path.parent)
+
+
+def file_mode(path: Path) -> int:
+    return stat.S_IMODE(os.stat(path).st_mode)
+
+
+def now_utc() -> datetime:
+    return datetime.now(timezone.utc).replace(microsecond=0)
+
+
+# --------------------------------------------------------------------------------------------------- records
+
+
+@dataclass(frozen=True)
+class FileRecord:
+    """One file a recipe changed, as the ledger and the journal remember it."""
+
+    rel: str  #: relative to the target root, forward slashes (e.g. python/sglang/srt/server_args.py)
+    mode: int  #: permission bits of the original; the patched file has the same
+    sha_before: str  #: sha256 of the original bytes
+    sha_after: str  #: sha256 of the patched bytes
+    backup: str  #: the original bytes, relative to the state folder
+    patched: str  #: a copy of the patched bytes, relative to the state folder (to diff a local change)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "mode": f"{self.mode:04o}"}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "FileRecord":
+        return cls(**{**data, "mode": int(data["mode"], 8)})
+
+
+@dataclass(frozen=True)
+class AppliedRecord:
+    """A recipe applied to a target: one entry of the ledger."""
+
+    seq: int  #: order of application, never reused within a target
+    recipe: str  #: recipe id
+    recipe_version: int
+    variant: str | None  #: the variant whose steps ran, if the recipe has variants
+    package: str  #: e.g. sglang
+    release: str | None  #: the target's release as read when applied
+    params: dict[str, Any]  #: the resolved parameter values
+    applied_at: str  #: ISO 8601, UTC
+    record_dir: str  #: this record's folder, relative to the state folder
+    files: tuple[FileRecord, ...] = ()
+
+    @property
+    def rels(self) -> set[str]:
+        return {f.rel for f in self.files}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "files": [f.to_dict() for f in self.files]}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "AppliedRecord":
+        return cls(**{**data, "files": tuple(FileRecord.from_dict(f) for f in data.get("files", ()))})
+
+
+@dataclass(frozen=True)
+class Journal:
+    """A transaction in progress: written (durably) before the first target file is touched, removed last."""
+
+    kind: str  #: "apply" | "rollback"
+    started: str  #: ISO 8601, UTC
+    pid: int
+    record: AppliedRecord  #: apply: the entry the ledger will get; rollback: the entry being removed
+    #: rollback: sha256 of each file when the rollback started (a local version under --force)
+    start_shas: dict[str, str | None] = field(default_factory=dict)
+    kept: tuple[str, ...] = ()  #: rollback --force: where the local versions were kept, relative to the state folder
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"format": FORMAT, "kind": self.kind, "started": self.started, "pid": self.pid,
+                "record": self.record.to_dict(), "start_shas": dict(self.start_shas), "kept": list(self.kept)}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Journal":
+        return cls(kind=data["kind"], started=data["started"], pid=data["pid"],
+                   record=AppliedRecord.from_dict(data["record"]), start_shas=dict(data.get("start_shas", {})),
+                   kept=tuple(data.get("kept", ())))
+
+
+@dataclass
+class Ledger:
+    """The recipes applied to a target, oldest first."""
+
+    next_seq: int = 1
+    applied: list[AppliedRecord] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"format": FORMAT, "next_seq": self.next_seq, "applied": [r.to_dict() for r in self.applied]}
+
+    def without(self, seq: int) -> "Ledger":
+        return replace(self, applied=[r for r in self.applied if r.seq != seq])
+
+    def with_record(self, record: AppliedRecord) -> "Ledger":
+        applied = sorted([r for r in self.applied if r.seq != record.seq] + [record], key=lambda r: r.seq)
+        return Ledger(max(self.next_seq, record.seq + 1), applied)
+
+
+# --------------------------------------------------------------------------------------------------- the folder
+
+
+_SAFE = re.compile(r"[^A-Za-z0-9._-]")
+
+
+@dataclass(frozen=True)
+class State:
+    """Paths of a target's state folder and the reads and writes of its ledger and journal."""
+
+    root: Path  #: TARGET/.specpatch
+    target_root: Path  #: TARGET
+
+    @classmethod
+    def of(cls, target: Target) -> "State":
+        return cls(target.state_dir, target.root)
+
+    @property
+    def ledger_path(self) -> Path:
+        return self.root / "ledger.json"
+
+    @property
+    def journal_path(self) -> Path:
+        return self.root / "journal.json"
+
+    @property
+    def lock_path(self) -> Path:
+        return self.root / "lock"
+
+    @property
+    def records_dir(self) -> Path:
+        return self.root / "records"
+
+    @property
+    def kept_dir(self) -> Path:
+        return self.root / "kept"
+
+
+    def path(self, rel_to_state: str) -> Path:
+        """A path recorded relative to the state folder, refused if it would leave it (a tampered ledger)."""
+        p = (self.root / rel_to_state)
+        if ".." in Path(rel_to_state).parts or Path(rel_to_state).is_absolute():
+            raise StateError(f"recorded path `{rel_to_state}` leaves the state folder", hint=StateError.hint)
+        return p
+
+    def target_file(self, rel: str) -> Path:
+        """A recorded target file (relative to the target root), refused if it would leave the target."""
+        if ".." in Path(rel).parts or Path(rel).is_absolute():
+            raise StateError(f"recorded file `{rel}` leaves the target")
+        return self.target_root / rel
+
+    def record_dir_name(self, seq: int, recipe: str) -> str:
+        return f"records/{seq:04d}-{_SAFE.sub('_', recipe)}"
+
+    def ensure(self) -> None:
+        """Create the state folder with a `.gitignore` of `*`, so that git never shows or commits it."""
+        try:
+            makedirs(self.root)
+            ignore = self.root / ".gitignore"
+            if not ignore.exists():
+                atomic_write(ignore, b"*\n", 0o644)
+        except PermissionError as exc:
+            raise TargetError(f"cannot create the state folder {self.root}: {exc.strerror}",
+                              hint="run specpatch as a user who may write to the target") from None
+
+    def exists(self) -> bool:
+        return self.root.is_dir()
+
+    def _read_json(self, path: Path) -> dict[str, Any] | None:
+        try:
+            data = json.loads(path.read_bytes())
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError) as exc:
+            raise StateError(f"cannot read {path}: {exc}") from None
+        if not isinstance(data, dict) or data.get("format") != FORMAT:
+            raise StateError(f"{path} has an unknown format (expected format {FORMAT})",
+                             hint="this state was written by another specpatch version; use that version")
+        return data
+
+    def _write_json(self, path: Path, data: dict[str, Any]) -> None:
+        atomic_write(path, (json.dumps(data, indent=2, sort_keys=True) + "\n").encode(), 0o644)
+
+    def read_ledger(self) -> Ledger:
+        data = self._read_json(self.ledger_path)
+        if data is None:
+            return Ledger()
+        try:
+            applied = [AppliedRecord.from_dict(r) for r in data["applied"]]
+            return Ledger(int(data["next_seq"]), sorted(applied, key=lambda r: r.seq))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise StateError(f"{self.ledger_path} is damaged: {exc!r}") from None
+
+    def write_ledger(self, ledger: Ledger) -> None:
+        self._write_json(self.ledger_path, ledger.to_dict())
+
+    def read_journal(self) -> Journal | None:
+        data = self._read_json(self.journal_path)
+        if data is None:
+            return None
+        try:
+            return Journal.from_dict(data)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise StateError(f"{self.journal_path} is damaged: {exc!r}") from None
+
+    def write_journal(self, journal: Journal) -> None:
+        self._write_json(self.journal_path, journal.to_dict())
+
+    def remove_journal(self) -> None:
+        self.journal_path.unlink(missing_ok=True)
+        fsync_dir(self.root)
+
+    def remove_record_dir(self, record_dir: str) -> None:
+        shutil.rmtree(self.path(record_dir), ignore_errors=True)
+
+    def sweep(self, keep: set[str]) -> list[str]:
+        """Remove record folders no ledger entry or journal names (a crash before its journal was written), and
+        leftover temporary files of the state folder. Returns what was removed, relative to the state folder."""
+        removed: list[str] = []
+        if self.records_dir.is_dir():
+            for d in sorted(self.records_dir.iterdir()):
+                rel = f"records/{d.name}"
+                if rel not in keep:
+                    shutil.rmtree(d, ignore_errors=True)
+                    removed.append(rel)
+        for tmp in self.root.glob(f".*{TMP_SUFFIX}"):
+            tmp.unlink(missing_ok=True)
+            removed.append(tmp.name)
+        return removed
