@@ -140,3 +140,19 @@ def render_apply(out: Console, err: Console, result: Any, *, fmt: str = "text", 
     }
     style = "green" if result.exit_code == 0 else "red"
     err.print(f"[{style}]{escape(messages.get(result.outcome, result.outcome))}[/{style}]")
+
+
+def render_fixture_results(out: Console, err: Console, results: list[Any]) -> int:
+    """`specpatch test`: one line per case, details of failures; returns the exit code."""
+    failed = [r for r in results if not r.passed]
+    for r in results:
+        mark = "[green]PASS[/green]" if r.passed else "[red]FAIL[/red]"
+        out.print(f"{mark} {escape(r.case.id)}: {escape(r.message)}")
+        if not r.passed:
+            for d in r.details:
+                out.print(Text(d))
+    if not results:
+        err.print("[yellow]no fixture cases found[/yellow]")
+        return 2
+    err.print(f"{len(results) - len(failed)} passed, {len(failed)} failed")
+    return 1 if failed else 0
