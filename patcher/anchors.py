@@ -368,3 +368,13 @@ def if_statements(path: NodePath) -> Iterator[NodePath]:
         while isinstance(node, cst.If):
             yield spath if node is spath[-1] else _path_to_block(spath, node)
             node = node.orelse
+
+
+def else_arm(if_path: NodePath) -> NodePath | None:
+    """Path to the final `else:` of the if/elif chain that starts at `if_path[-1]`, or None if it has none."""
+    node = if_path[-1]
+    while isinstance(node, cst.If) and isinstance(node.orelse, cst.If):
+        node = node.orelse
+    if not isinstance(node, cst.If) or node.orelse is None:
+        return None
+    return _path_to_block(if_path, node.orelse)

@@ -1,6 +1,13 @@
 """Operations: one module each; importing this package registers them all in `REGISTRY`."""
 
-from . import add_argparse_argument, add_dataclass_field  # noqa: F401  (registration side effect)
+from . import (  # noqa: F401  (registration side effect)
+    add_argparse_argument,
+    add_branch,
+    add_dataclass_field,
+    add_import,
+    add_method,
+    insert_statements,
+)
 from .base import REGISTRY, AlreadyApplied, CannotApply, Changed, Operation, Outcome
 
 __all__ = ["REGISTRY", "AlreadyApplied", "CannotApply", "Changed", "Operation", "Outcome"]

@@ -1,0 +1,195 @@
+"""`add_import`: add an import statement to a module, at the end of its leading block of imports.
+
+Example::
+
+    - op: add_import
+      file: srt/speculative/eagle_worker_v2.py
+      code: "from sglang.srt.managers.scheduler import GenerationBatchResult"
+
+`code` is one `import x`, `import x.y as z` or `from a.b import c, d as e` (relative imports too; `*` is refused).
+
+*Already imported* means: a statement directly in the module body (anywhere in it, not only in the leading block)
+imports the same thing under the same name, e.g. `from a.b import c` is there when the module has
+`from a.b import (c, d, e)`. Imports inside a top-level `if`/`try` (such as `if TYPE_CHECKING:`) do not count:
+they may not run. When only some names are missing, the new statement imports just those, on one line.
+
+Where: after the last import statement of the module's *leading import block*, which starts after the docstring and
+ends at the first statement that is neither an import nor an `if`/`try` made only of imports (`if TYPE_CHECKING:`
+blocks are passed over; `logger = ...`, a `def` or a `class` ends the block). A module without imports gets the
+new one after its docstring (or at the top). A `from __future__ import ...` goes after the docstring and the other
+`__future__` imports.
+
+Answers: *changed*; *already applied* (every name is already imported so); *cannot apply* (a conflict: a requested
+name is already bound by another top-level import, e.g. `from x import c` when the recipe imports `c` from `a.b`;
+or the same thing is imported under another alias, e.g. `import numpy` when the recipe asks for
+`import numpy as np`: the recipe should use the module's own name for it). Relative and absolute imports of the
+same module are different imports to this check.
+"""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+from dataclasses import dataclass
+from typing import ClassVar, Literal
+
+import libcst as cst
+from pydantic import Field, field_validator
+
+from ..anchors import child_blocks, code_of, insert_after, insert_before, is_docstring, parse_statements, walk_statements
+from ..errors import Candidate, Conflict
+from .base import AlreadyApplied, Changed, Operation, Outcome, attempt, register
+
+
+@dataclass(frozen=True)
+class Binding:
+    """One name an import statement binds: `bound` in the module refers to `source` (as written in `text`)."""
+
+    bound: str  #: the module-level name, e.g. `np` for `import numpy as np`, `a` for `import a.b`
+    source: tuple  #: what is imported: ("import", "numpy") or ("from", level, "a.b", "c")
+    alias: str | None  #: the `as` name, if any
+    text: str  #: `numpy as np`, `c`, `d as e` (the alias as it is written in a statement)
+
+    @property
+    def value(self) -> tuple:
+        """What `bound` refers to: `import a.b` binds `a` to the package `a`."""
+        if self.source[0] == "import" and self.alias is None:
+            return ("import", self.source[1].split(".")[0])
+        return self.source
+
+
+def bindings(stmt: ast.stmt) -> list[Binding]:
+    """The names an `ast.Import` / `ast.ImportFrom` binds (empty for any other statement)."""
+    if isinstance(stmt, ast.Import):
+        return [Binding(a.asname or a.name.split(".")[0], ("import", a.name), a.asname,
+                        f"{a.name} as {a.asname}" if a.asname else a.name) for a in stmt.names]
+    if isinstance(stmt, ast.ImportFrom):
+        return [Binding(a.asname or a.name, ("from", stmt.level, stmt.module or "", a.name), a.asname,
+                        f"{a.name} as {a.asname}" if a.asname else a.name) for a in stmt.names]
+    return []
+
+
+def _is_import_line(stmt: cst.CSTNode) -> bool:
+    return isinstance(stmt, cst.SimpleStatementLine) and all(
+        isinstance(s, (cst.Import, cst.ImportFrom)) for s in stmt.body)
+
+
+def _is_future_line(stmt: cst.CSTNode) -> bool:
+    return _is_import_line(stmt) and all(
+        isinstance(s, cst.ImportFrom) and isinstance(s.module, cst.Name) and s.module.value == "__future__"
+        for s in stmt.body)
+
+
+def _only_imports(stmt: cst.CSTNode) -> bool:
+    """An `if`/`try` whose every block holds only imports and `pass` (e.g. `if TYPE_CHECKING:` imports)."""
+    if not isinstance(stmt, (cst.If, cst.Try)):
+        return False
+    for block in child_blocks(stmt):
+        for path in walk_statements((block,)):
+            s = path[-1]
+            if not (_is_import_line(s) or isinstance(s, (cst.If, cst.Try, cst.Else))
+                    or (isinstance(s, cst.SimpleStatementLine) and all(isinstance(x, cst.Pass) for x in s.body))):
+                return False
+    return True
+
+
+@register
+class AddImport(Operation):
+    """Add an import statement at the end of the module's leading import block, unless it is already imported."""
+
+    op: Literal["add_import"]
+    code: str = Field(description="one import statement: `import x`, `import x as y`, `from a.b import c, d as e`")
+
+    @field_validator("code")
+    @classmethod
+    def _one_import(cls, code: str) -> str:
+        _parse_import(code)
+        return code
+
+    def describe(self) -> str:
+        return f"add `{' '.join(self.code.split())}`"
+
+    def anchor(self) -> str:
+        return "the module's imports"
+
+    @attempt
+    def apply(self, module: cst.Module) -> Outcome:
+        wanted = _parse_import(self.code)
+        existing: list[tuple[Binding, cst.CSTNode]] = []
+        for stmt in module.body:
+            if _is_import_line(stmt):
+                for tree in ast.parse(textwrap.dedent(code_of(module, stmt))).body:
+                    existing.extend((b, stmt) for b in bindings(tree))
+        missing: list[Binding] = []
+        found: list[cst.CSTNode] = []
+        for want in bindings(wanted):
+            clash = [(b, s) for b, s in existing if b.bound == want.bound and b.value != want.value]
+            if clash:
+                b, s = clash[0]
+                raise Conflict(f"`{want.bound}` is already imported from elsewhere: `{_line(module, s)}`",
+                               candidates=[Candidate(f"`{_line(module, s)}`", node=s)])
+            same = [s for b, s in existing if b.source == want.source and b.alias == want.alias]
+            if same:
+                found.append(same[0])
+                continue
+            other = [(b, s) for b, s in existing if b.source == want.source]
+            if other:
+                b, s = other[0]
+                raise Conflict(f"`{want.text}` is already imported as `{b.bound}`: `{_line(module, s)}`",
+                               hint="use the module's own name for it in the recipe, or import it under that alias",
+                               candidates=[Candidate(f"`{_line(module, s)}`", node=s)])
+            missing.append(want)
+        if not missing:
+            return AlreadyApplied(found[0] if found else None)
+        code = self.code if len(missing) == len(wanted.names) else _statement(wanted, missing)
+        new = parse_statements(code, module, what="code")
+        where = self._where(module, wanted)
+        if where is None:
+            if not module.body:
+                return Changed(module.with_changes(body=tuple(new)), inserted=tuple(new))
+            return Changed(insert_before((module, module.body[0]), new), inserted=tuple(new))
+        return Changed(insert_after((module, where), new), inserted=tuple(new), anchor=where)
+
+    def _where(self, module: cst.Module, wanted: ast.stmt) -> cst.CSTNode | None:
+        """The statement the new import follows: last import of the leading block, else the docstring, else None."""
+        body = list(module.body)
+        start = 1 if body and is_docstring(body[0]) else 0
+        last_future: cst.CSTNode | None = None
+        last_import: cst.CSTNode | None = None
+        for stmt in body[start:]:
+            if _is_future_line(stmt):
+                last_future = last_import = stmt
+            elif _is_import_line(stmt):
+                last_import = stmt
+            elif not _only_imports(stmt):
+                break
+        docstring = body[0] if start else None
+        if isinstance(wanted, ast.ImportFrom) and wanted.module == "__future__" and not wanted.level:
+            return last_future or docstring
+        return last_import or docstring
+
+
+def _parse_import(code: str) -> ast.Import | ast.ImportFrom:
+    """The one import statement of `code`; ValueError (a recipe error at load time) for anything else."""
+    try:
+        body = ast.parse(textwrap.dedent(code).strip()).body
+    except SyntaxError as exc:
+        raise ValueError(f"`code` is not valid Python: {exc.msg}") from None
+    if len(body) != 1 or not isinstance(body[0], (ast.Import, ast.ImportFrom)):
+        raise ValueError(f"`code` must be one import statement, got {code.strip()!r}")
+    if any(a.name == "*" for a in body[0].names):
+        raise ValueError("`from ... import *` is not supported: name the imports")
+    return body[0]
+
+
+def _statement(wanted: ast.Import | ast.ImportFrom, names: list[Binding]) -> str:
+    """An import statement like `wanted` for only some of its names."""
+    listed = ", ".join(b.text for b in names)
+    if isinstance(wanted, ast.Import):
+        return f"import {listed}"
+    return f"from {'.' * wanted.level}{wanted.module or ''} import {listed}"
+
+
+def _line(module: cst.Module, stmt: cst.CSTNode) -> str:
+    """An import statement on one line, for messages."""
+    return ast.unparse(ast.parse(textwrap.dedent(code_of(module, stmt))))

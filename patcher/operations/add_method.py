@@ -1,0 +1,118 @@
+"""`add_method`: add a method to a class, after a named method or at the end of the class body.
+
+Example::
+
+    - op: add_method
+      file: srt/speculative/eagle_worker_v2.py
+      class: EAGLEWorkerV2
+      after: forward_batch_generation          # optional; without it the method ends the class body
+      code: |
+        def _spec_disabled_for(self, model_worker_batch: ModelWorkerBatch) -> bool:
+            threshold = self.server_args.speculative_disable_batch_threshold
+            return threshold > 0 and model_worker_batch.batch_size() > threshold
+
+`code` is one `def` or `async def`, decorators included. `class` may be dotted for a nested class (`Outer.Inner`).
+The method is inserted after the *whole* anchor method (its decorators belong to it, so do the comment lines that
+follow it inside its body), with the class body's indentation and one blank line before it (unless the code starts
+with its own blank or comment lines). Methods defined inside an `if`/`try` block of the class body count too; a
+method added after one of those lands in the same block.
+
+Answers: *changed*; *already applied* (the class has a method of that name whose code is the same, up to formatting
+and comments); *cannot apply* (the class or the `after` method is missing or defined twice, or the class already has
+a method of that name with other code: a conflict).
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar, Literal
+
+import libcst as cst
+from pydantic import Field
+
+from ..anchors import (NodePath, body_of, code_of, find_class, insert_after, near, parse_statements, same_code,
+                       set_block_body, walk_statements)
+from ..errors import AnchorAmbiguous, AnchorNotFound, Candidate, Conflict, RecipeError
+from .base import AlreadyApplied, Changed, Operation, Outcome, attempt, register
+
+
+def methods_of(cpath: NodePath) -> list[NodePath]:
+    """The functions defined in a class body (also inside its if/try blocks), in source order."""
+    return [p for p in walk_statements(cpath) if isinstance(p[-1], cst.FunctionDef)]
+
+
+@register
+class AddMethod(Operation):
+    """Add a method to a class, after a named method or at the end of the class body."""
+
+    op: Literal["add_method"]
+    cls: str = Field(alias="class", description="the class, e.g. EAGLEWorkerV2 (dotted for nested classes)")
+    code: str = Field(description="the method: one `def` or `async def`, decorators allowed")
+    after: str | None = Field(default=None, description="the method the new one follows; default: end of the class")
+
+    templated: ClassVar[tuple[str, ...]] = ("code",)
+
+    def describe(self) -> str:
+        where = f"after `{self.after}`" if self.after else "at the end"
+        return f"add method `{self._name_hint()}` to `{self.cls}` {where}"
+
+    def anchor(self) -> str:
+        return f"{self.cls}.{self.after}" if self.after else self.cls
+
+    def _name_hint(self) -> str:
+        import ast
+        import textwrap
+
+        try:
+            tree = ast.parse(textwrap.dedent(self.code))
+        except SyntaxError:
+            return "?"
+        return next((n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))), "?")
+
+    def new_method(self, module: cst.Module) -> cst.FunctionDef:
+        """The recipe's method, parsed for the target module, with a blank line above it unless it has its own."""
+        stmts = parse_statements(self.code, module)
+        if len(stmts) != 1 or not isinstance(stmts[0], cst.FunctionDef):
+            raise RecipeError(f"`code` must be exactly one `def` (decorators allowed), got {self.code.strip()[:80]!r}")
+        method = stmts[0]
+        if not method.leading_lines:
+            # indent=False: an indented empty line would leave trailing whitespace on the blank line
+            method = method.with_changes(leading_lines=(cst.EmptyLine(indent=False),))
+        return method
+
+    @attempt
+    def apply(self, module: cst.Module) -> Outcome:
+        new = self.new_method(module)
+        name = new.name.value
+        cpath = find_class(module, self.cls)
+        methods = methods_of(cpath)
+        existing = [p for p in methods if p[-1].name.value == name]
+        for p in existing:
+            if same_code(code_of(module, p[-1]), self.code):
+                return AlreadyApplied(p[-1])
+        if existing:
+            have = code_of(module, existing[0][-1])
+            raise Conflict(f"`{self.cls}` already has a method `{name}` with other code",
+                           candidates=[Candidate(_signature(have), node=existing[0][-1])])
+        if self.after is None:
+            statements = list(body_of(cpath[-1]))
+            return Changed(set_block_body(cpath, [*statements, new]), inserted=(new,), anchor=cpath[-1])
+        anchors = [p for p in methods if p[-1].name.value == self.after]
+        if not anchors:
+            by_name = {p[-1].name.value: p[-1] for p in methods}
+            raise AnchorNotFound(
+                f"no method `{self.after}` in class `{self.cls}`",
+                candidates=[Candidate(f"`{n}`", node=by_name[n]) for n in near(self.after, list(by_name))],
+            )
+        if len(anchors) > 1:
+            raise AnchorAmbiguous(f"method `{self.after}` is defined {len(anchors)} times in `{self.cls}`",
+                                  candidates=[Candidate(_signature(code_of(module, p[-1])), node=p[-1])
+                                              for p in anchors])
+        return Changed(insert_after(anchors[0], [new]), inserted=(new,), anchor=anchors[0][-1])
+
+
+def _signature(code: str) -> str:
+    """The `def` line of a method's code (after its decorators), for candidate lists."""
+    for line in code.splitlines():
+        if line.lstrip().startswith(("def ", "async def ")):
+            return line.strip()
+    return code.strip().splitlines()[0]

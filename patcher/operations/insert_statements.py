@@ -1,0 +1,132 @@
+"""`insert_statements`: insert statements into a function: at its start or end, or before/after a matched statement.
+
+Example::
+
+    - op: insert_statements
+      file: srt/speculative/eagle_worker_v2.py
+      function: EAGLEWorkerV2.__init__
+      at: after                                  # start | end | before | after
+      match: "self.plan_stream, self.plan_stream_ctx = _get_plan_stream(...)"
+      code: |
+        self.spec_disable_batch_threshold = server_args.speculative_disable_batch_threshold
+
+`function` is dotted (`Class.method`, `Outer.Inner.method`, or a module-level function). `at: start` inserts at the
+top of the function body, after its docstring if it has one; `at: end` appends to the function body (its top-level
+block). `at: before` / `at: after` need `match`, a *code pattern* (see `patcher.patterns`: the source of one
+statement, where `...` matches any expression and `f(...)` any arguments) that must match exactly one statement of
+the function: at any block depth (inside `if`/`else`/`with`/`try`/`for` bodies), but not inside nested functions or
+classes, and not a statement written on its `if x: y` header line. The new statements go right before/after that
+statement, in its block, with its indentation; with `before`, the comment lines above the matched statement stay
+above the new code. `match` is refused at load time with `at: start`/`at: end`, and required with `before`/`after`.
+
+Answers: *changed*; *already applied* (the new statements, compared as ASTs, already sit at the requested place:
+right before/after the matched statement, or first/last in the function); *cannot apply* (the function is missing or
+ambiguous; no statement or several statements match `match`). There is no conflict answer: equal statements
+elsewhere in the function are not this step's business (sglang's functions often `return batch_output` twice).
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar, Literal, Sequence
+
+import libcst as cst
+from pydantic import Field, model_validator
+
+from ..anchors import (NodePath, body_of, code_of, find_function, insert_after, insert_before, is_docstring,
+                       near_statements, normalized, parse_statements, set_block_body, statements_matching)
+from ..errors import AnchorAmbiguous, AnchorNotFound, Candidate
+from ..patterns import Pattern
+from .base import AlreadyApplied, Changed, Operation, Outcome, attempt, register
+
+
+@register
+class InsertStatements(Operation):
+    """Insert statements at the start or end of a function, or right before/after one matched statement."""
+
+    op: Literal["insert_statements"]
+    function: str = Field(description="the function, dotted, e.g. EAGLEWorkerV2.__init__")
+    code: str = Field(description="the statements to insert (one or more)")
+    at: Literal["start", "end", "before", "after"] = Field(description="where: start | end | before | after")
+    match: str | None = Field(default=None, description="with before/after: a code pattern of the anchor statement")
+
+    templated: ClassVar[tuple[str, ...]] = ("code",)
+
+    @model_validator(mode="after")
+    def _match_goes_with_before_after(self) -> "InsertStatements":
+        if self.at in ("before", "after"):
+            if self.match is None:
+                raise ValueError(f"`at: {self.at}` needs `match`, a pattern of the statement to insert {self.at}")
+            Pattern.parse(self.match)  # a PatternError is a ValueError: reported at load time, with the line
+        elif self.match is not None:
+            raise ValueError(f"`match` goes with `at: before` or `at: after`, not with `at: {self.at}`")
+        return self
+
+    def describe(self) -> str:
+        n = len(self.code.strip().splitlines())
+        what = f"{n} line{'s' if n != 1 else ''}"
+        if self.match is None:
+            return f"insert {what} at the {self.at} of `{self.function}`"
+        return f"insert {what} in `{self.function}` {self.at} `{Pattern.parse(self.match)}`"
+
+    def anchor(self) -> str:
+        if self.match is None:
+            return f"{self.function} ({self.at})"
+        return f"{self.function}: `{Pattern.parse(self.match)}`"
+
+    @attempt
+    def apply(self, module: cst.Module) -> Outcome:
+        new = parse_statements(self.code, module)
+        fpath = find_function(module, self.function)
+        if self.match is None:
+            return self._at_an_end(module, fpath, new)
+        return self._next_to_match(module, fpath, new, Pattern.parse(self.match))
+
+    def _at_an_end(self, module: cst.Module, fpath: NodePath, new: list[cst.BaseStatement]) -> Outcome:
+        statements = list(body_of(fpath[-1]))
+        first = 1 if statements and is_docstring(statements[0]) else 0
+        k = len(new)
+        if self.at == "start":
+            have = statements[first:first + k]
+        else:
+            have = statements[max(first, len(statements) - k):]
+        if _same_statements(module, have, new):
+            return AlreadyApplied(have[0])
+        body = [*statements[:first], *new, *statements[first:]] if self.at == "start" else [*statements, *new]
+        return Changed(set_block_body(fpath, body), inserted=tuple(new), anchor=fpath[-1])
+
+    def _next_to_match(self, module: cst.Module, fpath: NodePath, new: list[cst.BaseStatement],
+                       pattern: Pattern) -> Outcome:
+        matches = statements_matching(module, fpath, pattern)
+        # Where the new code is already next to a match, its statements may match the pattern too (inserting
+        # `self.f(x)` after `self.f(...)`): they are not anchors, or a second run would see an ambiguity.
+        placed = {id(m[-1]): run for m in matches if (run := self._neighbours(module, m, new)) is not None}
+        ours = {id(s) for run in placed.values() for s in run}
+        anchors = [m for m in matches if id(m[-1]) not in ours]
+        if not anchors:
+            raise AnchorNotFound(f"no statement matching `{pattern}` in `{self.function}`",
+                                 candidates=near_statements(module, fpath, pattern))
+        if len(anchors) > 1:
+            raise AnchorAmbiguous(
+                f"{len(anchors)} statements match `{pattern}` in `{self.function}`",
+                candidates=[Candidate(code_of(module, m[-1]).strip().splitlines()[0], node=m[-1]) for m in anchors])
+        anchor = anchors[0]
+        if id(anchor[-1]) in placed:
+            return AlreadyApplied(placed[id(anchor[-1])][0])
+        edit = insert_after if self.at == "after" else insert_before
+        return Changed(edit(anchor, new), inserted=tuple(new), anchor=anchor[-1])
+
+    def _neighbours(self, module: cst.Module, spath: NodePath,
+                    new: Sequence[cst.BaseStatement]) -> Sequence[cst.CSTNode] | None:
+        """The statements on the requested side of the statement at `spath` when they equal `new`, else None."""
+        block = list(body_of(spath[-2]))
+        i = next(j for j, s in enumerate(block) if s is spath[-1])
+        k = len(new)
+        run = block[i + 1:i + 1 + k] if self.at == "after" else block[max(0, i - k):i]
+        return run if _same_statements(module, run, new) else None
+
+
+def _same_statements(module: cst.Module, have: Sequence[cst.CSTNode], new: Sequence[cst.CSTNode]) -> bool:
+    """Do two statement lists hold the same code (AST-equal, statement by statement)?"""
+    return len(have) == len(new) and bool(new) and all(
+        (a := normalized(code_of(module, h))) is not None and a == normalized(code_of(module, n))
+        for h, n in zip(have, new))
