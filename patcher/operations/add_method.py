@@ -13,8 +13,8 @@ Example::
 
 `code` is one `def` or `async def`, decorators included. `class` may be dotted for a nested class (`Outer.Inner`).
 The method is inserted after the *whole* anchor method (its decorators belong to it, so do the comment lines that
-follow it inside its body), with the class body's indentation and one blank line before it (unless the code starts
-with its own blank or comment lines). Methods defined inside an `if`/`try` block of the class body count too; a
+follow it inside its body), with the class body's indentation and one blank line before it (above the code's own
+leading comment lines, if it has some). Methods defined inside an `if`/`try` block of the class body count too; a
 method added after one of those lands in the same block.
 
 Answers: *changed*; *already applied* (the class has a method of that name whose code is the same, up to formatting
@@ -74,9 +74,11 @@ class AddMethod(Operation):
         if len(stmts) != 1 or not isinstance(stmts[0], cst.FunctionDef):
             raise RecipeError(f"`code` must be exactly one `def` (decorators allowed), got {self.code.strip()[:80]!r}")
         method = stmts[0]
-        if not method.leading_lines:
-            # indent=False: an indented empty line would leave trailing whitespace on the blank line
-            method = method.with_changes(leading_lines=(cst.EmptyLine(indent=False),))
+        lead = tuple(method.leading_lines)
+        if not lead or lead[0].comment is not None:
+            # one blank line between methods, also above the code's own comment lines (parse_statements drops
+            # leading blank lines of the code); indent=False, or the blank line would get trailing whitespace
+            method = method.with_changes(leading_lines=(cst.EmptyLine(indent=False), *lead))
         return method
 
     @attempt

@@ -1,0 +1,226 @@
+"""add_argparse_argument: the anchor is the statement registering a flag, however the call is written."""
+
+from __future__ import annotations
+
+import libcst as cst
+from op_helpers import cannot, check, op, src, unchanged
+
+from patcher.errors import AnchorAmbiguous, AnchorNotFound, Conflict
+from patcher.operations.base import Changed
+
+NEW = 'parser.add_argument("--new-flag", type=int, default=0)'
+ADD = op("add_argparse_argument", function="Args.add_cli_args", after_flag="--accept", code=NEW)
+
+
+def test_one_line_call():
+    check(ADD, """
+        class Args:
+            @staticmethod
+            def add_cli_args(parser):
+                parser.add_argument("--accept", type=float, default=1.0)
+                parser.add_argument("--other")
+        """, """
+        class Args:
+            @staticmethod
+            def add_cli_args(parser):
+                parser.add_argument("--accept", type=float, default=1.0)
+                parser.add_argument("--new-flag", type=int, default=0)
+                parser.add_argument("--other")
+        """)
+
+
+def test_multi_line_call_with_comments_and_parens_in_strings():
+    # the new statement follows the whole anchor statement: never inside it, whatever its `)` and comments
+    check(ADD, """
+        class Args:
+            def add_cli_args(parser):
+                parser.add_argument(  # opening comment )
+                    "--accept",
+                    # a comment line with a ) in it
+                    type=float,
+                    help="a ) inside a string (really)",
+                )  # trailing comment
+                parser.add_argument("--other")
+        """, """
+        class Args:
+            def add_cli_args(parser):
+                parser.add_argument(  # opening comment )
+                    "--accept",
+                    # a comment line with a ) in it
+                    type=float,
+                    help="a ) inside a string (really)",
+                )  # trailing comment
+                parser.add_argument("--new-flag", type=int, default=0)
+                parser.add_argument("--other")
+        """)
+
+
+def test_keyword_args_in_any_order_and_flag_as_second_positional():
+    check(ADD, """
+        class Args:
+            def add_cli_args(parser):
+                parser.add_argument("--first", help="h", type=str, default=None)
+                group.add_argument("-a", "--accept", help="h", default=1.0, type=float)
+        """, """
+        class Args:
+            def add_cli_args(parser):
+                parser.add_argument("--first", help="h", type=str, default=None)
+                group.add_argument("-a", "--accept", help="h", default=1.0, type=float)
+                parser.add_argument("--new-flag", type=int, default=0)
+        """)
+
+
+def test_new_multi_line_statement_is_the_next_statement():
+    multi = op("add_argparse_argument", function="Args.add_cli_args", after_flag="--accept", code="""\
+        parser.add_argument(
+            "--new-flag",
+            type=int,  # comment kept
+        )
+        """)
+    out = check(multi, """
+        class Args:
+            def add_cli_args(parser):
+                parser.add_argument(
+                    "--accept",
+                    type=float,
+                )
+                return parser
+        """, """
+        class Args:
+            def add_cli_args(parser):
+                parser.add_argument(
+                    "--accept",
+                    type=float,
+                )
+                parser.add_argument(
+                    "--new-flag",
+                    type=int,  # comment kept
+                )
+                return parser
+        """)
+    body = out.module.body[0].body.body[0].body.body
+    assert [type(s).__name__ for s in body] == ["SimpleStatementLine"] * 3
+    assert body[1] is out.inserted[0]
+
+
+def test_anchor_inside_if_block():
+    check(ADD, """
+        class Args:
+            def add_cli_args(parser):
+                if ENABLE:
+                    parser.add_argument("--accept")
+                parser.add_argument("--other")
+        """, """
+        class Args:
+            def add_cli_args(parser):
+                if ENABLE:
+                    parser.add_argument("--accept")
+                    parser.add_argument("--new-flag", type=int, default=0)
+                parser.add_argument("--other")
+        """)
+
+
+def test_near_miss_prefix_flag_is_not_the_anchor():
+    cannot(ADD, """
+        class Args:
+            def add_cli_args(parser):
+                parser.add_argument("--accept-threshold")
+                parser.add_argument("--acc")
+        """, AnchorNotFound, mentions=("--accept", "Args.add_cli_args"), candidates=('"--accept-threshold"',))
+
+
+def test_near_miss_flag_in_a_string_that_is_not_an_argument():
+    cannot(ADD, """
+        class Args:
+            def add_cli_args(parser):
+                parser.add_argument("--other", help="like --accept")
+                print("--accept")
+        """, AnchorNotFound, mentions=("--accept",))
+
+
+def test_missing_function():
+    cannot(ADD, """
+        class Args:
+            def add_cli_arg(parser):
+                parser.add_argument("--accept")
+        """, AnchorNotFound, mentions=("add_cli_args",), candidates=("add_cli_arg",))
+
+
+def test_ambiguous_anchor():
+    cannot(ADD, """
+        class Args:
+            def add_cli_args(parser):
+                if A:
+                    parser.add_argument("--accept")
+                else:
+                    parser.add_argument("--accept", type=int)
+        """, AnchorAmbiguous, mentions=("--accept",), candidates=('"--accept"',))
+
+
+def test_conflict_new_flag_with_other_arguments():
+    cannot(ADD, """
+        class Args:
+            def add_cli_args(parser):
+                parser.add_argument("--accept")
+                parser.add_argument("--new-flag", type=str)
+        """, Conflict, mentions=("--new-flag",), candidates=("--new-flag",))
+
+
+def test_already_applied_anywhere_in_the_function():
+    unchanged(ADD, """
+        class Args:
+            def add_cli_args(parser):
+                parser.add_argument("--new-flag", type=int, default=0)
+                parser.add_argument("--accept")
+        """)
+
+
+def test_crlf():
+    check(ADD, """
+        class Args:
+            def add_cli_args(parser):
+                parser.add_argument(
+                    "--accept",
+                )
+        """, """
+        class Args:
+            def add_cli_args(parser):
+                parser.add_argument(
+                    "--accept",
+                )
+                parser.add_argument("--new-flag", type=int, default=0)
+        """, newline="\r\n")
+
+
+def test_tabs_nested():
+    out = check(ADD, """
+        class Args:
+            def add_cli_args(parser):
+                with group():
+                    parser.add_argument("--accept")
+        """, """
+        class Args:
+            def add_cli_args(parser):
+                with group():
+                    parser.add_argument("--accept")
+                    parser.add_argument("--new-flag", type=int, default=0)
+        """, tabs=True)
+    assert "\t\t\tparser.add_argument(\"--new-flag\"" in out.module.code
+
+
+def test_rest_of_file_is_byte_identical():
+    before = src("""
+        # -*- coding: utf-8 -*-
+        class Args:   
+            def add_cli_args(parser):
+                parser.add_argument("--accept")  ;  x = 1
+
+
+        def tail( a ,b ):  # odd spacing
+            pass
+        """)
+    out = ADD.apply(cst.parse_module(before))
+    assert isinstance(out, Changed)
+    added = '        parser.add_argument("--new-flag", type=int, default=0)\n'
+    i = before.index("\n\n\ndef tail")
+    assert out.module.code == before[:i + 1] + added + before[i + 1:]

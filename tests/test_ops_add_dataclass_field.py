@@ -1,0 +1,115 @@
+"""add_dataclass_field: inline before/after cases, near misses and the cannot-apply answers."""
+
+from __future__ import annotations
+
+from op_helpers import cannot, check, op, unchanged
+
+from patcher.errors import AnchorAmbiguous, AnchorNotFound, Conflict
+
+ADD = op("add_dataclass_field", **{"class": "ServerArgs", "after": "accept_threshold_acc",
+                                   "code": "disable_batch_threshold: int = 0"})
+
+
+def test_basic():
+    check(ADD, """
+        @dataclass
+        class ServerArgs:
+            accept_threshold_single: float = 1.0
+            accept_threshold_acc: float = 1.0  # keep this comment
+            # next comment stays with its field
+            other: str = "x"
+        """, """
+        @dataclass
+        class ServerArgs:
+            accept_threshold_single: float = 1.0
+            accept_threshold_acc: float = 1.0  # keep this comment
+            disable_batch_threshold: int = 0
+            # next comment stays with its field
+            other: str = "x"
+        """)
+
+
+def test_already_applied_ignores_formatting():
+    unchanged(ADD, """
+        class ServerArgs:
+            accept_threshold_acc: float = 1.0
+            disable_batch_threshold: int = (0)  # formatted differently
+        """)
+
+
+def test_near_miss_similar_field_name_is_not_the_anchor():
+    cannot(ADD, """
+        class ServerArgs:
+            accept_threshold_acc_x: float = 1.0
+            accept_threshold: float = 1.0
+        """, AnchorNotFound, mentions=("accept_threshold_acc", "ServerArgs"),
+           candidates=("accept_threshold_acc_x", "accept_threshold"))
+
+
+def test_near_miss_similar_new_field_name_still_adds():
+    check(ADD, """
+        class ServerArgs:
+            accept_threshold_acc: float = 1.0
+            disable_batch_thresholds: int = 0
+        """, """
+        class ServerArgs:
+            accept_threshold_acc: float = 1.0
+            disable_batch_threshold: int = 0
+            disable_batch_thresholds: int = 0
+        """)
+
+
+def test_missing_class_lists_near_classes():
+    cannot(ADD, """
+        class ServerArg:
+            accept_threshold_acc: float = 1.0
+        """, AnchorNotFound, mentions=("ServerArgs",), candidates=("ServerArg",))
+
+
+def test_ambiguous_anchor():
+    cannot(ADD, """
+        class ServerArgs:
+            accept_threshold_acc: float = 1.0
+            if FLAG:
+                accept_threshold_acc: float = 2.0
+        """, AnchorAmbiguous, mentions=("accept_threshold_acc",), candidates=("accept_threshold_acc: float = 1.0",))
+
+
+def test_conflict_other_default():
+    cannot(ADD, """
+        class ServerArgs:
+            accept_threshold_acc: float = 1.0
+            disable_batch_threshold: int = 8
+        """, Conflict, mentions=("disable_batch_threshold",), candidates=("disable_batch_threshold: int = 8",))
+
+
+def test_crlf():
+    check(ADD, """
+        class ServerArgs:
+            accept_threshold_acc: float = 1.0
+            other: str = "x"
+        """, """
+        class ServerArgs:
+            accept_threshold_acc: float = 1.0
+            disable_batch_threshold: int = 0
+            other: str = "x"
+        """, newline="\r\n")
+
+
+def test_nested_class_with_tabs():
+    nested = op("add_dataclass_field", **{"class": "Outer.ServerArgs", "after": "accept_threshold_acc",
+                                          "code": "disable_batch_threshold: int = 0"})
+    check(nested, """
+        class Outer:
+            class ServerArgs:
+                if TYPE_CHECKING:
+                    accept_threshold_acc: float = 1.0
+                other: str = "x"
+        """, """
+        class Outer:
+            class ServerArgs:
+                if TYPE_CHECKING:
+                    accept_threshold_acc: float = 1.0
+                    disable_batch_threshold: int = 0
+                other: str = "x"
+        """, tabs=True)

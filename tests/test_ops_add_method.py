@@ -1,0 +1,214 @@
+"""add_method: a method after a named method (after its whole def) or at the end of the class."""
+
+from __future__ import annotations
+
+from op_helpers import cannot, check, op, unchanged
+
+from patcher.errors import AnchorAmbiguous, AnchorNotFound, Conflict
+
+CODE = """\
+def is_small(self, batch) -> bool:
+    return batch.size() <= self.threshold
+"""
+AFTER = op("add_method", **{"class": "Worker", "after": "forward", "code": CODE})
+AT_END = op("add_method", **{"class": "Worker", "code": CODE})
+
+
+def test_after_a_method():
+    check(AFTER, """
+        class Worker:
+            def forward(self, batch):
+                return batch
+                # trailing comment of forward
+
+            @property
+            def size(self):
+                return 1
+        """, """
+        class Worker:
+            def forward(self, batch):
+                return batch
+                # trailing comment of forward
+
+            def is_small(self, batch) -> bool:
+                return batch.size() <= self.threshold
+
+            @property
+            def size(self):
+                return 1
+        """)
+
+
+def test_after_a_decorated_method_goes_after_the_whole_def():
+    check(AFTER, """
+        class Worker:
+            @torch.no_grad()
+            @other
+            def forward(self, batch):
+                return batch
+        x = 1
+        """, """
+        class Worker:
+            @torch.no_grad()
+            @other
+            def forward(self, batch):
+                return batch
+
+            def is_small(self, batch) -> bool:
+                return batch.size() <= self.threshold
+        x = 1
+        """)
+
+
+def test_at_end_of_class_with_decorators_and_async():
+    deco = op("add_method", **{"class": "Worker", "code": """\
+        @torch.no_grad()
+        async def step(self):
+            await self.go()
+        """})
+    check(deco, """
+        class Worker:
+            x = 1
+
+
+        def main():
+            pass
+        """, """
+        class Worker:
+            x = 1
+
+            @torch.no_grad()
+            async def step(self):
+                await self.go()
+
+
+        def main():
+            pass
+        """)
+
+
+def test_code_with_its_own_leading_comment_keeps_it():
+    commented = op("add_method", **{"class": "Worker", "code": "# added by specpatch\n" + CODE})
+    check(commented, """
+        class Worker:
+            def forward(self):
+                pass
+        """, """
+        class Worker:
+            def forward(self):
+                pass
+
+            # added by specpatch
+            def is_small(self, batch) -> bool:
+                return batch.size() <= self.threshold
+        """)
+
+
+def test_already_applied_ignores_formatting_and_comments():
+    unchanged(AT_END, """
+        class Worker:
+            def is_small(self, batch)->bool:  # formatted differently
+                return (batch.size() <= self.threshold)
+        """)
+
+
+def test_near_miss_same_method_in_another_class():
+    check(AT_END, """
+        class Other:
+            def is_small(self, batch) -> bool:
+                return batch.size() <= self.threshold
+
+        class Worker:
+            def forward(self):
+                pass
+        """, """
+        class Other:
+            def is_small(self, batch) -> bool:
+                return batch.size() <= self.threshold
+
+        class Worker:
+            def forward(self):
+                pass
+
+            def is_small(self, batch) -> bool:
+                return batch.size() <= self.threshold
+        """)
+
+
+def test_near_miss_anchor_is_a_method_of_another_class():
+    cannot(AFTER, """
+        class Other:
+            def forward(self):
+                pass
+
+        class Worker:
+            def forwards(self):
+                pass
+        """, AnchorNotFound, mentions=("forward", "Worker"), candidates=("forwards",))
+
+
+def test_missing_class():
+    cannot(AFTER, """
+        class Workers:
+            def forward(self):
+                pass
+        """, AnchorNotFound, mentions=("Worker",), candidates=("Workers",))
+
+
+def test_ambiguous_anchor():
+    cannot(AFTER, """
+        class Worker:
+            if CUDA:
+                def forward(self):
+                    pass
+            else:
+                def forward(self, x=None):
+                    pass
+        """, AnchorAmbiguous, mentions=("forward",), candidates=("def forward(self):", "def forward(self, x=None):"))
+
+
+def test_conflict_same_name_other_code():
+    cannot(AFTER, """
+        class Worker:
+            def forward(self):
+                pass
+
+            def is_small(self, batch):
+                return False
+        """, Conflict, mentions=("is_small", "Worker"), candidates=("def is_small(self, batch):",))
+
+
+def test_crlf():
+    check(AFTER, """
+        class Worker:
+            def forward(self):
+                pass
+        """, """
+        class Worker:
+            def forward(self):
+                pass
+
+            def is_small(self, batch) -> bool:
+                return batch.size() <= self.threshold
+        """, newline="\r\n")
+
+
+def test_nested_class_with_tabs():
+    nested = op("add_method", **{"class": "Outer.Worker", "after": "forward", "code": CODE})
+    out = check(nested, """
+        class Outer:
+            class Worker:
+                def forward(self):
+                    if x:
+                        pass
+        """, """
+        class Outer:
+            class Worker:
+                def forward(self):
+                    if x:
+                        pass
+
+                def is_small(self, batch) -> bool:
+                    return batch.size() <= self.threshold
+        """, tabs=True)
+    assert "\n\n\t\tdef is_small" in out.module.code and "\n\t\t\treturn batch.size()" in out.module.code
