@@ -1,0 +1,243 @@
+"""insert_statements: at the start/end of a function, or before/after the one statement matching a code pattern."""
+
+from __future__ import annotations
+
+import pytest
+from op_helpers import cannot, check, op, unchanged
+from pydantic import ValidationError
+
+from patcher.errors import AnchorAmbiguous, AnchorNotFound
+
+
+def ins(at: str, code: str = "self.n = 0\nself.m = 1", match: str | None = None, function: str = "W.f"):
+    return op("insert_statements", function=function, at=at, code=code, **({"match": match} if match else {}))
+
+
+BEFORE = """
+    class W:
+        def f(self, batch):
+            \"\"\"Docstring.\"\"\"
+            # about prepare
+            self.prepare(batch)
+            if batch.big:
+                out = self.verify(batch, mode=1)
+            else:
+                out = None
+            return out
+    """
+
+
+def test_start_goes_after_the_docstring():
+    check(ins("start"), BEFORE, """
+        class W:
+            def f(self, batch):
+                \"\"\"Docstring.\"\"\"
+                self.n = 0
+                self.m = 1
+                # about prepare
+                self.prepare(batch)
+                if batch.big:
+                    out = self.verify(batch, mode=1)
+                else:
+                    out = None
+                return out
+        """)
+
+
+def test_start_without_docstring_goes_above_the_first_comment():
+    check(ins("start", function="g"), """
+        def g():
+            # first
+            x = 1
+        """, """
+        def g():
+            self.n = 0
+            self.m = 1
+            # first
+            x = 1
+        """)
+
+
+def test_end():
+    check(ins("end", code="log(out)"), """
+        class W:
+            def f(self):
+                out = 1
+                # trailing comment
+
+            def g(self):
+                pass
+        """, """
+        class W:
+            def f(self):
+                out = 1
+                log(out)
+                # trailing comment
+
+            def g(self):
+                pass
+        """)
+
+
+def test_after_a_match_in_a_nested_block():
+    check(ins("after", match="out = self.verify(...)"), BEFORE, """
+        class W:
+            def f(self, batch):
+                \"\"\"Docstring.\"\"\"
+                # about prepare
+                self.prepare(batch)
+                if batch.big:
+                    out = self.verify(batch, mode=1)
+                    self.n = 0
+                    self.m = 1
+                else:
+                    out = None
+                return out
+        """)
+
+
+def test_before_an_expression_pattern_keeps_the_comment_on_top():
+    check(ins("before", match="self.prepare(...)"), BEFORE, """
+        class W:
+            def f(self, batch):
+                \"\"\"Docstring.\"\"\"
+                # about prepare
+                self.n = 0
+                self.m = 1
+                self.prepare(batch)
+                if batch.big:
+                    out = self.verify(batch, mode=1)
+                else:
+                    out = None
+                return out
+        """)
+
+
+def test_compound_pattern_with_wildcard_body():
+    check(ins("before", code="self.n = 0", match="if batch.big:\n    ...\nelse:\n    ..."), BEFORE, """
+        class W:
+            def f(self, batch):
+                \"\"\"Docstring.\"\"\"
+                # about prepare
+                self.prepare(batch)
+                self.n = 0
+                if batch.big:
+                    out = self.verify(batch, mode=1)
+                else:
+                    out = None
+                return out
+        """)
+
+
+def test_new_code_that_matches_the_pattern_itself_is_still_idempotent():
+    same = op("insert_statements", function="f", at="after", code="self.prepare(batch)", match="self.prepare(...)")
+    check(same, """
+        def f(self, batch):
+            self.prepare(batch)
+        """, """
+        def f(self, batch):
+            self.prepare(batch)
+            self.prepare(batch)
+        """)
+
+
+def test_already_applied_ignores_formatting():
+    unchanged(ins("after", match="self.prepare(...)"), """
+        class W:
+            def f(self, batch):
+                self.prepare(batch)
+                self.n = (0)  # formatted differently
+                self.m = 1
+        """)
+
+
+def test_near_miss_expression_pattern_does_not_match_an_assignment_nor_a_nested_def():
+    cannot(ins("after", match="self.verify(...)"), """
+        class W:
+            def f(self, batch):
+                out = self.verify(batch)
+                def inner():
+                    self.verify(batch)
+                return out
+        """, AnchorNotFound, mentions=("self.verify(...)", "W.f"), candidates=("out = self.verify(batch)",))
+
+
+def test_near_miss_same_function_name_in_another_class():
+    cannot(ins("end", function="W.f"), """
+        class V:
+            def f(self):
+                pass
+        """, AnchorNotFound, mentions=("W",))
+
+
+def test_code_elsewhere_is_not_a_conflict():
+    ret = op("insert_statements", function="f", at="end", code="return batch_output")
+    check(ret, """
+        def f(self):
+            if x:
+                return batch_output
+            batch_output = 2
+        """, """
+        def f(self):
+            if x:
+                return batch_output
+            batch_output = 2
+            return batch_output
+        """)
+
+
+def test_ambiguous_match():
+    cannot(ins("after", match="out = ..."), BEFORE, AnchorAmbiguous, mentions=("out = ...",),
+           candidates=("out = self.verify(batch, mode=1)", "out = None"))
+
+
+def test_crlf():
+    check(ins("after", match="self.prepare(...)"), """
+        class W:
+            def f(self, batch):
+                self.prepare(
+                    batch,
+                )
+        """, """
+        class W:
+            def f(self, batch):
+                self.prepare(
+                    batch,
+                )
+                self.n = 0
+                self.m = 1
+        """, newline="\r\n")
+
+
+def test_tabs_in_with_and_try_blocks():
+    code = "if self.n:\n    self.m = 1"
+    check(ins("before", code=code, match="self.prepare(...)"), """
+        class W:
+            def f(self, batch):
+                with ctx:
+                    try:
+                        self.prepare(batch)
+                    except E:
+                        pass
+        """, """
+        class W:
+            def f(self, batch):
+                with ctx:
+                    try:
+                        if self.n:
+                            self.m = 1
+                        self.prepare(batch)
+                    except E:
+                        pass
+        """, tabs=True)
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"at": "before"}, "needs `match`"),
+    ({"at": "start", "match": "x = 1"}, "goes with `at: before`"),
+    ({"at": "after", "match": "x = "}, "not valid Python"),
+    ({"at": "middle"}, "start"),
+])
+def test_recipe_errors_at_load_time(options, message):
+    with pytest.raises(ValidationError, match=message):
+        op("insert_statements", function="f", code="x = 1", **options)
