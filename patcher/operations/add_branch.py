@@ -105,7 +105,8 @@ class AddBranch(Operation):
     def _arm(self, module: cst.Module, fpath: NodePath, pattern: Pattern) -> NodePath:
         """Path to the block that gets the guard: the body or final else of the single matching `if`."""
         ifs = list(if_statements(fpath))
-        found = [p for p in ifs if (t := expression_ast(module, p[-1].test)) is not None and pattern.matches_expression(t)]
+        tests = [(p, expression_ast(module, p[-1].test)) for p in ifs]
+        found = [p for p, t in tests if t is not None and pattern.matches_expression(t)]
         if not found:
             by_text = {_header(module, p[-1]): p[-1] for p in ifs}
             raise AnchorNotFound(

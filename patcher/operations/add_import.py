@@ -13,11 +13,11 @@ imports the same thing under the same name, e.g. `from a.b import c` is there wh
 `from a.b import (c, d, e)`. Imports inside a top-level `if`/`try` (such as `if TYPE_CHECKING:`) do not count:
 they may not run. When only some names are missing, the new statement imports just those, on one line.
 
-Where: after the last import statement of the module's *leading import block*, which starts after the docstring and
-ends at the first statement that is neither an import nor an `if`/`try` made only of imports (`if TYPE_CHECKING:`
-blocks are passed over; `logger = ...`, a `def` or a `class` ends the block). A module without imports gets the
-new one after its docstring (or at the top). A `from __future__ import ...` goes after the docstring and the other
-`__future__` imports.
+Where: after the last plain (unconditional) import statement of the module's *leading import block*, which starts
+after the docstring and ends at the first statement that is neither an import nor an `if`/`try` made only of imports
+and `pass` (so `if TYPE_CHECKING:` blocks are passed over, while `logger = ...`, a `def`, a `class` or a `try` with an
+`except ImportError: x = None` fallback end the block). A module without imports gets the new one after its
+docstring (or at the top). A `from __future__ import ...` goes after the docstring and the other `__future__` imports.
 
 Answers: *changed*; *already applied* (every name is already imported so); *cannot apply* (a conflict: a requested
 name is already bound by another top-level import, e.g. `from x import c` when the recipe imports `c` from `a.b`;
@@ -31,12 +31,13 @@ from __future__ import annotations
 import ast
 import textwrap
 from dataclasses import dataclass
-from typing import ClassVar, Literal
+from typing import Literal
 
 import libcst as cst
 from pydantic import Field, field_validator
 
-from ..anchors import child_blocks, code_of, insert_after, insert_before, is_docstring, parse_statements, walk_statements
+from ..anchors import (child_blocks, code_of, insert_after, insert_before, is_docstring, parse_statements,
+                       walk_statements)
 from ..errors import Candidate, Conflict
 from .base import AlreadyApplied, Changed, Operation, Outcome, attempt, register
 

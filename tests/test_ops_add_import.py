@@ -1,0 +1,248 @@
+"""add_import: after the leading import block, unless every name is already imported at module top level."""
+
+from __future__ import annotations
+
+import pytest
+from op_helpers import cannot, check, op, unchanged
+from pydantic import ValidationError
+
+from patcher.errors import Conflict
+
+
+def imp(code: str):
+    return op("add_import", code=code)
+
+
+def test_after_the_last_import_of_the_leading_block():
+    check(imp("from a.b import c"), '''
+        """Module docstring."""
+
+        from __future__ import annotations
+
+        # a comment
+        import os
+        from x import (
+            y,
+            z,
+        )  # trailing
+
+        logger = get_logger()
+        import late
+        ''', '''
+        """Module docstring."""
+
+        from __future__ import annotations
+
+        # a comment
+        import os
+        from x import (
+            y,
+            z,
+        )  # trailing
+        from a.b import c
+
+        logger = get_logger()
+        import late
+        ''')
+
+
+def test_type_checking_and_try_import_blocks_are_passed_over():
+    check(imp("import numpy as np"), """
+        import os
+        if TYPE_CHECKING:
+            from x import Y
+        try:
+            import fast
+        except ImportError:
+            pass
+        import sys
+        def f():
+            pass
+        """, """
+        import os
+        if TYPE_CHECKING:
+            from x import Y
+        try:
+            import fast
+        except ImportError:
+            pass
+        import sys
+        import numpy as np
+        def f():
+            pass
+        """)
+
+
+def test_a_try_block_with_a_fallback_ends_the_block():
+    check(imp("import numpy as np"), """
+        import os
+        try:
+            import fast
+        except ImportError:
+            fast = None
+        import sys
+        """, """
+        import os
+        import numpy as np
+        try:
+            import fast
+        except ImportError:
+            fast = None
+        import sys
+        """)
+
+
+def test_part_of_a_bigger_from_import_is_already_applied():
+    unchanged(imp("from a.b import (d, c)"), """
+        import os
+        from a.b import (
+            c,
+            d,
+            e,
+        )
+        """)
+
+
+def test_later_top_level_import_counts():
+    unchanged(imp("import late"), """
+        import os
+        x = 1
+        import late
+        """)
+
+
+def test_only_missing_names_are_added():
+    check(imp("from a.b import c, d as e, f"), """
+        from a.b import c
+        from a.b import f
+
+        x = 1
+        """, """
+        from a.b import c
+        from a.b import f
+        from a.b import d as e
+
+        x = 1
+        """)
+
+
+def test_near_miss_conditional_import_does_not_count():
+    check(imp("from x import Y"), """
+        import os
+        if TYPE_CHECKING:
+            from x import Y
+        """, """
+        import os
+        from x import Y
+        if TYPE_CHECKING:
+            from x import Y
+        """)
+
+
+def test_near_miss_submodule_is_another_import():
+    check(imp("import a.b"), """
+        import a
+        import a.bc
+        """, """
+        import a
+        import a.bc
+        import a.b
+        """)
+
+
+def test_no_imports_after_docstring_or_at_top():
+    check(imp("import os"), '''
+        """Doc."""
+        x = 1
+        ''', '''
+        """Doc."""
+        import os
+        x = 1
+        ''')
+    check(imp("import os"), """
+        # license
+        x = 1
+        """, """
+        # license
+        import os
+        x = 1
+        """)
+
+
+def test_future_import_goes_first():
+    check(imp("from __future__ import annotations"), '''
+        """Doc."""
+        import os
+        ''', '''
+        """Doc."""
+        from __future__ import annotations
+        import os
+        ''')
+
+
+def test_conflict_same_name_from_elsewhere():
+    cannot(imp("from a.b import c"), """
+        from x import c
+        """, Conflict, mentions=("`c`", "from x import c"), candidates=("from x import c",))
+
+
+def test_conflict_other_alias():
+    cannot(imp("from a.b import c as e"), """
+        from a.b import c as f
+        """, Conflict, mentions=("c as e", "`f`"), candidates=("from a.b import c as f",))
+    cannot(imp("import numpy as np"), """
+        import numpy
+        """, Conflict, mentions=("numpy as np",))
+
+
+def test_same_module_twice_is_not_a_conflict():
+    unchanged(imp("import a.b"), """
+        import a
+        import a.b
+        """)
+
+
+def test_crlf():
+    check(imp("from a.b import (\n    c,\n    d,\n)"), """
+        import os
+
+        x = 1
+        """, """
+        import os
+        from a.b import (
+            c,
+            d,
+        )
+
+        x = 1
+        """, newline="\r\n")
+
+
+def test_tab_indented_module():
+    check(imp("import sys"), """
+        import os
+        if TYPE_CHECKING:
+            import typing
+        class A:
+            def f(self):
+                return os
+        """, """
+        import os
+        import sys
+        if TYPE_CHECKING:
+            import typing
+        class A:
+            def f(self):
+                return os
+        """, tabs=True)
+
+
+@pytest.mark.parametrize("code, message", [
+    ("x = 1", "one import statement"),
+    ("import os\nimport sys", "one import statement"),
+    ("from a import *", "not supported"),
+    ("import", "not valid Python"),
+])
+def test_recipe_errors_at_load_time(code, message):
+    with pytest.raises(ValidationError, match=message):
+        imp(code)
