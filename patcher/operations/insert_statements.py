@@ -12,12 +12,15 @@ Example::
 
 `function` is dotted (`Class.method`, `Outer.Inner.method`, or a module-level function). `at: start` inserts at the
 top of the function body, after its docstring if it has one; `at: end` appends to the function body (its top-level
-block). `at: before` / `at: after` need `match`, a *code pattern* (see `patcher.patterns`: the source of one
-statement, where `...` matches any expression and `f(...)` any arguments) that must match exactly one statement of
-the function: at any block depth (inside `if`/`else`/`with`/`try`/`for` bodies), but not inside nested functions or
-classes, and not a statement written on its `if x: y` header line. The new statements go right before/after that
-statement, in its block, with its indentation; with `before`, the comment lines above the matched statement stay
-above the new code. `match` is refused at load time with `at: start`/`at: end`, and required with `before`/`after`.
+block; after its last statement, even a `return`: use `before` with `match: return ...` for code that must run).
+`at: before` / `at: after` need `match`, a *code pattern* (see `patcher.patterns`: the source of one statement,
+where `...` matches any expression and `f(...)` any arguments) that must match exactly one statement of the
+function: at any block depth (inside `if`/`else`/`with`/`try`/`for` bodies), but not inside nested functions or
+classes, and not a statement written on its `if x: y` header line. A compound statement is matched with a block of
+`...` (`with ctx:` + an indented `...` line matches that whole `with`, whatever its body). The new statements go
+right before/after that statement, in its block, with its indentation; with `before`, the comment lines above the
+matched statement stay above the new code. `match` is refused at load time with `at: start`/`at: end`, and required
+with `before`/`after`.
 
 Answers: *changed*; *already applied* (the new statements, compared as ASTs, already sit at the requested place:
 right before/after the matched statement, or first/last in the function); *cannot apply* (the function is missing or
@@ -34,7 +37,7 @@ from pydantic import Field, model_validator
 
 from ..anchors import (NodePath, body_of, code_of, find_function, insert_after, insert_before, is_docstring,
                        near_statements, normalized, parse_statements, set_block_body, statements_matching)
-from ..errors import AnchorAmbiguous, AnchorNotFound, Candidate
+from ..errors import AnchorAmbiguous, AnchorNotFound, Candidate, RecipeError
 from ..patterns import Pattern
 from .base import AlreadyApplied, Changed, Operation, Outcome, attempt, register
 
@@ -76,6 +79,8 @@ class InsertStatements(Operation):
     @attempt
     def apply(self, module: cst.Module) -> Outcome:
         new = parse_statements(self.code, module)
+        if not new:
+            raise RecipeError("`code` holds no statement to insert")
         fpath = find_function(module, self.function)
         if self.match is None:
             return self._at_an_end(module, fpath, new)
