@@ -1,0 +1,83 @@
+"""Shared set-up of the dynamic-spec-disable probes: sys.path, stubs when run by hand, and the PROBE-* reporting.
+
+`specpatch verify` runs a probe with the patched target first on sys.path and the recipe's stubs installed. Run by
+hand (`python probes/worker_probe.py` with SPECPATCH_IMPORT_ROOT set), the probe installs the same kind of stubs
+itself for the GPU-only packages that are not importable.
+"""
+
+from __future__ import annotations
+
+import importlib.abc
+import importlib.machinery
+import importlib.util
+import json
+import os
+import sys
+import traceback
+from typing import Callable
+
+GPU_ONLY = ("sgl_kernel", "flashinfer", "torchvision", "deep_gemm")
+
+
+class _Stubs(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """A stand-in used only when the probe runs outside `specpatch verify` (which brings its own stubs)."""
+
+    def __init__(self, names):
+        self.names = set(names)
+
+    def find_spec(self, name, path, target=None):
+        if name.split(".")[0] in self.names:
+            return importlib.machinery.ModuleSpec(name, self, is_package=True)
+        return None
+
+    def create_module(self, spec):
+        from unittest import mock
+
+        module = mock.MagicMock(name=spec.name)
+        module.__path__, module.__spec__, module.__name__, module.__file__ = [], spec, spec.name, "<stub>"
+        return module
+
+    def exec_module(self, module):
+        pass
+
+
+def setup() -> dict:
+    """Put the target first on sys.path (when named by SPECPATCH_IMPORT_ROOT), stub what is missing; the params."""
+    root = os.environ.get("SPECPATCH_IMPORT_ROOT")
+    if root and (not sys.path or sys.path[0] != root):
+        sys.path.insert(0, root)
+    missing = [name for name in GPU_ONLY if _absent(name)]
+    if missing:
+        sys.meta_path.insert(0, _Stubs(missing))
+    return json.loads(os.environ.get("SPECPATCH_PARAMS") or "{}")
+
+
+def _absent(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is None
+    except (ImportError, ValueError):
+        return True
+
+
+class Report:
+    """Runs named checks; each prints PROBE-OK or PROBE-FAIL; `finish` exits non-zero if any failed."""
+
+    def __init__(self):
+        self.failed = 0
+
+    def run(self, name: str, check: Callable[[], str | None]) -> None:
+        try:
+            detail = check()
+        except AssertionError as exc:
+            self.failed += 1
+            print(f"PROBE-FAIL: {name}: {exc}", flush=True)
+        except Exception as exc:  # a crash of the code under test is a failure of that check, not of the probe
+            self.failed += 1
+            print(f"PROBE-FAIL: {name}: {type(exc).__name__}: {exc}", flush=True)
+            traceback.print_exc(file=sys.stderr)
+        else:
+            print(f"PROBE-OK: {name}" + (f": {detail}" if detail else ""), flush=True)
+
+    def finish(self) -> None:
+        sys.stdout.flush()
+        sys.exit(1 if self.failed else 0)
