@@ -59,6 +59,9 @@ def _absent(name: str) -> bool:
         return True
 
 
+SKIPPED = object()  #: what a check returns after printing its own PROBE-SKIP line
+
+
 class Report:
     """Runs named checks; each prints PROBE-OK or PROBE-FAIL; `finish` exits non-zero if any failed."""
 
@@ -76,7 +79,8 @@ class Report:
             print(f"PROBE-FAIL: {name}: {type(exc).__name__}: {exc}", flush=True)
             traceback.print_exc(file=sys.stderr)
         else:
-            print(f"PROBE-OK: {name}" + (f": {detail}" if detail else ""), flush=True)
+            if detail is not SKIPPED:
+                print(f"PROBE-OK: {name}" + (f": {detail}" if detail else ""), flush=True)
 
     def finish(self) -> None:
         sys.stdout.flush()
