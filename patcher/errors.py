@@ -185,3 +185,9 @@ class StateError(SpecpatchError):
     title = "specpatch state is inconsistent"
     hint = "inspect TARGET/.specpatch; `specpatch status` shows what is recorded"
     exit_code = ExitCode.INTERNAL
+
+
+class FetchError(SpecpatchError):
+    title = "cannot fetch the release"
+    hint = "check the package name and version; `pip download --no-deps PACKAGE==VERSION` shows the registry's answer"
+    exit_code = ExitCode.BAD_INPUT

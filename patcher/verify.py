@@ -1,0 +1,530 @@
+"""Checks after a patch: syntax of the touched files, an import smoke test and the recipe's probes, each a `Check`.
+
+The smoke test and the probes run in a subprocess of the *target's* interpreter (``--python``, by default the
+current one): ``python -I -u patcher/_smoke.py CONFIG``. ``-I`` keeps that interpreter's own site-packages but
+drops PYTHON* variables, the user site and the script's folder, and the working folder is a scratch folder, so
+nothing of specpatch's checkout leaks in. The runner is a standalone stdlib-only file, executed by path, because the
+target's interpreter need not have specpatch installed. It puts the target's import root first on ``sys.path`` and
+checks that every module of the target package really came from there. ``HF_HUB_OFFLINE`` and
+``TRANSFORMERS_OFFLINE`` default to 1 in the subprocess: an import must not wait on a network.
+
+Stubs. ``verify.stubs`` names top-level modules (GPU-only native packages: sgl_kernel, flashinfer, ...). A
+meta-path finder placed first on ``sys.meta_path`` serves those names and everything below them, and nothing else
+(stubbing every missing module breaks on typing machinery and on stdlib modules that probe optional imports). A stub
+module is a package, so ``import sgl_kernel.ops`` and ``from sgl_kernel import x`` work; any public attribute of it
+is a *stub class*: usable in ``Optional[...]``, ``isinstance`` (always False) and as a base class, and its own
+attributes are stub classes too; calling one returns a ``MagicMock``. Dunder lookups raise AttributeError, so code
+that probes ``__version__`` or ``__typing_subst__`` sees "absent". A stub replaces an installed copy of the same
+name; the checks' ``data`` lists the stubs used and those that replaced an installed package. The target package
+itself and standard-library names are never stubbed.
+
+Differential smoke test. A module that fails (or hangs) with the patched files is imported again from a pristine
+tree: a scratch folder in which the touched files get their original bytes and every other entry is a symlink to the
+target's (cheap: only the folders on the way to a touched file are real). If the pristine import fails the same way,
+the check is ``environment`` (the environment cannot import it; the patch is not blamed); if it imports, or fails in
+a different way, the check stays ``failed``.
+
+Probe convention. A probe is a Python script beside the recipe (``verify.probes[].path``), run as ``__main__`` with
+the same ``sys.path`` and stubs as the smoke test, so it imports the patched package. It gets these environment
+variables: ``SPECPATCH_PARAMS`` (JSON of the recipe's parameters), ``SPECPATCH_TARGET_ROOT`` (the folder the user
+named), ``SPECPATCH_IMPORT_ROOT`` (the folder on ``sys.path``), ``SPECPATCH_PACKAGE_DIR``, ``SPECPATCH_PACKAGE``
+and ``SPECPATCH_TARGET_VERSION``. It reports with lines on its standard output:
+
+    PROBE-OK: <what was proven>
+    PROBE-FAIL: <what is wrong>
+    PROBE-SKIP: <why this environment cannot run the probe>
+
+It passes when it exits 0 and printed no ``PROBE-FAIL`` line; it is ``skipped`` when it exits 0 having printed
+``PROBE-SKIP`` and no ``PROBE-OK``; any other exit (an uncaught exception exits 1) fails it. The check's message is
+its last ``PROBE-*`` lines, or else the last line of its output. Its working folder is a scratch folder, its
+standard input is empty, and the interpreter exits as soon as the script ends (``atexit`` handlers do not run); a
+probe that runs past ``timeout`` is killed with its whole process group.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
+
+if TYPE_CHECKING:
+    from .recipe import Probe, VerifySpec
+    from .target import Target
+
+RUNNER = Path(__file__).with_name("_smoke.py")
+STATUSES = ("passed", "failed", "environment", "skipped", "timeout")
+KINDS = ("syntax", "import", "probe")
+OUTPUT_TAIL_LINES = 30  #: lines of a subprocess's output kept in a check's details
+CAN_IMPORT_TIMEOUT = 120.0  #: seconds allowed for `import <package>` by can_import_target
+_MARK = re.compile(r"^PROBE-(OK|FAIL|SKIP):\s?(.*)$")
+
+
+@dataclass(frozen=True)
+class Check:
+    """The outcome of one check: a file's syntax, one module's import, or one probe."""
+
+    kind: str  #: "syntax" | "import" | "probe"
+    name: str  #: the file, module or probe checked
+    status: str  #: "passed" | "failed" | "environment" | "skipped" | "timeout"
+    message: str = ""  #: one line, for a table
+    details: str = ""  #: several lines: a traceback's end, a caret, the end of a probe's output
+    seconds: float = 0.0  #: time the check took (for an import: the import alone, measured in the subprocess)
+    data: Mapping[str, Any] = field(default_factory=dict)  #: facts for --json: stubs used, pristine error, exit code
+
+    @property
+    def blocking(self) -> bool:
+        """True when the check speaks against the patch: it failed or timed out. `environment` and `skipped` do not."""
+        return self.status in ("failed", "timeout")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "name": self.name, "status": self.status, "message": self.message,
+                "details": self.details, "seconds": round(self.seconds, 3), "data": dict(self.data)}
+
+
+# ------------------------------------------------------------------------------------------------------- syntax
+
+
+def check_syntax(paths: Iterable[Path | str], *, python: str | os.PathLike | None = None,
+                 relative_to: Path | None = None) -> list[Check]:
+    """Compile every file. In this interpreter by default; in `python` when it is another one, whose grammar is the
+    one that matters for the target. Names are shown relative to `relative_to` when given."""
+    paths = [Path(p) for p in paths]
+
+    def shown(path: Path) -> str:
+        if relative_to is not None and path.is_relative_to(relative_to):
+            return path.relative_to(relative_to).as_posix()
+        return str(path)
+
+    if python is not None and not _same_interpreter(python):
+        return _check_syntax_in(python, paths, shown)
+    checks = []
+    for path in paths:
+        start = time.perf_counter()
+        try:
+            source = path.read_bytes()
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # SyntaxWarning (invalid escapes) is not our verdict
+                compile(source, str(path), "exec", dont_inherit=True)
+        except SyntaxError as exc:
+            checks.append(_syntax_failure(shown(path), exc.msg, exc.lineno, exc.offset, exc.text,
+                                          time.perf_counter() - start))
+            continue
+        except (OSError, ValueError) as exc:  # unreadable, or a NUL byte in the source
+            checks.append(Check("syntax", shown(path), "failed", f"{type(exc).__name__}: {exc}",
+                                seconds=time.perf_counter() - start))
+            continue
+        checks.append(Check("syntax", shown(path), "passed", "compiles", seconds=time.perf_counter() - start))
+    return checks
+
+
+def _syntax_failure(name: str, msg: str, line: int | None, column: int | None, text: str | None,
+                    seconds: float) -> Check:
+    where = f"line {line}" + (f", column {column}" if column else "") if line else "unknown line"
+    details = ""
+    if text:
+        source_line = text.rstrip("\n")
+        details = source_line + ("\n" + " " * max((column or 1) - 1, 0) + "^" if column else "")
+    return Check("syntax", name, "failed", f"{where}: {msg}", details, seconds, {"line": line, "column": column})
+
+
+def _check_syntax_in(python: str | os.PathLike, paths: list[Path], shown) -> list[Check]:
+    run = _run(python, {"mode": "compile", "files": [str(p) for p in paths]}, timeout=120.0)
+    done = {r["file"]: r for r in run.events("compiled")}
+    checks = []
+    for path in paths:
+        record = done.get(str(path))
+        if record is None:
+            why = run.start_error or ("timed out" if run.timed_out else _last_line(run.output) or "no result")
+            checks.append(Check("syntax", shown(path), "environment", f"could not compile in {python}: {why}",
+                                "\n".join(run.output)))
+        elif record["ok"]:
+            checks.append(Check("syntax", shown(path), "passed", f"compiles with {python}", seconds=record["seconds"]))
+        else:
+            err = record["error"]
+            if "line" in err:
+                checks.append(_syntax_failure(shown(path), err["message"], err.get("line"), err.get("column"),
+                                              err.get("text"), record["seconds"]))
+            else:
+                checks.append(Check("syntax", shown(path), "failed", f"{err['type']}: {err['message']}",
+                                    seconds=record["seconds"]))
+    return checks
+
+
+# ------------------------------------------------------------------------------------------ import smoke test
+
+
+def smoke_import(target: Target, verify_spec: VerifySpec, *, python: str | os.PathLike = sys.executable,
+                 pristine: Mapping[str, bytes | None] | None = None, timeout: float | None = None) -> list[Check]:
+    """Import each of `verify_spec.imports` in one subprocess of `python`, the target first on sys.path and
+    `verify_spec.stubs` stubbed; one Check per module.
+
+    `pristine` maps each touched file (relative to the target's root, as `Target.rel` gives it, or to the package
+    folder, or absolute) to its original bytes, or None for a file the patch created. With it, a module that fails
+    is imported again from a pristine tree, and a failure shared by both is reported as `environment`. `timeout`
+    (default `verify_spec.timeout`) bounds each subprocess; past it the process group is killed, the module being
+    imported is reported as `timeout` and the ones after it as `skipped`.
+    """
+    modules = list(dict.fromkeys(verify_spec.imports))
+    if not modules:
+        return []
+    limit = verify_spec.timeout if timeout is None else timeout
+    checks = _import_checks(python, [target.import_root], target.package, verify_spec.stubs, modules, limit)
+    suspects = [c for c in checks if c.blocking]
+    if not suspects:
+        return checks
+    if pristine is None:
+        note = {"differential": "not run: no pristine bytes were given"}
+        return [_with(c, data={**c.data, **note}) if c.blocking else c for c in checks]
+    with tempfile.TemporaryDirectory(prefix="specpatch-pristine-") as scratch:
+        root = build_pristine_tree(target, pristine, Path(scratch))
+        again = _import_checks(python, [root, target.import_root], target.package, verify_spec.stubs,
+                               [c.name for c in suspects], limit)
+        roots = (str(root), str(target.import_root))
+    by_name = {c.name: c for c in again}
+    return [_judge(c, by_name[c.name], roots) if c.blocking else c for c in checks]
+
+
+def _import_checks(python: str | os.PathLike, paths: Sequence[Path], package: str, stubs: Sequence[str],
+                   modules: list[str], timeout: float) -> list[Check]:
+    config = {"mode": "import", "paths": [str(p) for p in paths], "package": package, "stubs": list(stubs),
+              "modules": modules, "dump_after": max(timeout - min(5.0, timeout * 0.1), 0.05)}
+    run = _run(python, config, timeout=timeout)
+    env = run.first("env")
+    if env is None:  # the interpreter did not start, or the runner could not run in it
+        why = run.start_error or f"the smoke-test runner did not start in {python}: {_last_line(run.output)}"
+        return [Check("import", m, "environment", why, "\n".join(run.output), data={"python": str(python)})
+                for m in modules]
+    base = {"python": env["executable"], "python_version": env["python"], "stubs": env["stubs"],
+            "stubs_replacing_installed": env["stubs_replacing_installed"], "stubs_refused": env["stubs_refused"]}
+    ends = {r["module"]: r for r in run.events("end")}
+    started = {r["module"] for r in run.events("start")}
+    checks = []
+    for module in modules:
+        record = ends.get(module)
+        if record is not None:
+            data = {**base, "stubs_used": record["stubs_used"]}
+            if record["ok"]:
+                used = record["stubs_used"]
+                msg = f"imported in {record['seconds']:.1f} s" + (f"; stubs: {', '.join(used)}" if used else "")
+                checks.append(Check("import", module, "passed", msg, seconds=record["seconds"],
+                                    data={**data, "file": record.get("file")}))
+            else:
+                err = record["error"]
+                data["error"] = err
+                if err.get("missing") and err["missing"].split(".")[0] not in stubs:
+                    data["hint"] = (f"`{err['missing']}` is not installed in {env['executable']}: install it, or "
+                                    f"list it in verify.stubs if it is a GPU-only native package")
+                checks.append(Check("import", module, "failed", _one_line(f"{err['type']}: {err['message']}"),
+                                    "\n".join(err["traceback"]), record["seconds"], data))
+        elif module in started and run.timed_out:
+            checks.append(Check("import", module, "timeout",
+                                f"no result within {timeout:g} s: the process group was killed",
+                                "\n".join(run.output), run.seconds, base))
+        elif module in started:
+            checks.append(Check("import", module, "failed",
+                                f"the interpreter died while importing it (exit code {run.returncode})",
+                                "\n".join(run.output), run.seconds, {**base, "exit": run.returncode}))
+        else:
+            checks.append(Check("import", module, "skipped", "not reached: an earlier import timed out or crashed",
+                                data=base))
+    return checks
+
+
+def _judge(patched: Check, pristine: Check, roots: tuple[str, ...]) -> Check:
+    """Blame the patch, or the environment, by comparing the patched import with the pristine one."""
+    data = {**patched.data, "pristine": pristine.to_dict()}
+    if pristine.status == "passed":
+        return _with(patched, status="failed", message=f"{patched.message} (imports fine from the pristine files)",
+                     data={**data, "differential": "pristine passed"})
+    if pristine.status in ("skipped", "environment"):  # not reached, or the interpreter did not start
+        return _with(patched, data={**data, "differential": f"not compared: {pristine.message}"})
+    if _signature(patched, roots) == _signature(pristine, roots):
+        return _with(patched, status="environment", message=f"fails from the pristine files too: {patched.message}",
+                     data={**data, "differential": "pristine fails the same way"})
+    return _with(patched, status="failed",
+                 message=f"{patched.message} (the pristine files fail differently: {pristine.message})",
+                 data={**data, "differential": "pristine fails differently"})
+
+
+def _signature(check: Check, roots: tuple[str, ...]) -> tuple[str, str]:
+    """What must be equal for two failures to be "the same": status and error, with paths and addresses masked."""
+    err = check.data.get("error") or {}
+    text = f"{err.get('type', '')}: {err.get('message', check.message)}" if check.status == "failed" else ""
+    for root in roots:
+        text = text.replace(root, "<root>")
+    return check.status, re.sub(r"0x[0-9a-fA-F]+", "0x?", text)
+
+
+def build_pristine_tree(target: Target, pristine: Mapping[str, bytes | None], dest: Path) -> Path:
+    """Lay out `dest/<package>` as the target's package with the `pristine` bytes in place of the touched files, and
+    return `dest` (the import root of the copy). Folders on the way to a touched file are real; every other entry
+    is a symlink into the target (a copy where symlinks are not possible). Old bytecode is never linked."""
+    from .target import STATE_DIRNAME
+
+    replace = {_package_rel(target, key): data for key, data in pristine.items()}
+    real_dirs = {PurePosixPath(".")}
+    for rel in replace:
+        real_dirs.update(rel.parents)
+    top = dest / target.package_dir.name
+    link = _Linker()
+
+    def lay(src: Path, dst: Path, rel: PurePosixPath) -> None:
+        dst.mkdir(parents=True, exist_ok=True)
+        with os.scandir(src) as entries:
+            for entry in entries:
+                here = rel / entry.name
+                if entry.name in ("__pycache__", STATE_DIRNAME) or here in replace:
+                    continue
+                if here in real_dirs and entry.is_dir(follow_symlinks=False):
+                    lay(Path(entry.path), dst / entry.name, here)
+                else:
+                    link(Path(entry.path), dst / entry.name)
+
+    lay(target.package_dir, top, PurePosixPath("."))
+    for rel, data in replace.items():
+        if data is not None:
+            (top / rel).parent.mkdir(parents=True, exist_ok=True)
+            (top / rel).write_bytes(data)
+    return dest
+
+
+class _Linker:
+    """Symlink, or copy once symlinks turn out not to be allowed here."""
+
+    def __init__(self) -> None:
+        self.symlinks = True
+
+    def __call__(self, src: Path, dst: Path) -> None:
+        if self.symlinks:
+            try:
+                os.symlink(src.absolute(), dst, target_is_directory=src.is_dir())
+                return
+            except OSError:
+                self.symlinks = False
+        if src.is_dir():
+            shutil.copytree(src, dst, symlinks=True, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy2(src, dst)
+
+
+def _package_rel(target: Target, key: str) -> PurePosixPath:
+    """A touched file's path relative to the package folder, from a root-relative, package-relative or absolute key."""
+    package_dir = Path(os.path.normpath(target.package_dir.absolute()))
+    given = Path(key)
+    candidates = [given] if given.is_absolute() else [target.root / given, target.package_dir / given]
+    for candidate in candidates:
+        path = Path(os.path.normpath(candidate.absolute()))
+        if path != package_dir and path.is_relative_to(package_dir):
+            return PurePosixPath(path.relative_to(package_dir).as_posix())
+    raise ValueError(f"`{key}` is not a file inside the package folder {package_dir}")
+
+
+# ------------------------------------------------------------------------------------------------------- probes
+
+
+def run_probes(target: Target, verify_spec: VerifySpec, recipe_folder: Path, *,
+               python: str | os.PathLike = sys.executable, params: Mapping[str, Any] | None = None) -> list[Check]:
+    """Run each of `verify_spec.probes` (paths relative to `recipe_folder`) in a subprocess of `python`, with the
+    smoke test's sys.path and stubs; one Check per probe. See the module docstring for the probe convention."""
+    return [_run_probe(target, verify_spec.stubs, Path(recipe_folder), probe, python, dict(params or {}))
+            for probe in verify_spec.probes]
+
+
+def _run_probe(target: Target, stubs: Sequence[str], folder: Path, probe: Probe, python: str | os.PathLike,
+               params: dict[str, Any]) -> Check:
+    name = probe.name or probe.path
+    script = (folder / probe.path).resolve()
+    if PurePosixPath(probe.path).is_absolute() or not script.is_relative_to(folder.resolve()):
+        return Check("probe", name, "failed", f"`{probe.path}` leaves the recipe's folder {folder}")
+    if not script.is_file():
+        return Check("probe", name, "failed", f"no probe script `{probe.path}` in {folder}")
+    env = {
+        "SPECPATCH_PARAMS": json.dumps(params, default=str),
+        "SPECPATCH_TARGET_ROOT": str(target.root),
+        "SPECPATCH_IMPORT_ROOT": str(target.import_root),
+        "SPECPATCH_PACKAGE_DIR": str(target.package_dir),
+        "SPECPATCH_PACKAGE": target.package,
+        "SPECPATCH_TARGET_VERSION": str(target.version or ""),
+    }
+    config = {"mode": "probe", "paths": [str(target.import_root)], "package": target.package, "stubs": list(stubs),
+              "probe": str(script)}
+    run = _run(python, config, timeout=probe.timeout, env=env)
+    end = run.first("probe-end")
+    data: dict[str, Any] = {"path": probe.path, "exit": run.returncode,
+                            "stubs_used": end["stubs_used"] if end else None}
+    details = "\n".join(run.output)
+    if run.start_error:
+        return Check("probe", name, "environment", run.start_error, seconds=run.seconds, data=data)
+    if run.timed_out:
+        return Check("probe", name, "timeout", f"no result within {probe.timeout:g} s: the process group was killed",
+                     details, run.seconds, data)
+    marks = collections.defaultdict(list)
+    for kind, text in run.marks:
+        marks[kind].append(text)
+    fallback = _last_line(run.output)
+    if run.returncode != 0 or marks["FAIL"]:
+        text = "; ".join(marks["FAIL"][-3:]) or fallback or "no output"
+        if run.returncode != 0:
+            text += f" (exit code {run.returncode})"
+        return Check("probe", name, "failed", _one_line(text), details, run.seconds, data)
+    if marks["SKIP"] and not marks["OK"]:
+        return Check("probe", name, "skipped", _one_line("; ".join(marks["SKIP"][-3:])), details, run.seconds, data)
+    text = "; ".join(marks["OK"][-3:]) or fallback or "exit code 0"
+    return Check("probe", name, "passed", _one_line(text), details, run.seconds, data)
+
+
+# ------------------------------------------------------------------------------------------ can the env import
+
+
+def can_import_target(python: str | os.PathLike, target: Target, stubs: Sequence[str] = (), *,
+                      requires: Sequence[str] = (), timeout: float = CAN_IMPORT_TIMEOUT) -> tuple[bool, str]:
+    """Whether `python` can import the target package at all (with `stubs`), and the names in `requires` are
+    installed (found, not imported: e.g. "torch"); the reason, one line, either way. Cheap: `import sglang` alone
+    takes well under a second. Apply uses it to decide whether to run the smoke test and the probes."""
+    config = {"mode": "import", "paths": [str(target.import_root)], "package": target.package, "stubs": list(stubs),
+              "modules": [target.package], "require": list(requires)}
+    run = _run(python, config, timeout=timeout)
+    if run.start_error:
+        return False, run.start_error
+    env = run.first("env")
+    if env is None:
+        return False, f"the smoke-test runner did not start in {python}: {_last_line(run.output)}"
+    missing = run.first("require")
+    if missing:
+        return False, f"{', '.join(missing['missing'])} not installed in {env['executable']}"
+    end = run.first("end")
+    if end is None:
+        return False, (f"`import {target.package}` did not finish within {timeout:g} s" if run.timed_out
+                       else f"`import {target.package}` crashed the interpreter (exit code {run.returncode})")
+    if not end["ok"]:
+        err = end["error"]
+        return False, _one_line(f"`import {target.package}` fails in {env['executable']}: {err['type']}: "
+                                f"{err['message']}")
+    return True, (f"{env['executable']} (Python {env['python']}) imports {target.package} from {target.import_root} "
+                  f"in {end['seconds']:.1f} s")
+
+
+# ------------------------------------------------------------------------------------------------- subprocess
+
+
+@dataclass
+class _Run:
+    """What one runner subprocess left: its result records, exit, output tail and PROBE-* lines."""
+
+    records: list[dict[str, Any]]
+    returncode: int | None
+    timed_out: bool
+    seconds: float
+    output: list[str]  #: the last OUTPUT_TAIL_LINES lines of stdout and stderr, interleaved
+    marks: list[tuple[str, str]] = field(default_factory=list)  #: ("OK" | "FAIL" | "SKIP", message) in order
+    start_error: str | None = None  #: the interpreter could not be started
+
+    def events(self, kind: str) -> list[dict[str, Any]]:
+        return [r for r in self.records if r.get("event") == kind]
+
+    def first(self, kind: str) -> dict[str, Any] | None:
+        found = self.events(kind)
+        return found[0] if found else None
+
+
+def _run(python: str | os.PathLike, config: dict[str, Any], *, timeout: float,
+         env: Mapping[str, str] | None = None) -> _Run:
+    """Run the runner in `python` with `config`, in a new session (process group) that is killed at `timeout`
+    and, after a normal exit, cleared of anything the child left running."""
+    with tempfile.TemporaryDirectory(prefix="specpatch-run-") as tmp:
+        work = Path(tmp)
+        results, out, cwd = work / "results.jsonl", work / "output.txt", work / "cwd"
+        cwd.mkdir()
+        results.touch()
+        (work / "config.json").write_text(json.dumps({**config, "results": str(results)}), encoding="utf-8")
+        argv = [os.fspath(python), "-I", "-u", str(RUNNER), str(work / "config.json")]
+        start = time.monotonic()
+        with out.open("wb") as sink:
+            try:
+                proc = subprocess.Popen(argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=sink, stderr=subprocess.STDOUT,
+                                        env=_child_env(env), start_new_session=True)
+            except OSError as exc:
+                return _Run([], None, False, 0.0, [], start_error=f"cannot start {python}: {exc.strerror or exc}")
+            timed_out = False
+            try:
+                proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                timed_out = True
+            _kill_group(proc)
+            proc.wait()
+        seconds = time.monotonic() - start
+        tail: collections.deque[str] = collections.deque(maxlen=OUTPUT_TAIL_LINES)
+        marks = []
+        with out.open("r", encoding="utf-8", errors="replace") as text:
+            for line in text:
+                line = line.rstrip("\r\n")
+                tail.append(line[:500])
+                if m := _MARK.match(line):
+                    marks.append((m.group(1), m.group(2).strip()))
+        return _Run(_read_records(results), proc.returncode, timed_out, seconds, list(tail), marks)
+
+
+def _read_records(path: Path) -> list[dict[str, Any]]:
+    records = []
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError:  # the last line of a killed runner may be cut short
+            continue
+    return records
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    if hasattr(os, "killpg"):
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass  # the group is already gone
+    elif proc.poll() is None:
+        proc.kill()
+
+
+def _child_env(extra: Mapping[str, str] | None) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(extra or {})
+    # No network during an import: a hub lookup would hang on a closed machine instead of failing.
+    env.setdefault("HF_HUB_OFFLINE", "1")
+    env.setdefault("TRANSFORMERS_OFFLINE", "1")
+    return env
+
+
+def _same_interpreter(python: str | os.PathLike) -> bool:
+    found = shutil.which(os.fspath(python)) or os.fspath(python)
+    try:
+        return os.path.samefile(found, sys.executable)
+    except OSError:
+        return False
+
+
+def _with(check: Check, **changes: Any) -> Check:
+    from dataclasses import replace
+
+    return replace(check, **changes)
+
+
+def _last_line(lines: Sequence[str]) -> str:
+    for line in reversed(lines):
+        if line.strip():
+            return line.strip()
+    return ""
+
+
+def _one_line(text: str, limit: int = 300) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"

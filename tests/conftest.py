@@ -1,0 +1,45 @@
+"""Shared pytest fixtures. Each block is self-contained: add yours as a new block."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+# ---------------------------------------------------------------- real releases and the CPU environment (verify)
+
+
+@pytest.fixture(scope="session")
+def sglang_release():
+    """A factory: `sglang_release("0.5.9")` is the folder of that release's unpacked wheel (`sglang/` and its
+    dist-info), downloaded once into `$SPECPATCH_CACHE/wheels` and unpacked once. It is shared between tests and
+    workers: copy what you change into tmp_path."""
+    from patcher.fetch import fetch_release
+
+    def get(version: str) -> Path:
+        return fetch_release("sglang", version)
+
+    return get
+
+
+@pytest.fixture(scope="session")
+def cpuenv_python() -> str:
+    """The interpreter of the CPU environment in which sglang imports (`scripts/cpu-env.sh` builds it): this one,
+    or `$SPECPATCH_CPU_PYTHON`. Without torch there, a `cpuenv` test fails, so that CI never passes by skipping
+    the real smoke test; `SPECPATCH_ALLOW_NO_CPUENV=1` turns the failure into a skip for a quick local run."""
+    python = os.environ.get("SPECPATCH_CPU_PYTHON") or sys.executable
+    try:
+        done = subprocess.run([python, "-c", "import torch"], capture_output=True, text=True, timeout=300)
+        problem = None if done.returncode == 0 else (done.stderr.strip().splitlines() or ["exit code"])[-1]
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        problem = str(exc)
+    if problem:
+        message = (f"the CPU environment is missing: `import torch` fails in {python} ({problem}); build it with "
+                   f"`scripts/cpu-env.sh` and run pytest with its python, or set SPECPATCH_ALLOW_NO_CPUENV=1 to skip")
+        if os.environ.get("SPECPATCH_ALLOW_NO_CPUENV") == "1":
+            pytest.skip(message)
+        pytest.fail(message, pytrace=False)
+    return python
