@@ -64,6 +64,8 @@ def fetch_release(package: str, version: str, cache_dir: Path | None = None, *, 
         with FileLock(str(unpacked / f".{name}-{wanted}.lock"), timeout=LOCK_TIMEOUT):
             if final.is_dir():  # another process finished while we waited
                 return final
+            for stale in unpacked.glob(f".{final.name}-*"):  # left by a process killed while unpacking
+                shutil.rmtree(stale, ignore_errors=True)
             wheel = _cached_wheel(wheels, name, wanted) or _download(package, wanted, wheels, python, timeout)
             _unpack(wheel, final)
     except Timeout:

@@ -230,14 +230,14 @@ def _import_checks(python: str | os.PathLike, paths: Sequence[Path], package: st
         elif module in started and run.timed_out:
             checks.append(Check("import", module, "timeout",
                                 f"no result within {timeout:g} s: the process group was killed",
-                                "\n".join(run.output), run.seconds, base))
+                                "\n".join(run.output), run.seconds, dict(base)))
         elif module in started:
             checks.append(Check("import", module, "failed",
                                 f"the interpreter died while importing it (exit code {run.returncode})",
                                 "\n".join(run.output), run.seconds, {**base, "exit": run.returncode}))
         else:
             checks.append(Check("import", module, "skipped", "not reached: an earlier import timed out or crashed",
-                                data=base))
+                                data=dict(base)))
     return checks
 
 

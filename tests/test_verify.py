@@ -46,6 +46,22 @@ def by_name(checks: list[verify.Check]) -> dict[str, verify.Check]:
     return {c.name: c for c in checks}
 
 
+# ------------------------------------------------------------------------------------------------------ runner
+
+
+def test_runner_is_standalone_stdlib_and_python38():
+    """The runner runs in the target's interpreter, where specpatch and its dependencies may be missing."""
+    import ast
+
+    tree = ast.parse(verify.RUNNER.read_text(), feature_version=(3, 8))
+    imported = {alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import)
+                for alias in node.names}
+    imported |= {node.module.split(".")[0] for node in ast.walk(tree)
+                 if isinstance(node, ast.ImportFrom) and node.module and not node.level}
+    assert imported and imported <= set(sys.stdlib_module_names)
+    assert not any(isinstance(node, ast.ImportFrom) and node.level for node in ast.walk(tree))
+
+
 # ------------------------------------------------------------------------------------------------------ syntax
 
 
@@ -392,6 +408,7 @@ def _fake_wheel(wheels: Path, name: str = "fakedist", version: str = "1.2.0", me
 
 def test_fetch_release_unpacks_a_cached_wheel_once(tmp_path):
     _fake_wheel(tmp_path / "wheels")
+    (tmp_path / "unpacked" / ".fakedist-1.2-killed").mkdir(parents=True)  # a half unpack of a killed process
     results: list[Path] = []
     threads = [threading.Thread(target=lambda: results.append(fetch_release("fakedist", "1.2", tmp_path)))
                for _ in range(4)]
