@@ -329,9 +329,11 @@ def check_small_batch_speculates():
 
 def check_fallback(catch_up: str):
     def run():
+        # bs 5 and n 4: i * n is not i modulo bs, so a token at the wrong stride cannot land right by chance
+        bs, n = 5, N_DRAFT
         w = make_worker(2, catch_up=catch_up)
         assert w.spec_disable_catch_up == catch_up
-        batch = decode_batch(3)
+        batch = decode_batch(bs)
         exp = expected(batch)
         seq_lens_before, seq_lens_cpu_before = batch.seq_lens, batch.seq_lens_cpu
         seq_lens_values = batch.seq_lens.clone()
@@ -358,7 +360,7 @@ def check_fallback(catch_up: str):
         assert call.input_ids.dtype == torch.int64
         assert call.seq_lens.tolist() == [e.s + 1 for e in exp], "target seq_lens are not s + 1"
         assert call.seq_lens_cpu.tolist() == [e.s + 1 for e in exp], "target seq_lens_cpu are not s + 1"
-        assert call.seq_lens_sum == int(seq_lens_values.sum()) + 3, "target seq_lens_sum is not sum(s) + bs"
+        assert call.seq_lens_sum == int(seq_lens_values.sum()) + bs, "target seq_lens_sum is not sum(s) + bs"
         assert call.out_cache_loc.tolist() == [e.slots[0] for e in exp], \
             f"target KV slots {call.out_cache_loc.tolist()} are not req_to_token[row, s]"
         assert call.out_cache_loc.dtype == torch.int64
@@ -369,7 +371,6 @@ def check_fallback(catch_up: str):
         assert torch.equal(seq_lens_cpu_before, seq_lens_cpu_values), "seq_lens_cpu changed in place"
 
         # the result contract
-        bs, n = 3, N_DRAFT
         assert result.next_token_ids.shape == (bs * n,), f"next_token_ids shape {tuple(result.next_token_ids.shape)}"
         assert result.next_token_ids.dtype == torch.int32
         assert [int(result.next_token_ids[i * n]) for i in range(bs)] == [e.t for e in exp], \
@@ -420,7 +421,7 @@ def check_fallback(catch_up: str):
             nd.hidden_states[:, 1].tolist() == [float(e.t) for e in exp], \
             "next_draft_input.hidden_states is not the draft hidden state at position s"
         check_scheduler_accepts(w, result, exp)
-        return f"bs 3 > N 2 ({catch_up} catch-up): one eager DECODE of the target, graph runner restored, " \
+        return f"bs {bs} > N 2 ({catch_up} catch-up): one eager DECODE of the target, graph runner restored, " \
                "draft caught up at position s, result accepted by the scheduler"
     return run
 

@@ -1,0 +1,200 @@
+"""The flagship's behaviour probe passes on sglang 0.5.9 patched by the recipe, and fails on broken fallbacks.
+
+The recipe is applied with the engine to a copy of a pristine 0.5.9; the probe then runs as `specpatch verify` runs
+it (a subprocess of an interpreter in which sglang imports, the copy first on sys.path, GPU-only packages stubbed).
+Each broken variant edits one thing in the patched eagle_worker_v2.py (accept_lens of 2, draft() called, the graph
+runner not restored, ...) and the probe must report a PROBE-FAIL and exit non-zero.
+
+Needs: the CPU environment (an interpreter that imports torch: this one, or $SPECPATCH_CPU_PYTHON) and the 0.5.9
+sources ($SPECPATCH_SGLANG_059, /tmp/sg/0.5.9, or the fetch cache).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from patcher.engine import plan
+from patcher.recipe import load_recipe
+from patcher.target import find_target
+
+ROOT = Path(__file__).resolve().parent.parent
+RECIPE = ROOT / "recipes" / "dynamic-spec-disable.yaml"
+PROBES = ROOT / "recipes" / "dynamic-spec-disable" / "probes"
+WORKER = "sglang/srt/speculative/eagle_worker_v2.py"
+
+pytestmark = [pytest.mark.sglang, pytest.mark.cpuenv]
+
+
+def _cpu_python() -> str | None:
+    configured = os.environ.get("SPECPATCH_CPU_PYTHON")
+    if configured:
+        return configured
+    if importlib.util.find_spec("torch") is not None and importlib.util.find_spec("transformers") is not None:
+        return sys.executable
+    return None
+
+
+def _pristine_059() -> Path | None:
+    for candidate in (os.environ.get("SPECPATCH_SGLANG_059"), "/tmp/sg/0.5.9"):
+        if candidate and (Path(candidate) / "sglang" / "srt" / "server_args.py").is_file():
+            return Path(candidate)
+    try:
+        from patcher.fetch import fetch_release  # downloads once, then cached
+    except ImportError:
+        return None
+    try:
+        return Path(fetch_release("sglang", "0.5.9"))
+    except Exception:  # no network, no registry: the test is skipped, not failed
+        return None
+
+
+@pytest.fixture(scope="module")
+def cpu_python() -> str:
+    python = _cpu_python()
+    if python is None:
+        pytest.skip("no interpreter in which sglang imports (build it with scripts/cpu-env.sh)")
+    return python
+
+
+@pytest.fixture(scope="module")
+def patched(tmp_path_factory) -> Path:
+    """A copy of sglang 0.5.9 with the recipe applied by the engine; its root holds the `sglang` folder."""
+    pristine = _pristine_059()
+    if pristine is None:
+        pytest.skip("sglang 0.5.9 sources not available")
+    root = tmp_path_factory.mktemp("sglang-0.5.9-patched")
+    shutil.copytree(pristine / "sglang", root / "sglang", ignore=shutil.ignore_patterns("__pycache__"))
+    result = plan(load_recipe(str(RECIPE)), find_target(root, assume_version="0.5.9"))
+    assert result.ok, [str(e) for e in result.errors]
+    for f in result.changed_files:
+        f.path.write_bytes(f.after)
+    return root
+
+
+def run_probe(python: str, import_root: Path, script: str, params: dict | None = None):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SGLANG_", "SPECPATCH_"))}
+    env.update(SPECPATCH_IMPORT_ROOT=str(import_root), SPECPATCH_TARGET_ROOT=str(import_root),
+               SPECPATCH_PARAMS=json.dumps(params or {"threshold_default": 0, "catchup_mode": "padded"}),
+               PYTHONWARNINGS="ignore")
+    return subprocess.run([python, "-I", str(PROBES / script)], env=env, cwd=import_root, capture_output=True,
+                          text=True, timeout=600)
+
+
+def marks(out: str, kind: str) -> list[str]:
+    return [line for line in out.splitlines() if line.startswith(f"PROBE-{kind}:")]
+
+
+def test_worker_probe_passes_on_the_patched_release(cpu_python, patched):
+    run = run_probe(cpu_python, patched, "worker_probe.py")
+    assert run.returncode == 0 and not marks(run.stdout, "FAIL"), run.stdout + run.stderr[-3000:]
+    oks = marks(run.stdout, "OK")
+    assert len(oks) >= 12, run.stdout
+    assert any("padded catch-up" in line for line in oks) and any("single catch-up" in line for line in oks)
+
+
+def test_server_args_probe_passes_on_the_patched_release(cpu_python, patched):
+    run = run_probe(cpu_python, patched, "server_args_probe.py")
+    assert run.returncode == 0 and not marks(run.stdout, "FAIL"), run.stdout + run.stderr[-3000:]
+    assert len(marks(run.stdout, "OK")) >= 5, run.stdout
+
+
+def test_worker_probe_fails_on_the_pristine_release(cpu_python, tmp_path):
+    pristine = _pristine_059()
+    if pristine is None:
+        pytest.skip("sglang 0.5.9 sources not available")
+    run = run_probe(cpu_python, pristine, "worker_probe.py")
+    assert run.returncode != 0 and marks(run.stdout, "FAIL"), run.stdout
+
+
+#: (name, regular expression matching once in the patched eagle_worker_v2.py, replacement, a fragment of the
+#: PROBE-FAIL line expected); patterns use \s* for indentation, so they survive a re-indentation of the snippets
+BREAKAGES = [
+    ("accept-lens-2", r"accept_lens = torch\.ones_like\(tokens\)", "accept_lens = torch.ones_like(tokens) * 2",
+     "accept_lens"),
+    ("draft-called", r"(\n(\s*)batch = model_worker_batch\n)", r"\1\2self.draft_worker.draft(batch)\n",
+     "draft() was called"),
+    ("graph-runner-not-restored", r"(finally:\n\s*)model_runner\.graph_runner = graph_runner", r"\1pass",
+     "graph runner"),
+    ("graph-runner-kept", r"\n\s*model_runner\.graph_runner = None", "", "set aside"),
+    ("spec-info-kept", r"(seq_lens_sum=batch\.seq_lens_sum \+ bs,\n)\s*spec_info=None,\n", r"\1", "spec_info"),
+    ("tokens-not-strided", r"tokens\.repeat_interleave\(self\.speculative_num_draft_tokens\)",
+     "tokens.repeat(self.speculative_num_draft_tokens)", "i * num_draft_tokens"),
+    ("seq-lens-in-place", r"new_seq_lens = batch\.seq_lens \+ accept_lens",
+     "new_seq_lens = batch.seq_lens.add_(accept_lens)", "seq_lens"),
+    ("no-catch-up", r"self\._spec_disable_catch_up_padded\(batch, slots, result\)", "pass", "padded catch-up"),
+    ("catch-up-wrong-row", r"hidden\.repeat_interleave\(n, dim=0\)", "hidden.repeat(n, 1)",
+     "target hidden state of their own request"),
+    ("stale-slots", r"\n\s*batch\.out_cache_loc = slots\.reshape\(-1\)", "", "padded catch-up"),
+    ("threshold-inclusive", r"return batch_size > threshold", "return batch_size >= threshold",
+     "batch <= N speculates"),
+    ("dp-local-size", r"batch_size = sum\(model_worker_batch\.global_num_tokens\)",
+     "batch_size = len(model_worker_batch.seq_lens)", "DP attention"),
+    ("no-nan-check", r"(logits_output = target_result\.logits_output\n)\s*if self\.enable_nan_detection:\n"
+                     r"\s*detect_nan\(logits_output\)\n", r"\1", "NaN"),
+    ("penalties-kept", r"dataclasses\.replace\(sampling_info, acc_linear_penalties=None\)",
+     "dataclasses.replace(sampling_info)", "penalties"),
+]
+
+
+def overlay(source: Path, dest: Path, rel: str, text: str) -> None:
+    """`dest` mirrors `source` through symlinks, except the file `rel` (written with `text`) and its folders."""
+    parts = Path(rel).parts
+    src, dst = source, dest
+    for depth, part in enumerate(parts):
+        dst.mkdir(parents=True, exist_ok=True)
+        for entry in src.iterdir():
+            if entry.name != part and entry.name != "__pycache__":
+                (dst / entry.name).symlink_to(entry)
+        src, dst = src / part, dst / part
+    dst.write_text(text)
+
+
+@pytest.fixture(scope="module")
+def broken_runs(cpu_python, patched, tmp_path_factory) -> dict:
+    """Every breakage applied to its own overlay of the patched tree, the probe run on each (in parallel)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    original = (patched / WORKER).read_text()
+    jobs = {}
+    for name, pattern, replacement, _ in BREAKAGES:
+        text, count = re.subn(pattern, replacement, original)
+        if count != 1:
+            jobs[name] = f"the breakage matches {count} times in the patched worker, not once"
+            continue
+        compile(text, WORKER, "exec")
+        root = tmp_path_factory.mktemp(f"broken-{name}")
+        overlay(patched, root, WORKER, text)
+        jobs[name] = root
+    with ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2)) as pool:
+        futures = {name: pool.submit(run_probe, cpu_python, root, "worker_probe.py")
+                   for name, root in jobs.items() if isinstance(root, Path)}
+        return {name: futures[name].result() if name in futures else jobs[name] for name in jobs}
+
+
+@pytest.mark.parametrize("name,expected", [(b[0], b[3]) for b in BREAKAGES], ids=[b[0] for b in BREAKAGES])
+def test_worker_probe_fails_on_a_broken_fallback(broken_runs, name, expected):
+    run = broken_runs[name]
+    assert not isinstance(run, str), run
+    fails = marks(run.stdout, "FAIL")
+    assert run.returncode != 0 and fails, f"the probe passed on the broken fallback `{name}`:\n{run.stdout}"
+    assert any(expected in line for line in fails), f"`{name}` failed, but not as expected:\n" + "\n".join(fails)
+
+
+def test_probe_through_specpatch_verify(cpu_python, patched):
+    """The same probes through patcher.verify.run_probes, the runner `specpatch verify` uses (stubs included)."""
+    verify = pytest.importorskip("patcher.verify")
+    recipe = load_recipe(str(RECIPE))
+    target = find_target(patched, assume_version="0.5.9")
+    checks = verify.run_probes(target, recipe.verify, recipe.folder, python=cpu_python,
+                               params=recipe.resolve_params({}))
+    assert [c.status for c in checks] == ["passed"] * len(recipe.verify.probes), \
+        [(c.name, c.status, c.message, c.details) for c in checks]
