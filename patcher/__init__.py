@@ -10,14 +10,19 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-__all__ = ["apply_recipe", "find_target", "load_recipe", "plan", "rollback", "status", "verify", "__version__"]
+__all__ = ["apply_recipe", "check", "find_target", "load_recipe", "plan", "rollback", "status", "try_recipe",
+           "verify_applied", "__version__"]
 
 
 def __getattr__(name: str):  # lazy: `specpatch --help` must not pay for libcst
-    if name in ("apply_recipe", "rollback", "status", "verify"):
+    if name in ("apply_recipe", "check", "rollback", "status", "try_recipe"):
         from . import api
 
         return getattr(api, name)
+    if name == "verify_applied":  # `patcher.verify` is the module of checks
+        from . import api
+
+        return api.verify
     if name == "load_recipe":
         from .recipe import load_recipe
 

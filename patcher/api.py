@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from .engine import Plan, plan
+from packaging.version import Version
+
 from .errors import ExitCode, SpecpatchError, VersionUnsupported
 from .recipe import Recipe, available, load_recipe
 from .target import Target
@@ -106,7 +108,7 @@ def apply_recipe(recipe: Recipe, target: Target, *, params: dict[str, str] | Non
         result.outcome = "changed"
         result.checks = _post_apply_checks(p, python=python, smoke=smoke, notes=result.notes)
         if any(c.status in ("failed", "timeout") for c in result.checks):
-            transaction.rollback(target, recipe.id, force=True, lock=lock)
+            transaction.rollback(target, recipe.id, force=True)
             result.exit_code, result.outcome = ExitCode.VERIFY_FAILED, "verify_failed"
             result.notes.append("a check failed: every file was restored to its original bytes")
     return result
@@ -128,13 +130,13 @@ def _planned_result(p: Plan, *, dry_run: bool) -> ApplyResult:
 def _post_apply_checks(p: Plan, *, python: str | None, smoke: bool, notes: list[str]) -> list[Any]:
     from . import verify as v
 
-    checks = list(v.check_syntax([f.path for f in p.changed_files]))
+    checks = list(v.check_syntax([f.path for f in p.changed_files], relative_to=p.target.root))
     spec = p.selection.verify
     if not smoke:
         notes.append("--no-smoke: the import smoke test and probes were skipped")
         return checks
     py = python or sys.executable
-    can, why = v.can_import_target(py, p.target, spec.stubs)
+    can, why = v.can_import_target(py, p.target, spec.stubs, requires=spec.requires)
     if not can:
         notes.append(f"this environment cannot import {p.target.package} ({why}): smoke test and probes skipped; "
                      f"run `specpatch verify --python PY` where it can")
@@ -143,3 +145,258 @@ def _post_apply_checks(p: Plan, *, python: str | None, smoke: bool, notes: list[
     checks += v.smoke_import(p.target, spec, python=py, pristine=pristine)
     checks += v.run_probes(p.target, spec, p.recipe.folder, python=py, params=p.params)
     return checks
+
+
+# --------------------------------------------------------------------------------------------------- verify
+
+
+@dataclass
+class RecipeVerification:
+    """The verification of one applied recipe."""
+
+    record: Any  #: the ledger's AppliedRecord
+    files: list[dict[str, Any]] = field(default_factory=list)  #: per file: state intact | drift | lost
+    checks: list[Any] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def drifted(self) -> list[str]:
+        return [f["file"] for f in self.files if f["state"] == "drift"]
+
+    @property
+    def lost(self) -> list[str]:
+        return [f["file"] for f in self.files if f["state"] == "lost"]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"recipe": self.record.recipe, "recipe_version": self.record.recipe_version,
+                "variant": self.record.variant, "release": self.record.release, "params": self.record.params,
+                "files": self.files, "checks": [c.to_dict() for c in self.checks], "notes": self.notes}
+
+
+@dataclass
+class VerifyResult:
+    target: Target
+    recipes: list[RecipeVerification] = field(default_factory=list)
+    recovery: Any = None
+    message: str = ""
+    exit_code: ExitCode = ExitCode.OK
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"ok": self.exit_code == ExitCode.OK, "exit_code": int(self.exit_code), "message": self.message,
+                "target": str(self.target.root), "recipes": [r.to_dict() for r in self.recipes],
+                "recovery": self.recovery.to_dict() if self.recovery else None}
+
+
+def verify(target: Target, recipe_id: str | None = None, *, python: str | None = None, smoke: bool = True,
+           lock_timeout: float = 60.0, extra_dirs: list[Path] | None = None) -> VerifyResult:
+    """For each applied recipe (or one): files intact / drifted / lost, syntax, import smoke test, probes."""
+    from . import transaction
+
+    result = VerifyResult(target)
+    with transaction.target_lock(target, timeout=lock_timeout):
+        result.recovery = transaction.recover(target)
+        records = [r for r in transaction.applied_records(target) if recipe_id is None or r.recipe == recipe_id]
+        if not records:
+            what = f"`{recipe_id}` is not" if recipe_id else "no recipe is"
+            result.message = f"{what} applied to {target.root}: nothing to verify"
+            result.exit_code = ExitCode.WOULD_CHANGE if recipe_id else ExitCode.OK
+            return result
+        for record in records:
+            result.recipes.append(_verify_record(target, record, python=python, smoke=smoke, extra_dirs=extra_dirs))
+    if any(r.drifted or r.lost for r in result.recipes):
+        result.exit_code = ExitCode.DRIFT
+        names = [f for r in result.recipes for f in r.drifted + r.lost]
+        result.message = f"patched files changed since apply: {', '.join(names)}"
+    elif any(c.blocking for r in result.recipes for c in r.checks):
+        result.exit_code = ExitCode.VERIFY_FAILED
+        result.message = "a check failed"
+    else:
+        result.message = f"{len(result.recipes)} recipe(s) verified"
+    return result
+
+
+def _verify_record(target: Target, record: Any, *, python: str | None, smoke: bool,
+                   extra_dirs: list[Path] | None) -> RecipeVerification:
+    from . import transaction
+    from . import verify as v
+
+    out = RecipeVerification(record)
+    states = transaction.file_states(target, record)
+    recipe = None
+    try:
+        recipe = load_recipe(record.recipe, extra_dirs)
+    except SpecpatchError as exc:
+        out.notes.append(f"recipe `{record.recipe}` cannot be loaded ({exc.message}): only the files are checked")
+    edits_present = None
+    if recipe is not None and any(s.state != "intact" for s in states):
+        # changed by hand: are the recipe's edits still there? re-plan on the current files (reads only)
+        edits_present = _edits_present(recipe, target, record)
+    for s in states:
+        if s.state == "intact":
+            state = "intact"
+        elif s.state == "missing":
+            state = "lost"
+        else:
+            state = "drift" if edits_present else "lost"
+        out.files.append({"file": s.rel, "state": state, "sha256": s.sha, "expected_sha256": s.record.sha_after})
+    present = [target.root / s.rel for s in states if s.current is not None]
+    out.checks += v.check_syntax(present, relative_to=target.root)
+    if recipe is None or out.lost:
+        return out
+    selection = recipe.select(Version(record.release) if record.release else target.version)
+    spec = selection.verify
+    if not smoke:
+        out.notes.append("--no-smoke: the import smoke test and probes were skipped")
+        return out
+    py = python or sys.executable
+    can, why = v.can_import_target(py, target, spec.stubs, requires=spec.requires)
+    if not can:
+        out.notes.append(f"this environment cannot import {target.package} ({why}): smoke test and probes skipped")
+        out.checks += [v.Check("import", m, "skipped", why) for m in spec.imports]
+        out.checks += [v.Check("probe", p.name or p.path, "skipped", why) for p in spec.probes]
+        return out
+    pristine = transaction.pristine_files(target, record)
+    out.checks += v.smoke_import(target, spec, python=py, pristine=pristine)
+    out.checks += v.run_probes(target, spec, recipe.folder, python=py, params=record.params)
+    return out
+
+
+def _edits_present(recipe: Recipe, target: Target, record: Any) -> bool:
+    from packaging.version import Version as _V
+
+    forced = target
+    if record.release:
+        from dataclasses import replace
+
+        forced = replace(target, version=_V(record.release))
+    p = plan(recipe, forced, {k: str(v) for k, v in record.params.items()})
+    return p.ok and not p.changed_files
+
+
+# --------------------------------------------------------------------------------------------------- rollback, status
+
+
+def rollback(target: Target, recipe_id: str | None = None, *, force: bool = False, lock_timeout: float = 60.0):
+    """Recover any interrupted transaction, then roll back `recipe_id` (default: the last applied)."""
+    from . import transaction
+
+    recovery = transaction.recover(target, timeout=lock_timeout)
+    report = transaction.rollback(target, recipe_id, force=force, timeout=lock_timeout)
+    report.recovery = recovery
+    return report
+
+
+def status(target: Target, *, lock_timeout: float = 60.0):
+    """The ledger and any unfinished transaction (reads only: an interrupted one is shown, not recovered)."""
+    from . import transaction
+
+    return transaction.status(target)
+
+
+# --------------------------------------------------------------------------------------------------- check, try
+
+
+@dataclass
+class CheckResult:
+    """`check`: is the recipe applied and intact? No writes."""
+
+    plan: Plan
+    state: str  #: applied | would_change | drift | cannot_apply | refused
+    message: str
+    files: list[dict[str, Any]] = field(default_factory=list)
+    exit_code: ExitCode = ExitCode.OK
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"ok": self.exit_code == ExitCode.OK, "exit_code": int(self.exit_code), "state": self.state,
+                "message": self.message, "recipe": self.plan.recipe.id, "variant": self.plan.selection.variant,
+                "target": str(self.plan.target.root), "files": self.files,
+                "steps": [s.to_dict() for s in self.plan.steps],
+                "errors": [e.to_dict() for e in self.plan.errors], "diff": self.plan.diff()}
+
+
+def check(recipe: Recipe, target: Target, *, params: dict[str, str] | None = None) -> CheckResult:
+    """The CI gate: 0 applied and intact; WOULD_CHANGE; DRIFT (recorded but changed); CANNOT_APPLY."""
+    from . import transaction
+
+    p = plan(recipe, target, params)
+    records = [r for r in transaction.applied_records(target) if r.recipe == recipe.id]
+    files: list[dict[str, Any]] = []
+    if records:
+        files = [s.to_dict() for s in transaction.file_states(target, records[-1])]
+    changed_by_hand = [f["file"] for f in files if f["state"] != "intact"]
+    if p.selection.refuse:
+        return CheckResult(p, "refused", p.selection.refuse, files, ExitCode.CANNOT_APPLY)
+    if p.ok and not p.changed_files:
+        if changed_by_hand:
+            return CheckResult(p, "drift", f"applied, but changed by hand since: {', '.join(changed_by_hand)}",
+                               files, ExitCode.DRIFT)
+        return CheckResult(p, "applied", f"{recipe.id} is applied and intact", files, ExitCode.OK)
+    if records:
+        return CheckResult(p, "drift", f"{recipe.id} was applied but its edits are gone or changed: "
+                                       f"{', '.join(changed_by_hand) or 'see the diff'}", files, ExitCode.DRIFT)
+    if not p.ok:
+        return CheckResult(p, "cannot_apply", "; ".join(str(e) for e in p.errors), files, ExitCode.CANNOT_APPLY)
+    return CheckResult(p, "would_change", f"{recipe.id} is not applied: {len(p.changed_files)} file(s) would change",
+                       files, ExitCode.WOULD_CHANGE)
+
+
+@dataclass
+class TryResult:
+    version: str
+    folder: Path | None  #: the kept tree, if --keep
+    apply: ApplyResult | None
+    verify: VerifyResult | None
+    seconds: float
+    exit_code: ExitCode
+    outcome: str  #: applied_and_verified | alias_verified | refused | cannot_apply | verify_failed
+    message: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"ok": self.exit_code == ExitCode.OK, "exit_code": int(self.exit_code), "version": self.version,
+                "outcome": self.outcome, "message": self.message, "seconds": round(self.seconds, 2),
+                "kept": str(self.folder) if self.folder else None,
+                "apply": self.apply.to_dict() if self.apply else None,
+                "verify": self.verify.to_dict() if self.verify else None}
+
+
+def try_recipe(recipe: Recipe, version: str = "0.5.9", *, keep: Path | None = None,
+               params: dict[str, str] | None = None, python: str | None = None) -> TryResult:
+    """Fetch a pristine release (cached), copy it to a scratch folder, apply, verify, clean up."""
+    import shutil
+    import tempfile
+    import time
+
+    from .fetch import fetch_release
+    from .target import find_target
+
+    start = time.perf_counter()
+    release = fetch_release(recipe.target.package, version)
+    scratch = Path(tempfile.mkdtemp(prefix=f"specpatch-try-{version}-"))
+    try:
+        work = scratch / "t"
+        shutil.copytree(release, work, symlinks=True, ignore=shutil.ignore_patterns("__pycache__"))
+        target = find_target(work, package=recipe.target.package)
+        applied = apply_recipe(recipe, target, params=params, python=python)
+        verified = None
+        if applied.exit_code == ExitCode.OK and applied.outcome == "changed":
+            verified = verify(target, recipe.id, python=python)
+        code = applied.exit_code if applied.exit_code != ExitCode.OK else (verified.exit_code if verified else 0)
+        variant = applied.plan.selection.variant
+        if applied.outcome == "refused":
+            outcome, message = "refused", applied.plan.selection.refuse or ""
+            code = ExitCode.OK  # a refusal that names the upstream mechanism is the designed outcome
+        elif code == ExitCode.OK:
+            outcome = "alias_verified" if variant and "alias" in variant else "applied_and_verified"
+            message = f"{recipe.id} applied to {recipe.target.package} {version} and verified"
+        else:
+            outcome, message = applied.outcome or "verify_failed", (verified.message if verified else applied.outcome)
+        kept = None
+        if keep is not None:
+            if keep.exists():
+                shutil.rmtree(keep)
+            shutil.copytree(work, keep, symlinks=True)
+            kept = keep
+        return TryResult(version, kept, applied, verified, time.perf_counter() - start, ExitCode(code), outcome,
+                         message)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)

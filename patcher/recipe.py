@@ -113,6 +113,8 @@ class Probe(Frozen):
 class VerifySpec(Frozen):
     imports: tuple[str, ...] = Field(default=(), description="modules imported by the smoke test")
     stubs: tuple[str, ...] = Field(default=(), description="GPU-only native top-level modules replaced by stubs")
+    requires: tuple[str, ...] = Field(default=(), description="packages the environment must have for the smoke "
+                                      "test and probes to run (e.g. torch); without them they are skipped, said so")
     probes: tuple[Probe, ...] = ()
     timeout: float = Field(default=300.0, description="seconds for the import smoke test")
 

@@ -156,3 +156,111 @@ def render_fixture_results(out: Console, err: Console, results: list[Any]) -> in
         return 2
     err.print(f"{len(results) - len(failed)} passed, {len(failed)} failed")
     return 1 if failed else 0
+
+
+def _recovered(err: Console, recovery: Any) -> None:
+    if recovery:
+        err.print(f"[yellow]recovered:[/yellow] {escape(recovery.message)}")
+
+
+def render_verify(out: Console, err: Console, result: Any, *, as_json: bool = False) -> None:
+    if as_json:
+        print_json(out, result.to_dict())
+        return
+    _recovered(err, result.recovery)
+    for r in result.recipes:
+        rec = r.record
+        out.print(f"[bold]{escape(rec.recipe)}[/bold] v{rec.recipe_version}"
+                  + (f" (variant {escape(rec.variant)})" if rec.variant else "")
+                  + f" on {escape(rec.package)} {escape(str(rec.release))}, applied {escape(rec.applied_at)}")
+        files = Table("file", "state")
+        colors = {"intact": "green", "drift": "yellow", "lost": "red"}
+        for f in r.files:
+            files.add_row(escape(f["file"]), Text(f["state"], style=colors.get(f["state"], "")))
+        out.print(files)
+        if r.checks:
+            out.print(checks_table(r.checks))
+        for c in r.checks:
+            if c.blocking and c.details:
+                out.print(Text(c.details))
+        for note in r.notes:
+            err.print(f"note: {escape(note)}")
+    style = "green" if result.exit_code == 0 else "red"
+    err.print(f"[{style}]{escape(result.message)}[/{style}]")
+
+
+def render_rollback(out: Console, err: Console, report: Any, *, as_json: bool = False) -> None:
+    if as_json:
+        data = report.to_dict()
+        rec = getattr(report, "recovery", None)
+        data["recovery"] = rec.to_dict() if rec else None
+        print_json(out, data)
+        return
+    _recovered(err, getattr(report, "recovery", None))
+    for rel in report.restored:
+        out.print(f"restored {escape(rel)}")
+    for pyc in report.removed_bytecode:
+        out.print(f"removed stale bytecode {escape(pyc)}", style="dim")
+    err.print(("[green]" if report.exit_code == 0 else "[red]") + escape(report.message))
+
+
+def render_status(out: Console, err: Console, report: Any, *, as_json: bool = False) -> None:
+    if as_json:
+        print_json(out, report.to_dict())
+        return
+    out.print(f"target {escape(str(report.target))}: {escape(report.package)} {escape(str(report.release))}")
+    if report.pending is not None:
+        p = report.pending
+        err.print(f"[yellow]unfinished {p.kind} of {escape(p.record.recipe)} started {escape(p.started)} "
+                  f"(pid {p.pid}): the next specpatch command will recover it[/yellow]")
+    if not report.applied:
+        out.print("no recipe applied")
+        return
+    table = Table("#", "recipe", "version", "variant", "release", "params", "applied", "files")
+    for r in report.applied:
+        files = "\n".join(f"{f.rel} {f.sha_before[:10]}→{f.sha_after[:10]}" for f in r.files)
+        params = ", ".join(f"{k}={v}" for k, v in r.params.items())
+        table.add_row(str(r.seq), escape(r.recipe), str(r.recipe_version), escape(r.variant or ""),
+                      escape(str(r.release)), escape(params), escape(r.applied_at), escape(files))
+    out.print(table)
+
+
+def render_check(out: Console, err: Console, result: Any, *, as_json: bool = False) -> None:
+    if as_json:
+        print_json(out, result.to_dict())
+        return
+    for e in result.plan.errors:
+        print_error(err, e)
+    if result.state in ("would_change", "drift") and result.plan.changed_files:
+        print_diff(out, result.plan.diff())
+    style = "green" if result.exit_code == 0 else "red"
+    err.print(f"[{style}]{escape(result.state)}: {escape(result.message)}[/{style}]")
+
+
+def render_try(out: Console, err: Console, result: Any, *, as_json: bool = False) -> None:
+    if as_json:
+        print_json(out, result.to_dict())
+        return
+    if result.apply is not None:
+        p = result.apply.plan
+        if p.selection.variant:
+            err.print(f"variant [bold]{escape(p.selection.variant)}[/bold]: {escape(p.selection.reason)}")
+        if p.changed_files:
+            print_diff(out, p.diff())
+        err.print(steps_table(p.steps))
+        for e in p.errors:
+            print_error(err, e)
+        if result.apply.checks:
+            err.print(checks_table(result.apply.checks, title="checks after apply"))
+        for note in result.apply.notes:
+            err.print(f"note: {escape(note)}")
+    if result.verify is not None:
+        for r in result.verify.recipes:
+            err.print(checks_table(r.checks, title="specpatch verify"))
+            for c in r.checks:
+                if c.blocking and c.details:
+                    err.print(Text(c.details))
+    if result.folder:
+        err.print(f"patched tree kept in {escape(str(result.folder))}")
+    style = "green" if result.exit_code == 0 else "red"
+    err.print(f"[{style}]{escape(result.outcome)}: {escape(result.message)} ({result.seconds:.1f} s)[/{style}]")
