@@ -187,6 +187,11 @@ class StateError(SpecpatchError):
     exit_code = ExitCode.INTERNAL
 
 
+class RollbackBlocked(Conflict):
+    title = "a later recipe changed the same files"
+    hint = "roll back the later recipe first (`specpatch rollback LATER --target T`), then this one"
+
+
 class FetchError(SpecpatchError):
     title = "cannot fetch the release"
     hint = "check the package name and version; `pip download --no-deps PACKAGE==VERSION` shows the registry's answer"

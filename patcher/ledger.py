@@ -12,6 +12,7 @@ import os
 import re
 import shutil
 import stat
+import threading
 from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -62,16 +63,19 @@ def temp_path(path: Path) -> Path:
 
 
 def atomic_write(path: Path, data: bytes, mode: int, *, before_replace: Callable[[], None] | None = None,
-                 owner: tuple[int, int] | None = None) -> None:
+                 owner: tuple[int, int] | None = None, unique: bool = False) -> None:
     """Replace `path` by `data` with permission bits `mode`: a temporary file in the same folder is written,
     fsynced, given its mode (and owner, when we may), then renamed over `path`, and the folder is fsynced.
 
     A symbolic link is written through (its target is replaced; the link stays). `before_replace` runs between the
     fsync of the temporary file and the rename: the fault-injection point "temp file written, target untouched".
+    `unique` names the temporary file after the process and thread, for the few writes made before the lock is held.
     """
     if path.is_symlink():
         path = Path(os.path.realpath(path))
     tmp = temp_path(path)
+    if unique:
+        tmp = path.with_name(f".{path.name}.{os.getpid()}-{threading.get_ident()}{TMP_SUFFIX}")
     # one writer at a time (the target's lock), so a fixed name is enough; a crash's leftover is simply replaced
     tmp.unlink(missing_ok=True)
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o600)
@@ -259,7 +263,7 @@ class State:
             makedirs(self.root)
             ignore = self.root / ".gitignore"
             if not ignore.exists():
-                atomic_write(ignore, b"*\n", 0o644)
+                atomic_write(ignore, b"*\n", 0o644, unique=True)  # before the lock: two may race here
         except PermissionError as exc:
             raise TargetError(f"cannot create the state folder {self.root}: {exc.strerror}",
                               hint="run specpatch as a user who may write to the target") from None
@@ -324,7 +328,9 @@ class State:
                 if rel not in keep:
                     shutil.rmtree(d, ignore_errors=True)
                     removed.append(rel)
-        for tmp in self.root.glob(f".*{TMP_SUFFIX}"):
-            tmp.unlink(missing_ok=True)
-            removed.append(tmp.name)
+        # only the fixed names written under the lock: a unique one may belong to an `ensure` running right now
+        for tmp in (temp_path(self.ledger_path), temp_path(self.journal_path)):
+            if tmp.exists():
+                tmp.unlink(missing_ok=True)
+                removed.append(tmp.name)
         return removed

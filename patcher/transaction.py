@@ -1,0 +1,596 @@
+"""The write side of specpatch: the target's lock, the journaled apply, recovery after a crash, exact rollback, status.
+
+Nothing here knows about the command line. A command does, under one lock::
+
+    with target_lock(target, timeout=30) as lock:
+        report = recover(target)            # every command, first: finish or undo an interrupted transaction
+        plan = engine.plan(recipe, target)  # plan under the lock: a concurrent apply is then seen as "already applied"
+        record = commit(plan, lock)         # None when there was nothing to write
+
+State folder `TARGET/.specpatch/` (git ignores it through its own `.gitignore` of `*`)::
+
+    .gitignore              "*"
+    lock                    the file lock (filelock): one specpatch at a time per target
+    ledger.json             the applied recipes, oldest first, and the next sequence number
+    journal.json            the transaction in progress (apply or rollback); absent when there is none
+    records/NNNN-RECIPE/    one folder per applied recipe, NNNN its sequence number
+        before/<rel>        the original bytes of each file the recipe changed (the backup)
+        after/<rel>         the patched bytes, to show a later local change as a diff
+    kept/<rel>.<UTC time>   local versions replaced by `rollback --force` (or by a recovery)
+
+`<rel>` is the file's path relative to the target root, as in diffs. Every file of the state folder and every target
+file is replaced atomically (temporary file in the same folder, fsync, rename, fsync of the folder).
+
+**Apply** (`commit`): backups and patched copies are written and fsynced, then the journal (the ledger entry to be),
+then each file is replaced; the ledger write is the commit point; the journal is removed last. An exception before
+the commit point restores every file from the backups and re-raises. **Recovery** (`recover`) of an apply journal:
+if the ledger has the entry, or every file has its "after" hash, the apply is completed; otherwise every file is put
+back to its "before" bytes and mode. **Rollback** checks for local changes, keeps them under `kept/` when forced,
+writes a rollback journal, restores every file, removes the ledger entry, removes the journal; a recovery of a
+rollback journal always finishes it. Recovery is idempotent: a crash during it is recovered by the next command.
+
+Fault-injection labels (`_fault`), in order: ``apply:backups-written``, ``apply:journal-written``, then per file
+``apply:temp-written:<rel>`` and ``apply:after-write:<rel>``, ``apply:ledger-written``, ``apply:journal-removed``;
+an in-process undo emits ``undo:restored:<rel>``, ``undo:journal-removed``; rollback: ``rollback:kept-written``,
+``rollback:journal-written``, per file ``rollback:restored:<rel>``, ``rollback:ledger-written``,
+``rollback:journal-removed``; recovery: ``recover:restored:<rel>`` per file (undo or finished rollback),
+``recover:ledger-written`` (completed apply or finished rollback), ``recover:journal-removed``.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import filelock
+
+from .diff import unified_diff
+from .engine import Plan
+from .errors import DriftError, ExitCode, Location, LockTimeout, RollbackBlocked, StateError, VersionUnsupported
+from .ledger import (AppliedRecord, FileRecord, Journal, State, atomic_write, file_mode, makedirs, now_utc, sha256,
+                     temp_path)
+from .target import Target
+
+__all__ = [
+    "DEFAULT_LOCK_TIMEOUT", "AppliedRecord", "FileRecord", "FileState", "RecoveryReport", "RollbackReport",
+    "StatusReport", "TargetLock", "applied_records", "commit", "file_states", "patched_files", "pristine_files",
+    "recover", "rollback", "status", "target_lock",
+]
+
+DEFAULT_LOCK_TIMEOUT = 30.0  #: seconds a second specpatch waits for the target's lock
+
+#: Fault injection for tests: called with a step label (see the module docstring) at every point between two
+#: durable writes. Raise to simulate a failure; kill the process to simulate a crash.
+_fault: Callable[[str], None] | None = None
+
+
+def _step(label: str) -> None:
+    if _fault is not None:
+        _fault(label)
+
+
+# --------------------------------------------------------------------------------------------------- lock
+
+
+class TargetLock:
+    """The lock of one target, held by this thread; `commit` refuses to run without it."""
+
+    def __init__(self, target: Target, lock: filelock.BaseFileLock) -> None:
+        self.target = target
+        self._lock = lock
+        self._depth = 0
+
+    @property
+    def held(self) -> bool:
+        return self._depth > 0 and self._lock.is_locked
+
+    @property
+    def path(self) -> Path:
+        return Path(self._lock.lock_file)
+
+
+_local = threading.local()
+
+
+def _held_locks() -> dict[str, TargetLock]:
+    if not hasattr(_local, "locks"):
+        _local.locks = {}
+    return _local.locks
+
+
+def _key(target: Target) -> str:
+    return os.path.realpath(target.state_dir)
+
+
+@contextmanager
+def target_lock(target: Target, timeout: float = DEFAULT_LOCK_TIMEOUT) -> Iterator[TargetLock]:
+    """Hold the target's lock (creating the state folder if needed); wait at most `timeout` seconds, then raise
+    LockTimeout. Re-entrant within a thread, so `recover` and `rollback` may be called with or without it held."""
+    held = _held_locks()
+    key = _key(target)
+    lock = held.get(key)
+    if lock is not None:
+        lock._depth += 1
+        try:
+            yield lock
+        finally:
+            lock._depth -= 1
+        return
+    state = State.of(target)
+    state.ensure()
+    flock = filelock.FileLock(state.lock_path, timeout=timeout)
+    try:
+        flock.acquire()
+    except filelock.Timeout:
+        raise LockTimeout(f"another specpatch holds the lock on {target.root}; gave up after {timeout:g} s",
+                          location=Location(file=str(state.lock_path))) from None
+    lock = TargetLock(target, flock)
+    lock._depth = 1
+    held[key] = lock
+    try:
+        yield lock
+    finally:
+        held.pop(key, None)
+        lock._depth = 0
+        flock.release()
+
+
+def _require_lock(lock: TargetLock, target: Target) -> None:
+    if not isinstance(lock, TargetLock) or not lock.held or _key(lock.target) != _key(target):
+        raise StateError(f"commit to {target.root} without holding its lock",
+                         hint="plan and commit inside one `with target_lock(target) as lock:`")
+
+
+# --------------------------------------------------------------------------------------------------- reports
+
+
+@dataclass(frozen=True)
+class FileState:
+    """A file of an applied recipe as it is now: intact (sha == after), modified, or missing."""
+
+    rel: str
+    state: str  #: intact | modified | missing
+    record: FileRecord
+    sha: str | None  #: sha256 of the current bytes
+    mode: int | None  #: current permission bits
+    current: bytes | None = field(default=None, repr=False)  #: the current bytes
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"file": self.rel, "state": self.state, "sha256": self.sha, "expected_sha256": self.record.sha_after,
+                "mode": f"{self.mode:04o}" if self.mode is not None else None}
+
+
+@dataclass
+class RecoveryReport:
+    """What `recover` found and did about an interrupted transaction."""
+
+    kind: str  #: "apply" | "rollback": what was interrupted
+    recipe: str
+    started: str  #: when the interrupted transaction started (ISO 8601, UTC)
+    outcome: str  #: "completed" (the apply was finished) | "rolled_back" (the files are original again)
+    files: list[str]  #: every file of the transaction
+    restored: list[str] = field(default_factory=list)  #: files rewritten from the backups by this recovery
+    kept: list[str] = field(default_factory=list)  #: unexpected local versions kept before restoring
+
+    @property
+    def message(self) -> str:
+        n = len(self.files)
+        if self.kind == "apply" and self.outcome == "completed":
+            text = f"found an interrupted apply of {self.recipe} at {self.started}: completed ({n} files were written)"
+        elif self.kind == "apply":
+            text = (f"found an interrupted apply of {self.recipe} at {self.started}: rolled back {n} files "
+                    f"({len(self.restored)} rewritten from the backups)")
+        else:
+            text = (f"found an interrupted rollback of {self.recipe} at {self.started}: finished it, "
+                    f"{n} files are original again")
+        if self.kept:
+            text += f"; local versions kept in {', '.join(self.kept)}"
+        return text
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "recipe": self.recipe, "started": self.started, "outcome": self.outcome,
+                "files": self.files, "restored": self.restored, "kept": self.kept, "message": self.message}
+
+
+@dataclass
+class RollbackReport:
+    """What `rollback` did; `record` is None for the no-op "nothing to roll back"."""
+
+    target: Path
+    record: AppliedRecord | None
+    message: str
+    restored: list[str] = field(default_factory=list)  #: files given back their original bytes and mode
+    kept: list[str] = field(default_factory=list)  #: absolute paths of local versions kept by --force
+    removed_bytecode: list[str] = field(default_factory=list)  #: stale .pyc files removed
+    exit_code: ExitCode = ExitCode.OK
+
+    @property
+    def noop(self) -> bool:
+        return self.record is None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"target": str(self.target), "noop": self.noop, "message": self.message,
+                "recipe": self.record.recipe if self.record else None,
+                "record": self.record.to_dict() if self.record else None, "restored": self.restored,
+                "kept": self.kept, "removed_bytecode": self.removed_bytecode, "exit_code": int(self.exit_code)}
+
+
+@dataclass
+class StatusReport:
+    """The applied recipes of a target, oldest first, and any unfinished transaction."""
+
+    target: Path
+    package: str
+    release: str | None
+    applied: list[AppliedRecord]
+    pending: Journal | None  #: an interrupted transaction the next command will recover
+    exit_code: ExitCode = ExitCode.OK
+
+    def to_dict(self) -> dict[str, Any]:
+        pending = None
+        if self.pending is not None:
+            pending = {"kind": self.pending.kind, "recipe": self.pending.record.recipe,
+                       "started": self.pending.started, "pid": self.pending.pid,
+                       "files": [f.rel for f in self.pending.record.files]}
+        return {"target": str(self.target), "package": self.package, "release": self.release,
+                "applied": [r.to_dict() for r in self.applied], "pending": pending}
+
+
+# --------------------------------------------------------------------------------------------------- apply
+
+
+def commit(plan: Plan, lock: TargetLock) -> AppliedRecord | None:
+    """Write a ready plan to its target as one transaction and record it in the ledger.
+
+    Refuses, writing nothing, a plan with errors (raises its first error), a release the recipe refuses, a pending
+    journal, and a plan whose files changed since it was made. Returns None when the plan changes nothing (already
+    applied). `lock` must be the target's lock, held around both planning and this call.
+    """
+    target, recipe = plan.target, plan.recipe
+    _require_lock(lock, target)
+    if plan.errors:
+        raise plan.errors[0]
+    if plan.selection.refuse:
+        raise VersionUnsupported(plan.selection.refuse, location=Location(recipe=recipe.id))
+    changed = plan.changed_files
+    if not changed:
+        return None
+    state = State.of(target)
+    state.ensure()
+    _refuse_pending(state)
+    for fp in changed:
+        current = _read(fp.path)
+        if current != fp.before or file_mode(fp.path) != fp.mode:
+            raise StateError(f"`{fp.rel}` changed since the plan was made; nothing was written",
+                             location=Location(recipe=recipe.id, file=fp.rel),
+                             hint="plan again while holding the target's lock")
+    ledger = state.read_ledger()
+    seq = ledger.next_seq
+    record_dir = state.record_dir_name(seq, recipe.id)
+    state.remove_record_dir(record_dir)  # a leftover of a crash before its journal existed
+    files = tuple(FileRecord(fp.rel, fp.mode, sha256(fp.before), sha256(fp.after),
+                             f"{record_dir}/before/{fp.rel}", f"{record_dir}/after/{fp.rel}") for fp in changed)
+    record = AppliedRecord(
+        seq=seq, recipe=recipe.id, recipe_version=recipe.version, variant=plan.selection.variant,
+        package=target.package, release=str(target.version) if target.version is not None else None,
+        params=dict(plan.params), applied_at=now_utc().isoformat(), record_dir=record_dir, files=files)
+    try:
+        for fp, fr in zip(changed, files):
+            for rel, data in ((fr.backup, fp.before), (fr.patched, fp.after)):
+                path = state.path(rel)
+                makedirs(path.parent)
+                atomic_write(path, data, 0o644)
+        _step("apply:backups-written")
+        state.write_journal(Journal("apply", record.applied_at, os.getpid(), record))
+        _step("apply:journal-written")
+        for fp, fr in zip(changed, files):
+            atomic_write(fp.path, fp.after, fr.mode, owner=_owner(fp.path),
+                         before_replace=lambda rel=fr.rel: _step(f"apply:temp-written:{rel}"))
+            _remove_bytecode(fp.path)  # an unchecked-hash .pyc would otherwise keep running the old code
+            _step(f"apply:after-write:{fr.rel}")
+        state.write_ledger(ledger.with_record(record))  # the commit point
+    except BaseException as exc:
+        try:
+            _undo_apply(state, record, "undo")
+        except BaseException as undo_exc:
+            raise StateError(f"applying {recipe.id} failed ({exc!r}) and restoring the files failed too "
+                             f"({undo_exc!r})", location=Location(recipe=recipe.id),
+                             hint="the journal is kept: the next specpatch command finishes the rollback") from exc
+        raise
+    _step("apply:ledger-written")
+    state.remove_journal()
+    _step("apply:journal-removed")
+    return record
+
+
+def _refuse_pending(state: State) -> None:
+    journal = state.read_journal()
+    if journal is not None:
+        raise StateError(f"an interrupted {journal.kind} of {journal.record.recipe} (started {journal.started}) "
+                         f"is pending in {state.journal_path}",
+                         hint="call recover(target) first; every specpatch command does")
+
+
+def _undo_apply(state: State, record: AppliedRecord, prefix: str) -> tuple[list[str], list[str]]:
+    """Put every file of an unfinished apply back to its original bytes and mode, then forget the apply."""
+    stamp, restored, kept = _stamp(), [], []
+    for fr in record.files:
+        if _restore_file(state, fr, {fr.sha_before, fr.sha_after}, stamp, kept):
+            restored.append(fr.rel)
+        _remove_bytecode(state.target_file(fr.rel))
+        _step(f"{prefix}:restored:{fr.rel}")
+    ledger = state.read_ledger()
+    if any(r.seq == record.seq for r in ledger.applied):  # the ledger was renamed into place, then something failed
+        state.write_ledger(ledger.without(record.seq))
+    state.remove_journal()
+    _step(f"{prefix}:journal-removed")
+    state.remove_record_dir(record.record_dir)
+    return restored, kept
+
+
+# --------------------------------------------------------------------------------------------------- recovery
+
+
+def recover(target: Target, *, timeout: float = DEFAULT_LOCK_TIMEOUT) -> RecoveryReport | None:
+    """Finish or undo a transaction a crash interrupted; None when there was none. Every command calls this first,
+    under the target's lock (taken here if the caller does not hold it). Safe to repeat after a crash in it."""
+    state = State.of(target)
+    if not state.exists():
+        return None
+    with target_lock(target, timeout):
+        journal = state.read_journal()
+        report = None
+        if journal is not None:
+            if journal.kind == "apply":
+                report = _recover_apply(state, journal)
+            elif journal.kind == "rollback":
+                restored, kept, _ = _finish_rollback(state, journal, "recover")
+                report = RecoveryReport("rollback", journal.record.recipe, journal.started, "rolled_back",
+                                        [f.rel for f in journal.record.files], restored, _abs(state, kept))
+            else:
+                raise StateError(f"{state.journal_path} has an unknown kind `{journal.kind}`")
+        state.sweep({r.record_dir for r in state.read_ledger().applied})
+        return report
+
+
+def _recover_apply(state: State, journal: Journal) -> RecoveryReport:
+    record = journal.record
+    rels = [f.rel for f in record.files]
+    ledger = state.read_ledger()
+    done = any(r.seq == record.seq for r in ledger.applied)
+    if not done and all(_sha_of(state.target_file(f.rel)) == f.sha_after for f in record.files):
+        state.write_ledger(ledger.with_record(record))
+        _step("recover:ledger-written")
+        done = True
+    if not done:
+        restored, kept = _undo_apply(state, record, "recover")
+        return RecoveryReport("apply", record.recipe, journal.started, "rolled_back", rels, restored,
+                              _abs(state, kept))
+    for fr in record.files:
+        path = state.target_file(fr.rel)
+        temp_path(Path(os.path.realpath(path))).unlink(missing_ok=True)
+        _remove_bytecode(path)
+    state.remove_journal()
+    _step("recover:journal-removed")
+    return RecoveryReport("apply", record.recipe, journal.started, "completed", rels)
+
+
+# --------------------------------------------------------------------------------------------------- rollback
+
+
+def rollback(target: Target, recipe_id: str | None = None, *, force: bool = False,
+             timeout: float = DEFAULT_LOCK_TIMEOUT) -> RollbackReport:
+    """Give every file of an applied recipe (default: the last applied) back its exact original bytes and mode,
+    remove their stale bytecode, and remove the recipe from the ledger.
+
+    Raises DriftError, touching nothing, if a file changed since apply (the diff of the local change is in the
+    error's `details`); with `force` the local version is kept under `.specpatch/kept/` and the original restored.
+    Raises RollbackBlocked if a later recipe changed one of the same files. Nothing applied is a no-op report.
+    """
+    state = State.of(target)
+
+    def nothing(applied: list[AppliedRecord]) -> RollbackReport:
+        what = "no recipe is" if recipe_id is None else f"`{recipe_id}` is not"
+        names = ", ".join(r.recipe for r in applied) or "none"
+        return RollbackReport(target.root, None, f"nothing to roll back: {what} applied to {target.root} "
+                                                 f"(applied: {names})")
+
+    if not state.exists():
+        return nothing([])
+    with target_lock(target, timeout):
+        _refuse_pending(state)
+        ledger = state.read_ledger()
+        matches = [r for r in ledger.applied if recipe_id is None or r.recipe == recipe_id]
+        if not matches:
+            return nothing(ledger.applied)
+        record = matches[-1]
+        later = [r for r in ledger.applied if r.seq > record.seq and r.rels & record.rels]
+        if later:
+            names = ", ".join(f"`{r.recipe}`" for r in reversed(later))
+            shared = sorted(set().union(*(r.rels & record.rels for r in later)))
+            raise RollbackBlocked(f"`{record.recipe}` cannot be rolled back before {names}, applied later to "
+                                  f"{', '.join(shared)}", location=Location(recipe=record.recipe, file=shared[0]),
+                                  hint=f"roll back {names} first, then `{record.recipe}`")
+        pristine_files(target, record)  # the backups must be whole before anything is touched
+        states = file_states(target, record)
+        local = [s for s in states if s.state != "intact"]
+        if local and not force:
+            raise _drift_error(target, record, local)
+        stamp, kept = _stamp(), []
+        for s in local:
+            if s.current is not None:
+                kept.append(_keep(state, s.rel, s.current, stamp))
+        _step("rollback:kept-written")
+        journal = Journal("rollback", now_utc().isoformat(), os.getpid(), record,
+                          start_shas={s.rel: s.sha for s in states}, kept=tuple(kept))
+        state.write_journal(journal)
+        _step("rollback:journal-written")
+        _, _, pycs = _finish_rollback(state, journal, "rollback")
+        rels = [f.rel for f in record.files]
+        message = f"rolled back {record.recipe}: {len(rels)} files have their original bytes and mode again"
+        if kept:
+            message += f"; your local versions are kept in {', '.join(_abs(state, kept))}"
+        return RollbackReport(target.root, record, message, rels, _abs(state, kept), pycs)
+
+
+def _finish_rollback(state: State, journal: Journal, prefix: str) -> tuple[list[str], list[str], list[str]]:
+    record = journal.record
+    stamp, restored, kept, pycs = _stamp(), [], [], []
+    for fr in record.files:
+        expected = {fr.sha_before, fr.sha_after, journal.start_shas.get(fr.rel)}
+        if _restore_file(state, fr, expected, stamp, kept):
+            restored.append(fr.rel)
+        pycs += _remove_bytecode(state.target_file(fr.rel))
+        _step(f"{prefix}:restored:{fr.rel}")
+    ledger = state.read_ledger()
+    if any(r.seq == record.seq for r in ledger.applied):
+        state.write_ledger(ledger.without(record.seq))
+    _step(f"{prefix}:ledger-written")
+    state.remove_journal()
+    _step(f"{prefix}:journal-removed")
+    state.remove_record_dir(record.record_dir)
+    return restored, kept, pycs
+
+
+def _drift_error(target: Target, record: AppliedRecord, local: list[FileState]) -> DriftError:
+    patched = patched_files(target, record)
+    details = []
+    for s in local:
+        if s.current is None:
+            details.append(f"# {s.rel} is missing\n")
+        else:
+            details.append(unified_diff(patched[s.rel], s.current, s.rel) or f"# {s.rel}: only the mode changed\n")
+    what = ", ".join(f"{s.rel} ({s.state})" for s in local)
+    message = (f"{what} changed since `{record.recipe}` was applied" if len(local) == 1
+               else f"{len(local)} files changed since `{record.recipe}` was applied: {what}")
+    return DriftError(message + "; nothing was rolled back", location=Location(recipe=record.recipe, file=local[0].rel),
+                      details="".join(details))
+
+
+# --------------------------------------------------------------------------------------------------- queries
+
+
+def status(target: Target) -> StatusReport:
+    """The applied recipes and any unfinished transaction; reads only, takes no lock."""
+    state = State.of(target)
+    applied = state.read_ledger().applied if state.exists() else []
+    pending = state.read_journal() if state.exists() else None
+    return StatusReport(target.root, target.package, str(target.version) if target.version is not None else None,
+                        applied, pending)
+
+
+def applied_records(target: Target) -> list[AppliedRecord]:
+    """The ledger's entries, oldest first."""
+    state = State.of(target)
+    return state.read_ledger().applied if state.exists() else []
+
+
+def file_states(target: Target, record: AppliedRecord) -> list[FileState]:
+    """Each file of `record` now: intact (its patched bytes), modified, or missing, with its current bytes."""
+    state = State.of(target)
+    out = []
+    for fr in record.files:
+        path = state.target_file(fr.rel)
+        current = _read(path)
+        if current is None:
+            out.append(FileState(fr.rel, "missing", fr, None, None, None))
+            continue
+        sha = sha256(current)
+        out.append(FileState(fr.rel, "intact" if sha == fr.sha_after else "modified", fr, sha, file_mode(path),
+                             current))
+    return out
+
+
+def pristine_files(target: Target, record: AppliedRecord) -> dict[str, bytes]:
+    """The original bytes of each file of `record` (from the backups), keyed by path relative to the target root."""
+    return {fr.rel: _read_copy(State.of(target), fr, fr.backup, fr.sha_before) for fr in record.files}
+
+
+def patched_files(target: Target, record: AppliedRecord) -> dict[str, bytes]:
+    """The bytes each file of `record` had right after the apply."""
+    return {fr.rel: _read_copy(State.of(target), fr, fr.patched, fr.sha_after) for fr in record.files}
+
+
+# --------------------------------------------------------------------------------------------------- helpers
+
+
+def _read(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return None
+
+
+def _sha_of(path: Path) -> str | None:
+    data = _read(path)
+    return None if data is None else sha256(data)
+
+
+def _read_copy(state: State, fr: FileRecord, rel_to_state: str, sha: str) -> bytes:
+    data = _read(state.path(rel_to_state))
+    if data is None or sha256(data) != sha:
+        raise StateError(f"the saved copy of `{fr.rel}` ({state.path(rel_to_state)}) is "
+                         f"{'missing' if data is None else 'damaged'}", location=Location(file=fr.rel))
+    return data
+
+
+def _restore_file(state: State, fr: FileRecord, expected: set[str | None], stamp: str, kept: list[str]) -> bool:
+    """Give `fr` its original bytes and mode unless it has them; a version that is neither one we wrote nor one we
+    expected is kept first. Returns True if the file was rewritten."""
+    path = state.target_file(fr.rel)
+    temp_path(Path(os.path.realpath(path))).unlink(missing_ok=True)
+    current = _read(path)
+    if current is not None and sha256(current) == fr.sha_before and file_mode(path) == fr.mode:
+        return False
+    original = _read_copy(state, fr, fr.backup, fr.sha_before)
+    if current is not None and sha256(current) not in expected:
+        kept.append(_keep(state, fr.rel, current, stamp))
+    makedirs(path.parent)
+    atomic_write(path, original, fr.mode, owner=_owner(path) if current is not None else None)
+    return True
+
+
+def _keep(state: State, rel: str, data: bytes, stamp: str) -> str:
+    """Save a local version under kept/ and return its path relative to the state folder."""
+    name, n = f"kept/{rel}.{stamp}", 1
+    while state.path(name).exists():
+        name, n = f"kept/{rel}.{stamp}.{n}", n + 1
+    path = state.path(name)
+    makedirs(path.parent)
+    atomic_write(path, data, 0o644)
+    return name
+
+
+def _abs(state: State, rels: list[str]) -> list[str]:
+    return [str(state.path(r)) for r in rels]
+
+
+def _stamp() -> str:
+    return now_utc().strftime("%Y%m%dT%H%M%SZ")
+
+
+def _owner(path: Path) -> tuple[int, int] | None:
+    """The file's owner when it is not us (root patching another user's files keeps their ownership)."""
+    if not hasattr(os, "geteuid"):
+        return None
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return None if (st.st_uid, st.st_gid) == (os.geteuid(), os.getegid()) else (st.st_uid, st.st_gid)
+
+
+def _remove_bytecode(path: Path) -> list[str]:
+    """Remove `__pycache__/<stem>.*.pyc` of a source file (module names have no dots, so the prefix is exact)."""
+    cache = path.parent / "__pycache__"
+    removed = []
+    if cache.is_dir():
+        for pyc in cache.iterdir():
+            if pyc.name.startswith(f"{path.stem}.") and pyc.name.endswith(".pyc"):
+                pyc.unlink(missing_ok=True)
+                removed.append(str(pyc))
+    return removed

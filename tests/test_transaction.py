@@ -1,0 +1,323 @@
+"""The transaction's contract without crashes: exact rollback, refusals that touch nothing, lock, drift, order."""
+
+from __future__ import annotations
+
+import compileall
+import json
+import os
+import shutil
+import subprocess
+import threading
+from pathlib import Path
+
+import pytest
+
+from patcher import engine, transaction
+from patcher.errors import AnchorNotFound, DriftError, ExitCode, LockTimeout, RollbackBlocked, StateError
+from patcher.ledger import State
+from txn_support import (BROKEN, FILES, MORE_A, ORIGINAL, THREE_FIELDS, apply, leftovers, make_tree, patched_tree,
+                         recipe, snapshot, target_of, tree_hash)
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    return make_tree(tmp_path / "target")
+
+
+@pytest.fixture
+def target(root: Path):
+    return target_of(root)
+
+
+@pytest.fixture
+def three(tmp_path: Path):
+    return recipe(tmp_path, THREE_FIELDS)
+
+
+def edit(path: Path, extra: bytes = b"# local tweak\n") -> bytes:
+    data = path.read_bytes() + extra
+    path.write_bytes(data)
+    return data
+
+
+# --------------------------------------------------------------------------------------------------- apply + rollback
+
+
+def test_commit_then_rollback_gives_back_every_byte_and_mode(root, target, three, tmp_path):
+    record = apply(target, three)
+
+    assert record is not None and [f.rel for f in record.files] == FILES
+    assert (record.recipe, record.recipe_version, record.params, record.variant) == ("three-fields", 2,
+                                                                                      {"default": 5}, None)
+    after = snapshot(root)
+    assert after == patched_tree(tmp_path)
+    assert after["pkg/a.py"][0].count(b"z: int = 5") == 1
+    b_bytes, b_mode = after["pkg/b.py"]
+    assert b_mode == 0o755 and b_bytes.count(b"\n") == b_bytes.count(b"\r\n")  # CRLF kept, mode kept
+    assert after["pkg/c.py"][1] == 0o640 and not after["pkg/c.py"][0].endswith(b"\n")
+    assert {f.rel: f.sha_after for f in record.files} == {
+        rel: __import__("hashlib").sha256(after[rel][0]).hexdigest() for rel in FILES}
+
+    report = transaction.rollback(target)
+
+    assert report.exit_code == ExitCode.OK and not report.noop
+    assert report.restored == FILES
+    assert snapshot(root) == ORIGINAL
+    assert transaction.applied_records(target) == []
+    assert not (target.state_dir / record.record_dir).exists()  # backups go with the record
+    assert not (target.state_dir / "journal.json").exists() and leftovers(root) == []
+
+
+def test_state_folder_has_a_gitignore_and_git_does_not_see_it(root, target, three):
+    apply(target, three)
+    assert (target.state_dir / ".gitignore").read_text() == "*\n"
+    if shutil.which("git") is None:
+        pytest.skip("git not installed")
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    out = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=all"],
+                         capture_output=True, text=True, check=True).stdout
+    assert "pkg/a.py" in out and ".specpatch" not in out
+
+
+def test_applying_again_finds_it_applied_and_writes_nothing(root, target, three):
+    apply(target, three)
+    before = tree_hash(root)
+    assert apply(target, three) is None
+    assert tree_hash(root) == before and len(transaction.applied_records(target)) == 1
+
+
+def test_stale_bytecode_is_removed_on_apply_and_rollback(root, target, three):
+    cache = root / "pkg" / "__pycache__"
+
+    def compiled() -> set[str]:
+        compileall.compile_dir(str(root / "pkg"), quiet=1)
+        compileall.compile_dir(str(root / "pkg"), quiet=1, optimize=1)
+        (cache / "ab.cpython-311.pyc").write_bytes(b"not ours")  # a module whose name starts with "a"
+        return {p.name for p in cache.iterdir()}
+
+    assert any(n.startswith("a.") for n in compiled())
+    apply(target, three)
+    left = {p.name for p in cache.iterdir()}
+    assert not any(n.startswith(("a.", "b.", "c.")) for n in left)
+    assert {"ab.cpython-311.pyc"} < left and any(n.startswith("__init__.") for n in left)
+
+    compiled()
+    report = transaction.rollback(target)
+    left = {p.name for p in cache.iterdir()}
+    assert not any(n.startswith(("a.", "b.", "c.")) for n in left) and "ab.cpython-311.pyc" in left
+    assert {Path(p).name.split(".")[0] for p in report.removed_bytecode} == {"a", "b", "c"}
+
+
+# --------------------------------------------------------------------------------------------------- refusals
+
+
+def test_a_plan_with_errors_is_refused_and_the_tree_is_unchanged(root, target, tmp_path):
+    before = tree_hash(root)
+    plan_ = engine.plan(recipe(tmp_path, BROKEN), target)
+    assert plan_.errors and any(f.changed for f in plan_.files)  # a.py would change: the refusal must hold it back
+    with transaction.target_lock(target) as lock, pytest.raises(AnchorNotFound):
+        transaction.commit(plan_, lock)
+    assert tree_hash(root) == before
+    assert transaction.applied_records(target) == [] and transaction.status(target).pending is None
+    assert not list((target.state_dir).glob("records/*"))
+
+
+def test_a_plan_made_before_a_change_is_refused(root, target, three):
+    with transaction.target_lock(target) as lock:
+        plan_ = engine.plan(three, target)
+        edited = edit(root / "pkg" / "b.py")
+        with pytest.raises(StateError, match="pkg/b.py.*changed since the plan"):
+            transaction.commit(plan_, lock)
+    assert (root / "pkg" / "b.py").read_bytes() == edited
+    assert snapshot(root)["pkg/a.py"] == ORIGINAL["pkg/a.py"]
+    assert transaction.applied_records(target) == []
+
+
+def test_commit_refuses_without_the_lock(root, target, three):
+    with transaction.target_lock(target) as lock:
+        plan_ = engine.plan(three, target)
+    with pytest.raises(StateError, match="without holding its lock"):
+        transaction.commit(plan_, lock)
+    assert snapshot(root) == ORIGINAL
+
+
+# --------------------------------------------------------------------------------------------------- lock
+
+
+def test_lock_times_out_with_a_clear_error(root, target):
+    held, done = threading.Event(), threading.Event()
+
+    def holder():
+        with transaction.target_lock(target):
+            held.set()
+            done.wait(10)
+
+    thread = threading.Thread(target=holder)
+    thread.start()
+    try:
+        held.wait(10)
+        with pytest.raises(LockTimeout) as info:
+            with transaction.target_lock(target, timeout=0.2):
+                pass
+    finally:
+        done.set()
+        thread.join()
+    assert info.value.exit_code == ExitCode.LOCKED
+    assert str(root) in info.value.message and "0.2 s" in info.value.message
+
+
+def test_lock_is_reentrant_in_one_thread(target):
+    with transaction.target_lock(target) as outer:
+        with transaction.target_lock(target, timeout=0) as inner:
+            assert inner is outer
+            assert transaction.recover(target) is None
+        assert outer.held
+    assert not outer.held
+
+
+def test_two_applies_at_once_apply_once(root, target, three):
+    barrier = threading.Barrier(2)
+    results: list = []
+
+    def run():
+        barrier.wait()
+        results.append(apply(target_of(root), three))
+
+    threads = [threading.Thread(target=run) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(r is None for r in results) == [False, True]
+    assert (root / "pkg" / "a.py").read_bytes().count(b"z: int = 5") == 1
+    assert len(transaction.applied_records(target)) == 1
+
+
+# --------------------------------------------------------------------------------------------------- drift
+
+
+def test_a_hand_edit_blocks_rollback_and_shows_the_change(root, target, three):
+    apply(target, three)
+    edited = edit(root / "pkg" / "a.py")
+    before = tree_hash(root)
+
+    with pytest.raises(DriftError) as info:
+        transaction.rollback(target)
+
+    err = info.value
+    assert err.exit_code == ExitCode.DRIFT and "pkg/a.py" in err.message and err.location.file == "pkg/a.py"
+    assert "+# local tweak" in err.details and "--- a/pkg/a.py" in err.details
+    assert tree_hash(root) == before and (root / "pkg" / "a.py").read_bytes() == edited
+    assert len(transaction.applied_records(target)) == 1 and transaction.status(target).pending is None
+    states = {s.rel: s.state for s in transaction.file_states(target, transaction.applied_records(target)[0])}
+    assert states == {"pkg/a.py": "modified", "pkg/b.py": "intact", "pkg/c.py": "intact"}
+
+
+def test_force_restores_and_keeps_the_local_version(root, target, three):
+    apply(target, three)
+    edited = edit(root / "pkg" / "a.py")
+
+    report = transaction.rollback(target, force=True)
+
+    assert snapshot(root) == ORIGINAL
+    assert len(report.kept) == 1
+    kept = Path(report.kept[0])
+    assert kept.read_bytes() == edited
+    assert kept.is_relative_to(target.state_dir / "kept" / "pkg") and kept.name.startswith("a.py.")
+    assert str(kept) in report.message
+
+
+def test_a_missing_file_is_drift_and_force_recreates_it(root, target, three):
+    record = apply(target, three)
+    (root / "pkg" / "b.py").unlink()
+    assert [s.state for s in transaction.file_states(target, record)] == ["intact", "missing", "intact"]
+    with pytest.raises(DriftError, match=r"pkg/b.py \(missing\)"):
+        transaction.rollback(target)
+    assert not (root / "pkg" / "b.py").exists()
+
+    report = transaction.rollback(target, force=True)
+    assert snapshot(root) == ORIGINAL and report.kept == []
+
+
+def test_rollback_follows_the_order_of_application(root, target, three, tmp_path):
+    apply(target, three)
+    apply(target, recipe(tmp_path, MORE_A))
+    before = tree_hash(root)
+
+    with pytest.raises(RollbackBlocked) as info:
+        transaction.rollback(target, "three-fields")
+    assert "`more-a`" in info.value.message and "pkg/a.py" in info.value.message
+    assert info.value.exit_code == ExitCode.CANNOT_APPLY and tree_hash(root) == before
+
+    assert transaction.rollback(target).record.recipe == "more-a"  # default: the last applied
+    assert snapshot(root) == patched_tree(tmp_path)
+    assert transaction.rollback(target, "three-fields").record.recipe == "three-fields"
+    assert snapshot(root) == ORIGINAL
+
+
+def test_a_second_rollback_is_a_clear_no_op(root, target, three):
+    apply(target, three)
+    transaction.rollback(target)
+    before = tree_hash(root)
+
+    again = transaction.rollback(target)
+    named = transaction.rollback(target, "three-fields")
+
+    for report in (again, named):
+        assert report.noop and report.exit_code == ExitCode.OK and report.message.startswith("nothing to roll back")
+    assert "`three-fields` is not applied" in named.message
+    assert tree_hash(root) == before
+
+
+def test_rollback_of_a_never_patched_target_creates_no_state(target):
+    assert transaction.rollback(target).noop
+    assert transaction.recover(target) is None
+    assert not target.state_dir.exists()
+
+
+# --------------------------------------------------------------------------------------------------- queries
+
+
+def test_status_lists_applied_recipes_as_json(root, target, three, tmp_path):
+    apply(target, three, {"default": "7"})
+    apply(target, recipe(tmp_path, MORE_A))
+
+    report = transaction.status(target)
+    data = json.loads(json.dumps(report.to_dict()))
+
+    assert [r["recipe"] for r in data["applied"]] == ["three-fields", "more-a"]
+    first = data["applied"][0]
+    assert first["recipe_version"] == 2 and first["params"] == {"default": 7} and first["seq"] == 1
+    assert first["package"] == "pkg" and first["applied_at"].endswith("+00:00")
+    assert [(f["rel"], f["mode"]) for f in first["files"]] == [("pkg/a.py", "0644"), ("pkg/b.py", "0755"),
+                                                               ("pkg/c.py", "0640")]
+    assert all(len(f["sha_before"]) == len(f["sha_after"]) == 64 for f in first["files"])
+    assert data["pending"] is None and data["target"] == str(root)
+
+
+def test_pristine_and_patched_bytes_of_a_record(root, target, three):
+    record = apply(target, three)
+    assert transaction.pristine_files(target, record) == {rel: ORIGINAL[rel][0] for rel in FILES}
+    assert transaction.patched_files(target, record) == {rel: (root / rel).read_bytes() for rel in FILES}
+    states = transaction.file_states(target, record)
+    assert [s.state for s in states] == ["intact"] * 3 and states[1].mode == 0o755
+    assert states[0].current == (root / "pkg/a.py").read_bytes()
+
+
+def test_a_damaged_backup_refuses_rollback(root, target, three):
+    record = apply(target, three)
+    State.of(target).path(record.files[2].backup).write_bytes(b"garbage")
+    before = tree_hash(root)
+    with pytest.raises(StateError, match="pkg/c.py.*damaged"):
+        transaction.rollback(target)
+    assert tree_hash(root) == before
+
+
+def test_a_symlinked_file_is_written_through(root, target, three):
+    real = root / "pkg" / "real_c.py"
+    os.replace(root / "pkg" / "c.py", real)
+    (root / "pkg" / "c.py").symlink_to("real_c.py")
+    apply(target, three)
+    assert (root / "pkg" / "c.py").is_symlink() and b"z: int = 5" in real.read_bytes()
+    transaction.rollback(target)
+    assert (root / "pkg" / "c.py").is_symlink() and real.read_bytes() == ORIGINAL["pkg/c.py"][0]

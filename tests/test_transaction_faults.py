@@ -1,0 +1,350 @@
+"""Safety under failure: an exception or a kill -9 at every step of apply, recovery and rollback leaves the tree
+original or fully patched (never mixed), and the next command says which and finishes the job."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+import traceback
+from pathlib import Path
+
+import pytest
+
+from patcher import transaction
+from patcher.errors import StateError
+from patcher.ledger import State
+from txn_support import (FILES, ORIGINAL, THREE_FIELDS, apply, leftovers, make_tree, patched_tree, recipe, snapshot,
+                         target_of)
+
+REPO = Path(__file__).resolve().parents[1]
+
+#: every fault-injection point of a 3-file apply, in order; the last three are after all files are written
+APPLY_LABELS = (["apply:backups-written", "apply:journal-written"]
+                + [f"apply:{step}:{rel}" for rel in FILES for step in ("temp-written", "after-write")]
+                + ["apply:ledger-written", "apply:journal-removed"])
+ALL_WRITTEN = APPLY_LABELS.index(f"apply:after-write:{FILES[-1]}")
+ROLLBACK_LABELS = (["rollback:kept-written", "rollback:journal-written"]
+                   + [f"rollback:restored:{rel}" for rel in FILES]
+                   + ["rollback:ledger-written", "rollback:journal-removed"])
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    return make_tree(tmp_path / "target")
+
+
+@pytest.fixture
+def target(root: Path):
+    return target_of(root)
+
+
+@pytest.fixture
+def three(tmp_path: Path):
+    return recipe(tmp_path, THREE_FIELDS)
+
+
+@pytest.fixture
+def patched(tmp_path: Path):
+    return patched_tree(tmp_path)
+
+
+@pytest.fixture(autouse=True)
+def no_fault():
+    yield
+    transaction._fault = None
+
+
+def raise_at(label: str):
+    def hook(step: str) -> None:
+        if step == label:
+            raise RuntimeError(f"injected failure at {step}")
+    return hook
+
+
+def killed_at(label: str, work) -> int:
+    """Run `work` in a forked child that SIGKILLs itself at step `label`; return the child's exit code."""
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        code = 0
+        try:
+            transaction._fault = lambda step: os.kill(os.getpid(), signal.SIGKILL) if step == label else None
+            work()
+        except BaseException:
+            traceback.print_exc()
+            code = 1
+        os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status)
+
+
+def assert_consistent(root: Path, target, patched) -> str:
+    """The tree is exactly original (nothing recorded) or exactly patched (recorded once); returns which."""
+    now = snapshot(root)
+    recorded = [r.recipe for r in transaction.applied_records(target)]
+    assert leftovers(root) == []
+    assert transaction.status(target).pending is None
+    if now == ORIGINAL:
+        assert recorded == []
+        assert not list(target.state_dir.glob("records/*"))
+        return "original"
+    assert now == patched, "mixed tree: " + ", ".join(r for r in FILES if now[r] not in (ORIGINAL[r], patched[r]))
+    assert recorded == ["three-fields"]
+    return "patched"
+
+
+def assert_rollback_restores(root: Path, target) -> None:
+    transaction.rollback(target)
+    assert snapshot(root) == ORIGINAL and transaction.applied_records(target) == []
+
+
+def test_the_labels_are_the_documented_ones(target, three):
+    seen: list[str] = []
+    transaction._fault = seen.append
+    apply(target, three)
+    transaction.rollback(target)
+    assert seen == APPLY_LABELS + ROLLBACK_LABELS
+    for label in {s.split(":")[0] + ":" + s.split(":")[1] for s in seen}:
+        assert f"``{label}" in transaction.__doc__
+
+
+# --------------------------------------------------------------------------------------------------- exceptions
+
+
+@pytest.mark.parametrize("label", APPLY_LABELS)
+def test_an_exception_at_any_step_restores_or_commits(root, target, three, patched, label):
+    transaction._fault = raise_at(label)
+    with pytest.raises(RuntimeError, match="injected failure"):
+        apply(target, three)
+    transaction._fault = None
+
+    report = transaction.recover(target)
+
+    past_commit_point = APPLY_LABELS.index(label) > ALL_WRITTEN
+    if label == "apply:ledger-written":  # the ledger had it; only the journal was left
+        assert report is not None and report.outcome == "completed"
+    else:
+        assert report is None  # the in-process undo cleaned up everything itself
+    assert assert_consistent(root, target, patched) == ("patched" if past_commit_point else "original")
+    assert_rollback_restores(root, target)
+
+
+def test_a_failing_restore_keeps_the_journal_for_the_next_command(root, target, three, patched):
+    def hook(step: str) -> None:
+        if step in ("apply:after-write:pkg/b.py", "undo:restored:pkg/a.py"):
+            raise RuntimeError(step)
+
+    transaction._fault = hook
+    with pytest.raises(StateError, match="restoring the files failed too"):
+        apply(target, three)
+    transaction._fault = None
+    assert transaction.status(target).pending is not None
+
+    report = transaction.recover(target)
+    assert report.outcome == "rolled_back" and "rolled back 3 files" in report.message
+    assert assert_consistent(root, target, patched) == "original"
+
+
+# --------------------------------------------------------------------------------------------------- kill -9
+
+
+@pytest.mark.parametrize("label", APPLY_LABELS)
+def test_a_kill_at_any_step_of_apply_is_recovered(root, target, three, patched, label):
+    assert killed_at(label, lambda: apply(target, three)) == -signal.SIGKILL
+
+    step = APPLY_LABELS.index(label)
+    journal_left = APPLY_LABELS.index("apply:journal-written") <= step <= APPLY_LABELS.index("apply:ledger-written")
+    assert (transaction.status(target).pending is not None) == journal_left
+    report = transaction.recover(target)
+
+    expected = "patched" if step >= ALL_WRITTEN else "original"
+    if not journal_left:
+        assert report is None
+    else:
+        assert report.kind == "apply" and report.recipe == "three-fields" and report.files == FILES
+        assert report.outcome == ("completed" if expected == "patched" else "rolled_back")
+        assert report.message.startswith(f"found an interrupted apply of three-fields at {report.started}: ")
+    assert assert_consistent(root, target, patched) == expected
+    if expected == "original":  # and it can be applied again
+        assert apply(target, three) is not None
+    assert_rollback_restores(root, target)
+
+
+@pytest.mark.parametrize("apply_label,recover_label", [
+    ("apply:after-write:pkg/b.py", "recover:restored:pkg/a.py"),
+    ("apply:after-write:pkg/b.py", "recover:restored:pkg/b.py"),
+    ("apply:after-write:pkg/b.py", "recover:restored:pkg/c.py"),
+    ("apply:after-write:pkg/b.py", "recover:journal-removed"),
+    ("apply:temp-written:pkg/c.py", "recover:restored:pkg/a.py"),
+    ("apply:after-write:pkg/c.py", "recover:ledger-written"),
+    ("apply:after-write:pkg/c.py", "recover:journal-removed"),
+])
+def test_a_kill_during_recovery_is_recovered_by_the_next_command(root, target, three, patched, apply_label,
+                                                                   recover_label):
+    assert killed_at(apply_label, lambda: apply(target, three)) == -signal.SIGKILL
+    assert killed_at(recover_label, lambda: transaction.recover(target)) == -signal.SIGKILL
+
+    transaction.recover(target)
+    transaction.recover(target)  # and once more: nothing left to do
+
+    expected = "patched" if apply_label == "apply:after-write:pkg/c.py" else "original"
+    assert assert_consistent(root, target, patched) == expected
+    if expected == "patched":
+        assert_rollback_restores(root, target)
+
+
+@pytest.mark.parametrize("label", ROLLBACK_LABELS)
+def test_a_kill_at_any_step_of_rollback_is_finished_by_the_next_command(root, target, three, patched, label):
+    apply(target, three)
+    assert killed_at(label, lambda: transaction.rollback(target)) == -signal.SIGKILL
+
+    report = transaction.recover(target)
+
+    if label in ("rollback:kept-written", "rollback:journal-removed"):
+        assert report is None
+    else:
+        assert report.kind == "rollback" and report.outcome == "rolled_back"
+        assert report.message.startswith("found an interrupted rollback of three-fields")
+    if label == "rollback:kept-written":  # killed before its journal: the rollback never started
+        assert assert_consistent(root, target, patched) == "patched"
+        assert_rollback_restores(root, target)
+    else:
+        assert assert_consistent(root, target, patched) == "original"
+        assert not list(target.state_dir.glob("records/*"))
+
+
+def test_a_kill_during_a_forced_rollback_keeps_the_local_version_once(root, target, three, patched):
+    apply(target, three)
+    edited = (root / "pkg/a.py").read_bytes() + b"# mine\n"
+    (root / "pkg/a.py").write_bytes(edited)
+
+    assert killed_at("rollback:restored:pkg/b.py",
+                     lambda: transaction.rollback(target, force=True)) == -signal.SIGKILL
+    report = transaction.recover(target)
+
+    assert report.kept == []  # the local version was kept before the journal, not again by the recovery
+    assert assert_consistent(root, target, patched) == "original"
+    kept = list((target.state_dir / "kept").rglob("a.py.*"))
+    assert [k.read_bytes() for k in kept] == [edited]
+
+
+def test_a_local_edit_between_crash_and_recovery_is_kept(root, target, three, patched):
+    assert killed_at("apply:after-write:pkg/b.py", lambda: apply(target, three)) == -signal.SIGKILL
+    mine = b"# someone's version\n"
+    (root / "pkg/a.py").write_bytes(mine)
+
+    report = transaction.recover(target)
+
+    assert report.outcome == "rolled_back" and len(report.kept) == 1
+    assert Path(report.kept[0]).read_bytes() == mine and report.kept[0] in report.message
+    assert assert_consistent(root, target, patched) == "original"
+
+
+def test_commit_and_rollback_refuse_while_a_journal_is_pending(root, target, three):
+    assert killed_at("apply:after-write:pkg/a.py", lambda: apply(target, three)) == -signal.SIGKILL
+    with transaction.target_lock(target) as lock:
+        from patcher import engine
+
+        with pytest.raises(StateError, match="interrupted apply of three-fields"):
+            transaction.commit(engine.plan(three, target), lock)
+    with pytest.raises(StateError, match="pending"):
+        transaction.rollback(target)
+    pending = transaction.status(target).to_dict()["pending"]
+    assert pending["kind"] == "apply" and pending["recipe"] == "three-fields" and pending["files"] == FILES
+
+
+def test_orphan_backups_of_a_kill_before_the_journal_are_swept(root, target, three):
+    assert killed_at("apply:backups-written", lambda: apply(target, three)) == -signal.SIGKILL
+    assert list(target.state_dir.glob("records/*"))
+    assert transaction.recover(target) is None
+    assert not list(target.state_dir.glob("records/*")) and snapshot(root) == ORIGINAL
+
+
+# --------------------------------------------------------------------------------------------------- real processes
+
+
+CHILD = r"""
+import os, signal, sys, time
+from pathlib import Path
+from patcher import engine, transaction
+from patcher.recipe import load_recipe
+from patcher.target import find_target
+
+root, recipe_path, op, mode, arg = sys.argv[1:6]
+target = find_target(Path(root), package="pkg")
+
+def hook(step):
+    if mode == "kill-at" and step == arg:
+        os.kill(os.getpid(), signal.SIGKILL)
+    if mode == "slow":
+        time.sleep(float(arg))
+
+transaction._fault = hook
+with transaction.target_lock(target, timeout=60) as lock:
+    print("locked", flush=True)
+    report = transaction.recover(target)
+    if report:
+        print(report.message, flush=True)
+    if op == "apply":
+        plan = engine.plan(load_recipe(recipe_path), target)
+        print("already" if transaction.commit(plan, lock) is None else "applied", flush=True)
+    else:
+        print(transaction.rollback(target).message, flush=True)
+"""
+
+
+def child(root: Path, recipe_path: Path, op: str, mode: str = "none", arg: str = "") -> subprocess.Popen:
+    env = {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    return subprocess.Popen([sys.executable, "-c", CHILD, str(root), str(recipe_path), op, mode, arg],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=REPO)
+
+
+SEED = int(os.environ.get("SPECPATCH_FAULT_SEED", "20261129"))
+
+
+def test_sigkill_of_a_real_process_at_random_steps(root, target, three, patched):
+    rng = random.Random(SEED)
+    labels = [(op, label) for op, labels in (("apply", APPLY_LABELS), ("rollback", ROLLBACK_LABELS))
+              for label in labels]
+    for op, label in rng.sample(labels, 6):
+        applied = bool(transaction.applied_records(target))
+        if op == "rollback" and not applied:
+            apply(target, three)
+        elif op == "apply" and applied:
+            transaction.rollback(target)
+        proc = child(root, three.source, op, "kill-at", label)
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == -signal.SIGKILL, (label, out, err)
+        transaction.recover(target)
+        assert_consistent(root, target, patched)
+    if transaction.applied_records(target):
+        assert_rollback_restores(root, target)
+
+
+def test_sigkill_of_a_real_process_at_random_moments(root, target, three, patched):
+    rng = random.Random(SEED + 1)
+    outcomes = set()
+    for _ in range(5):
+        proc = child(root, three.source, "apply", "slow", "0.03")  # ~0.3 s of steps after planning
+        line = proc.stdout.readline()
+        assert line == "locked\n", proc.communicate()
+        time.sleep(rng.uniform(0.0, 0.4))
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate(timeout=120)
+        report = transaction.recover(target)
+        outcomes.add((assert_consistent(root, target, patched), report.outcome if report else None))
+        if transaction.applied_records(target):
+            assert_rollback_restores(root, target)
+    print("outcomes of the kills:", sorted(outcomes, key=str))  # shown with -s: the kills do land mid-transaction
+
+
+def test_two_processes_applying_at_once_apply_once(root, target, three, patched):
+    procs = [child(root, three.source, "apply", "slow", "0.05") for _ in range(2)]
+    results = [p.communicate(timeout=120) for p in procs]
+    assert all(p.returncode == 0 for p in procs), results
+    assert sorted(out.splitlines()[-1] for out, _ in results) == ["already", "applied"]
+    assert assert_consistent(root, target, patched) == "patched"
+    assert_rollback_restores(root, target)
