@@ -283,16 +283,13 @@ def test_recipe_errors_at_load_time(options, message):
         branch(**options)
 
 
-SGLANG_059 = Path("/tmp/sg/0.5.9/sglang/srt/speculative/eagle_worker_v2.py")
-
-
 @pytest.mark.sglang
-@pytest.mark.skipif(not SGLANG_059.is_file(), reason="sglang 0.5.9 source not unpacked at /tmp/sg/0.5.9")
-def test_sglang_059_forward_batch_generation():
+def test_sglang_059_forward_batch_generation(sglang_release):
+    worker = sglang_release("0.5.9") / "sglang/srt/speculative/eagle_worker_v2.py"
     step = op("add_branch", function="EAGLEWorkerV2.forward_batch_generation", branch_if=EXTEND, arm="else",
               condition="self._spec_disabled_for(model_worker_batch)",
               call="self._forward_without_spec(model_worker_batch)")
-    before = SGLANG_059.read_text()
+    before = worker.read_text()
     out = step.apply(cst.parse_module(before))
     assert isinstance(out, Changed)
     anchor = "        else:\n            if model_worker_batch.spec_info is None:\n"
