@@ -49,13 +49,21 @@ def line_of_text(text: str, snippet: str, start: int = 0) -> int | None:
 
 
 def normalized(code: str) -> str | None:
-    """A formatting-independent fingerprint of Python code (its AST), or None if it does not parse."""
+    """A formatting-independent fingerprint of Python code (its AST), or None if it does not parse.
+
+    Multi-line strings are compared by their text without its common indentation (`inspect.cleandoc`): code inserted
+    at a deeper indentation carries its docstrings' continuation lines along, and is still the same code."""
+    import inspect
     import textwrap
 
     try:
-        return ast.dump(ast.parse(textwrap.dedent(code)))
+        tree = ast.parse(textwrap.dedent(code).replace("\r\n", "\n"))
     except SyntaxError:
         return None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and "\n" in node.value:
+            node.value = inspect.cleandoc(node.value)
+    return ast.dump(tree)
 
 
 def same_code(a: str, b: str) -> bool:
@@ -240,14 +248,46 @@ def replace_at(path: NodePath, new: cst.CSTNode | Sequence[cst.CSTNode]) -> cst.
     return replacement
 
 
+def _block_indent(block: cst.CSTNode, module: cst.Module) -> str:
+    indent = getattr(block, "indent", None)
+    return module.default_indent if indent is None else indent
+
+
+def indent_of(path: NodePath) -> str:
+    """The absolute indentation of the statement at `path[-1]` (the sum of its enclosing blocks' indents)."""
+    module = path[0]
+    assert isinstance(module, cst.Module)
+    out = ""
+    for parent, child in zip(path, path[1:]):
+        block = getattr(parent, "body", None)
+        if isinstance(block, cst.IndentedBlock) and any(c is child for c in block.body):
+            out += _block_indent(block, module)
+    return out
+
+
+def fit(new_stmts: Sequence[cst.CSTNode], indent: str, module: cst.Module) -> list[cst.CSTNode]:
+    """Re-parse recipe statements at their final indentation, so that multi-line strings (docstrings) written
+    relative to the snippet's column 0 move with the code; a no-op at module level."""
+    if not indent or not new_stmts:
+        return list(new_stmts)
+    import textwrap
+
+    nl = module.default_newline
+    code = cst.Module(body=tuple(new_stmts), default_indent=module.default_indent, default_newline=nl).code
+    wrapped = "if True:" + nl + textwrap.indent(code, indent)
+    parsed = cst.parse_module(wrapped, config=module.config_for_parsing)
+    return list(parsed.body[0].body.body)
+
+
 def insert_after(path: NodePath, new_stmts: Sequence[cst.CSTNode]) -> cst.Module:
     """Insert statements right after the statement at `path[-1]`, in the same block."""
-    return replace_at(path, [path[-1], *new_stmts])
+    return replace_at(path, [path[-1], *fit(new_stmts, indent_of(path), path[0])])
 
 
 def insert_before(path: NodePath, new_stmts: Sequence[cst.CSTNode]) -> cst.Module:
     """Insert statements right before the statement at `path[-1]`; its leading comments move above the new code."""
     anchor = path[-1]
+    new_stmts = fit(new_stmts, indent_of(path), path[0])
     lead = getattr(anchor, "leading_lines", ())
     if lead and new_stmts:
         first = new_stmts[0]
@@ -262,7 +302,10 @@ def set_block_body(path: NodePath, statements: Sequence[cst.CSTNode]) -> cst.Mod
     body = owner.body
     if isinstance(body, cst.SimpleStatementSuite):
         raise AnchorNotFound("the block is written on one line (`if x: y`); specpatch only edits indented blocks")
-    return replace_at(path, owner.with_changes(body=body.with_changes(body=tuple(statements))))
+    existing = {id(stmt) for stmt in body.body}
+    indent = indent_of(path) + _block_indent(body, path[0])
+    fitted = [stmt if id(stmt) in existing else fit([stmt], indent, path[0])[0] for stmt in statements]
+    return replace_at(path, owner.with_changes(body=body.with_changes(body=tuple(fitted))))
 
 
 def parse_statements(code: str, module: cst.Module, *, what: str = "code") -> list[cst.BaseStatement]:
@@ -272,7 +315,9 @@ def parse_statements(code: str, module: cst.Module, *, what: str = "code") -> li
     from .errors import RecipeError
 
     try:
-        parsed = cst.parse_module(textwrap.dedent(code).strip("\n") + "\n", config=module.config_for_parsing)
+        text = textwrap.dedent(code.replace("\r\n", "\n")).strip("\n") + "\n"
+        # inside multi-line strings too, the inserted code uses the target's line endings (CRLF files stay CRLF)
+        parsed = cst.parse_module(text.replace("\n", module.default_newline), config=module.config_for_parsing)
     except cst.ParserSyntaxError as exc:
         raise RecipeError(f"the step's {what} is not valid Python: {exc.message} (line {exc.raw_line})") from None
     body = list(parsed.body)

@@ -9,7 +9,8 @@ A case is a folder `fixtures/<recipe-id>/<case>/` with:
   optionally `step: 2`, `file: sglang/srt/server_args.py`, `message: substring`.
 
 Each case is planned in memory on a copy of `before/`; the result must equal `after/` byte for byte; then the
-plan is run again on the result and must change nothing (idempotence).
+plan is run again on the result and must change nothing (idempotence). `update=True` rewrites `after/` from the
+result (for review in `git diff`); a case whose result equals `before/` needs no `after/`.
 """
 
 from __future__ import annotations
@@ -23,11 +24,20 @@ from typing import Iterator
 import yaml
 
 from .engine import plan
-from .errors import RecipeError
+from .errors import Location, RecipeError, SpecpatchError, VersionUnsupported
 from .recipe import Recipe, load_recipe
 from .target import find_target
 
-FIXTURES_DIR = Path(__file__).resolve().parent.parent / "fixtures"
+
+def _shipped_fixtures() -> Path:
+    here = Path(__file__).resolve().parent
+    installed = here / "fixtures"  # a wheel installs the top-level fixtures/ folder as patcher/fixtures
+    return installed if installed.is_dir() else here.parent / "fixtures"
+
+
+FIXTURES_DIR = _shipped_fixtures()
+CASE_KEYS = {"description", "assume_version", "params"}  #: what case.yaml may say
+EXPECT_KEYS = {"error", "step", "file", "message"}  #: what expect.yaml may say
 
 
 @dataclass(frozen=True)
@@ -47,7 +57,8 @@ class CaseResult:
     passed: bool
     message: str = ""
     details: list[str] = field(default_factory=list)
-    updated: bool = False
+    updated: bool = False  #: `after/` was rewritten (update mode)
+    description: str = ""  #: from case.yaml
 
 
 def discover(fixtures_root: Path | None = None, recipe_id: str | None = None) -> list[Case]:
@@ -71,56 +82,84 @@ def _tree(folder: Path) -> dict[str, bytes]:
             if p.is_file() and "__pycache__" not in p.parts and ".specpatch" not in p.parts}
 
 
-def _read_yaml(path: Path) -> dict:
+def _read_yaml(path: Path, allowed: set[str]) -> dict:
     if not path.is_file():
         return {}
-    data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    where = Location(file=str(path))
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as exc:
+        raise RecipeError(f"not valid YAML: {exc}", location=where) from None
     if not isinstance(data, dict):
-        raise RecipeError(f"{path} must be a mapping", )
+        raise RecipeError(f"{path.name} must be a mapping", location=where)
+    unknown = set(data) - allowed
+    if unknown:
+        raise RecipeError(f"unknown key(s) {', '.join(sorted(map(str, unknown)))} in {path.name}; it may have: "
+                          f"{', '.join(sorted(allowed))}", location=where)
     return data
 
 
 def run_case(case: Case, recipe: Recipe, *, update: bool = False) -> CaseResult:
     """Plan the recipe on a copy of `before/`, compare with `after/` (or the expected error), then re-run."""
-    conf = _read_yaml(case.folder / "case.yaml")
-    expect = _read_yaml(case.folder / "expect.yaml")
+    try:
+        conf = _read_yaml(case.folder / "case.yaml", CASE_KEYS)
+        expect = _read_yaml(case.folder / "expect.yaml", EXPECT_KEYS)
+    except RecipeError as exc:
+        return CaseResult(case, False, "bad case file", [str(exc)])
+    description = str(conf.get("description") or "").strip()
+    if expect and (case.folder / "after").exists():
+        return CaseResult(case, False, "a case has either expect.yaml (an error) or after/ (a change), not both",
+                          description=description)
     params = {k: str(v) for k, v in (conf.get("params") or {}).items()}
+    version = str(conf["assume_version"]) if conf.get("assume_version") is not None else None
     with tempfile.TemporaryDirectory(prefix="specpatch-case-") as tmp:
         work = Path(tmp) / "t"
         shutil.copytree(case.folder / "before", work, symlinks=True)
-        target = find_target(work, package=recipe.target.package, assume_version=conf.get("assume_version"))
-        p = plan(recipe, target, params)
+        try:
+            p = plan(recipe, find_target(work, package=recipe.target.package, assume_version=version), params)
+        except SpecpatchError as exc:  # refused before planning: release out of range, bad parameter, no package
+            if expect:
+                return _check_error(case, [exc], expect, description=description)
+            return CaseResult(case, False, f"cannot plan: {exc.title}", [str(exc)], description=description)
         if expect:
-            return _check_error(case, p, expect)
+            errors = list(p.errors)
+            if p.selection.refuse:
+                errors.insert(0, VersionUnsupported(p.selection.refuse, location=Location(recipe=recipe.id)))
+            return _check_error(case, errors, expect, plan_diff=p.diff(), description=description)
+        if p.selection.refuse:
+            return CaseResult(case, False, "the recipe refuses this release", [p.selection.refuse],
+                              description=description)
         if not p.ok:
-            return CaseResult(case, False, "cannot apply", [str(e) for e in p.errors])
+            return CaseResult(case, False, "cannot apply", [str(e) for e in p.errors], description=description)
         for f in p.changed_files:
             f.path.write_bytes(f.after)
         got = _tree(work)
         want_dir = case.folder / "after"
         want = _tree(want_dir) if want_dir.is_dir() else _tree(case.folder / "before")
+        updated = False
         if got != want:
-            if update:
-                if want_dir.exists():
-                    shutil.rmtree(want_dir)
-                shutil.copytree(work, want_dir, symlinks=True,
-                                ignore=shutil.ignore_patterns("__pycache__", ".specpatch"))
-                return CaseResult(case, True, "after/ rewritten", updated=True)
-            return CaseResult(case, False, "result differs from after/", _tree_diff(want, got))
-        again = plan(recipe, find_target(work, package=recipe.target.package,
-                                         assume_version=conf.get("assume_version")), params)
+            if not update:
+                return CaseResult(case, False, "result differs from " + ("after/" if want_dir.is_dir() else
+                                  "before/ (no after/: the case must stay unchanged)"), _tree_diff(want, got),
+                                  description=description)
+            if want_dir.exists():
+                shutil.rmtree(want_dir)
+            shutil.copytree(work, want_dir, symlinks=True, ignore=shutil.ignore_patterns("__pycache__", ".specpatch"))
+            updated = True
+        again = plan(recipe, find_target(work, package=recipe.target.package, assume_version=version), params)
         if not again.ok or again.changed_files:
             return CaseResult(case, False, "a second run is not a no-op",
-                              [str(e) for e in again.errors] + [again.diff()])
-    return CaseResult(case, True, "ok")
+                              [str(e) for e in again.errors] + [again.diff()], updated=updated,
+                              description=description)
+    return CaseResult(case, True, "after/ rewritten" if updated else "ok", updated=updated, description=description)
 
 
-def _check_error(case: Case, p, expect: dict) -> CaseResult:
-    errors = list(p.errors)
-    if p.selection.refuse:
-        errors.append(RecipeError(p.selection.refuse))
+def _check_error(case: Case, errors: list[SpecpatchError], expect: dict, *, plan_diff: str = "",
+                 description: str = "") -> CaseResult:
+    """The first error must match what expect.yaml names (a failing plan is never written: nothing to compare)."""
     if not errors:
-        return CaseResult(case, False, f"expected {expect.get('error')}, but the recipe applies", [p.diff()])
+        return CaseResult(case, False, f"expected {expect.get('error') or 'an error'}, but the recipe applies",
+                          [plan_diff] if plan_diff else [], description=description)
     err = errors[0]
     problems = []
     if expect.get("error") and type(err).__name__ != expect["error"]:
@@ -129,11 +168,10 @@ def _check_error(case: Case, p, expect: dict) -> CaseResult:
         problems.append(f"step {err.location.step} != {expect['step']}")
     if "file" in expect and err.location.file != expect["file"]:
         problems.append(f"file {err.location.file} != {expect['file']}")
-    if "message" in expect and expect["message"] not in err.message:
+    if "message" in expect and str(expect["message"]) not in err.message:
         problems.append(f"message {err.message!r} lacks {expect['message']!r}")
-    if any(f.changed for f in p.files) and errors:
-        problems.append("a failing plan has changed files")
-    return CaseResult(case, not problems, "; ".join(problems) or f"fails as expected: {err.title}", [str(err)])
+    return CaseResult(case, not problems, "; ".join(problems) or f"fails as expected: {err.title}", [str(err)],
+                      description=description)
 
 
 def _tree_diff(want: dict[str, bytes], got: dict[str, bytes]) -> list[str]:
@@ -146,16 +184,27 @@ def _tree_diff(want: dict[str, bytes], got: dict[str, bytes]) -> list[str]:
     return out
 
 
+def iter_results(recipe_id: str | None = None, *, fixtures_root: Path | None = None, update: bool = False,
+                 recipe_dirs: list[Path] | None = None) -> Iterator[CaseResult]:
+    """Run every case (of one recipe, or all), yielding each result as soon as it is known."""
+    recipes: dict[str, Recipe | SpecpatchError] = {}
+    for case in discover(fixtures_root, recipe_id):
+        if case.recipe_id not in recipes:
+            try:
+                recipes[case.recipe_id] = load_recipe(case.recipe_id, recipe_dirs)
+            except SpecpatchError as exc:  # every case of that recipe fails, and says why
+                recipes[case.recipe_id] = exc
+        recipe = recipes[case.recipe_id]
+        if isinstance(recipe, SpecpatchError):
+            yield CaseResult(case, False, f"cannot load recipe `{case.recipe_id}`: {recipe.title}", [str(recipe)])
+            continue
+        yield run_case(case, recipe, update=update)
+
+
 def run_cases(recipe_id: str | None = None, *, fixtures_root: Path | None = None, update: bool = False,
               recipe_dirs: list[Path] | None = None) -> list[CaseResult]:
     """Run every case (of one recipe, or all) and return the results."""
-    results = []
-    recipes: dict[str, Recipe] = {}
-    for case in discover(fixtures_root, recipe_id):
-        if case.recipe_id not in recipes:
-            recipes[case.recipe_id] = load_recipe(case.recipe_id, recipe_dirs)
-        results.append(run_case(case, recipes[case.recipe_id], update=update))
-    return results
+    return list(iter_results(recipe_id, fixtures_root=fixtures_root, update=update, recipe_dirs=recipe_dirs))
 
 
 def iter_case_params(fixtures_root: Path | None = None) -> Iterator[tuple[str, Case]]:

@@ -100,7 +100,7 @@ def test_new_multi_line_statement_is_the_next_statement():
         """)
     body = out.module.body[0].body.body[0].body.body
     assert [type(s).__name__ for s in body] == ["SimpleStatementLine"] * 3
-    assert body[1] is out.inserted[0]
+    assert out.module.code_for_node(body[1]) == out.module.code_for_node(out.inserted[0])
 
 
 def test_anchor_inside_if_block():

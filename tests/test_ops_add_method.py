@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from op_helpers import cannot, check, op, unchanged
 
+import libcst as cst
+
 from patcher.errors import AnchorAmbiguous, AnchorNotFound, Conflict
 
 CODE = """\
@@ -212,3 +214,29 @@ def test_nested_class_with_tabs():
                     return batch.size() <= self.threshold
         """, tabs=True)
     assert "\n\n\t\tdef is_small" in out.module.code and "\n\t\t\treturn batch.size()" in out.module.code
+
+
+def test_multi_line_docstring_takes_the_indentation_of_its_place():
+    method = op("add_method", **{"class": "A"}, code='def g(self):\n    """Doc.\n\n    More.\n    """\n    return 1\n')
+    check(method, """
+        class A:
+            def f(self):
+                pass
+        """, '''
+        class A:
+            def f(self):
+                pass
+
+            def g(self):
+                """Doc.
+
+                More.
+                """
+                return 1
+        ''')
+
+
+def test_multi_line_string_in_crlf_file_uses_crlf():
+    method = op("add_method", **{"class": "A"}, code='def g(self):\n    """Doc.\n\n    More.\n    """\n')
+    out = method.apply(cst.parse_module("class A:\r\n    x = 1\r\n"))
+    assert "\n" not in out.module.code.replace("\r\n", "")
