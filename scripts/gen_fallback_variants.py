@@ -1,0 +1,106 @@
+"""Regenerate the fallback-patch variants of dynamic-spec-disable (0.5.4-0.5.13) in recipes/dynamic-spec-disable/variants.yaml.
+
+The recipe format has no "top-level steps with a few replaced" form: a variant's `steps` replace the recipe's
+whole list. The fallback variants are the 0.5.9 steps (recipes/dynamic-spec-disable.yaml) with per-release
+replacements, so they are generated from it: run this after changing the 0.5.9 steps, then review `git diff`.
+The part of variants.yaml between the BEGIN/END markers is rewritten; the rest is left as it is.
+
+    python scripts/gen_fallback_variants.py
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+RECIPE = ROOT / "recipes" / "dynamic-spec-disable.yaml"
+VARIANTS = ROOT / "recipes" / "dynamic-spec-disable" / "variants.yaml"
+BEGIN = "# ---- BEGIN generated fallback variants (scripts/gen_fallback_variants.py) ----"
+END = "# ---- END generated fallback variants ----"
+
+# name, versions, description, {step name: {option: value}} replacements, verify (None: the recipe's)
+FALLBACK_VARIANTS = [
+    dict(
+        name="fallback-0.5.9",
+        versions=">=0.5.9,<0.5.10",
+        description="The recipe's own steps and checks, written for 0.5.9.",
+        replace=None,  # no steps, no verify: the recipe's top-level ones
+    ),
+    dict(
+        name="fallback-0.5.8",
+        versions=">=0.5.8,<0.5.9",
+        description=(
+            "The 0.5.9 fallback patch. 0.5.8 differs only where the one-token draft catch-up builds its\n"
+            "EagleDraftInput: the per-request token counts are still named num_tokens_per_batch /\n"
+            "num_tokens_for_logprob_per_batch (0.5.9 renamed them _per_req)."
+        ),
+        replace={"worker-catch-up-single": {"code_file": "v0_5_8/worker_catch_up_single.py"}},
+        probe="probes/worker_probe_compat.py",
+    ),
+]
+
+
+def _steps(raw: dict, replace: dict) -> list:
+    steps = copy.deepcopy(raw["steps"])
+    names = {s.get("name") for s in steps}
+    unknown = set(replace) - names
+    if unknown:
+        raise SystemExit(f"replacements for steps the recipe does not have: {sorted(unknown)}")
+    for step in steps:
+        for key, value in replace.get(step.get("name"), {}).items():
+            if key == "code_file":
+                step.pop("code", None)
+            step[key] = value
+    return steps
+
+
+def _verify(raw: dict, probe: str | None) -> dict:
+    verify = copy.deepcopy(raw["verify"])
+    if probe:
+        verify["probes"] = [
+            dict(p, path=probe) if p["path"].endswith("worker_probe.py") else p for p in verify["probes"]
+        ]
+    return verify
+
+
+class _Dumper(yaml.SafeDumper):
+    """Multi-line strings as literal blocks (`|`), as a person would write them."""
+
+
+_Dumper.add_representer(str, lambda d, v: d.represent_scalar(
+    "tag:yaml.org,2002:str", v, style="|" if "\n" in v else None))
+
+
+def generate() -> str:
+    raw = yaml.safe_load(RECIPE.read_text(encoding="utf-8"))
+    out = []
+    for v in FALLBACK_VARIANTS:
+        if v["replace"] is None:
+            out.append({"name": v["name"], "versions": v["versions"], "description": v["description"] + "\n"})
+            continue
+        out.append({
+            "name": v["name"], "versions": v["versions"], "description": v["description"] + "\n",
+            "steps": _steps(raw, v["replace"]), "verify": _verify(raw, v.get("probe")),
+        })
+    body = yaml.dump(out, Dumper=_Dumper, sort_keys=False, width=118, allow_unicode=True)
+    return f"{BEGIN}\n{body}{END}\n"
+
+
+def main() -> None:
+    text = VARIANTS.read_text(encoding="utf-8")
+    block = generate()
+    if BEGIN in text:
+        head, rest = text.split(BEGIN, 1)
+        tail = rest.split(END, 1)[1].lstrip("\n")
+        text = head + block + ("\n" + tail if tail else "")
+    else:
+        text = text.rstrip("\n") + "\n\n" + block
+    VARIANTS.write_text(text, encoding="utf-8")
+    print(f"wrote {len(FALLBACK_VARIANTS)} variants into {VARIANTS.relative_to(ROOT)}")
+
+
+if __name__ == "__main__":
+    main()
