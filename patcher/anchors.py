@@ -43,9 +43,26 @@ def line_of_text(text: str, snippet: str, start: int = 0) -> int | None:
     lines = [ln.strip() for ln in snippet.strip("\n").splitlines()]
     if not lines or not lines[0]:
         return None
-    pattern = r"\n".join(r"^[ \t]*" + re.escape(ln) + r"[ \t]*\r?$" for ln in lines)
-    m = re.compile(pattern, re.M).search(text, start)
-    return None if m is None else text.count("\n", 0, m.start()) + 1
+    # A text line matches a snippet line when it is that line between spaces/tabs, maybe before a "\r". Search for
+    # the first line only and compare the next ones in place: one regex of a whole method's lines costs more to
+    # compile than the rest of the step.
+    first = re.compile(r"^[ \t]*" + re.escape(lines[0]) + r"[ \t]*\r?$", re.M)
+    pos = start
+    while (m := first.search(text, pos)) is not None:
+        end = m.end()  # at the "\n" ending the line, or the end of the text
+        for ln in lines[1:]:
+            if end >= len(text):
+                break
+            nxt = text.find("\n", end + 1)
+            nxt = len(text) if nxt == -1 else nxt
+            row = text[end + 1:nxt]
+            if (row[:-1] if row.endswith("\r") else row).strip(" \t") != ln:
+                break
+            end = nxt
+        else:
+            return text.count("\n", 0, m.start()) + 1
+        pos = m.start() + 1
+    return None
 
 
 def normalized(code: str) -> str | None:
@@ -342,6 +359,12 @@ def iter_calls_named(stmt: cst.CSTNode, attr: str) -> Iterator[cst.Call]:
 
 def string_value(node: cst.BaseExpression) -> str | None:
     """The value of a plain string literal node (no f-strings), else None."""
+    if isinstance(node, cst.SimpleString):
+        raw = node.value
+        # `"--flag"` without prefix, backslash or triple quotes is its text: ast.literal_eval (what libcst's
+        # evaluated_value runs) would say the same, at a cost that shows on the hundreds of flags of add_cli_args
+        if raw[0] in "'\"" and raw[:3] != raw[0] * 3 and "\\" not in raw and "\0" not in raw:
+            return raw[1:-1]
     if isinstance(node, (cst.SimpleString, cst.ConcatenatedString)):
         value = node.evaluated_value
         return value if isinstance(value, str) else None

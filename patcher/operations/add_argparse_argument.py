@@ -87,17 +87,17 @@ class AddArgparseArgument(Operation):
         new_stmts = parse_statements(self.code, module)
         new_flag = self.new_flag()
         fpath = find_function(module, self.function)
-        statements = list(argument_statements(fpath))
-        existing = [p for p in statements if new_flag in flags_of(p[-1])]
+        flagged = [(p, flags) for p in walk_statements(fpath) if (flags := flags_of(p[-1]))]  # read each once
+        existing = [p for p, flags in flagged if new_flag in flags]
         if existing:
             have = code_of(module, existing[0][-1])
             if same_code(have, self.code):
                 return AlreadyApplied(existing[0][-1])
             raise Conflict(f"`{new_flag}` is already registered in `{self.function}` with other arguments",
                            candidates=[Candidate(have.strip().splitlines()[0], node=existing[0][-1])])
-        anchors = [p for p in statements if self.after_flag in flags_of(p[-1])]
+        anchors = [p for p, flags in flagged if self.after_flag in flags]
         if not anchors:
-            by_flag = {f: p[-1] for p in statements for f in flags_of(p[-1])}
+            by_flag = {f: p[-1] for p, flags in flagged for f in flags}
             raise AnchorNotFound(
                 f'no `add_argument("{self.after_flag}", ...)` in {self.function}',
                 candidates=[Candidate(f'"{f}"', node=by_flag[f]) for f in near(self.after_flag, list(by_flag))],
