@@ -24,6 +24,21 @@ END = "# ---- END generated fallback variants ----"
 # name, versions, description, {step name: {option: value}} replacements, verify (None: the recipe's)
 FALLBACK_VARIANTS = [
     dict(
+        name="fallback-0.5.7",
+        versions=">=0.5.7,<0.5.8",
+        description=(
+            "The 0.5.9 fallback patch with 0.5.7's differences: the one-token catch-up's EagleDraftInput uses\n"
+            "the _per_batch names, and the draft catch-up runs inside the MoE contexts only, as 0.5.7's own\n"
+            "speculative path does (it wraps no draft call in draft_tp_context; 0.5.8 does)."
+        ),
+        replace={
+            "worker-fallback": {"code_file": "v0_5_7/worker_fallback.py"},
+            "worker-catch-up-single": {"code_file": "v0_5_8/worker_catch_up_single.py"},
+        },
+        probe="probes/worker_probe_compat.py",
+        extra_stubs=["vllm"],  # 0.5.7 imports vllm (GPU-only) in layers/activation.py on the way to the worker
+    ),
+    dict(
         name="fallback-0.5.9",
         versions=">=0.5.9,<0.5.10",
         description="The recipe's own steps and checks, written for 0.5.9.",
@@ -57,8 +72,9 @@ def _steps(raw: dict, replace: dict) -> list:
     return steps
 
 
-def _verify(raw: dict, probe: str | None) -> dict:
+def _verify(raw: dict, probe: str | None, extra_stubs: list | None = None) -> dict:
     verify = copy.deepcopy(raw["verify"])
+    verify["stubs"] = list(verify.get("stubs", [])) + [s for s in extra_stubs or [] if s not in verify.get("stubs", [])]
     if probe:
         verify["probes"] = [
             dict(p, path=probe) if p["path"].endswith("worker_probe.py") else p for p in verify["probes"]
@@ -83,7 +99,7 @@ def generate() -> str:
             continue
         out.append({
             "name": v["name"], "versions": v["versions"], "description": v["description"] + "\n",
-            "steps": _steps(raw, v["replace"]), "verify": _verify(raw, v.get("probe")),
+            "steps": _steps(raw, v["replace"]), "verify": _verify(raw, v.get("probe"), v.get("extra_stubs")),
         })
     body = yaml.dump(out, Dumper=_Dumper, sort_keys=False, width=118, allow_unicode=True)
     return f"{BEGIN}\n{body}{END}\n"
