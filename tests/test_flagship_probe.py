@@ -6,12 +6,11 @@ Each broken variant edits one thing in the patched eagle_worker_v2.py (accept_le
 runner not restored, ...) and the probe must report a PROBE-FAIL and exit non-zero.
 
 Needs: the CPU environment (an interpreter that imports torch: this one, or $SPECPATCH_CPU_PYTHON) and the 0.5.9
-sources ($SPECPATCH_SGLANG_059, /tmp/sg/0.5.9, or the fetch cache).
+release (fetched from the registry, cached).
 """
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import re
@@ -34,43 +33,16 @@ WORKER = "sglang/srt/speculative/eagle_worker_v2.py"
 pytestmark = [pytest.mark.sglang, pytest.mark.cpuenv]
 
 
-def _cpu_python() -> str | None:
-    configured = os.environ.get("SPECPATCH_CPU_PYTHON")
-    if configured:
-        return configured
-    if importlib.util.find_spec("torch") is not None and importlib.util.find_spec("transformers") is not None:
-        return sys.executable
-    return None
-
-
-def _pristine_059() -> Path | None:
-    for candidate in (os.environ.get("SPECPATCH_SGLANG_059"), "/tmp/sg/0.5.9"):
-        if candidate and (Path(candidate) / "sglang" / "srt" / "server_args.py").is_file():
-            return Path(candidate)
-    try:
-        from patcher.fetch import fetch_release  # downloads once, then cached
-    except ImportError:
-        return None
-    try:
-        return Path(fetch_release("sglang", "0.5.9"))
-    except Exception:  # no network, no registry: the test is skipped, not failed
-        return None
+@pytest.fixture(scope="module")
+def cpu_python(cpuenv_python) -> str:
+    """The CPU environment's interpreter (tests/conftest.py: fails, never skips, when it is missing in CI)."""
+    return cpuenv_python
 
 
 @pytest.fixture(scope="module")
-def cpu_python() -> str:
-    python = _cpu_python()
-    if python is None:
-        pytest.skip("no interpreter in which sglang imports (build it with scripts/cpu-env.sh)")
-    return python
-
-
-@pytest.fixture(scope="module")
-def patched(tmp_path_factory) -> Path:
+def patched(tmp_path_factory, sglang_release) -> Path:
     """A copy of sglang 0.5.9 with the recipe applied by the engine; its root holds the `sglang` folder."""
-    pristine = _pristine_059()
-    if pristine is None:
-        pytest.skip("sglang 0.5.9 sources not available")
+    pristine = sglang_release("0.5.9")
     root = tmp_path_factory.mktemp("sglang-0.5.9-patched")
     shutil.copytree(pristine / "sglang", root / "sglang", ignore=shutil.ignore_patterns("__pycache__"))
     result = plan(load_recipe(str(RECIPE)), find_target(root, assume_version="0.5.9"))
@@ -107,10 +79,8 @@ def test_server_args_probe_passes_on_the_patched_release(cpu_python, patched):
     assert len(marks(run.stdout, "OK")) >= 5, run.stdout
 
 
-def test_worker_probe_fails_on_the_pristine_release(cpu_python, tmp_path):
-    pristine = _pristine_059()
-    if pristine is None:
-        pytest.skip("sglang 0.5.9 sources not available")
+def test_worker_probe_fails_on_the_pristine_release(cpu_python, tmp_path, sglang_release):
+    pristine = sglang_release("0.5.9")
     run = run_probe(cpu_python, pristine, "worker_probe.py")
     assert run.returncode != 0 and marks(run.stdout, "FAIL"), run.stdout
 
@@ -191,7 +161,7 @@ def test_worker_probe_fails_on_a_broken_fallback(broken_runs, name, expected):
 
 def test_probe_through_specpatch_verify(cpu_python, patched):
     """The same probes through patcher.verify.run_probes, the runner `specpatch verify` uses (stubs included)."""
-    verify = pytest.importorskip("patcher.verify")
+    from patcher import verify
     recipe = load_recipe(str(RECIPE))
     target = find_target(patched, assume_version="0.5.9")
     checks = verify.run_probes(target, recipe.verify, recipe.folder, python=cpu_python,
