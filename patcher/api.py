@@ -301,7 +301,7 @@ class CheckResult:
     """`check`: is the recipe applied and intact? No writes."""
 
     plan: Plan
-    state: str  #: applied | would_change | drift | cannot_apply | refused
+    state: str  #: applied | would_change | drift | cannot_apply | refused | unfinished
     message: str
     files: list[dict[str, Any]] = field(default_factory=list)
     exit_code: ExitCode = ExitCode.OK
@@ -315,29 +315,80 @@ class CheckResult:
 
 
 def check(recipe: Recipe, target: Target, *, params: dict[str, str] | None = None) -> CheckResult:
-    """The CI gate: 0 applied and intact; WOULD_CHANGE; DRIFT (recorded but changed); CANNOT_APPLY."""
+    """The CI gate, no writes: is `recipe` applied to `target` and intact?
+
+    - ``applied`` (OK): the plan changes nothing and every file the ledger recorded still has its patched bytes
+      (a recipe whose edits are present without a ledger entry, applied by hand or by another tool, counts too);
+    - ``would_change`` (WOULD_CHANGE): not applied, and it applies cleanly; also a recipe updated since it was
+      applied, whose recorded files are intact but which now has more to do;
+    - ``drift`` (DRIFT): applied, but a patched file was changed or removed since (or the edits are gone);
+    - ``cannot_apply`` (the errors' code: CANNOT_APPLY, or BAD_INPUT for a file that does not parse) and
+      ``refused`` (CANNOT_APPLY): not applied, and it cannot be;
+    - ``unfinished`` (DRIFT): an apply or rollback was interrupted; the next specpatch command that takes the lock
+      finishes or undoes it, `check` only reports it.
+
+    Without `params`, the values recorded when the recipe was applied are checked (not the defaults); given ones
+    override them. A target whose release cannot be read is checked as the release recorded at apply time.
+    """
+    from dataclasses import replace
+
     from . import transaction
 
+    report = transaction.status(target)  # reads only: no lock, no state folder created
+    records = [r for r in report.applied if r.recipe == recipe.id]
+    record = records[-1] if records else None
+    if record is not None:
+        params = {**{k: str(v) for k, v in record.params.items() if k in recipe.params}, **(params or {})}
+        if target.version is None and record.release:
+            target = replace(target, version=Version(record.release), version_source="ledger")
     p = plan(recipe, target, params)
-    records = [r for r in transaction.applied_records(target) if r.recipe == recipe.id]
-    files: list[dict[str, Any]] = []
-    if records:
-        files = [s.to_dict() for s in transaction.file_states(target, records[-1])]
+    files = _check_files(target, record, report.applied) if record else []
     changed_by_hand = [f["file"] for f in files if f["state"] != "intact"]
+
+    def result(state: str, message: str, code: ExitCode) -> CheckResult:
+        return CheckResult(p, state, message, files, code)
+
+    if report.pending is not None:
+        j = report.pending
+        return result("unfinished", f"an interrupted {j.kind} of {j.record.recipe} (started {j.started}, pid "
+                      f"{j.pid}) is pending; the next `specpatch apply/rollback/verify` finishes or undoes it",
+                      ExitCode.DRIFT)
     if p.selection.refuse:
-        return CheckResult(p, "refused", p.selection.refuse, files, ExitCode.CANNOT_APPLY)
+        return result("refused", p.selection.refuse, ExitCode.CANNOT_APPLY)
+    if changed_by_hand:
+        how = "edits still present" if p.ok and not p.changed_files else "edits gone or changed"
+        return result("drift", f"{recipe.id} was applied, but files changed since: {', '.join(changed_by_hand)} "
+                      f"({how})", ExitCode.DRIFT)
     if p.ok and not p.changed_files:
-        if changed_by_hand:
-            return CheckResult(p, "drift", f"applied, but changed by hand since: {', '.join(changed_by_hand)}",
-                               files, ExitCode.DRIFT)
-        return CheckResult(p, "applied", f"{recipe.id} is applied and intact", files, ExitCode.OK)
-    if records:
-        return CheckResult(p, "drift", f"{recipe.id} was applied but its edits are gone or changed: "
-                                       f"{', '.join(changed_by_hand) or 'see the diff'}", files, ExitCode.DRIFT)
+        if record is None:
+            return result("applied", f"the edits of {recipe.id} are present (not recorded by specpatch: applied "
+                          f"by hand or by another tool)", ExitCode.OK)
+        return result("applied", f"{recipe.id} is applied and intact", ExitCode.OK)
     if not p.ok:
-        return CheckResult(p, "cannot_apply", "; ".join(str(e) for e in p.errors), files, ExitCode.CANNOT_APPLY)
-    return CheckResult(p, "would_change", f"{recipe.id} is not applied: {len(p.changed_files)} file(s) would change",
-                       files, ExitCode.WOULD_CHANGE)
+        code = max(e.exit_code for e in p.errors)
+        first = p.errors[0]
+        what = "was applied and its files are intact, but now" if record else "is not applied and"
+        return result("cannot_apply", f"{recipe.id} {what} cannot apply: {first}", ExitCode(code))
+    if record is not None:
+        return result("would_change", f"{recipe.id} v{record.recipe_version} is applied and intact, but this "
+                      f"recipe (v{recipe.version}) would change {len(p.changed_files)} more file(s)",
+                      ExitCode.WOULD_CHANGE)
+    return result("would_change", f"{recipe.id} is not applied: {len(p.changed_files)} file(s) would change",
+                  ExitCode.WOULD_CHANGE)
+
+
+def _check_files(target: Target, record: Any, applied: list[Any]) -> list[dict[str, Any]]:
+    """The state of each file of `record`, judged against the last recipe that wrote it (recipes may stack)."""
+    from . import transaction
+
+    last = {fr.rel: r for r in applied for fr in r.files}  # the ledger is oldest first
+    out = []
+    for s in transaction.file_states(target, record):
+        owner = last.get(s.rel, record)
+        if owner is not record:
+            s = next(x for x in transaction.file_states(target, owner) if x.rel == s.rel)
+        out.append({**s.to_dict(), **({"last_written_by": owner.recipe} if owner is not record else {})})
+    return out
 
 
 @dataclass

@@ -1,16 +1,22 @@
-"""The typer app: parse options, call the API, render, exit with the report's code. No logic lives here."""
+"""The typer app: parse options, call the API, render, exit with the report's code. No logic lives here.
+
+Importing this module stays cheap (`specpatch --help` must be fast): rich, libcst, pydantic and yaml are imported
+inside the commands that need them.
+"""
 
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
+from enum import Enum
 from pathlib import Path
 from typing import Iterator, List, Optional
 
 import typer
 from typing_extensions import Annotated
 
-from .errors import ExitCode, SpecpatchError, UsageError
+from .errors import SpecpatchError, UsageError
 
 app = typer.Typer(
     name="specpatch",
@@ -20,14 +26,47 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
+
+# --------------------------------------------------------------------------------------------------- completion
+
+
+def _recipe_folders(extra: list[Path] | None) -> list[Path]:
+    """The recipe path without importing the recipe model (completion must answer fast); see recipe.recipe_dirs."""
+    here = Path(__file__).resolve().parent
+    shipped = here / "recipes" if (here / "recipes").is_dir() else here.parent / "recipes"
+    env = [Path(p) for p in os.environ.get("SPECPATCH_RECIPE_PATH", "").split(os.pathsep) if p]
+    return [*(extra or []), *env, shipped]
+
+
+def _complete_recipe(ctx: typer.Context, incomplete: str) -> list[str]:
+    names: set[str] = set()
+    for folder in _recipe_folders(ctx.params.get("recipe_path")):
+        if folder.is_dir():
+            names.update(p.stem for p in folder.glob("*.yaml"))
+    return sorted(n for n in names if n.startswith(incomplete))
+
+
+# --------------------------------------------------------------------------------------------------- options
+
+
+RecipeArg = Annotated[str, typer.Argument(help="a recipe id (`specpatch list`) or the path of a recipe .yaml",
+                                          autocompletion=_complete_recipe)]
 TargetOpt = Annotated[Optional[Path], typer.Option("--target", "-t", help="checkout, site-packages or package folder")]
 PackageOpt = Annotated[str, typer.Option("--package", help="the package to patch; without --target, the installed one")]
 VersionOpt = Annotated[Optional[str], typer.Option("--assume-version", help="treat the target as this release")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="machine-readable output on stdout")]
-RecipePathOpt = Annotated[Optional[List[Path]], typer.Option("--recipe-path", help="extra folder of recipes")]
+RecipePathOpt = Annotated[Optional[List[Path]], typer.Option(
+    "--recipe-path", help="extra folder of recipes (repeatable; also $SPECPATCH_RECIPE_PATH)")]
 LockOpt = Annotated[float, typer.Option("--lock-timeout", help="seconds to wait for another specpatch")]
 PythonOpt = Annotated[Optional[str], typer.Option("--python", help="interpreter of the target's environment")]
-QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="only errors")]
+ParamOpt = Annotated[Optional[List[str]], typer.Option("--param", help="NAME=VALUE (repeatable)")]
+NoSmokeOpt = Annotated[bool, typer.Option("--no-smoke", help="skip the import smoke test and probes")]
+
+
+class Format(str, Enum):
+    text = "text"
+    json = "json"
+    markdown = "markdown"
 
 
 class _State:
@@ -35,33 +74,48 @@ class _State:
     verbose = False
 
 
+def _version(value: bool) -> None:
+    if value:
+        from . import __version__
+
+        typer.echo(f"specpatch {__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
 def _main(
-    quiet: QuietOpt = False,
-    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="more detail")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="print errors only (and --json / markdown output)")]
+    = False,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="more detail: step tables, check output, "
+                                                                  "tracebacks of internal errors")] = False,
+    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                          help="print the version and exit")] = False,
 ) -> None:
+    """Declarative, verified, reversible source patches for ML serving engines (sglang).
+
+    Exit codes: 0 ok, 1 internal error, 2 bad input, 3 cannot apply, 4 verification failed, 5 drift,
+    6 locked, 7 would change (check). NO_COLOR=1 turns colours and spinners off.
+    """
     _State.quiet, _State.verbose = quiet, verbose
 
 
-def _consoles():
-    from .report import make_console
+def _ui():
+    from .report import make_ui
 
-    return make_console(quiet=_State.quiet), make_console(stderr=True)
+    return make_ui(quiet=_State.quiet, verbose=_State.verbose)
 
 
 @contextlib.contextmanager
-def reported_errors(as_json: bool = False) -> Iterator[None]:
+def reported_errors(ui, as_json: bool = False) -> Iterator[None]:
     """Turn a SpecpatchError into an `Error:`/`Help:` message (or JSON) and its exit code."""
     try:
         yield
     except SpecpatchError as err:
-        from .report import print_error, print_json
+        from .report import print_json
 
-        out, errc = _consoles()
         if as_json:
-            print_json(out, {"ok": False, "exit_code": int(err.exit_code), "error": err.to_dict()})
-        else:
-            print_error(errc, err)
+            print_json({"ok": False, "exit_code": int(err.exit_code), "error": err.to_dict()})
+        ui.error(err)
         raise typer.Exit(int(err.exit_code)) from None
 
 
@@ -81,75 +135,118 @@ def _target(target: Path | None, package: str, assume_version: str | None):
     return find_target(target, package=package, assume_version=assume_version)
 
 
+def _release(target) -> str:
+    return f"{target.package} {target.version or '(unknown release)'}"
+
+
+# --------------------------------------------------------------------------------------------------- commands
+
+
 @app.command("list")
 def list_(recipe_path: RecipePathOpt = None, json: JsonOpt = False) -> None:
     """List the available recipes."""
     from . import api
     from .report import print_json
 
-    out, _ = _consoles()
-    with reported_errors(json):
+    ui = _ui()
+    with reported_errors(ui, json):
         recipes = api.list_recipes(recipe_path)
     if json:
-        print_json(out, [{"id": r.id, "title": r.title, "versions": r.target.versions, "source": str(r.source)}
-                         for r in recipes])
+        print_json([{"id": r.id, "title": r.title, "versions": r.target.versions, "source": str(r.source)}
+                    for r in recipes])
         return
     from rich.table import Table
 
-    table = Table("recipe", "title", "releases")
+    table = Table("recipe", "title", "releases") if not ui.verbose else Table("recipe", "title", "releases", "file")
     for r in recipes:
-        table.add_row(r.id, r.title, f"{r.target.package} {r.target.versions}")
-    out.print(table)
+        row = [r.id, r.title, f"{r.target.package} {r.target.versions}"]
+        table.add_row(*row, *([str(r.source)] if ui.verbose else []))
+    ui.out.print(table)
 
 
 @app.command()
-def show(recipe: str, recipe_path: RecipePathOpt = None, json: JsonOpt = False) -> None:
+def show(recipe: RecipeArg, recipe_path: RecipePathOpt = None, json: JsonOpt = False) -> None:
     """Show what RECIPE changes and which releases it supports."""
+    from rich.markup import escape
+
     from . import api
     from .report import print_json
 
-    out, _ = _consoles()
-    with reported_errors(json):
-        info = api.describe_recipe(api.load(recipe, recipe_path))
+    ui = _ui()
+    with reported_errors(ui, json):
+        loaded = api.load(recipe, recipe_path)
+        info = api.describe_recipe(loaded)
     if json:
-        print_json(out, info)
+        print_json(info)
         return
-    out.print(f"[bold]{info['id']}[/bold] (v{info['version']}): {info['title']}")
-    out.print(info["description"].rstrip())
-    out.print(f"target: {info['package']} {info['versions']}")
+    out = ui.out
+    out.print(f"[bold]{escape(info['id'])}[/bold] (v{info['version']}): {escape(info['title'])}")
+    out.print(escape(info["description"].rstrip()))
+    out.print(f"target: {escape(info['package'])} {escape(info['versions'])}")
+    if ui.verbose:
+        out.print(f"file: {escape(str(loaded.source))}")
     for name, p in info["params"].items():
-        out.print(f"param {name} ({p['type']}, default {p['default']!r}): {p['description']}")
+        out.print(f"param {escape(name)} ({p['type']}, default {escape(repr(p['default']))}): "
+                  f"{escape(p['description'].strip())}")
     for variant in info["variants"]:
-        out.print(f"\n[bold]{variant['name']}[/bold] ({variant['versions']})"
-                  + (f": refuses: {variant['refuse']}" if variant["refuse"] else ""))
+        out.print(f"\n[bold]{escape(variant['name'])}[/bold] ({escape(variant['versions'])})"
+                  + (f": refuses: {escape(variant['refuse'])}" if variant["refuse"] else ""))
         for i, step in enumerate(variant["steps"], 1):
-            out.print(f"  {i}. {step['file']}: {step['description']}")
+            out.print(f"  {i}. {escape(step['file'])}: {escape(step['description'])}")
         for check in variant["checks"]:
-            out.print(f"  check: {check}")
+            out.print(f"  check: {escape(check)}")
 
 
 @app.command()
 def schema() -> None:
-    """Print the JSON Schema of the recipe format (for editor validation)."""
+    """Print the JSON Schema of the recipe format, for editor validation.
+
+    Save it (`specpatch schema > specpatch.schema.json`) and put
+    `# yaml-language-server: $schema=specpatch.schema.json` on the first line of a recipe.
+    """
     import json
 
     from .recipe import json_schema
 
-    sys.stdout.write(json.dumps(json_schema(), indent=2) + "\n")
+    sys.stdout.write(json.dumps(_with_file_options(json_schema()), indent=2) + "\n")
+
+
+def _with_file_options(schema: dict) -> dict:
+    """Let the schema accept what the loader accepts: any option `X` of a step, a variant or the recipe may be given
+    as `X_file: path` (read from a file beside the recipe), e.g. `code_file: worker_init.py`, `variants_file:
+    variants.yaml`. (The recipe model has no such fields: the loader reads the files before validating.)"""
+    fixed = {"op", "file", "name", "id"}
+
+    def extend(obj: dict) -> None:
+        props = obj.get("properties", {})
+        for key in [k for k in props if k not in fixed and not k.endswith("_file")]:
+            props[f"{key}_file"] = {"type": "string", "title": f"{key} (from a file)",
+                                    "description": f"read `{key}` from this file, relative to the recipe's folder"}
+            if key in obj.get("required", []):
+                obj["required"] = [r for r in obj["required"] if r != key]
+                obj.setdefault("allOf", []).append({"oneOf": [{"required": [key]}, {"required": [f"{key}_file"]}]})
+
+    defs = schema.get("$defs", {})
+    for definition in defs.values():
+        if "op" in definition.get("properties", {}) or definition.get("title") == "Variant":
+            extend(definition)
+    extend(schema)
+    return schema
 
 
 @app.command()
 def apply(
-    recipe: str,
+    recipe: RecipeArg,
     target: TargetOpt = None,
     package: PackageOpt = "sglang",
     dry_run: Annotated[bool, typer.Option("--dry-run", help="write nothing; print the diff")] = False,
     diff_out: Annotated[Optional[Path], typer.Option("--diff-out", help="also write the diff to FILE")] = None,
-    fmt: Annotated[str, typer.Option("--format", help="text | json | markdown")] = "text",
+    fmt: Annotated[Format, typer.Option("--format", help="text (a diff), json, or markdown (a PR comment)")]
+    = Format.text,
     json: JsonOpt = False,
-    param: Annotated[Optional[List[str]], typer.Option("--param", help="NAME=VALUE")] = None,
+    param: ParamOpt = None,
     assume_version: VersionOpt = None,
-    no_smoke: Annotated[bool, typer.Option("--no-smoke", help="skip the import smoke test and probes")] = False,
+    no_smoke: NoSmokeOpt = False,
     python: PythonOpt = None,
     lock_timeout: LockOpt = 60.0,
     recipe_path: RecipePathOpt = None,
@@ -158,46 +255,51 @@ def apply(
     from . import api
     from .report import render_apply
 
-    fmt = "json" if json else fmt
-    if fmt not in ("text", "json", "markdown"):
-        raise typer.BadParameter("--format must be text, json or markdown")
-    out, errc = _consoles()
-    with reported_errors(fmt == "json"):
-        result = api.apply_recipe(
-            api.load(recipe, recipe_path), _target(target, package, assume_version), params=_params(param),
-            dry_run=dry_run, smoke=not no_smoke, python=python, lock_timeout=lock_timeout,
-        )
+    ui = _ui()
+    fmt_name = "json" if json else fmt.value
+    with reported_errors(ui, fmt_name == "json"):
+        loaded, where = api.load(recipe, recipe_path), _target(target, package, assume_version)
+        doing = "planning" if dry_run else "applying, then verifying (syntax, import smoke test, probes)"
+        with ui.status(f"{loaded.id} on {_release(where)}: {doing}"):
+            result = api.apply_recipe(loaded, where, params=_params(param), dry_run=dry_run, smoke=not no_smoke,
+                                      python=python, lock_timeout=lock_timeout)
         if diff_out is not None:
             diff_out.write_text(result.plan.diff(), encoding="utf-8", errors="surrogateescape")
-    render_apply(out, errc, result, fmt=fmt, verbose=_State.verbose)
+    render_apply(ui, result, fmt=fmt_name)
     raise typer.Exit(int(result.exit_code))
 
 
 @app.command()
 def verify(
-    recipe: Annotated[Optional[str], typer.Argument(help="an applied recipe (default: all)")] = None,
+    recipe: Annotated[Optional[str], typer.Argument(help="an applied recipe (default: all)",
+                                                    autocompletion=_complete_recipe)] = None,
     target: TargetOpt = None,
     package: PackageOpt = "sglang",
     json: JsonOpt = False,
     python: PythonOpt = None,
-    no_smoke: Annotated[bool, typer.Option("--no-smoke", help="skip the import smoke test and probes")] = False,
+    no_smoke: NoSmokeOpt = False,
     lock_timeout: LockOpt = 60.0,
+    recipe_path: RecipePathOpt = None,
 ) -> None:
     """Check applied recipes: files intact, syntax, import smoke test, probes."""
     from . import api
     from .report import render_verify
 
-    out, errc = _consoles()
-    with reported_errors(json):
-        result = api.verify(_target(target, package, None), recipe, python=python, smoke=not no_smoke,
-                            lock_timeout=lock_timeout)
-    render_verify(out, errc, result, as_json=json)
+    ui = _ui()
+    with reported_errors(ui, json):
+        where = _target(target, package, None)
+        with ui.status(f"verifying {recipe or 'the applied recipes'} on {_release(where)} "
+                       f"(syntax, import smoke test, probes)"):
+            result = api.verify(where, recipe, python=python, smoke=not no_smoke, lock_timeout=lock_timeout,
+                                extra_dirs=recipe_path)
+    render_verify(ui, result, as_json=json)
     raise typer.Exit(int(result.exit_code))
 
 
 @app.command()
 def rollback(
-    recipe: Annotated[Optional[str], typer.Argument(help="the recipe to roll back (default: the last applied)")] = None,
+    recipe: Annotated[Optional[str], typer.Argument(help="the recipe to roll back (default: the last applied)",
+                                                    autocompletion=_complete_recipe)] = None,
     target: TargetOpt = None,
     package: PackageOpt = "sglang",
     force: Annotated[bool, typer.Option("--force", help="restore even files changed since apply (kept aside)")] = False,
@@ -208,10 +310,10 @@ def rollback(
     from . import api
     from .report import render_rollback
 
-    out, errc = _consoles()
-    with reported_errors(json):
+    ui = _ui()
+    with reported_errors(ui, json):
         result = api.rollback(_target(target, package, None), recipe, force=force, lock_timeout=lock_timeout)
-    render_rollback(out, errc, result, as_json=json)
+    render_rollback(ui, result, as_json=json)
     raise typer.Exit(int(result.exit_code))
 
 
@@ -226,79 +328,108 @@ def status(
     from . import api
     from .report import render_status
 
-    out, errc = _consoles()
-    with reported_errors(json):
+    ui = _ui()
+    with reported_errors(ui, json):
         result = api.status(_target(target, package, None), lock_timeout=lock_timeout)
-    render_status(out, errc, result, as_json=json)
+    render_status(ui, result, as_json=json)
     raise typer.Exit(int(result.exit_code))
 
 
 @app.command()
 def check(
-    recipe: str,
+    recipe: RecipeArg,
     target: TargetOpt = None,
     package: PackageOpt = "sglang",
     json: JsonOpt = False,
-    param: Annotated[Optional[List[str]], typer.Option("--param", help="NAME=VALUE")] = None,
+    param: ParamOpt = None,
     assume_version: VersionOpt = None,
     recipe_path: RecipePathOpt = None,
 ) -> None:
-    """CI gate, no writes: 0 when RECIPE is applied and intact; distinct codes for would-change, drift, cannot-apply."""
+    """CI gate, writes nothing: exit 0 when RECIPE is applied and intact.
+
+    7: not applied, would change the target; 5: applied, but changed since (drift) or an interrupted transaction;
+    3: cannot apply (anchor missing, release refused); 2: bad input.
+    """
     from . import api
     from .report import render_check
 
-    out, errc = _consoles()
-    with reported_errors(json):
-        result = api.check(api.load(recipe, recipe_path), _target(target, package, assume_version),
-                           params=_params(param))
-    render_check(out, errc, result, as_json=json)
+    ui = _ui()
+    with reported_errors(ui, json):
+        loaded, where = api.load(recipe, recipe_path), _target(target, package, assume_version)
+        with ui.status(f"checking {loaded.id} on {_release(where)}"):
+            result = api.check(loaded, where, params=_params(param))
+    render_check(ui, result, as_json=json)
     raise typer.Exit(int(result.exit_code))
 
 
 @app.command("try")
 def try_(
-    recipe: str,
+    recipe: RecipeArg,
     version: Annotated[str, typer.Option("--version", help="the release to fetch from the registry")] = "0.5.9",
     keep: Annotated[Optional[Path], typer.Option("--keep", help="keep the patched tree in DIR")] = None,
     json: JsonOpt = False,
-    param: Annotated[Optional[List[str]], typer.Option("--param", help="NAME=VALUE")] = None,
+    param: ParamOpt = None,
     python: PythonOpt = None,
     recipe_path: RecipePathOpt = None,
 ) -> None:
     """Fetch a pristine release into a scratch folder, apply RECIPE, verify, print the diff and the outcome."""
     from . import api
+    from .fetch import fetch_release
     from .report import render_try
 
-    out, errc = _consoles()
-    with reported_errors(json):
-        result = api.try_recipe(api.load(recipe, recipe_path), version, keep=keep, params=_params(param),
-                                python=python)
-    render_try(out, errc, result, as_json=json)
+    ui = _ui()
+    with reported_errors(ui, json):
+        loaded = api.load(recipe, recipe_path)
+        package = loaded.target.package
+        with ui.status(f"fetching {package} {version} (pip download, once; then cached)"):
+            fetch_release(package, version)
+        with ui.status(f"{loaded.id} on a scratch copy of {package} {version}: applying, then verifying "
+                       f"(import smoke test, probes)"):
+            result = api.try_recipe(loaded, version, keep=keep, params=_params(param), python=python)
+    render_try(ui, result, as_json=json)
     raise typer.Exit(int(result.exit_code))
 
 
 @app.command()
 def test(
-    recipe: Annotated[Optional[str], typer.Argument(help="a recipe (default: all with fixtures)")] = None,
-    fixtures: Annotated[Optional[Path], typer.Option("--fixtures", help="fixture root (default: shipped)")] = None,
-    update: Annotated[bool, typer.Option("--update", help="rewrite after/ from the current output")] = False,
+    recipe: Annotated[Optional[str], typer.Argument(help="a recipe (default: every recipe with fixtures)",
+                                                    autocompletion=_complete_recipe)] = None,
+    fixtures: Annotated[Optional[Path], typer.Option(
+        "--fixtures", help="fixture root: <root>/<recipe-id>/<case>/{before,after}/ (default: the shipped ones)")]
+    = None,
+    update: Annotated[bool, typer.Option("--update", help="rewrite after/ from the current output (review with "
+                                                          "`git diff`)")] = False,
     recipe_path: RecipePathOpt = None,
 ) -> None:
     """Run the before/after fixture cases of recipes byte-exactly (twice: the second run must change nothing)."""
     from . import testing
-    from .report import render_fixture_results
+    from .report import render_fixture_result, render_fixture_summary
 
-    out, errc = _consoles()
-    with reported_errors(False):
-        results = testing.run_cases(recipe, fixtures_root=fixtures, update=update, recipe_dirs=recipe_path)
-    code = render_fixture_results(out, errc, results)
-    raise typer.Exit(code)
+    ui = _ui()
+    root = fixtures or testing.FIXTURES_DIR
+    results = []
+    with reported_errors(ui):
+        if fixtures is not None and not fixtures.is_dir():
+            raise UsageError(f"--fixtures {fixtures}: no such folder")
+        with ui.status("running fixture cases") as say:
+            for result in testing.iter_results(recipe, fixtures_root=root, update=update, recipe_dirs=recipe_path):
+                results.append(result)
+                render_fixture_result(ui, result)
+                say(f"running fixture cases ({len(results)} done)")
+    where = f"{root}" + (f" for `{recipe}`" if recipe else "")
+    raise typer.Exit(render_fixture_summary(ui, results, where))
 
 
 def main() -> None:
-    """Console-script entry point."""
+    """Console-script entry point: Ctrl-C exits 130; an unexpected exception is reported as a bug, exit 1."""
     try:
         app()
     except KeyboardInterrupt:
         sys.stderr.write("interrupted\n")
         sys.exit(130)
+    except Exception as exc:  # noqa: BLE001 - the last line of defence: a bug gets a message, not a bare traceback
+        from .errors import ExitCode
+        from .report import make_console, print_internal_error
+
+        print_internal_error(make_console(stderr=True), exc, traceback=_State.verbose)
+        sys.exit(int(ExitCode.INTERNAL))

@@ -1,11 +1,24 @@
-"""The only module that imports rich: diffs, tables, errors and JSON for the CLI."""
+"""The only module that imports rich: consoles, progress, diffs, tables, errors, markdown and JSON for the CLI.
+
+Where output goes:
+
+- stdout carries what a command produces: a diff, a table of results, JSON (`--json`), markdown (`--format
+  markdown`). `--quiet` silences the human-readable part; JSON and markdown were asked for and are always written.
+- stderr carries progress (a spinner, only on a colour terminal), summaries and notes (silenced by `--quiet`) and
+  errors (never silenced).
+
+`NO_COLOR` (any non-empty value) turns off every escape sequence: no colour, no bold, no spinner, even when
+`FORCE_COLOR` or a terminal would allow them (https://no-color.org).
+"""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
-from typing import Any, Iterable
+from dataclasses import dataclass
+from typing import Any, Iterable, Iterator
 
 from rich.console import Console
 from rich.markup import escape
@@ -15,26 +28,88 @@ from rich.text import Text
 from .errors import SpecpatchError
 
 
+def no_color() -> bool:
+    """True when the NO_COLOR convention asks for plain output."""
+    return bool(os.environ.get("NO_COLOR"))
+
+
 def make_console(*, stderr: bool = False, quiet: bool = False) -> Console:
-    """A console that respects NO_COLOR and plain pipes (no colour codes in redirected output)."""
-    return Console(stderr=stderr, no_color=bool(os.environ.get("NO_COLOR")), quiet=quiet, highlight=False,
-                   soft_wrap=True)
+    """A console that respects NO_COLOR (no escape sequence at all) and plain pipes (no colour when redirected)."""
+    plain = no_color()
+    console = Console(stderr=stderr, quiet=quiet, no_color=plain, color_system=None if plain else "auto",
+                      highlight=False, soft_wrap=True)
+    if not console.is_terminal and not os.environ.get("COLUMNS"):
+        console.width = 120  # logs and pipes: rich's default of 80 columns folds every table
+    return console
 
 
-def print_json(console: Console, data: Any) -> None:
+@dataclass
+class UI:
+    """The consoles of one CLI command and the user's choice of detail."""
+
+    out: Console  #: stdout, silenced by --quiet
+    info: Console  #: stderr for progress, summaries and notes, silenced by --quiet
+    err: Console  #: stderr for errors, never silenced
+    failures: Console  #: stdout for failed results (a failing fixture case), never silenced
+    quiet: bool = False
+    verbose: bool = False
+
+    @property
+    def animated(self) -> bool:
+        """A spinner is shown only on an interactive colour terminal, never with --quiet or NO_COLOR."""
+        c = self.info
+        return not self.quiet and c.is_terminal and not c.is_dumb_terminal and c.color_system is not None
+
+    @contextlib.contextmanager
+    def status(self, message: str) -> Iterator[Any]:
+        """A transient spinner with the elapsed time on stderr while a long step runs (downloads, verifies).
+
+        Yields a callable that replaces the message. Off a terminal nothing is drawn (with --verbose, the message is
+        printed once, so that logs show what took the time)."""
+        if not self.animated:
+            if self.verbose and not self.quiet:
+                self.info.print(f"{escape(message)} ...", style="dim")
+            yield lambda text: None
+            return
+        from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+        with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=self.info,
+                      transient=True) as progress:
+            task = progress.add_task(escape(message), total=None)
+            yield lambda text: progress.update(task, description=escape(text))
+
+    def error(self, err: SpecpatchError) -> None:
+        print_error(self.err, err)
+
+    def summary(self, ok: bool, message: str) -> None:
+        """The last line of a command: green on success (silenced by --quiet), red on failure (always shown)."""
+        if ok:
+            self.info.print(f"[green]{escape(message)}[/green]")
+        else:
+            self.err.print(f"[red]{escape(message)}[/red]")
+
+
+def make_ui(*, quiet: bool = False, verbose: bool = False) -> UI:
+    return UI(out=make_console(quiet=quiet), info=make_console(stderr=True, quiet=quiet),
+              err=make_console(stderr=True), failures=make_console(), quiet=quiet, verbose=verbose and not quiet)
+
+
+def print_json(data: Any) -> None:
     """Machine-readable output: plain JSON on stdout, never wrapped or coloured."""
     sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
     sys.stdout.flush()
 
 
 def print_diff(console: Console, diff: str) -> None:
-    """A unified diff, coloured on a terminal; byte-identical text when piped."""
-    if not console.is_terminal or console.no_color:
-        sys.stdout.write(diff)
-        sys.stdout.flush()
+    """A unified diff, coloured on a colour terminal; byte-identical text otherwise (pipes, NO_COLOR)."""
+    if console.quiet or not diff:
+        return
+    if not console.is_terminal or console.color_system is None:
+        console.file.write(diff)
+        console.file.flush()
         return
     for line in diff.splitlines():
-        style = None
+        style = ""
         if line.startswith(("+++", "---", "diff --git")):
             style = "bold"
         elif line.startswith("+"):
@@ -43,43 +118,69 @@ def print_diff(console: Console, diff: str) -> None:
             style = "red"
         elif line.startswith("@@"):
             style = "cyan"
-        console.print(Text(line, style=style or ""))
+        console.print(Text(line, style=style))
 
 
 def print_error(console: Console, err: SpecpatchError) -> None:
-    """`Error: title` + location + message + candidates + `Help:` hint (the format of STYLE.md)."""
+    """`Error: title`, the location, the message, near candidates, details and a `Help:` hint (STYLE.md)."""
     console.print(Text.assemble(("Error: ", "bold red"), (err.title, "bold")))
     where = err.location.render()
     if where:
-        console.print(f"  {escape(where)}")
-    console.print(f"  {escape(err.message)}")
+        console.print(Text(f"  {where}"))
+    console.print(Text(f"  {err.message}"))
     if err.location.anchor and err.location.anchor not in err.message:
-        console.print(f"  anchor: {escape(err.location.anchor)}")
+        console.print(Text(f"  anchor: {err.location.anchor}"))
     if err.candidates:
-        console.print("  near: " + ", ".join(escape(c.render()) for c in err.candidates))
+        console.print(Text("  near: " + ", ".join(c.render() for c in err.candidates)))
     if err.details:
         for line in err.details.rstrip().splitlines():
-            console.print(f"    {escape(line)}")
+            console.print(Text(f"    {line}"))
     if err.hint:
         console.print(Text.assemble(("Help: ", "bold cyan"), err.hint))
 
 
-def steps_table(steps: Iterable[Any], title: str | None = None) -> Table:
+def print_internal_error(console: Console, exc: BaseException, *, traceback: bool) -> None:
+    """An exception that is not a SpecpatchError is a bug: say so, with a way to report it."""
+    console.print(Text.assemble(("Error: ", "bold red"), ("internal error (a bug in specpatch)", "bold")))
+    console.print(Text(f"  {type(exc).__name__}: {exc}"))
+    if traceback:
+        import traceback as tb
+
+        console.print(Text("".join(tb.format_exception(exc)).rstrip()))
+        hint = "please report it with the traceback above and the command you ran"
+    else:
+        hint = "run the command again with `specpatch --verbose ...` for the traceback, and report it"
+    console.print(Text.assemble(("Help: ", "bold cyan"), hint))
+
+
+# --------------------------------------------------------------------------------------------------- tables
+
+
+_STEP_COLORS = {"changed": "green", "already_applied": "blue", "cannot_apply": "red"}
+
+
+def _step_lines(s: Any) -> str:
+    if s.lines:
+        return f"{s.lines[0]}-{s.lines[1]}" if s.lines[1] != s.lines[0] else str(s.lines[0])
+    return f"anchor {s.anchor_line}" if s.anchor_line else ""
+
+
+def steps_table(steps: Iterable[Any], title: str | None = None, *, verbose: bool = False) -> Table:
+    """One row per step: number, name, operation, file, status and the lines of the inserted code."""
     table = Table(title=title, show_lines=False)
-    for col in ("#", "step", "file", "status", "lines"):
+    for col in ("#", "step", "operation", "file", "status", "lines") + (("what",) if verbose else ()):
         table.add_column(col, overflow="fold")
-    colors = {"changed": "green", "already_applied": "blue", "cannot_apply": "red"}
     for s in steps:
-        lines = f"{s.lines[0]}-{s.lines[1]}" if s.lines else (f"anchor {s.anchor_line}" if s.anchor_line else "")
-        table.add_row(str(s.index), escape(s.name or s.description), escape(s.file),
-                      Text(s.status.replace("_", " "), style=colors.get(s.status, "")), lines)
+        row = [str(s.index), escape(s.name or ""), s.op, escape(s.file),
+               Text(s.status.replace("_", " "), style=_STEP_COLORS.get(s.status, "")), _step_lines(s)]
+        table.add_row(*row, *((escape(s.description),) if verbose else ()))
     return table
 
 
 def checks_table(checks: Iterable[Any], title: str | None = None) -> Table:
     table = Table(title=title)
     for col in ("check", "name", "status", "time", "message"):
-        table.add_column(col)
+        table.add_column(col, overflow="fold")
     colors = {"passed": "green", "failed": "red", "timeout": "red", "environment": "yellow", "skipped": "yellow"}
     for c in checks:
         table.add_row(c.kind, escape(c.name), Text(c.status, style=colors.get(c.status, "")),
@@ -87,48 +188,109 @@ def checks_table(checks: Iterable[Any], title: str | None = None) -> Table:
     return table
 
 
-def markdown_report(plan: Any) -> str:
-    """A pull-request comment: a table of steps and a fenced diff per file."""
-    out = [f"### specpatch: `{plan.recipe.id}` on {plan.target.package} {plan.target.version or '(unknown release)'}",
-           "", "| # | step | file | status | lines |", "|---|---|---|---|---|"]
-    for s in plan.steps:
-        lines = f"{s.lines[0]}-{s.lines[1]}" if s.lines else ""
-        desc = (s.name or s.description).replace("|", "\\|")
-        out.append(f"| {s.index} | {desc} | `{s.file}` | {s.status.replace('_', ' ')} | {lines} |")
+def _check_details(ui: UI, checks: Iterable[Any]) -> None:
+    """The output of failed checks (always, on stderr), and of every check with --verbose."""
+    for c in checks:
+        if c.details and (c.blocking or ui.verbose):
+            console = ui.err if c.blocking else ui.info
+            console.print(Text(f"{c.kind} {c.name}:", style="bold"))
+            console.print(Text(c.details.rstrip()))
+
+
+# --------------------------------------------------------------------------------------------------- markdown
+
+
+def _md_cell(text: str) -> str:
+    return str(text).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+
+
+def _fence(text: str) -> str:
+    """A backtick fence longer than any run of backticks in `text`, so that code cannot close it."""
+    longest, run = 0, 0
+    for ch in text:
+        run = run + 1 if ch == "`" else 0
+        longest = max(longest, run)
+    return "`" * max(3, longest + 1)
+
+
+def _counts(diff: str) -> tuple[int, int]:
+    lines = diff.splitlines()
+    added = sum(1 for line in lines if line.startswith("+") and not line.startswith("+++"))
+    removed = sum(1 for line in lines if line.startswith("-") and not line.startswith("---"))
+    return added, removed
+
+
+def markdown_report(plan: Any, outcome: str = "") -> str:
+    """A pull-request comment: a headline, a table of steps, the errors, and a fenced diff per changed file."""
+    version = f"{plan.target.package} {plan.target.version or '(unknown release)'}"
+    out = [f"### specpatch: `{plan.recipe.id}` v{plan.recipe.version} on {version}", ""]
+    changed = plan.changed_files
+    if plan.selection.refuse:
+        headline = f"**refused**: {plan.selection.refuse}"
+    elif plan.errors:
+        headline = f"**cannot apply**: {len(plan.errors)} error(s); nothing would be written"
+    elif changed:
+        headline = f"**would change** {len(changed)} file(s)" if outcome != "changed" else \
+            f"**changed** {len(changed)} file(s)"
+    else:
+        headline = "**already applied**: nothing to change"
+    if plan.selection.variant:
+        headline += f" (variant `{plan.selection.variant}`: {plan.selection.reason})"
+    out += [headline, ""]
+    if plan.steps:
+        out += ["| # | step | operation | file | status | lines |", "|---:|---|---|---|---|---|"]
+        for s in plan.steps:
+            out.append(f"| {s.index} | {_md_cell(s.name or s.description)} | `{s.op}` | `{_md_cell(s.file)}` | "
+                       f"{s.status.replace('_', ' ')} | {_step_lines(s)} |")
     for err in plan.errors:
-        out.append("")
-        out.append(f"> **{err.title}**: {err.message} ({err.location.render()})")
-    for f in plan.changed_files:
-        out += ["", f"<details><summary><code>{f.rel}</code></summary>", "", "```diff", f.diff().rstrip("\n"), "```",
-                "", "</details>"]
+        where = err.location.render()
+        line = f"> **{_md_cell(err.title)}**: {_md_cell(err.message)}" + (f" ({_md_cell(where)})" if where else "")
+        out += ["", line]
+        if err.candidates:
+            out.append(f"> near: {_md_cell(', '.join(c.render() for c in err.candidates))}")
+        if err.hint:
+            out.append(f"> Help: {_md_cell(err.hint)}")
+    for f in changed:
+        diff = f.diff()
+        added, removed = _counts(diff)
+        fence = _fence(diff)
+        out += ["", f"<details><summary><code>{f.rel}</code> (+{added} −{removed})</summary>", "",
+                f"{fence}diff", diff.rstrip("\n"), fence, "", "</details>"]
     return "\n".join(out) + "\n"
 
 
-def render_apply(out: Console, err: Console, result: Any, *, fmt: str = "text", verbose: bool = False) -> None:
-    """Render an ApplyResult: the diff for a dry run, a summary of steps, checks and notes otherwise."""
+# --------------------------------------------------------------------------------------------------- commands
+
+
+def render_apply(ui: UI, result: Any, *, fmt: str = "text") -> None:
+    """An ApplyResult: the diff of a dry run, the steps, the checks, the notes and a last line."""
     if fmt == "json":
-        print_json(out, result.to_dict())
+        print_json(result.to_dict())
         return
     if fmt == "markdown":
-        sys.stdout.write(markdown_report(result.plan))
+        sys.stdout.write(markdown_report(result.plan, result.outcome))
+        sys.stdout.flush()
+        for e in result.plan.errors + ([result.error] if result.error else []):
+            ui.error(e)
         return
     p = result.plan
     if result.recovery:
-        err.print(f"[yellow]recovered:[/yellow] {escape(str(result.recovery))}")
+        _recovered(ui, result.recovery)
     if p.selection.variant:
-        err.print(f"variant [bold]{escape(p.selection.variant)}[/bold]: {escape(p.selection.reason)}")
+        ui.info.print(f"variant [bold]{escape(p.selection.variant)}[/bold]: {escape(p.selection.reason)}")
     if result.dry_run and p.ok and not p.selection.refuse:
-        print_diff(out, p.diff())
-    if verbose or not result.dry_run or not p.ok:
-        err.print(steps_table(p.steps))
+        print_diff(ui.out, p.diff())
+    if p.steps and (ui.verbose or not result.dry_run or not p.ok):
+        ui.info.print(steps_table(p.steps, verbose=ui.verbose))
     for e in p.errors:
-        print_error(err, e)
+        ui.error(e)
     if result.error:
-        print_error(err, result.error)
+        ui.error(result.error)
     if result.checks:
-        err.print(checks_table(result.checks))
+        (ui.info if result.exit_code == 0 else ui.err).print(checks_table(result.checks))
+        _check_details(ui, result.checks)
     for note in result.notes:
-        err.print(f"note: {escape(note)}")
+        ui.info.print(f"note: {escape(note)}")
     version = f"{p.target.package} {p.target.version or '(unknown release)'}"
     messages = {
         "would_change": f"dry run: {len(p.changed_files)} file(s) would change; nothing written",
@@ -138,83 +300,118 @@ def render_apply(out: Console, err: Console, result: Any, *, fmt: str = "text", 
         "refused": f"{p.recipe.id} refuses {version}: nothing was written",
         "verify_failed": f"verification failed: {p.recipe.id} was rolled back, the target is unchanged",
     }
-    style = "green" if result.exit_code == 0 else "red"
-    err.print(f"[{style}]{escape(messages.get(result.outcome, result.outcome))}[/{style}]")
+    ui.summary(result.exit_code == 0, messages.get(result.outcome, result.outcome))
 
 
-def render_fixture_results(out: Console, err: Console, results: list[Any]) -> int:
-    """`specpatch test`: one line per case, details of failures; returns the exit code."""
-    failed = [r for r in results if not r.passed]
-    for r in results:
-        mark = "[green]PASS[/green]" if r.passed else "[red]FAIL[/red]"
-        out.print(f"{mark} {escape(r.case.id)}: {escape(r.message)}")
-        if not r.passed:
-            for d in r.details:
-                out.print(Text(d))
+def render_check(ui: UI, result: Any, *, as_json: bool = False) -> None:
+    """`check`: the errors, the diff of what would change (or what drifted), the file states, a last line."""
+    if as_json:
+        print_json(result.to_dict())
+        return
+    for e in result.plan.errors:
+        ui.error(e)
+    if result.state in ("would_change", "drift") and result.plan.ok:
+        print_diff(ui.out, result.plan.diff())
+    if ui.verbose and result.plan.steps:
+        ui.info.print(steps_table(result.plan.steps, verbose=True))
+    if result.files and (ui.verbose or result.state == "drift"):
+        table = Table("file", "state", "recorded sha256", "current sha256")
+        colors = {"intact": "green", "modified": "yellow", "missing": "red"}
+        for f in result.files:
+            table.add_row(escape(f["file"]), Text(f["state"], style=colors.get(f["state"], "")),
+                          (f.get("expected_sha256") or "")[:12], (f.get("sha256") or "-")[:12])
+        (ui.info if result.exit_code == 0 else ui.err).print(table)
+    ui.summary(result.exit_code == 0, f"{result.state}: {result.message}")
+
+
+def render_fixture_result(ui: UI, r: Any) -> None:
+    """`specpatch test`: one line per case; a failure with its details (never silenced)."""
+    if r.passed:
+        mark = "[yellow]UPDATED[/yellow]" if r.updated else "[green]PASS[/green]"
+        ui.out.print(f"{mark} {escape(r.case.id)}: {escape(r.message)}")
+        if ui.verbose and r.description:
+            ui.out.print(f"       {escape(r.description)}", style="dim")
+        return
+    ui.failures.print(f"[red]FAIL[/red] {escape(r.case.id)}: {escape(r.message)}")
+    ui.failures.print(Text(f"     {r.case.folder}"))
+    for d in r.details:
+        if d.startswith("diff --git"):
+            print_diff(ui.failures, d)
+        else:
+            ui.failures.print(Text(d))
+
+
+def render_fixture_summary(ui: UI, results: list[Any], where: str) -> int:
+    """The last line of `specpatch test`; returns the exit code (1 when a case failed, 2 when there were none)."""
     if not results:
-        err.print("[yellow]no fixture cases found[/yellow]")
+        ui.err.print(f"[yellow]no fixture cases found under {escape(where)}[/yellow] (a case is "
+                     f"<fixtures>/<recipe-id>/<case>/before/)")
         return 2
-    err.print(f"{len(results) - len(failed)} passed, {len(failed)} failed")
+    failed = [r for r in results if not r.passed]
+    updated = [r for r in results if r.updated]
+    text = f"{len(results) - len(failed)} passed, {len(failed)} failed"
+    if updated:
+        text += f"; after/ rewritten for {len(updated)} case(s): review with `git diff`"
+    ui.summary(not failed, text)
     return 1 if failed else 0
 
 
-def _recovered(err: Console, recovery: Any) -> None:
+def _recovered(ui: UI, recovery: Any) -> None:
     if recovery:
-        err.print(f"[yellow]recovered:[/yellow] {escape(recovery.message)}")
+        ui.info.print(f"[yellow]recovered:[/yellow] {escape(recovery.message)}")
 
 
-def render_verify(out: Console, err: Console, result: Any, *, as_json: bool = False) -> None:
+def render_verify(ui: UI, result: Any, *, as_json: bool = False) -> None:
     if as_json:
-        print_json(out, result.to_dict())
+        print_json(result.to_dict())
         return
-    _recovered(err, result.recovery)
+    _recovered(ui, result.recovery)
     for r in result.recipes:
         rec = r.record
-        out.print(f"[bold]{escape(rec.recipe)}[/bold] v{rec.recipe_version}"
-                  + (f" (variant {escape(rec.variant)})" if rec.variant else "")
-                  + f" on {escape(rec.package)} {escape(str(rec.release))}, applied {escape(rec.applied_at)}")
+        ui.out.print(f"[bold]{escape(rec.recipe)}[/bold] v{rec.recipe_version}"
+                     + (f" (variant {escape(rec.variant)})" if rec.variant else "")
+                     + f" on {escape(rec.package)} {escape(str(rec.release))}, applied {escape(rec.applied_at)}")
         files = Table("file", "state")
         colors = {"intact": "green", "drift": "yellow", "lost": "red"}
         for f in r.files:
             files.add_row(escape(f["file"]), Text(f["state"], style=colors.get(f["state"], "")))
-        out.print(files)
+        ui.out.print(files)
         if r.checks:
-            out.print(checks_table(r.checks))
-        for c in r.checks:
-            if c.blocking and c.details:
-                out.print(Text(c.details))
+            ui.out.print(checks_table(r.checks))
+        _check_details(ui, r.checks)
         for note in r.notes:
-            err.print(f"note: {escape(note)}")
-    style = "green" if result.exit_code == 0 else "red"
-    err.print(f"[{style}]{escape(result.message)}[/{style}]")
+            ui.info.print(f"note: {escape(note)}")
+    ui.summary(result.exit_code == 0, result.message)
 
 
-def render_rollback(out: Console, err: Console, report: Any, *, as_json: bool = False) -> None:
+def render_rollback(ui: UI, report: Any, *, as_json: bool = False) -> None:
     if as_json:
         data = report.to_dict()
         rec = getattr(report, "recovery", None)
         data["recovery"] = rec.to_dict() if rec else None
-        print_json(out, data)
+        print_json(data)
         return
-    _recovered(err, getattr(report, "recovery", None))
+    _recovered(ui, getattr(report, "recovery", None))
     for rel in report.restored:
-        out.print(f"restored {escape(rel)}")
+        ui.out.print(f"restored {escape(rel)}")
+    for path in report.kept:
+        ui.out.print(f"kept your version in {escape(path)}")
     for pyc in report.removed_bytecode:
-        out.print(f"removed stale bytecode {escape(pyc)}", style="dim")
-    err.print(("[green]" if report.exit_code == 0 else "[red]") + escape(report.message))
+        ui.out.print(f"removed stale bytecode {escape(pyc)}", style="dim")
+    ui.summary(report.exit_code == 0, report.message)
 
 
-def render_status(out: Console, err: Console, report: Any, *, as_json: bool = False) -> None:
+def render_status(ui: UI, report: Any, *, as_json: bool = False) -> None:
     if as_json:
-        print_json(out, report.to_dict())
+        print_json(report.to_dict())
         return
-    out.print(f"target {escape(str(report.target))}: {escape(report.package)} {escape(str(report.release))}")
+    ui.out.print(f"target {escape(str(report.target))}: {escape(report.package)} {escape(str(report.release))}")
     if report.pending is not None:
         p = report.pending
-        err.print(f"[yellow]unfinished {p.kind} of {escape(p.record.recipe)} started {escape(p.started)} "
-                  f"(pid {p.pid}): the next specpatch command will recover it[/yellow]")
+        ui.err.print(f"[yellow]unfinished {p.kind} of {escape(p.record.recipe)} started {escape(p.started)} "
+                     f"(pid {p.pid}): the next specpatch command will recover it[/yellow]")
     if not report.applied:
-        out.print("no recipe applied")
+        ui.out.print("no recipe applied")
         return
     table = Table("#", "recipe", "version", "variant", "release", "params", "applied", "files")
     for r in report.applied:
@@ -222,45 +419,31 @@ def render_status(out: Console, err: Console, report: Any, *, as_json: bool = Fa
         params = ", ".join(f"{k}={v}" for k, v in r.params.items())
         table.add_row(str(r.seq), escape(r.recipe), str(r.recipe_version), escape(r.variant or ""),
                       escape(str(r.release)), escape(params), escape(r.applied_at), escape(files))
-    out.print(table)
+    ui.out.print(table)
 
 
-def render_check(out: Console, err: Console, result: Any, *, as_json: bool = False) -> None:
+def render_try(ui: UI, result: Any, *, as_json: bool = False) -> None:
     if as_json:
-        print_json(out, result.to_dict())
-        return
-    for e in result.plan.errors:
-        print_error(err, e)
-    if result.state in ("would_change", "drift") and result.plan.changed_files:
-        print_diff(out, result.plan.diff())
-    style = "green" if result.exit_code == 0 else "red"
-    err.print(f"[{style}]{escape(result.state)}: {escape(result.message)}[/{style}]")
-
-
-def render_try(out: Console, err: Console, result: Any, *, as_json: bool = False) -> None:
-    if as_json:
-        print_json(out, result.to_dict())
+        print_json(result.to_dict())
         return
     if result.apply is not None:
         p = result.apply.plan
         if p.selection.variant:
-            err.print(f"variant [bold]{escape(p.selection.variant)}[/bold]: {escape(p.selection.reason)}")
-        if p.changed_files:
-            print_diff(out, p.diff())
-        err.print(steps_table(p.steps))
+            ui.info.print(f"variant [bold]{escape(p.selection.variant)}[/bold]: {escape(p.selection.reason)}")
+        print_diff(ui.out, p.diff())
+        if p.steps:
+            ui.info.print(steps_table(p.steps, verbose=ui.verbose))
         for e in p.errors:
-            print_error(err, e)
+            ui.error(e)
         if result.apply.checks:
-            err.print(checks_table(result.apply.checks, title="checks after apply"))
+            ui.info.print(checks_table(result.apply.checks, title="checks after apply"))
+            _check_details(ui, result.apply.checks)
         for note in result.apply.notes:
-            err.print(f"note: {escape(note)}")
+            ui.info.print(f"note: {escape(note)}")
     if result.verify is not None:
         for r in result.verify.recipes:
-            err.print(checks_table(r.checks, title="specpatch verify"))
-            for c in r.checks:
-                if c.blocking and c.details:
-                    err.print(Text(c.details))
+            ui.info.print(checks_table(r.checks, title="specpatch verify"))
+            _check_details(ui, r.checks)
     if result.folder:
-        err.print(f"patched tree kept in {escape(str(result.folder))}")
-    style = "green" if result.exit_code == 0 else "red"
-    err.print(f"[{style}]{escape(result.outcome)}: {escape(result.message)} ({result.seconds:.1f} s)[/{style}]")
+        ui.info.print(f"patched tree kept in {escape(str(result.folder))}")
+    ui.summary(result.exit_code == 0, f"{result.outcome}: {result.message} ({result.seconds:.1f} s)")
