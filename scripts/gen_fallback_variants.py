@@ -24,6 +24,24 @@ END = "# ---- END generated fallback variants ----"
 # name, versions, description, {step name: {option: value}} replacements, verify (None: the recipe's)
 FALLBACK_VARIANTS = [
     dict(
+        name="fallback-0.5.10",
+        versions=">=0.5.10,<0.5.11",
+        description=(
+            "The 0.5.9 fallback patch with 0.5.10's differences: the stale penalties to leave out are\n"
+            "acc_additive_penalties / acc_scaling_penalties; NaN is checked as 0.5.10's verify does\n"
+            "(maybe_detect_nan, SGLANG_SPEC_NAN_DETECTION; the worker has no enable_nan_detection); spec-v2\n"
+            "decode returns logprobs in this release, so the target computes them when the batch asks and the\n"
+            "fallback hands them over as rows of one per request; hybrid mamba/GDN targets (whose state\n"
+            "verify updates) are refused at start-up."
+        ),
+        replace={
+            "worker-init-method": {"code_file": "v0_5_10/worker_init.py"},
+            "worker-fallback": {"code_file": "v0_5_10/worker_fallback.py"},
+            "worker-target-decode": {"code_file": "v0_5_10/worker_target_decode.py"},
+        },
+        probe="probes/worker_probe_compat.py",
+    ),
+    dict(
         name="fallback-0.5.7",
         versions=">=0.5.7,<0.5.8",
         description=(

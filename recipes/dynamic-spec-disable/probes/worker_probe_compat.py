@@ -1,71 +1,162 @@
-"""The fallback behaviour probe (worker_probe.py, written for 0.5.9) run against an older release of the same shape.
+"""The fallback behaviour probe (worker_probe.py, written for 0.5.9) run against another release of the same shape.
 
 worker_probe.py drives the patched EAGLEWorkerV2 with fakes and hands the result to the release's real scheduler
-code. Its checks are the contract of the fallback and hold as they are for the releases whose variants use this
-probe, except where the *scheduler* of that release differs from 0.5.9's; those pieces are replaced here, each
-with the reason. Nothing about the patched worker is relaxed.
+code. Its checks are the contract of the fallback. Where a release's own code differs from 0.5.9's, this wrapper
+edits the probe's source before running it; each edit is listed below with its reason, applies only to the
+releases that have the difference (found by looking at the release, not by version number), and must find the
+text it replaces (else the probe fails: worker_probe.py changed and this list needs a look). Nothing about the
+patched worker's contract is relaxed; 0.5.10+ gets an extra check of the logprob rows.
 
-- 0.5.4-0.5.8: the scheduler keeps no per-request acceptance histogram (`Req.update_spec_acceptance_histogram`
-  appears in 0.5.9), so `_resolve_spec_overlap_token_ids` never calls it; the histogram assertion is dropped there.
+- `ModelWorkerBatch.all_extend_in_batch` (0.5.10+): a new required field; False for the probe's batches.
+- `ForwardBatch.init_new` reads `req.rid` (0.5.10+): the probe's batches get requests with an id.
+- `_draft_extend_for_prefill` takes `mm_input_embeds` (0.5.10+): the probe's recording override accepts it.
+- `ForwardBatch.init_new` reads `model_runner.use_ngram_embedding` (0.5.10+): the fake draft runner says False.
+- No `Req.update_spec_acceptance_histogram` (0.5.4-0.5.8): the scheduler keeps no acceptance histogram, so the
+  histogram assertion is dropped.
+- No `SamplingBatchInfo.acc_linear_penalties` (0.5.10+): the penalties are `acc_additive_penalties` and
+  `acc_scaling_penalties`; the probe's sampling info and its "stale penalties dropped" assertions use those.
+- No `EAGLEWorkerV2.enable_nan_detection` (0.5.10+): verify() checks NaN with `maybe_detect_nan` under
+  SGLANG_SPEC_NAN_DETECTION; the NaN check switches that variable instead of the attribute.
+- Spec-v2 decode logprobs (0.5.10+): the fallback asks the target for logprobs when the batch does (the probe's
+  batches do), so the "no logprobs" assertion becomes "the batch's return_logprob is passed on", and the fake
+  target returns logprobs so that their shape can be checked: one row of one value per request.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
 import os
-import runpy
 import sys
-from types import SimpleNamespace
 
 sys.dont_write_bytecode = True
 HERE = os.path.dirname(os.path.abspath(__file__))
-probe = runpy.run_path(os.path.join(HERE, "worker_probe.py"), run_name="worker_probe")["main"].__globals__
-# (run_path returns a copy of the module globals; the functions use the live ones, reached through `main`)
+sys.path.insert(1, HERE)
+import _probe_env  # noqa: E402
 
-torch = probe["torch"]
-from sglang.srt.managers.schedule_batch import Req  # noqa: E402
+_probe_env.setup()
 
-HAS_HISTOGRAM = hasattr(Req, "update_spec_acceptance_histogram")
+from sglang.srt.managers.schedule_batch import ModelWorkerBatch, Req  # noqa: E402
+from sglang.srt.sampling.sampling_batch_info import SamplingBatchInfo  # noqa: E402
+from sglang.srt.model_executor.forward_batch_info import ForwardBatch  # noqa: E402
+from sglang.srt.speculative.eagle_worker_v2 import EagleDraftWorker, EAGLEWorkerV2  # noqa: E402
+
+PATH = os.path.join(HERE, "worker_probe.py")
+FIELDS = {f.name for f in dataclasses.fields(SamplingBatchInfo)}
+EDITS = []  # (reason, old, new)
+
+if "all_extend_in_batch" in {f.name for f in dataclasses.fields(ModelWorkerBatch)}:
+    EDITS.append(("ModelWorkerBatch.all_extend_in_batch (0.5.10+, required; False for these batches)",
+                  "is_extend_in_batch=is_extend_in_batch, can_run_dp_cuda_graph=False,",
+                  "is_extend_in_batch=is_extend_in_batch, all_extend_in_batch=False, can_run_dp_cuda_graph=False,"))
+
+if "rids=" in inspect.getsource(ForwardBatch.init_new):
+    EDITS.append(("ForwardBatch.init_new reads req.rid (0.5.10+)",
+                  "reqs=[None] * bs, has_grammar=has_grammar)",
+                  "reqs=[SimpleNamespace(rid=f\"req-{i}\") for i in range(bs)], has_grammar=has_grammar)"))
+
+if "mm_input_embeds" in inspect.getsource(EagleDraftWorker._draft_extend_for_prefill):
+    EDITS.append(("_draft_extend_for_prefill takes mm_input_embeds (0.5.10+)",
+                  "def _draft_extend_for_prefill(self, batch, target_hidden_states, next_token_ids):",
+                  "def _draft_extend_for_prefill(self, batch, target_hidden_states, next_token_ids, *more):"))
+
+if "use_ngram_embedding" in inspect.getsource(ForwardBatch.init_new):
+    EDITS.append(("ForwardBatch.init_new reads model_runner.use_ngram_embedding (0.5.10+)",
+                  "        self.model_is_mrope = False\n        self.calls = []\n",
+                  "        self.model_is_mrope = False\n        self.use_ngram_embedding = False\n"
+                  "        self.is_hybrid_swa = False\n        self.calls = []\n"))
+
+if not hasattr(Req, "update_spec_acceptance_histogram"):
+    EDITS.append(("no acceptance histogram in this release's scheduler",
+                  "    assert all(r.histogram == [0] for r in reqs)\n",
+                  "    assert all(r.histogram == [] for r in reqs)  # compat: the release keeps no histogram\n"))
+
+if "acc_linear_penalties" not in FIELDS:
+    EDITS += [
+        ("penalties renamed", "vocab_size=V, acc_linear_penalties=torch.full((bs, V), -1e4), device=\"cpu\")",
+         "vocab_size=V, acc_additive_penalties=torch.full((bs, V), -1e4),\n"
+         "        acc_scaling_penalties=torch.full((bs, V), 2.0), device=\"cpu\")"),
+        ("penalties renamed", "assert call.sampling_info.acc_linear_penalties is None, \"stale penalties were applied\"",
+         "assert call.sampling_info.acc_additive_penalties is None and "
+         "call.sampling_info.acc_scaling_penalties is None, \"stale penalties were applied\""),
+        ("penalties renamed",
+         "assert batch.sampling_info.acc_linear_penalties is not None, \"the batch's own sampling info was changed\"",
+         "assert batch.sampling_info.acc_additive_penalties is not None and "
+         "batch.sampling_info.acc_scaling_penalties is not None, \"the batch's own sampling info was changed\""),
+    ]
+
+if "enable_nan_detection" not in inspect.getsource(EAGLEWorkerV2.__init__):
+    EDITS += [
+        ("NaN detection by SGLANG_SPEC_NAN_DETECTION",
+         "def check_nan_detection():\n    w = make_worker(1, nan_detection=True)\n    w.target_worker.nan_logits = True\n"
+         "    try:\n        w.forward_batch_generation(decode_batch(2))\n    except ValueError as exc:\n",
+         "def check_nan_detection():\n    w = make_worker(1, nan_detection=True)\n    w.target_worker.nan_logits = True\n"
+         "    try:\n        with envs.SGLANG_SPEC_NAN_DETECTION.override(True):\n"
+         "            w.forward_batch_generation(decode_batch(2))\n    except (ValueError, RuntimeError) as exc:\n"),
+        ("NaN detection by SGLANG_SPEC_NAN_DETECTION",
+         "    w = make_worker(1, nan_detection=False)\n    w.target_worker.nan_logits = True\n"
+         "    w.forward_batch_generation(decode_batch(2))\n",
+         "    w = make_worker(1, nan_detection=False)\n    w.target_worker.nan_logits = True\n"
+         "    with envs.SGLANG_SPEC_NAN_DETECTION.override(False):\n        w.forward_batch_generation(decode_batch(2))\n"),
+    ]
+
+if "acc_linear_penalties" not in FIELDS:  # 0.5.10+: spec-v2 decode returns logprobs
+    EDITS += [
+        ("logprobs passed on",
+         "assert not call.return_logprob, \"the target computed logprobs (the spec path does not, in 0.5.9)\"",
+         "assert call.return_logprob == batch.return_logprob, \"the batch's return_logprob did not reach the target\"\n"
+         "        lp = result.logits_output.next_token_logprobs\n"
+         "        assert lp is not None and tuple(lp.shape) == (bs, 1), \\\n"
+         "            f\"logprobs {None if lp is None else tuple(lp.shape)}: the spec-v2 scheduler reads a row per request\"\n"
+         "        assert [row[0] for row in lp.tolist()] == [float(-10.0 * i) for i in range(bs)], \\\n"
+         "            \"the logprob rows are not the target's, in request order\""),
+        ("the fake target returns logprobs when asked",
+         "        return GenerationBatchResult(\n"
+         "            logits_output=LogitsProcessorOutput(next_token_logits=logits, hidden_states=hidden),\n",
+         "        logprobs = -10.0 * torch.arange(bs, dtype=torch.float32) if b.return_logprob else None\n"
+         "        return GenerationBatchResult(\n"
+         "            logits_output=LogitsProcessorOutput(next_token_logits=logits, hidden_states=hidden,\n"
+         "                                                next_token_logprobs=logprobs),\n"),
+    ]
+
+if "_mamba_verify_update" in inspect.getsource(EAGLEWorkerV2):  # 0.5.10+: verify updates mamba/GDN state
+    EDITS.append(("extra check: hybrid mamba/GDN targets are refused (verify updates their state)",
+                  "    report.run(\"worker refusals\", check_refusals)\n",
+                  "    report.run(\"worker refusals\", check_refusals)\n"
+                  "    report.run(\"hybrid mamba/GDN target refused\", check_hybrid_refused)\n"))
+    EDITS.append(("extra check: hybrid mamba/GDN targets are refused (verify updates their state)",
+                  "\ndef main():\n",
+                  "\ndef check_hybrid_refused():\n"
+                  "    for attr in (\"hybrid_gdn_config\", \"mamba2_config\"):\n"
+                  "        target = FakeTargetWorker()\n"
+                  "        setattr(target.model_runner, attr, object())\n"
+                  "        w = EAGLEWorkerV2.__new__(EAGLEWorkerV2)\n"
+                  "        w.topk, w._target_worker = 1, target\n"
+                  "        try:\n"
+                  "            with envs.SGLANG_SPEC_DISABLE_CATCH_UP.override(\"padded\"):\n"
+                  "                w._init_speculative_disable(SimpleNamespace(speculative_disable_batch_threshold=3,\n"
+                  "                                                            enable_dp_attention=False))\n"
+                  "        except ValueError as exc:\n"
+                  "            assert \"mamba\" in str(exc), str(exc)\n"
+                  "        else:\n"
+                  "            raise AssertionError(f\"a target with {attr} was accepted\")\n"
+                  "    return \"targets with hybrid_gdn_config or mamba2_config are refused at start-up\"\n"
+                  "\n\ndef main():\n"))
 
 
-def check_scheduler_accepts(w, result, exp):
-    """worker_probe.check_scheduler_accepts, with the histogram assertion only where the release keeps one."""
-    EagleDraftInput, overlap_utils = probe["EagleDraftInput"], probe["overlap_utils"]
-    bs = len(exp)
-    fmap = overlap_utils.FutureMap(max_running_requests=8, chunked_prefill_size=64, context_len=128, device="cpu",
-                                   spec_algo=probe["SpeculativeAlgorithm"].EAGLE)
-    prefill = EagleDraftInput(topk_p=torch.ones((bs, 1)), topk_index=torch.zeros((bs, 1), dtype=torch.int64),
-                              verified_id=torch.zeros((bs,), dtype=torch.int64),
-                              new_seq_lens=torch.ones(bs, dtype=torch.int64),
-                              hidden_states=torch.zeros((bs, probe["H_DRAFT"])))
-    fmap.store_to_map(fmap.alloc_future_indices(bs), SimpleNamespace(next_draft_input=prefill))
-    indices = fmap.alloc_future_indices(bs)
-    fmap.store_to_map(indices, result)
-    nd = result.next_draft_input
-    resolved = EagleDraftInput(future_indices=indices)
-    record_stream = torch.Tensor.record_stream
-    torch.Tensor.record_stream = lambda self, stream: None  # a CUDA-only call in resolve_future
-    try:
-        fmap.resolve_future(SimpleNamespace(spec_info=resolved))
-    finally:
-        torch.Tensor.record_stream = record_stream
-    assert resolved.verified_id.tolist() == nd.verified_id.tolist(), "FutureMap lost verified_id"
-    assert resolved.new_seq_lens.tolist() == nd.new_seq_lens.tolist(), "FutureMap lost new_seq_lens"
-    assert torch.equal(resolved.topk_index, nd.topk_index) and torch.equal(resolved.hidden_states, nd.hidden_states)
+def main():
+    src = open(PATH, encoding="utf-8").read()
+    for reason, old, new in EDITS:
+        if src.count(old) != 1:
+            print(f"PROBE-FAIL: compat edit '{reason}' found {src.count(old)} times in worker_probe.py "
+                  "(expected once): the 0.5.9 probe changed; update probes/worker_probe_compat.py")
+            sys.exit(1)
+        src = src.replace(old, new)
+    if EDITS:
+        print("compat edits: " + "; ".join(sorted({r for r, _, _ in EDITS})), flush=True)
+    code = compile(src, PATH, "exec")
+    exec(code, {"__name__": "__main__", "__file__": PATH})
 
-    result.copy_done = torch.get_device_module("cpu").Event()
-    result.copy_to_cpu(return_logprob=True)
-    reqs = [probe["FakeReq"](e.s - 1) for e in exp]
-    scheduler = SimpleNamespace(draft_worker=w)
-    tokens = probe["SchedulerOutputProcessorMixin"]._resolve_spec_overlap_token_ids(
-        scheduler, result, SimpleNamespace(reqs=reqs))
-    assert tokens == [[e.t] for e in exp], f"the scheduler read {tokens}, not one sampled token per request"
-    assert [r.kv_committed_len for r in reqs] == [e.s for e in exp], "kv_committed_len did not advance by 1"
-    assert result.num_accepted_tokens == 0 and result.accept_length_per_req_cpu == [0] * bs
-    if HAS_HISTOGRAM:
-        assert all(r.histogram == [0] for r in reqs)
-
-
-probe["check_scheduler_accepts"] = check_scheduler_accepts
 
 if __name__ == "__main__":
-    probe["main"]()
+    main()
