@@ -24,6 +24,23 @@ END = "# ---- END generated fallback variants ----"
 # name, versions, description, {step name: {option: value}} replacements, verify (None: the recipe's)
 FALLBACK_VARIANTS = [
     dict(
+        name="fallback-0.5.11",
+        versions=">=0.5.11,<0.5.12",
+        description=(
+            "The 0.5.10 port with 0.5.11's differences: spec v2 now accumulates the penalties and verify applies\n"
+            "them, so the fallback's decode keeps them; the target's routed-expert capture is handed to the\n"
+            "scheduler as verify does. (Spec v2 is on by default from this release; the start-up check already\n"
+            "refuses the v1 worker, which topk > 1, SGLANG_ENABLE_SPEC_V2=0 or --disable-overlap-schedule select.)"
+        ),
+        replace={
+            "worker-init-method": {"code_file": "v0_5_10/worker_init.py"},
+            "worker-fallback": {"code_file": "v0_5_11/worker_fallback.py"},
+            "worker-target-decode": {"code_file": "v0_5_11/worker_target_decode.py"},
+        },
+        probe="probes/worker_probe_compat.py",
+        server_args_probe="probes/server_args_probe_compat.py",
+    ),
+    dict(
         name="fallback-0.5.10",
         versions=">=0.5.10,<0.5.11",
         description=(
@@ -90,8 +107,11 @@ def _steps(raw: dict, replace: dict) -> list:
     return steps
 
 
-def _verify(raw: dict, probe: str | None, extra_stubs: list | None = None) -> dict:
+def _verify(raw: dict, probe: str | None, extra_stubs: list | None = None, server_args_probe: str | None = None) -> dict:
     verify = copy.deepcopy(raw["verify"])
+    if server_args_probe:
+        verify["probes"] = [dict(p, path=server_args_probe) if p["path"].endswith("server_args_probe.py") else p
+                            for p in verify["probes"]]
     verify["stubs"] = list(verify.get("stubs", [])) + [s for s in extra_stubs or [] if s not in verify.get("stubs", [])]
     if probe:
         verify["probes"] = [
@@ -117,7 +137,7 @@ def generate() -> str:
             continue
         out.append({
             "name": v["name"], "versions": v["versions"], "description": v["description"] + "\n",
-            "steps": _steps(raw, v["replace"]), "verify": _verify(raw, v.get("probe"), v.get("extra_stubs")),
+            "steps": _steps(raw, v["replace"]), "verify": _verify(raw, v.get("probe"), v.get("extra_stubs"), v.get("server_args_probe")),
         })
     body = yaml.dump(out, Dumper=_Dumper, sort_keys=False, width=118, allow_unicode=True)
     return f"{BEGIN}\n{body}{END}\n"

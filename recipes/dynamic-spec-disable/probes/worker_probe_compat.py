@@ -15,6 +15,10 @@ patched worker's contract is relaxed; 0.5.10+ gets an extra check of the logprob
   histogram assertion is dropped.
 - No `SamplingBatchInfo.acc_linear_penalties` (0.5.10+): the penalties are `acc_additive_penalties` and
   `acc_scaling_penalties`; the probe's sampling info and its "stale penalties dropped" assertions use those.
+- Penalties accumulated by spec v2 (0.5.11+, "relaxed" penalties applied by verify): the fallback keeps them, so
+  the assertion becomes "passed on unchanged".
+- 0.5.11+ scheduler: `kv_committed_len` is pre-claimed by prepare_for_decode (a request enters the step with s),
+  the accepted-draft counters are renamed, and requests have `spec_accepted_drafts`.
 - No `EAGLEWorkerV2.enable_nan_detection` (0.5.10+): verify() checks NaN with `maybe_detect_nan` under
   SGLANG_SPEC_NAN_DETECTION; the NaN check switches that variable instead of the attribute.
 - Spec-v2 decode logprobs (0.5.10+): the fallback asks the target for logprobs when the batch does (the probe's
@@ -37,6 +41,8 @@ import _probe_env  # noqa: E402
 _probe_env.setup()
 
 from sglang.srt.managers.schedule_batch import ModelWorkerBatch, Req  # noqa: E402
+from sglang.srt.managers.scheduler_output_processor_mixin import SchedulerOutputProcessorMixin  # noqa: E402
+from sglang.srt.speculative.eagle_info_v2 import EagleDraftInputV2Mixin  # noqa: E402
 from sglang.srt.sampling.sampling_batch_info import SamplingBatchInfo  # noqa: E402
 from sglang.srt.model_executor.forward_batch_info import ForwardBatch  # noqa: E402
 from sglang.srt.speculative.eagle_worker_v2 import EagleDraftWorker, EAGLEWorkerV2  # noqa: E402
@@ -66,17 +72,36 @@ if "use_ngram_embedding" in inspect.getsource(ForwardBatch.init_new):
                   "        self.model_is_mrope = False\n        self.use_ngram_embedding = False\n"
                   "        self.is_hybrid_swa = False\n        self.calls = []\n"))
 
+RESOLVE = inspect.getsource(SchedulerOutputProcessorMixin._resolve_spec_overlap_token_ids)
+if "accept_lens[i] - 1" in RESOLVE:
+    EDITS.append(("kv_committed_len pre-claim (0.5.11+): prepare_for_decode already added 1 at step entry",
+                  "    reqs = [FakeReq(e.s - 1) for e in exp]\n",
+                  "    reqs = [FakeReq(e.s) for e in exp]\n"))
+if "num_accepted_drafts_per_req_cpu" in RESOLVE:
+    EDITS.append(("accepted-draft counters renamed (0.5.11+)",
+                  "    assert result.num_accepted_tokens == 0 and result.accept_length_per_req_cpu == [0] * bs\n",
+                  "    assert result.num_accepted_drafts == 0 and result.num_accepted_drafts_per_req_cpu == [0] * bs\n"))
+if "spec_accepted_drafts" in RESOLVE:
+    EDITS.append(("Req.spec_accepted_drafts (0.5.11+)",
+                  "        self.spec_accepted_tokens = 0\n",
+                  "        self.spec_accepted_tokens = 0\n        self.spec_accepted_drafts = 0\n"))
+
 if not hasattr(Req, "update_spec_acceptance_histogram"):
     EDITS.append(("no acceptance histogram in this release's scheduler",
                   "    assert all(r.histogram == [0] for r in reqs)\n",
                   "    assert all(r.histogram == [] for r in reqs)  # compat: the release keeps no histogram\n"))
 
+SPEC_V2_PENALTIES = "cumulate_output_tokens" in inspect.getsource(EagleDraftInputV2Mixin.prepare_for_decode)
 if "acc_linear_penalties" not in FIELDS:
     EDITS += [
         ("penalties renamed", "vocab_size=V, acc_linear_penalties=torch.full((bs, V), -1e4), device=\"cpu\")",
          "vocab_size=V, acc_additive_penalties=torch.full((bs, V), -1e4),\n"
          "        acc_scaling_penalties=torch.full((bs, V), 2.0), device=\"cpu\")"),
         ("penalties renamed", "assert call.sampling_info.acc_linear_penalties is None, \"stale penalties were applied\"",
+         "assert call.sampling_info.acc_additive_penalties is batch.sampling_info.acc_additive_penalties and "
+         "call.sampling_info.acc_scaling_penalties is batch.sampling_info.acc_scaling_penalties, "
+         "\"the penalties (accumulated by spec v2 and applied by verify in this release) were not passed on\""
+         if SPEC_V2_PENALTIES else
          "assert call.sampling_info.acc_additive_penalties is None and "
          "call.sampling_info.acc_scaling_penalties is None, \"stale penalties were applied\""),
         ("penalties renamed",
