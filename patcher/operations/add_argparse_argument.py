@@ -26,6 +26,7 @@ with other arguments).
 
 from __future__ import annotations
 
+import functools
 from typing import ClassVar, Iterator, Literal
 
 import libcst as cst
@@ -74,13 +75,10 @@ class AddArgparseArgument(Operation):
         return f'{self.function}: add_argument("{self.after_flag}", ...)'
 
     def new_flag(self) -> str:
-        import textwrap
-
-        stmt = cst.parse_module(textwrap.dedent(self.code).strip() + "\n").body
-        flags = flags_of(stmt[0]) if len(stmt) == 1 else []
-        if not flags:
+        flag = _first_flag(self.code)
+        if flag is None:
             raise RecipeError(f"`code` must be one `parser.add_argument(\"--flag\", ...)` statement, got {self.code!r}")
-        return flags[0]
+        return flag
 
     @attempt
     def apply(self, module: cst.Module) -> Outcome:
@@ -106,3 +104,13 @@ class AddArgparseArgument(Operation):
             raise AnchorAmbiguous(f"`{self.after_flag}` is registered {len(anchors)} times in {self.function}",
                                   candidates=[Candidate(f'"{self.after_flag}"', node=p[-1]) for p in anchors])
         return Changed(insert_after(anchors[0], new_stmts), inserted=tuple(new_stmts), anchor=anchors[0][-1])
+
+
+@functools.lru_cache(maxsize=256)
+def _first_flag(code: str) -> str | None:
+    """The flag a one-statement `add_argument(...)` snippet registers (cached: `describe` and `apply` both ask)."""
+    import textwrap
+
+    stmt = cst.parse_module(textwrap.dedent(code).strip() + "\n").body
+    flags = flags_of(stmt[0]) if len(stmt) == 1 else []
+    return flags[0] if flags else None
