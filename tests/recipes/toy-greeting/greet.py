@@ -1,0 +1,2 @@
+def greet(self) -> str:
+    return f"{self.greeting}, {self.name}"

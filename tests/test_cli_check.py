@@ -1,0 +1,210 @@
+"""`specpatch check`, the CI gate, through the real command line: its exit codes on an unpatched, an applied, a
+drifted and a broken tree, and on the real sglang 0.5.9.
+
+The hand-made targets are copies of the toy recipe's fixture trees (tests/recipes/fixtures/toy-greeting/*/before:
+`sglang/__init__.py`, `_version.py` saying 0.5.9, `srt/greeter.py`, `srt/util.py`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+RECIPES = HERE / "recipes"
+TOY = RECIPES / "fixtures" / "toy-greeting"
+
+OK, BAD_INPUT, CANNOT_APPLY, DRIFT, WOULD_CHANGE = 0, 2, 3, 5, 7
+
+
+def specpatch(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    """Run `python -m patcher ARGS` with the test recipes on the recipe path; no colour, wide tables."""
+    full_env = {**os.environ, "NO_COLOR": "1", "SPECPATCH_RECIPE_PATH": str(RECIPES), **(env or {})}
+    return subprocess.run([sys.executable, "-m", "patcher", *args], capture_output=True, text=True, env=full_env,
+                          timeout=600)
+
+
+@pytest.fixture
+def tree(tmp_path):
+    """A fresh copy of a toy fixture's `before/` tree: `tree("baseline")` is the folder holding `sglang/`."""
+
+    def make(case: str = "baseline") -> Path:
+        dest = tmp_path / case
+        shutil.copytree(TOY / case / "before", dest)
+        return dest
+
+    return make
+
+
+def greeter(target: Path) -> Path:
+    return target / "sglang" / "srt" / "greeter.py"
+
+
+def test_unpatched_tree_would_change_and_check_writes_nothing(tree):
+    target = tree()
+    before = {p: p.read_bytes() for p in target.rglob("*") if p.is_file()}
+    done = specpatch("check", "toy-greeting", "--target", str(target))
+    assert done.returncode == WOULD_CHANGE, done.stderr
+    assert "would_change: toy-greeting is not applied: 2 file(s) would change" in done.stderr
+    assert "+    greeting: str = \"hello\"" in done.stdout  # the diff of what apply would do
+    assert {p: p.read_bytes() for p in target.rglob("*") if p.is_file()} == before
+    assert not (target / ".specpatch").exists()  # no state folder, no lock file: check writes nothing
+
+
+def test_applied_tree_is_ok_then_drift_when_edited_by_hand(tree):
+    target = tree()
+    applied = specpatch("apply", "toy-greeting", "--target", str(target))
+    assert applied.returncode == OK, applied.stderr
+    assert "applied toy-greeting to sglang 0.5.9 (2 file(s)) and verified" in applied.stderr
+
+    done = specpatch("check", "toy-greeting", "--target", str(target))
+    assert done.returncode == OK, done.stderr
+    assert "applied: toy-greeting is applied and intact" in done.stderr
+    assert done.stdout == ""
+
+    # a reformatting by hand keeps the edits but changes the file: drift
+    path = greeter(target)
+    path.write_text(path.read_text() + "\n# local note\n")
+    done = specpatch("check", "toy-greeting", "--target", str(target))
+    assert done.returncode == DRIFT, done.stderr
+    assert "drift: toy-greeting was applied, but files changed since: sglang/srt/greeter.py (edits still present)" \
+        in done.stderr
+    assert "modified" in done.stderr  # the table of file states
+
+    # the edits removed by hand: drift too
+    path.write_text((TOY / "baseline" / "before" / "sglang" / "srt" / "greeter.py").read_text())
+    done = specpatch("check", "toy-greeting", "--target", str(target), "--json")
+    assert done.returncode == DRIFT
+    report = json.loads(done.stdout)
+    assert report["state"] == "drift" and report["exit_code"] == DRIFT and not report["ok"]
+    assert {f["file"]: f["state"] for f in report["files"]} == {"sglang/srt/greeter.py": "modified",
+                                                               "sglang/srt/util.py": "intact"}
+    assert "edits gone or changed" in report["message"]
+
+
+def test_broken_tree_cannot_apply(tree):
+    target = tree("missing-anchor")
+    done = specpatch("check", "toy-greeting", "--target", str(target))
+    assert done.returncode == CANNOT_APPLY, done.stderr
+    assert "Error: anchor not found" in done.stderr
+    assert "sglang/srt/greeter.py [toy-greeting, step 1, add_dataclass_field]" in done.stderr
+    assert "Help:" in done.stderr
+    assert "cannot_apply: toy-greeting is not applied and cannot apply" in done.stderr
+    assert done.stdout == ""  # no diff of a plan that will not be written
+
+
+def test_target_file_with_a_syntax_error_is_bad_input(tree):
+    target = tree()
+    greeter(target).write_text("class Greeter(:\n")
+    done = specpatch("check", "toy-greeting", "--target", str(target))
+    assert done.returncode == BAD_INPUT, done.stderr
+    assert "Error: target file does not parse" in done.stderr
+
+
+def test_release_outside_the_recipe_cannot_apply(tree):
+    target = tree()
+    done = specpatch("check", "toy-greeting", "--target", str(target), "--assume-version", "0.5.8")
+    assert done.returncode == CANNOT_APPLY, done.stderr
+    assert "Error: release not supported by this recipe" in done.stderr
+
+
+def test_check_uses_the_parameters_recorded_at_apply(tree):
+    """Applied with --param, the recipe is intact: check must not compare it with the defaults."""
+    target = tree()
+    assert specpatch("apply", "toy-greeting", "--target", str(target), "--no-smoke",
+                     "--param", "greeting=good morning").returncode == OK
+    done = specpatch("check", "toy-greeting", "--target", str(target))
+    assert done.returncode == OK, done.stderr
+    done = specpatch("check", "toy-greeting", "--target", str(target), "--param", "greeting=good morning")
+    assert done.returncode == OK, done.stderr
+
+
+def test_edits_present_without_a_ledger_count_as_applied(tree):
+    """A tree patched by another tool (or an older specpatch without state) is applied: the gate passes."""
+    target = tree()
+    for rel in ("sglang/srt/greeter.py", "sglang/srt/util.py"):
+        shutil.copyfile(TOY / "baseline" / "after" / rel, target / rel)
+    done = specpatch("check", "toy-greeting", "--target", str(target))
+    assert done.returncode == OK, done.stderr
+    assert "not recorded by specpatch" in done.stderr
+
+
+def test_an_interrupted_apply_is_reported_not_recovered(tree):
+    """A crash between the journal and the ledger: check says so (DRIFT) and leaves the recovery to apply."""
+    target = tree()
+    crash = textwrap.dedent(f"""
+        import os
+        from pathlib import Path
+        from patcher import api, transaction
+        from patcher.recipe import load_recipe
+        from patcher.target import find_target
+        transaction._fault = lambda step: os._exit(9) if step == "apply:journal-written" else None
+        api.apply_recipe(load_recipe("toy-greeting", [Path({str(RECIPES)!r})]), find_target(Path({str(target)!r})),
+                         smoke=False)
+    """)
+    assert subprocess.run([sys.executable, "-c", crash], timeout=120).returncode == 9
+    done = specpatch("check", "toy-greeting", "--target", str(target))
+    assert done.returncode == DRIFT, done.stderr
+    assert "unfinished: an interrupted apply of toy-greeting" in done.stderr
+    assert (target / ".specpatch" / "journal.json").exists()  # untouched by check
+
+    again = specpatch("apply", "toy-greeting", "--target", str(target), "--no-smoke")
+    assert again.returncode == OK, again.stderr
+    assert "recovered:" in again.stderr
+    assert specpatch("check", "toy-greeting", "--target", str(target)).returncode == OK
+
+
+def test_stacked_recipes_are_judged_by_the_last_writer(tree, tmp_path):
+    """A second recipe that changes the same file is not drift of the first."""
+    target = tree()
+    second = tmp_path / "more" / "toy-farewell.yaml"
+    second.parent.mkdir()
+    second.write_text(textwrap.dedent("""\
+        id: toy-farewell
+        title: a second recipe on the same file
+        target: {package: sglang, versions: "==0.5.9"}
+        steps:
+          - op: add_method
+            file: srt/greeter.py
+            class: Greeter
+            code: |
+              def farewell(self) -> str:
+                  return "bye, " + self.name
+    """))
+    assert specpatch("apply", "toy-greeting", "--target", str(target), "--no-smoke").returncode == OK
+    assert specpatch("apply", str(second), "--target", str(target), "--no-smoke").returncode == OK
+    done = specpatch("check", "toy-greeting", "--target", str(target), "--json")
+    assert done.returncode == OK, done.stdout
+    files = {f["file"]: f for f in json.loads(done.stdout)["files"]}
+    assert files["sglang/srt/greeter.py"]["state"] == "intact"
+    assert files["sglang/srt/greeter.py"]["last_written_by"] == "toy-farewell"
+
+
+@pytest.mark.sglang
+def test_check_on_the_real_release(sglang_release, tmp_path):
+    """sglang 0.5.9 from the registry: pristine would change (7), applied is 0, a hand edit is drift (5)."""
+    target = tmp_path / "site-packages"
+    shutil.copytree(sglang_release("0.5.9"), target, ignore=shutil.ignore_patterns("__pycache__"))
+    done = specpatch("check", "dynamic-spec-disable", "--target", str(target), "--json")
+    assert done.returncode == WOULD_CHANGE, done.stderr
+    report = json.loads(done.stdout)
+    assert report["state"] == "would_change"
+    assert "+    speculative_disable_batch_threshold: int = 0" in report["diff"]
+
+    assert specpatch("apply", "dynamic-spec-disable", "--target", str(target), "--no-smoke").returncode == OK
+    done = specpatch("check", "dynamic-spec-disable", "--target", str(target))
+    assert done.returncode == OK, done.stderr
+
+    server_args = target / "sglang" / "srt" / "server_args.py"
+    server_args.write_bytes(server_args.read_bytes().replace(b"speculative_disable_batch_threshold: int = 0",
+                                                             b"speculative_disable_batch_threshold: int = 4"))
+    done = specpatch("check", "dynamic-spec-disable", "--target", str(target))
+    assert done.returncode == DRIFT, done.stderr
+    assert "sglang/srt/server_args.py" in done.stderr
