@@ -20,7 +20,6 @@ from .errors import SpecpatchError, UsageError
 
 app = typer.Typer(
     name="specpatch",
-    help="Declarative, verified, reversible source patches for ML serving engines (sglang).",
     no_args_is_help=True,
     add_completion=True,
     pretty_exceptions_enable=False,
@@ -93,8 +92,10 @@ def _main(
 ) -> None:
     """Declarative, verified, reversible source patches for ML serving engines (sglang).
 
-    Exit codes: 0 ok, 1 internal error, 2 bad input, 3 cannot apply, 4 verification failed, 5 drift,
-    6 locked, 7 would change (check). NO_COLOR=1 turns colours and spinners off.
+    Exit codes: 0 ok, 1 internal error (a bug), 2 bad input, 3 cannot apply,
+    4 verification failed, 5 drift, 6 locked, 7 would change (`check`).
+
+    NO_COLOR=1 turns colours and spinners off. Shell completion: --install-completion.
     """
     _State.quiet, _State.verbose = quiet, verbose
 

@@ -124,7 +124,7 @@ def print_diff(console: Console, diff: str) -> None:
 def print_error(console: Console, err: SpecpatchError) -> None:
     """`Error: title`, the location, the message, near candidates, details and a `Help:` hint (STYLE.md)."""
     console.print(Text.assemble(("Error: ", "bold red"), (err.title, "bold")))
-    where = err.location.render()
+    where = _where(err.location)
     if where:
         console.print(Text(f"  {where}"))
     console.print(Text(f"  {err.message}"))
@@ -137,6 +137,15 @@ def print_error(console: Console, err: SpecpatchError) -> None:
             console.print(Text(f"    {line}"))
     if err.hint:
         console.print(Text.assemble(("Help: ", "bold cyan"), err.hint))
+
+
+def _where(location: Any) -> str:
+    """The location, without the recipe when it is the file itself (a recipe error): `r.yaml:30 [step 2]`."""
+    if location.recipe is not None and location.recipe == location.file:
+        from dataclasses import replace
+
+        location = replace(location, recipe=None)
+    return location.render()
 
 
 def print_internal_error(console: Console, exc: BaseException, *, traceback: bool) -> None:
@@ -243,7 +252,7 @@ def markdown_report(plan: Any, outcome: str = "") -> str:
             out.append(f"| {s.index} | {_md_cell(s.name or s.description)} | `{s.op}` | `{_md_cell(s.file)}` | "
                        f"{s.status.replace('_', ' ')} | {_step_lines(s)} |")
     for err in plan.errors:
-        where = err.location.render()
+        where = _where(err.location)
         line = f"> **{_md_cell(err.title)}**: {_md_cell(err.message)}" + (f" ({_md_cell(where)})" if where else "")
         out += ["", line]
         if err.candidates:

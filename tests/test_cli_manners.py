@@ -1,0 +1,267 @@
+"""Terminal manners of the command line: NO_COLOR, --quiet, --verbose, spinners, shell completion, errors with a
+title, a location and a hint, a cheap `--help`."""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import select
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+RECIPES = HERE / "recipes"
+TOY = RECIPES / "fixtures" / "toy-greeting"
+ESC = "\x1b"
+
+
+def specpatch(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    full_env = {**os.environ, "SPECPATCH_RECIPE_PATH": str(RECIPES), **(env or {})}
+    for name in ("NO_COLOR", "FORCE_COLOR", "COLUMNS"):
+        if name not in (env or {}):
+            full_env.pop(name, None)
+    return subprocess.run([sys.executable, "-m", "patcher", *args], capture_output=True, text=True, env=full_env,
+                          timeout=600)
+
+
+def in_terminal(*args: str, env: dict) -> tuple[int, str]:
+    """Run `python -m patcher ARGS` with stdout and stderr on a pseudo-terminal; its exit code and all it wrote."""
+    main, child = pty.openpty()
+    full_env = {**os.environ, "SPECPATCH_RECIPE_PATH": str(RECIPES), "TERM": "xterm-256color", **env}
+    for name in ("NO_COLOR", "FORCE_COLOR", "COLUMNS"):
+        if name not in env:
+            full_env.pop(name, None)
+    proc = subprocess.Popen([sys.executable, "-m", "patcher", *args], stdin=subprocess.DEVNULL, stdout=child,
+                            stderr=child, env=full_env)
+    os.close(child)
+    chunks, deadline = [], time.monotonic() + 600
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([main], [], [], 0.5)
+        if ready:
+            try:
+                data = os.read(main, 65536)
+            except OSError:  # the child closed the terminal
+                break
+            if not data:
+                break
+            chunks.append(data)
+        elif proc.poll() is not None:
+            break
+    os.close(main)
+    return proc.wait(timeout=60), b"".join(chunks).decode("utf-8", "replace")
+
+
+@pytest.fixture
+def target(tmp_path) -> Path:
+    dest = tmp_path / "t"
+    shutil.copytree(TOY / "baseline" / "before", dest)
+    return dest
+
+
+# --------------------------------------------------------------------------------------------------- colour
+
+
+def test_no_color_means_no_escape_sequences_even_when_colour_is_forced(target):
+    forced = specpatch("-v", "apply", "toy-greeting", "--target", str(target), "--dry-run",
+                       env={"FORCE_COLOR": "1"})
+    assert forced.returncode == 0
+    assert ESC in forced.stderr  # the test is meaningful: FORCE_COLOR alone colours the output
+
+    for args in (("-v", "apply", "toy-greeting", "--target", str(target), "--dry-run"),
+                 ("check", "toy-greeting", "--target", str(target)),
+                 ("list",), ("show", "toy-greeting"),
+                 ("apply", "no-such-recipe", "--target", str(target))):
+        done = specpatch(*args, env={"NO_COLOR": "1", "FORCE_COLOR": "1"})
+        assert done.stdout + done.stderr, args
+        assert ESC not in done.stdout + done.stderr, args
+
+
+def test_no_color_on_a_terminal_has_no_escape_sequences_and_no_spinner(target):
+    code, shown = in_terminal("apply", "toy-greeting", "--target", str(target), env={"NO_COLOR": "1"})
+    assert code == 0, shown
+    assert "applied toy-greeting to sglang 0.5.9 (2 file(s)) and verified" in shown
+    assert ESC not in shown
+
+    code, shown = in_terminal("rollback", "--target", str(target), env={})
+    assert code == 0, shown
+    assert ESC in shown  # on a colour terminal, colour
+
+
+def test_a_terminal_shows_a_spinner_on_stderr_while_verifying(target):
+    code, shown = in_terminal("apply", "toy-greeting", "--target", str(target), env={})
+    assert code == 0, shown
+    assert "applying, then verifying" in shown  # the spinner's message, drawn and then cleared
+    assert "\x1b[?25l" in shown  # the cursor is hidden while the spinner runs
+
+
+def test_pipes_get_no_spinner_and_no_colour(target):
+    done = specpatch("apply", "toy-greeting", "--target", str(target))
+    assert done.returncode == 0
+    assert ESC not in done.stdout + done.stderr
+    assert "verifying" not in done.stderr  # the spinner's message is not printed to logs...
+    done = specpatch("-v", "rollback", "--target", str(target))
+    assert done.returncode == 0
+    done = specpatch("-v", "apply", "toy-greeting", "--target", str(target))
+    assert "applying, then verifying (syntax, import smoke test, probes) ..." in done.stderr  # ...unless -v
+
+
+# --------------------------------------------------------------------------------------------------- quiet, verbose
+
+
+def test_quiet_prints_errors_only(target, tmp_path):
+    done = specpatch("--quiet", "apply", "toy-greeting", "--target", str(target))
+    assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
+    done = specpatch("-q", "check", "toy-greeting", "--target", str(target))
+    assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
+    done = specpatch("-q", "apply", "toy-greeting", "--target", str(target), "--dry-run", "--json")
+    assert done.returncode == 0 and json.loads(done.stdout)["outcome"] == "already_applied"  # asked-for JSON stays
+
+    broken = tmp_path / "broken"
+    shutil.copytree(TOY / "missing-anchor" / "before", broken)
+    done = specpatch("-q", "check", "toy-greeting", "--target", str(broken))
+    assert done.returncode == 3 and done.stdout == ""
+    assert "Error: anchor not found" in done.stderr and "Help:" in done.stderr
+    assert "cannot_apply:" in done.stderr  # a failing result's last line is an error too
+
+
+def test_verbose_shows_the_steps(target):
+    plain = specpatch("apply", "toy-greeting", "--target", str(target), "--dry-run")
+    assert "greeting-field" not in plain.stderr
+    done = specpatch("--verbose", "apply", "toy-greeting", "--target", str(target), "--dry-run")
+    assert done.returncode == 0
+    for text in ("operation", "greeting-field", "add_dataclass_field", "greet-method", "util-import", "changed",
+                 "what", "add field"):
+        assert text in done.stderr
+    done = specpatch("-v", "check", "toy-greeting", "--target", str(target))
+    assert done.returncode == 7 and "greet-method" in done.stderr
+    done = specpatch("-v", "show", "toy-greeting")
+    assert f"file: {RECIPES / 'toy-greeting.yaml'}" in done.stdout
+
+
+# --------------------------------------------------------------------------------------------------- errors
+
+
+def assert_error(done: subprocess.CompletedProcess, code: int, title: str, *where: str) -> None:
+    assert done.returncode == code, done.stderr
+    lines = done.stderr.splitlines()
+    assert f"Error: {title}" in lines, done.stderr
+    for text in where:
+        assert text in done.stderr, done.stderr
+    assert any(line.startswith("Help: ") and len(line) > 10 for line in lines), done.stderr
+
+
+def test_a_broken_recipe_names_file_line_and_step(target, tmp_path):
+    bad = tmp_path / "toy-typo.yaml"
+    shutil.copytree(RECIPES / "toy-greeting", tmp_path / "toy-typo")
+    bad.write_text((RECIPES / "toy-greeting.yaml").read_text().replace("id: toy-greeting", "id: toy-typo")
+                   .replace("op: add_method", "op: add_methd"))
+    done = specpatch("apply", str(bad), "--target", str(target))
+    assert_error(done, 2, "invalid recipe", f"{bad}:23 [step 2]", "unknown operation `add_methd`; did you mean "
+                 "`add_method`?")
+
+
+def test_a_missing_anchor_names_recipe_step_file_and_near_candidates(tmp_path):
+    broken = tmp_path / "broken"
+    shutil.copytree(TOY / "missing-anchor" / "before", broken)
+    done = specpatch("apply", "toy-greeting", "--target", str(broken))
+    assert_error(done, 3, "anchor not found", "sglang/srt/greeter.py [toy-greeting, step 1, add_dataclass_field]",
+                 "no field `name` in class `Greeter`", "anchor: Greeter.name")
+    assert "cannot apply toy-greeting to sglang 0.5.9: nothing was written" in done.stderr
+
+
+def test_a_locked_target_exits_6(target):
+    from patcher.target import find_target
+    from patcher.transaction import target_lock
+
+    with target_lock(find_target(target)):
+        started = time.monotonic()
+        done = specpatch("apply", "toy-greeting", "--target", str(target), "--lock-timeout", "0.2")
+        assert_error(done, 6, "target is locked", str(target / ".specpatch" / "lock"), "gave up after 0.2 s")
+        assert time.monotonic() - started < 30
+        done = specpatch("verify", "--target", str(target), "--lock-timeout", "0.2", "--json")
+        assert done.returncode == 6 and json.loads(done.stdout)["error"]["error"] == "LockTimeout"
+        assert specpatch("check", "toy-greeting", "--target", str(target)).returncode == 7  # check takes no lock
+    assert specpatch("apply", "toy-greeting", "--target", str(target), "--lock-timeout", "0.2").returncode == 0
+
+
+def test_an_unknown_recipe_suggests_the_close_one(target):
+    done = specpatch("apply", "toy-greting", "--target", str(target))
+    assert_error(done, 2, "recipe not found", "[toy-greting]", "did you mean `toy-greeting`?", "specpatch list")
+    done = specpatch("check", "toy-greting", "--target", str(target), "--json")
+    report = json.loads(done.stdout)
+    assert done.returncode == 2 and report == {"ok": False, "exit_code": 2, "error": report["error"]}
+    assert report["error"]["error"] == "RecipeNotFound" and report["error"]["hint"]
+
+
+def test_bad_values_and_targets_are_bad_input(target, tmp_path):
+    assert_error(specpatch("apply", "toy-greeting", "--target", str(target), "--param", "greeting"), 2,
+                 "bad command-line value", "--param expects NAME=VALUE")
+    assert_error(specpatch("apply", "toy-greeting", "--target", str(target), "--param", "greting=hi"), 2,
+                 "bad command-line value", "did you mean `greeting`?")
+    assert_error(specpatch("check", "toy-greeting", "--target", str(tmp_path / "nowhere")), 2, "unusable target",
+                 "is not a folder")
+    done = specpatch("apply", "toy-greeting", "--target", str(target), "--format", "html")
+    assert done.returncode == 2 and "html" in done.stderr  # typer's own usage error
+
+
+def test_an_internal_error_is_reported_as_a_bug(monkeypatch, capsys):
+    from patcher import api, cli
+
+    def boom(*args, **kwargs):
+        raise RuntimeError("kaboom")
+
+    monkeypatch.setattr(api, "list_recipes", boom)
+    monkeypatch.setenv("NO_COLOR", "1")
+    for argv, traceback in ((["specpatch", "list"], False), (["specpatch", "--verbose", "list"], True)):
+        monkeypatch.setattr(sys, "argv", argv)
+        with pytest.raises(SystemExit) as exit_info:
+            cli.main()
+        assert exit_info.value.code == 1
+        err = capsys.readouterr().err
+        assert "Error: internal error (a bug in specpatch)" in err and "RuntimeError: kaboom" in err
+        assert ("Traceback (most recent call last)" in err) is traceback
+        assert "Help: " in err
+
+
+# --------------------------------------------------------------------------------------------------- completion, help
+
+
+def console_script() -> Path:
+    script = Path(sys.executable).parent / "specpatch"
+    if not script.exists():
+        pytest.fail(f"no `specpatch` console script beside {sys.executable}: install specpatch (pip install -e .)")
+    return script
+
+
+def test_shell_completion_script_and_recipe_names():
+    script = console_script()
+    shown = subprocess.run([str(script), "--show-completion", "bash"], capture_output=True, text=True, timeout=60)
+    assert shown.returncode == 0, shown.stderr
+    assert "_SPECPATCH_COMPLETE=complete_bash" in shown.stdout and "complete " in shown.stdout
+
+    env = {**os.environ, "_SPECPATCH_COMPLETE": "complete_bash", "COMP_WORDS": "specpatch check toy",
+           "COMP_CWORD": "2", "SPECPATCH_RECIPE_PATH": str(RECIPES)}
+    done = subprocess.run([str(script)], capture_output=True, text=True, env=env, timeout=60)
+    assert done.stdout.split() == ["toy-greeting"], done.stderr
+    env["COMP_WORDS"], env["COMP_CWORD"] = "specpatch apply t", "2"
+    done = subprocess.run([str(script)], capture_output=True, text=True, env=env, timeout=60)
+    assert set(done.stdout.split()) == {"toy-greeting"}
+
+
+def test_help_and_version_are_cheap():
+    probe = ("import sys, patcher.cli; heavy = [m for m in ('rich', 'libcst', 'pydantic', 'yaml') if m in "
+             "sys.modules]; print(heavy)")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert done.stdout.strip() == "[]", done.stderr
+    done = specpatch("--version")
+    assert done.returncode == 0 and done.stdout.startswith("specpatch ")
+    done = specpatch("--help")
+    assert done.returncode == 0
+    for text in ("--quiet", "--verbose", "--show-completion", "check", "NO_COLOR"):
+        assert text in done.stdout
