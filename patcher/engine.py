@@ -6,11 +6,13 @@ compiles is *ready*; otherwise it carries the errors and nothing may be written 
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import os
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import libcst as cst
 
@@ -111,13 +113,28 @@ def plan(recipe: Recipe, target: Target, params: dict[str, str] | None = None, *
         by_file.setdefault(step.file, []).append((i, step))
     groups = list(by_file.items())
     workers, sizes = _workers(jobs, target, groups)
-    if workers > 1:
-        _plan_parallel(result, groups, sizes, workers)
-    else:
-        for rel_pkg, file_steps in groups:
-            _plan_file(result, rel_pkg, file_steps)
+    with _collector_paused():
+        if workers > 1:
+            _plan_parallel(result, groups, sizes, workers)
+        else:
+            for rel_pkg, file_steps in groups:
+                _plan_file(result, rel_pkg, file_steps)
     result.steps.sort(key=lambda s: s.index)
     return result
+
+
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """No cyclic garbage collection while planning: libcst builds ~100,000 nodes for a 6,000-line file, all alive
+    until the file is rendered, and the collector would scan them again and again (a tenth of the planning time)
+    to find nothing; plain reference counting still frees every tree as soon as its file is done."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 # --------------------------------------------------------------------------------------------------- parallel
