@@ -320,7 +320,8 @@ def check(recipe: Recipe, target: Target, *, params: dict[str, str] | None = Non
     - ``applied`` (OK): the plan changes nothing and every file the ledger recorded still has its patched bytes
       (a recipe whose edits are present without a ledger entry, applied by hand or by another tool, counts too);
     - ``would_change`` (WOULD_CHANGE): not applied, and it applies cleanly; also a recipe updated since it was
-      applied, whose recorded files are intact but which now has more to do;
+      applied, whose recorded files are intact but which now has more to do, and an applied recipe whose changed
+      files all have their original bytes again (the package was reinstalled: `apply` patches it again);
     - ``drift`` (DRIFT): applied, but a patched file was changed or removed since (or the edits are gone);
     - ``cannot_apply`` (the errors' code: CANNOT_APPLY, or BAD_INPUT for a file that does not parse) and
       ``refused`` (CANNOT_APPLY): not applied, and it cannot be;
@@ -355,6 +356,11 @@ def check(recipe: Recipe, target: Target, *, params: dict[str, str] | None = Non
                       ExitCode.DRIFT)
     if p.selection.refuse:
         return result("refused", p.selection.refuse, ExitCode.CANNOT_APPLY)
+    reverted = [f["file"] for f in files if f["state"] == "modified" and f["sha256"] == f["original_sha256"]]
+    if changed_by_hand and reverted == changed_by_hand and p.ok and p.changed_files:
+        return result("would_change", f"{recipe.id} was applied, but the original bytes are back in "
+                      f"{', '.join(reverted)} (a reinstall?): {len(p.changed_files)} file(s) would change",
+                      ExitCode.WOULD_CHANGE)
     if changed_by_hand:
         how = "edits still present" if p.ok and not p.changed_files else "edits gone or changed"
         return result("drift", f"{recipe.id} was applied, but files changed since: {', '.join(changed_by_hand)} "
@@ -378,16 +384,24 @@ def check(recipe: Recipe, target: Target, *, params: dict[str, str] | None = Non
 
 
 def _check_files(target: Target, record: Any, applied: list[Any]) -> list[dict[str, Any]]:
-    """The state of each file of `record`, judged against the last recipe that wrote it (recipes may stack)."""
+    """The state of each file of `record`, judged against the last recipe that wrote it (recipes may stack), with
+    the hash it had before any recipe wrote it."""
     from . import transaction
 
     last = {fr.rel: r for r in applied for fr in r.files}  # the ledger is oldest first
+    original: dict[str, str] = {}
+    for r in applied:
+        for fr in r.files:
+            original.setdefault(fr.rel, fr.sha_before)  # before the first recipe that wrote it
     out = []
     for s in transaction.file_states(target, record):
         owner = last.get(s.rel, record)
         if owner is not record:
             s = next(x for x in transaction.file_states(target, owner) if x.rel == s.rel)
-        out.append({**s.to_dict(), **({"last_written_by": owner.recipe} if owner is not record else {})})
+        extra = {"original_sha256": original.get(s.rel, s.record.sha_before)}
+        if owner is not record:
+            extra["last_written_by"] = owner.recipe
+        out.append({**s.to_dict(), **extra})
     return out
 
 

@@ -78,8 +78,9 @@ def test_applied_tree_is_ok_then_drift_when_edited_by_hand(tree):
         in done.stderr
     assert "modified" in done.stderr  # the table of file states
 
-    # the edits removed by hand: drift too
-    path.write_text((TOY / "baseline" / "before" / "sglang" / "srt" / "greeter.py").read_text())
+    # the edits removed by hand (and something else changed): drift too
+    original = (TOY / "baseline" / "before" / "sglang" / "srt" / "greeter.py").read_text()
+    path.write_text(original.replace('"!"', '"?"'))
     done = specpatch("check", "toy-greeting", "--target", str(target), "--json")
     assert done.returncode == DRIFT
     report = json.loads(done.stdout)
@@ -87,6 +88,19 @@ def test_applied_tree_is_ok_then_drift_when_edited_by_hand(tree):
     assert {f["file"]: f["state"] for f in report["files"]} == {"sglang/srt/greeter.py": "modified",
                                                                "sglang/srt/util.py": "intact"}
     assert "edits gone or changed" in report["message"]
+
+
+def test_a_reinstalled_package_would_change_and_apply_patches_it_again(tree):
+    """`pip install --force-reinstall` puts the original files back: not drift, just not applied any more."""
+    target = tree()
+    assert specpatch("apply", "toy-greeting", "--target", str(target), "--no-smoke").returncode == OK
+    shutil.copytree(TOY / "baseline" / "before" / "sglang", target / "sglang", dirs_exist_ok=True)
+    done = specpatch("check", "toy-greeting", "--target", str(target))
+    assert done.returncode == WOULD_CHANGE, done.stderr
+    assert "the original bytes are back in sglang/srt/greeter.py, sglang/srt/util.py (a reinstall?): 2 file(s) " \
+        "would change" in done.stderr
+    assert specpatch("apply", "toy-greeting", "--target", str(target), "--no-smoke").returncode == OK
+    assert specpatch("check", "toy-greeting", "--target", str(target)).returncode == OK
 
 
 def test_broken_tree_cannot_apply(tree):
