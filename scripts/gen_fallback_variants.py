@@ -24,6 +24,25 @@ END = "# ---- END generated fallback variants ----"
 # name, versions, description, {step name: {option: value}} replacements, verify (None: the recipe's)
 FALLBACK_VARIANTS = [
     dict(
+        name="fallback-0.5.12",
+        versions=">=0.5.12,<0.5.13",
+        description=(
+            "The 0.5.11 port with 0.5.12's differences: the draft input's token is bonus_tokens (was\n"
+            "verified_id); the result carries speculative_num_draft_tokens, the stride the scheduler now reads,\n"
+            "and the target's indexer top-k capture as verify does; upstream adaptive speculation, now on the\n"
+            "spec-v2 worker, is refused beside the threshold (it switches steps and stride by acceptance rate)."
+        ),
+        replace={
+            "server-args-check": {"code_file": "v0_5_12/server_args_check.py"},
+            "worker-init-method": {"code_file": "v0_5_12/worker_init.py"},
+            "worker-fallback": {"code_file": "v0_5_12/worker_fallback.py"},
+            "worker-target-decode": {"code_file": "v0_5_12/worker_target_decode.py"},
+            "worker-catch-up-single": {"code_file": "v0_5_12/worker_catch_up_single.py"},
+        },
+        probe="probes/worker_probe_compat.py",
+        server_args_probe="probes/server_args_probe_compat.py",
+    ),
+    dict(
         name="fallback-0.5.11",
         versions=">=0.5.11,<0.5.12",
         description=(

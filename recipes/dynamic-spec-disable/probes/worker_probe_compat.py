@@ -19,6 +19,9 @@ patched worker's contract is relaxed; 0.5.10+ gets an extra check of the logprob
   the assertion becomes "passed on unchanged".
 - 0.5.11+ scheduler: `kv_committed_len` is pre-claimed by prepare_for_decode (a request enters the step with s),
   the accepted-draft counters are renamed, and requests have `spec_accepted_drafts`.
+- 0.5.12: `EagleDraftInput.verified_id` (and the FutureMap buffer) is `bonus_tokens`; the scheduler's
+  `_resolve_spec_overlap_tokens` reads the stride from `result.speculative_num_draft_tokens` (checked), calls the
+  worker's adaptive hook, skips retracted or finished requests and counts "correct drafts".
 - No `EAGLEWorkerV2.enable_nan_detection` (0.5.10+): verify() checks NaN with `maybe_detect_nan` under
   SGLANG_SPEC_NAN_DETECTION; the NaN check switches that variable instead of the attribute.
 - Spec-v2 decode logprobs (0.5.10+): the fallback asks the target for logprobs when the batch does (the probe's
@@ -42,6 +45,7 @@ _probe_env.setup()
 
 from sglang.srt.managers.schedule_batch import ModelWorkerBatch, Req  # noqa: E402
 from sglang.srt.managers.scheduler_output_processor_mixin import SchedulerOutputProcessorMixin  # noqa: E402
+from sglang.srt.speculative.eagle_info import EagleDraftInput  # noqa: E402
 from sglang.srt.speculative.eagle_info_v2 import EagleDraftInputV2Mixin  # noqa: E402
 from sglang.srt.sampling.sampling_batch_info import SamplingBatchInfo  # noqa: E402
 from sglang.srt.model_executor.forward_batch_info import ForwardBatch  # noqa: E402
@@ -72,8 +76,44 @@ if "use_ngram_embedding" in inspect.getsource(ForwardBatch.init_new):
                   "        self.model_is_mrope = False\n        self.use_ngram_embedding = False\n"
                   "        self.is_hybrid_swa = False\n        self.calls = []\n"))
 
-RESOLVE = inspect.getsource(SchedulerOutputProcessorMixin._resolve_spec_overlap_token_ids)
-if "accept_lens[i] - 1" in RESOLVE:
+SCHEDULER_BLOCK = (
+    "    result.copy_done = torch.get_device_module(\"cpu\").Event()\n"
+    "    result.copy_to_cpu(return_logprob=True)\n"
+    "    reqs = [FakeReq(e.s - 1) for e in exp]\n"
+    "    scheduler = SimpleNamespace(draft_worker=w)\n"
+    "    tokens = SchedulerOutputProcessorMixin._resolve_spec_overlap_token_ids(\n"
+    "        scheduler, result, SimpleNamespace(reqs=reqs))\n"
+    "    assert tokens == [[e.t] for e in exp], f\"the scheduler read {tokens}, not one sampled token per request\"\n"
+    "    assert [r.kv_committed_len for r in reqs] == [e.s for e in exp], \"kv_committed_len did not advance by 1\"\n"
+    "    assert result.num_accepted_tokens == 0 and result.accept_length_per_req_cpu == [0] * bs\n"
+    "    assert all(r.histogram == [0] for r in reqs)\n"
+)
+if not hasattr(SchedulerOutputProcessorMixin, "_resolve_spec_overlap_token_ids"):  # 0.5.12
+    EDITS.append((
+        "0.5.12 scheduler: _resolve_spec_overlap_tokens reads the stride from the result, feeds the worker's "
+        "adaptive hook, skips retracted/finished requests, counts correct drafts; kv_committed_len pre-claimed",
+        SCHEDULER_BLOCK,
+        "    result.copy_done = torch.get_device_module(\"cpu\").Event()\n"
+        "    result.copy_to_cpu(return_logprob=True)\n"
+        "    assert result.speculative_num_draft_tokens == N_DRAFT, \"the result does not carry its stride\"\n"
+        "    reqs = [FakeReq(e.s) for e in exp]  # prepare_for_decode pre-claimed the bonus slot\n"
+        "    for r in reqs:\n"
+        "        r.is_retracted, r.finished, r.spec_num_correct_drafts = False, (lambda: False), 0\n"
+        "        r.update_spec_correct_drafts_histogram = r.update_spec_acceptance_histogram\n"
+        "    w.adaptive_controller = None  # not adaptive: on_verify_complete_cpu is a no-op\n"
+        "    scheduler = SimpleNamespace(draft_worker=w, model_worker=w)\n"
+        "    tokens = SchedulerOutputProcessorMixin._resolve_spec_overlap_tokens(\n"
+        "        scheduler, result, SimpleNamespace(reqs=reqs))\n"
+        "    assert tokens == [[e.t] for e in exp], f\"the scheduler read {tokens}, not one sampled token per request\"\n"
+        "    assert [r.kv_committed_len for r in reqs] == [e.s for e in exp], \"kv_committed_len did not advance by 1\"\n"
+        "    assert result.num_correct_drafts == 0 and result.num_correct_drafts_per_req_cpu == [0] * bs\n"
+        "    assert all(r.histogram == [0] for r in reqs)\n"))
+    RESOLVE = ""
+else:
+    RESOLVE = inspect.getsource(SchedulerOutputProcessorMixin._resolve_spec_overlap_token_ids)
+if "verified_id" not in {f.name for f in dataclasses.fields(EagleDraftInput)}:  # 0.5.12+
+    EDITS.append(("EagleDraftInput.verified_id renamed bonus_tokens (0.5.12+; FutureMap too)", None, None))
+if "kv_committed_len += accept_lens[i] - 1" in RESOLVE:
     EDITS.append(("kv_committed_len pre-claim (0.5.11+): prepare_for_decode already added 1 at step entry",
                   "    reqs = [FakeReq(e.s - 1) for e in exp]\n",
                   "    reqs = [FakeReq(e.s) for e in exp]\n"))
@@ -86,7 +126,41 @@ if "spec_accepted_drafts" in RESOLVE:
                   "        self.spec_accepted_tokens = 0\n",
                   "        self.spec_accepted_tokens = 0\n        self.spec_accepted_drafts = 0\n"))
 
-if not hasattr(Req, "update_spec_acceptance_histogram"):
+if "spec_algorithm.is_standalone()" in inspect.getsource(EagleDraftInputV2Mixin.prepare_for_extend_to_fill_draft_kvcache):
+    EDITS.append(("the draft extend asks the draft runner for its algorithm (0.5.12+)",
+                  "        self.model_is_mrope = False\n",
+                  "        self.model_is_mrope = False\n        self.spec_algorithm = SpeculativeAlgorithm.EAGLE\n"))
+
+if "speculative_adaptive" in inspect.getsource(EAGLEWorkerV2._init_speculative_disable):  # the 0.5.12+ port
+    EDITS.append(("extra check: --speculative-adaptive is refused beside the threshold (0.5.12+)",
+                  "    report.run(\"worker refusals\", check_refusals)\n",
+                  "    report.run(\"worker refusals\", check_refusals)\n"
+                  "    report.run(\"adaptive speculation refused\", check_adaptive_refused)\n"))
+    EDITS.append(("extra check: --speculative-adaptive is refused beside the threshold (0.5.12+)",
+                  "\ndef main():\n",
+                  "\ndef check_adaptive_refused():\n"
+                  "    w = EAGLEWorkerV2.__new__(EAGLEWorkerV2)\n"
+                  "    w.topk, w._target_worker = 1, FakeTargetWorker()\n"
+                  "    try:\n"
+                  "        with envs.SGLANG_SPEC_DISABLE_CATCH_UP.override(\"padded\"):\n"
+                  "            w._init_speculative_disable(SimpleNamespace(speculative_disable_batch_threshold=3,\n"
+                  "                                                        enable_dp_attention=False,\n"
+                  "                                                        speculative_adaptive=True))\n"
+                  "    except ValueError as exc:\n"
+                  "        assert \"--speculative-adaptive\" in str(exc), str(exc)\n"
+                  "    else:\n"
+                  "        raise AssertionError(\"--speculative-adaptive was accepted beside the threshold\")\n"
+                  "    return \"--speculative-adaptive beside the threshold is refused at start-up\"\n"
+                  "\n\ndef main():\n"))
+
+from sglang.srt.model_executor import forward_batch_info  # noqa: E402
+
+if not inspect.signature(forward_batch_info.enable_num_token_non_padded).parameters:  # 0.5.12+
+    EDITS.append(("enable_num_token_non_padded takes no argument (0.5.12+)",
+                  "forward_batch_info.enable_num_token_non_padded = lambda server_args: False",
+                  "forward_batch_info.enable_num_token_non_padded = lambda *args: False"))
+
+if not hasattr(Req, "update_spec_acceptance_histogram") and not hasattr(Req, "update_spec_correct_drafts_histogram"):
     EDITS.append(("no acceptance histogram in this release's scheduler",
                   "    assert all(r.histogram == [0] for r in reqs)\n",
                   "    assert all(r.histogram == [] for r in reqs)  # compat: the release keeps no histogram\n"))
@@ -172,6 +246,9 @@ if "_mamba_verify_update" in inspect.getsource(EAGLEWorkerV2):  # 0.5.10+: verif
 def main():
     src = open(PATH, encoding="utf-8").read()
     for reason, old, new in EDITS:
+        if old is None:  # a rename everywhere in the probe
+            src = src.replace("verified_id", "bonus_tokens")
+            continue
         if src.count(old) != 1:
             print(f"PROBE-FAIL: compat edit '{reason}' found {src.count(old)} times in worker_probe.py "
                   "(expected once): the 0.5.9 probe changed; update probes/worker_probe_compat.py")
