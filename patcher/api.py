@@ -329,7 +329,8 @@ def check(recipe: Recipe, target: Target, *, params: dict[str, str] | None = Non
       finishes or undoes it, `check` only reports it.
 
     Without `params`, the values recorded when the recipe was applied are checked (not the defaults); given ones
-    override them. A target whose release cannot be read is checked as the release recorded at apply time.
+    override them. A target whose release cannot be read is checked as the release recorded at apply time; a target
+    now of another release than the recorded one (upgraded since) is judged by the plan alone, like an unrecorded one.
     """
     from dataclasses import replace
 
@@ -343,10 +344,16 @@ def check(recipe: Recipe, target: Target, *, params: dict[str, str] | None = Non
         if target.version is None and record.release:
             target = replace(target, version=Version(record.release), version_source="ledger")
     p = plan(recipe, target, params)
+    stale = None  # the ledger speaks of another release: the package was upgraded or downgraded since
+    if record is not None and record.release and target.version is not None and \
+            Version(record.release) != target.version:
+        stale, record = record, None
     files = _check_files(target, record, report.applied) if record else []
     changed_by_hand = [f["file"] for f in files if f["state"] != "intact"]
 
     def result(state: str, message: str, code: ExitCode) -> CheckResult:
+        if stale is not None:
+            message += f" (it was applied to {target.package} {stale.release}; the target is now {target.version})"
         return CheckResult(p, state, message, files, code)
 
     if report.pending is not None:

@@ -103,6 +103,26 @@ def test_a_reinstalled_package_would_change_and_apply_patches_it_again(tree):
     assert specpatch("check", "toy-greeting", "--target", str(target)).returncode == OK
 
 
+def test_an_upgraded_package_is_judged_by_its_new_release(tree, tmp_path):
+    """The ledger speaks of 0.5.9, the package is now 0.5.10 with new files: would change (7), not drift."""
+    target = tree()
+    wide = tmp_path / "wide"
+    shutil.copytree(RECIPES / "toy-greeting", wide / "toy-greeting")
+    (wide / "toy-greeting.yaml").write_text((RECIPES / "toy-greeting.yaml").read_text().replace(
+        'versions: "==0.5.9"', 'versions: ">=0.5.9,<0.6"'))
+    env = {"SPECPATCH_RECIPE_PATH": str(wide)}
+    assert specpatch("apply", "toy-greeting", "--target", str(target), "--no-smoke", env=env).returncode == OK
+
+    shutil.copytree(TOY / "baseline" / "before" / "sglang", target / "sglang", dirs_exist_ok=True)  # the upgrade
+    (target / "sglang" / "_version.py").write_text('__version__ = "0.5.10"\n')
+    greeter(target).write_text(greeter(target).read_text().replace('"""A toy', '"""Release 0.5.10: a toy'))
+    done = specpatch("check", "toy-greeting", "--target", str(target), env=env)
+    assert done.returncode == WOULD_CHANGE, done.stderr
+    assert "(it was applied to sglang 0.5.9; the target is now 0.5.10)" in done.stderr
+    assert specpatch("apply", "toy-greeting", "--target", str(target), "--no-smoke", env=env).returncode == OK
+    assert specpatch("check", "toy-greeting", "--target", str(target), env=env).returncode == OK
+
+
 def test_broken_tree_cannot_apply(tree):
     target = tree("missing-anchor")
     done = specpatch("check", "toy-greeting", "--target", str(target))
