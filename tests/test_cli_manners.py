@@ -10,6 +10,7 @@ import select
 import shutil
 import subprocess
 import sys
+import textwrap
 import time
 from pathlib import Path
 
@@ -98,6 +99,49 @@ def test_a_terminal_shows_a_spinner_on_stderr_while_verifying(target):
     assert code == 0, shown
     assert "applying, then verifying" in shown  # the spinner's message, drawn and then cleared
     assert "\x1b[?25l" in shown  # the cursor is hidden while the spinner runs
+
+
+def test_try_shows_the_download_then_the_verification(tmp_path):
+    """`specpatch try` draws a spinner (with the elapsed time) while the release is fetched, then while it is
+    patched and verified. The fetch and the work are stood in for by slow fakes: the test is about the terminal."""
+    runner = tmp_path / "run_try.py"
+    runner.write_text(textwrap.dedent("""
+        import time
+        from patcher import api, cli, fetch
+        from patcher.errors import FetchError
+
+        def slow_fetch(package, version, *args, **kwargs):
+            time.sleep(1.5)
+
+        def slow_try(recipe, version, **kwargs):
+            time.sleep(1.5)
+            raise FetchError("stand-in: nothing was tried")
+
+        fetch.fetch_release, api.try_recipe = slow_fetch, slow_try
+        cli.main()
+    """))
+    main, child = pty.openpty()
+    env = {**os.environ, "TERM": "xterm-256color", "SPECPATCH_RECIPE_PATH": str(RECIPES)}
+    env.pop("NO_COLOR", None)
+    proc = subprocess.Popen([sys.executable, str(runner), "try", "toy-greeting", "--version", "0.5.9"],
+                            stdin=subprocess.DEVNULL, stdout=child, stderr=child, env=env)
+    os.close(child)
+    chunks = []
+    while True:
+        try:
+            data = os.read(main, 65536)
+        except OSError:
+            break
+        if not data:
+            break
+        chunks.append(data)
+    os.close(main)
+    shown = b"".join(chunks).decode("utf-8", "replace")
+    assert proc.wait(timeout=60) == 2, shown
+    assert "fetching sglang 0.5.9 (pip download, once; then cached)" in shown
+    assert "0:00:01" in shown  # the elapsed time
+    assert "toy-greeting on a scratch copy of sglang 0.5.9: applying, then verifying" in shown
+    assert "stand-in: nothing was tried" in shown
 
 
 def test_pipes_get_no_spinner_and_no_colour(target):
