@@ -24,6 +24,26 @@ END = "# ---- END generated fallback variants ----"
 # name, versions, description, {step name: {option: value}} replacements, verify (None: the recipe's)
 FALLBACK_VARIANTS = [
     dict(
+        name="fallback-0.5.6",
+        versions=">=0.5.6,<0.5.7",
+        description=(
+            "The 0.5.9 fallback patch with 0.5.6's differences: the environment variables go after\n"
+            "SGLANG_ENABLE_SPEC_V2 (0.5.6 has no SGLANG_SPEC_ENABLE_STRICT_FILTER_CHECK); the start-up check has\n"
+            "no multi-layer EAGLE and no SGLANG_SCHEDULER_SKIP_ALL_GATHER to look at (neither exists); the draft\n"
+            "catch-up runs without MoE or draft-TP contexts, as 0.5.6's own speculative path; the one-token\n"
+            "catch-up uses the _per_batch names and ModelRunner.forward's (logits, can_run_graph) return."
+        ),
+        replace={
+            "env-threshold": {"after": "SGLANG_ENABLE_SPEC_V2"},
+            "server-args-check": {"code_file": "v0_5_6/server_args_check.py"},
+            "worker-fallback": {"code_file": "v0_5_6/worker_fallback.py"},
+            "worker-catch-up-single": {"code_file": "v0_5_6/worker_catch_up_single.py"},
+        },
+        probe="probes/worker_probe_compat.py",
+        server_args_probe="probes/server_args_probe_compat.py",
+        extra_stubs=["vllm"],
+    ),
+    dict(
         name="fallback-0.5.12",
         versions=">=0.5.12,<0.5.13",
         description=(

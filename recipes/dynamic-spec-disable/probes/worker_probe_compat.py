@@ -11,6 +11,8 @@ patched worker's contract is relaxed; 0.5.10+ gets an extra check of the logprob
 - `ForwardBatch.init_new` reads `req.rid` (0.5.10+): the probe's batches get requests with an id.
 - `_draft_extend_for_prefill` takes `mm_input_embeds` (0.5.10+): the probe's recording override accepts it.
 - `ForwardBatch.init_new` reads `model_runner.use_ngram_embedding` (0.5.10+): the fake draft runner says False.
+- 0.5.4-0.5.6: `ModelRunner.forward` returns `(logits_output, can_run_graph)`, so the fake draft runner does too;
+  the result gets no per-request accepted counts, so that assertion keeps only the total.
 - No `Req.update_spec_acceptance_histogram` (0.5.4-0.5.8): the scheduler keeps no acceptance histogram, so the
   histogram assertion is dropped.
 - No `SamplingBatchInfo.acc_linear_penalties` (0.5.10+): the penalties are `acc_additive_penalties` and
@@ -159,6 +161,16 @@ if not inspect.signature(forward_batch_info.enable_num_token_non_padded).paramet
     EDITS.append(("enable_num_token_non_padded takes no argument (0.5.12+)",
                   "forward_batch_info.enable_num_token_non_padded = lambda server_args: False",
                   "forward_batch_info.enable_num_token_non_padded = lambda *args: False"))
+
+if "draft_logits_output, _ = self.draft_runner.forward" in inspect.getsource(EagleDraftWorker._draft_extend_for_decode):
+    EDITS.append(("ModelRunner.forward returns (logits_output, can_run_graph) (0.5.4-0.5.6)",
+                  "        return SimpleNamespace(logits_output=LogitsProcessorOutput(next_token_logits=logits, "
+                  "hidden_states=hidden))\n",
+                  "        return LogitsProcessorOutput(next_token_logits=logits, hidden_states=hidden), False\n"))
+if RESOLVE and "accept_length_per_req_cpu" not in RESOLVE and "num_accepted_drafts_per_req_cpu" not in RESOLVE:
+    EDITS.append(("no per-request accepted counts on the result (0.5.4-0.5.6)",
+                  "    assert result.num_accepted_tokens == 0 and result.accept_length_per_req_cpu == [0] * bs\n",
+                  "    assert result.num_accepted_tokens == 0\n"))
 
 if not hasattr(Req, "update_spec_acceptance_histogram") and not hasattr(Req, "update_spec_correct_drafts_histogram"):
     EDITS.append(("no acceptance histogram in this release's scheduler",
