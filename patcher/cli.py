@@ -209,30 +209,7 @@ def schema() -> None:
 
     from .recipe import json_schema
 
-    sys.stdout.write(json.dumps(_with_file_options(json_schema()), indent=2) + "\n")
-
-
-def _with_file_options(schema: dict) -> dict:
-    """Let the schema accept what the loader accepts: any option `X` of a step, a variant or the recipe may be given
-    as `X_file: path` (read from a file beside the recipe), e.g. `code_file: worker_init.py`, `variants_file:
-    variants.yaml`. (The recipe model has no such fields: the loader reads the files before validating.)"""
-    fixed = {"op", "file", "name", "id"}
-
-    def extend(obj: dict) -> None:
-        props = obj.get("properties", {})
-        for key in [k for k in props if k not in fixed and not k.endswith("_file")]:
-            props[f"{key}_file"] = {"type": "string", "title": f"{key} (from a file)",
-                                    "description": f"read `{key}` from this file, relative to the recipe's folder"}
-            if key in obj.get("required", []):
-                obj["required"] = [r for r in obj["required"] if r != key]
-                obj.setdefault("allOf", []).append({"oneOf": [{"required": [key]}, {"required": [f"{key}_file"]}]})
-
-    defs = schema.get("$defs", {})
-    for definition in defs.values():
-        if "op" in definition.get("properties", {}) or definition.get("title") == "Variant":
-            extend(definition)
-    extend(schema)
-    return schema
+    sys.stdout.write(json.dumps(json_schema(), indent=2) + "\n")
 
 
 @app.command()
