@@ -141,21 +141,21 @@ def checked(sample: Sample, what: str) -> Sample:
     return sample
 
 
-def interleaved(runs: int, subject: Callable[[], Sample], floor: Callable[[], Sample],
-                warmup: int = 1) -> tuple[list[Sample], list[Sample]]:
-    """`runs` samples of each, alternating which goes first; `warmup` unmeasured runs of each before."""
+def interleaved(runs: int, warmup: int = 1, **commands: Callable[[], Sample]) -> dict[str, list[Sample]]:
+    """`runs` samples of each command, in an order that alternates (forward, backward) from run to run; `warmup`
+    unmeasured runs of each before."""
     for _ in range(warmup):
-        subject()
-        floor()
-    subjects: list[Sample] = []
-    floors: list[Sample] = []
+        for fn in commands.values():
+            fn()
+    out: dict[str, list[Sample]] = {name: [] for name in commands}
+    names = list(commands)
     for i in range(runs):
-        order = [(subjects, subject), (floors, floor)]
-        for out, fn in order if i % 2 == 0 else reversed(order):
-            out.append(fn())
-        print(f"    run {i + 1}/{runs}: {subjects[-1].seconds:.2f} s vs floor {floors[-1].seconds:.2f} s "
-              f"(CPU {subjects[-1].cpu_seconds:.2f} s vs {floors[-1].cpu_seconds:.2f} s)", flush=True)
-    return subjects, floors
+        for name in names if i % 2 == 0 else reversed(names):
+            out[name].append(commands[name]())
+        print(f"    run {i + 1}/{runs}: " + ", ".join(f"{name} {out[name][-1].seconds:.2f} s (CPU "
+                                                      f"{out[name][-1].cpu_seconds:.2f} s)" for name in names),
+              flush=True)
+    return out
 
 
 def summary(samples: list[Sample]) -> dict[str, Any]:
@@ -167,6 +167,7 @@ def summary(samples: list[Sample]) -> dict[str, Any]:
 
 
 def pair(subjects: list[Sample], floors: list[Sample]) -> dict[str, Any]:
+    """Medians of both and the ratios of the medians: wall time (the target), CPU time, peak memory."""
     s, f = summary(subjects), summary(floors)
     return {"specpatch": s, "floor": f, "time_ratio": s["seconds"] / f["seconds"],
             "cpu_ratio": s["cpu_seconds"] / f["cpu_seconds"], "memory_ratio": s["maxrss_mb"] / f["maxrss_mb"]}
@@ -189,6 +190,9 @@ for path in sys.argv[1:]:
     module.bytes
 """
 
+#: not a floor, an explanation: the apply floor plus the third-party libraries the command line imports
+LIBRARIES = "import typer, typer._adapters, rich.console, pydantic, yaml, packaging.specifiers\n"
+
 
 def copy_release(dest: Path) -> Path:
     from patcher.fetch import fetch_release
@@ -204,14 +208,20 @@ def bench_apply(scratch: Path, runs: int) -> dict[str, Any]:
     from patcher.target import find_target
 
     tree = copy_release(scratch / "apply-target")
-    files = [str(f.path) for f in plan(load(RECIPE), find_target(tree, package="sglang")).files]
+    planned = plan(load(RECIPE), find_target(tree, package="sglang"))
+    files = [str(f.path) for f in planned.files]
     subject = [*specpatch_argv(), "apply", RECIPE, "--target", str(tree), "--dry-run"]
-    floor = [sys.executable, "-c", FLOOR_APPLY, *files]
     print(f"  apply --dry-run vs parse+render of {len(files)} files", flush=True)
-    s, f = interleaved(runs, lambda: checked(run(subject), "apply --dry-run"),
-                       lambda: checked(run(floor), "the apply floor"))
-    return {"files": [Path(p).relative_to(tree).as_posix() for p in files],
-            "command": " ".join(["specpatch", *subject[len(specpatch_argv()):]]), **pair(s, f)}
+    got = interleaved(runs, specpatch=lambda: checked(run(subject), "apply --dry-run"),
+                      floor=lambda: checked(run([sys.executable, "-c", FLOOR_APPLY, *files]), "the apply floor"),
+                      libraries=lambda: checked(run([sys.executable, "-c", LIBRARIES + FLOOR_APPLY, *files]),
+                                                "the apply floor with libraries"))
+    return {"files": [Path(p).relative_to(tree).as_posix() for p in files], "workers": planned.workers,
+            "command": " ".join(["specpatch", *subject[len(specpatch_argv()):]]),
+            **pair(got["specpatch"], got["floor"]),
+            "floor_with_libraries": {**summary(got["libraries"]), "libraries": LIBRARIES.strip(),
+                                     "time_ratio": summary(got["specpatch"])["seconds"]
+                                     / summary(got["libraries"])["seconds"]}}
 
 
 # ------------------------------------------------------------------------------------------------ 2. verify
@@ -277,8 +287,9 @@ def bench_verify(scratch: Path, runs: int) -> dict[str, Any]:
         return {"skipped": "specpatch verify did not pass every check here: " + "; ".join(not_passed)}
     print(f"  verify vs bare imports of {len(spec.imports)} modules + {len(spec.probes)} probes "
           f"({len(steps)} processes)", flush=True)
-    s, f = interleaved(runs, lambda: checked(run(subject), "specpatch verify"),
-                       lambda: checked(sequence(steps), "the verify floor"), warmup=1)
+    got = interleaved(runs, specpatch=lambda: checked(run(subject), "specpatch verify"),
+                      floor=lambda: checked(sequence(steps), "the verify floor"))
+    s, f = got["specpatch"], got["floor"]
     return {"checks": [f"{c['kind']} {c['name']}" for c in checks], "floor_processes": len(steps),
             "command": "specpatch verify --target T", **pair(s, f)}
 
@@ -375,6 +386,13 @@ GROWTH_DRIVER = """\
 import hashlib, json, sys, time
 t0 = time.perf_counter()
 from pathlib import Path
+if sys.argv[3] == "floor":  # the floor: parse and render each file once, in a process that imports only libcst
+    import libcst
+    t1 = time.perf_counter()
+    for path in sorted((Path(sys.argv[2]) / "genpkg").glob("mod_*.py")):
+        libcst.parse_module(path.read_bytes()).bytes
+    print(json.dumps({"import": t1 - t0, "plan": time.perf_counter() - t1}))
+    sys.exit()
 from patcher.engine import plan
 from patcher.recipe import load_recipe
 from patcher.target import find_target
@@ -395,6 +413,7 @@ print(json.dumps({"import": t1 - t0, "load": t2 - t1, "plan": t3 - t2, "files": 
 
 
 def plan_in_subprocess(target: Path, recipe: Path, jobs: str) -> tuple[Sample, dict[str, Any]]:
+    """`jobs` is 1, 2, auto, or floor (parse and render only)."""
     sample = checked(run([sys.executable, "-c", GROWTH_DRIVER, str(recipe), str(target), jobs]), "growth planning")
     return sample, json.loads(sample.stdout)
 
@@ -407,25 +426,29 @@ def bench_growth(scratch: Path, runs: int, sizes: tuple[int, ...]) -> dict[str, 
         target, recipe = generate_growth(scratch / f"growth-{n}", n)
         lines = sum(len(p.read_text().splitlines()) for p in (target / "genpkg").glob("mod_*.py")) // n
         print(f"  growth: {n} file(s) of {lines} lines, 4 steps each", flush=True)
-        got: dict[str, list[tuple[Sample, dict[str, Any]]]] = {"1": [], "2": [], "auto": []}
+        got: dict[str, list[tuple[Sample, dict[str, Any]]]] = {"floor": [], "1": [], "2": [], "auto": []}
         for mode in got:  # warm-up
             plan_in_subprocess(target, recipe, mode)
         for i in range(runs):
             modes = list(got) if i % 2 == 0 else list(reversed(got))
             for mode in modes:
                 got[mode].append(plan_in_subprocess(target, recipe, mode))
-        digests = {r["digest"] for results in got.values() for _, r in results}
+        digests = {r["digest"] for mode, results in got.items() if mode != "floor" for _, r in results}
         if len(digests) != 1:
             raise SystemExit(f"bench: sequential and parallel plans of {n} files differ")
         row: dict[str, Any] = {"files": n, "lines_per_file": lines,
                                "bytes": sum(p.stat().st_size for p in (target / "genpkg").glob("mod_*.py"))}
         for mode, results in got.items():
+            if mode == "floor":
+                continue
             plan_s = statistics.median(r["plan"] for _, r in results)
             row[f"jobs_{mode}"] = {"plan_seconds": plan_s, "per_file_ms": 1000 * plan_s / n,
                                    "process_seconds": statistics.median(s.seconds for s, _ in results),
                                    "maxrss_mb": statistics.median(s.maxrss_kb for s, _ in results) / 1024,
                                    "workers": results[0][1]["workers"]}
         row["parallel_speedup"] = row["jobs_1"]["plan_seconds"] / row["jobs_2"]["plan_seconds"]
+        row["floor_per_file_ms"] = 1000 * statistics.median(r["plan"] for _, r in got["floor"]) / n
+        row["floor_process_seconds"] = statistics.median(s.seconds for s, _ in got["floor"])
         print(f"    per file: {row['jobs_1']['per_file_ms']:.1f} ms (1 process), "
               f"{row['jobs_2']['per_file_ms']:.1f} ms (2), auto used {row['jobs_auto']['workers']}", flush=True)
         rows.append(row)
@@ -437,9 +460,9 @@ def bench_growth(scratch: Path, runs: int, sizes: tuple[int, ...]) -> dict[str, 
 
 def bench_help(runs: int) -> dict[str, Any]:
     print("  specpatch --help", flush=True)
-    s, f = interleaved(runs, lambda: checked(run([*specpatch_argv(), "--help"]), "specpatch --help"),
-                       lambda: checked(run([sys.executable, "-c", "pass"]), "python -c pass"))
-    return {"specpatch": summary(s), "python_c_pass": summary(f)}
+    got = interleaved(runs, specpatch=lambda: checked(run([*specpatch_argv(), "--help"]), "specpatch --help"),
+                      python=lambda: checked(run([sys.executable, "-c", "pass"]), "python -c pass"))
+    return {"specpatch": summary(got["specpatch"]), "python_c_pass": summary(got["python"])}
 
 
 # ------------------------------------------------------------------------------------------------ report
@@ -473,48 +496,90 @@ def machine() -> dict[str, Any]:
     return info
 
 
+def conditions() -> dict[str, float | None]:
+    """How busy the machine is: the 1-minute load average and the share of time some task waited for a CPU."""
+    pressure = None
+    try:
+        some = Path("/proc/pressure/cpu").read_text().splitlines()[0]
+        pressure = float(dict(kv.split("=") for kv in some.split()[1:])["avg60"])
+    except (OSError, IndexError, KeyError, ValueError):
+        pass
+    return {"load1": os.getloadavg()[0], "cpu_pressure_avg60": pressure}
+
+
 def _met(value: float, target: float) -> str:
     return "yes" if value <= target else "**no**"
 
 
+def _busy(results: dict[str, Any]) -> str:
+    parts = []
+    for key in ("apply", "verify", "growth", "help"):
+        c = (results.get(key) or {}).get("conditions")
+        if c:
+            pressure = f", CPU pressure {c['before']['cpu_pressure_avg60']:.0f}%" if c["before"][
+                "cpu_pressure_avg60"] is not None else ""
+            parts.append(f"{key}: load average {c['before']['load1']:.1f} → {c['after']['load1']:.1f}{pressure}")
+    return "; ".join(parts) or "unknown"
+
+
 def markdown(results: dict[str, Any]) -> str:
+    """The results as markdown: machine and method, one table of ratios, the growth table."""
     m, lines = results["machine"], []
-    lines += [f"Machine: {m.get('cpu', '?')}, {m['cpus']} CPUs, {m.get('memory_gb', '?')} GB; {m['platform']}; "
-              f"Python {m['python']}, libcst {m.get('libcst', '?')}; specpatch {m.get('commit', '?')}.",
-              f"Method: median of {results['runs']} runs per figure, each a fresh process (imports counted), subject "
-              f"and floor interleaved after a warm-up; peak memory is ru_maxrss (os.wait4). Load average "
-              f"{results['load_before'][0]:.1f} before, {results['load_after'][0]:.1f} after. {results['date']}.",
-              "", "| measure | specpatch | floor | ratio | target | met |", "|---|---|---|---|---|---|"]
+    lines += [f"Machine: {m.get('cpu', '?')}, {m['cpus']} CPUs, {m.get('memory_gb', '?')} GB RAM; {m['platform']}; "
+              f"Python {m['python']}, libcst {m.get('libcst', '?')}; specpatch {m.get('commit', '?')}; "
+              f"{results['date']}.", "",
+              f"Method: `python bench/run.py` ({results['runs']} runs per figure). Each figure is the median of "
+              f"{results['runs']} fresh processes (imports counted), the subject and its floor interleaved after an "
+              f"unmeasured warm-up of each; ratio = median / median. Peak memory: ru_maxrss from os.wait4 (the "
+              f"process and the children it waited for; the largest, not a sum). CPU = user + system time. The "
+              f"machine was shared with other work: {_busy(results)}.", "",
+              "| measure | specpatch | floor | ratio | target | met | CPU ratio |", "|---|---|---|---|---|---|---|"]
     for key, label in (("apply", "apply --dry-run"), ("verify", "verify")):
         r = results.get(key)
         if not r:
             continue
         if "skipped" in r:
-            lines.append(f"| {label} | skipped: {r['skipped']} | | | | |")
+            lines.append(f"| {label} | skipped: {r['skipped']} | | | | | |")
             continue
         s, f = r["specpatch"], r["floor"]
         lines.append(f"| {label}: time | {s['seconds']:.2f} s | {f['seconds']:.2f} s | {r['time_ratio']:.2f}× | "
-                     f"≤ {TARGETS[key]}× | {_met(r['time_ratio'], TARGETS[key])} |")
+                     f"≤ {TARGETS[key]}× | {_met(r['time_ratio'], TARGETS[key])} | {r['cpu_ratio']:.2f}× |")
         lines.append(f"| {label}: peak memory | {s['maxrss_mb']:.0f} MB | {f['maxrss_mb']:.0f} MB | "
-                     f"{r['memory_ratio']:.2f}× | ≤ {TARGETS['memory']}× | {_met(r['memory_ratio'], TARGETS['memory'])} |")
+                     f"{r['memory_ratio']:.2f}× | ≤ {TARGETS['memory']}× | "
+                     f"{_met(r['memory_ratio'], TARGETS['memory'])} | |")
     h = results.get("help")
     if h:
-        lines.append(f"| specpatch --help | {h['specpatch']['seconds']:.3f} s | `python -c pass` "
-                     f"{h['python_c_pass']['seconds']:.3f} s | | ≤ {TARGETS['help_seconds']} s | "
-                     f"{_met(h['specpatch']['seconds'], TARGETS['help_seconds'])} |")
+        lines.append(f"| specpatch --help | {h['specpatch']['seconds']:.3f} s | (`python -c pass`: "
+                     f"{h['python_c_pass']['seconds']:.3f} s) | | ≤ {TARGETS['help_seconds']} s | "
+                     f"{_met(h['specpatch']['seconds'], TARGETS['help_seconds'])} | |")
+    a = results.get("apply")
+    if a and "floor_with_libraries" in a:
+        lib = a["floor_with_libraries"]
+        lines += ["", f"apply: the floor parses and renders {', '.join(a['files'])}; specpatch planned them with "
+                      f"{a['workers']} process(es). For scale, the same floor that first imports the third-party "
+                      f"libraries of the command line (`{lib['libraries']}`) takes {lib['seconds']:.2f} s "
+                      f"({lib['maxrss_mb']:.0f} MB): specpatch is {lib['time_ratio']:.2f}× that."]
+    v = results.get("verify")
+    if v and "skipped" not in v:
+        lines += ["", f"verify: {len(v['checks'])} checks ({', '.join(v['checks'])}); the floor runs the same "
+                      f"imports and probes in {v['floor_processes']} bare processes."]
     g = results.get("growth")
     if g:
-        lines += ["", f"Growth: 4 steps per generated file; `plan()` time per file (the whole process in brackets). "
-                      f"auto = what `plan()` picks: two processes when the files besides the largest hold "
-                      f"{g['engine_threshold']['min_bytes'] // 1024} KiB or more.", "",
-                  "| files | lines/file | 1 process | 2 processes | speedup | auto (workers) |",
-                  "|---|---|---|---|---|---|"]
+        lines += ["", f"Growth: a generated recipe of 4 steps (field, flag, method, call) per generated file; time "
+                      f"of `plan()` per file, and of the whole process (import, load, plan) in brackets. floor = "
+                      f"parse + render of the same files in a process that imports only libcst. auto = what "
+                      f"`plan()` does by itself: a second process when the files besides the largest hold "
+                      f"{g['engine_threshold']['min_bytes'] // 1024} KiB or more and a core is idle (by the load "
+                      f"average).", "",
+                  "| files | lines/file | floor | 1 process | 2 processes | speedup 2 vs 1 | auto (processes) |",
+                  "|---|---|---|---|---|---|---|"]
         for row in g["rows"]:
             one, two, auto = row["jobs_1"], row["jobs_2"], row["jobs_auto"]
-            lines.append(f"| {row['files']} | {row['lines_per_file']} | {one['per_file_ms']:.1f} ms "
-                         f"({one['process_seconds']:.2f} s) | {two['per_file_ms']:.1f} ms "
-                         f"({two['process_seconds']:.2f} s) | {row['parallel_speedup']:.2f}× | "
-                         f"{auto['per_file_ms']:.1f} ms ({auto['workers']}) |")
+            lines.append(f"| {row['files']} | {row['lines_per_file']} | {row['floor_per_file_ms']:.1f} ms "
+                         f"({row['floor_process_seconds']:.2f} s) | "
+                         f"{one['per_file_ms']:.1f} ms ({one['process_seconds']:.2f} s) | "
+                         f"{two['per_file_ms']:.1f} ms ({two['process_seconds']:.2f} s) | "
+                         f"{row['parallel_speedup']:.2f}× | {auto['per_file_ms']:.1f} ms ({auto['workers']}) |")
     return "\n".join(lines) + "\n"
 
 
@@ -529,19 +594,18 @@ def main(argv: list[str] | None = None) -> int:
     runs = args.runs or (2 if args.quick else 5)
     only = set(args.only.split(","))
     sys.path.insert(0, str(REPO))  # run from a checkout: import its patcher
-    results: dict[str, Any] = {"machine": machine(), "runs": runs, "load_before": os.getloadavg(),
+    results: dict[str, Any] = {"machine": machine(), "runs": runs,
                                "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
     with tempfile.TemporaryDirectory(prefix="specpatch-bench-") as tmp:
         scratch = Path(tmp)
-        if "apply" in only:
-            results["apply"] = bench_apply(scratch, runs)
-        if "verify" in only:
-            results["verify"] = bench_verify(scratch, runs)
-        if "growth" in only:
-            results["growth"] = bench_growth(scratch, runs, GROWTH_SIZES if args.quick else GROWTH_SIZES_FULL)
-        if "help" in only:
-            results["help"] = bench_help(runs)
-    results["load_after"] = os.getloadavg()
+        sections: dict[str, Callable[[], dict[str, Any]]] = {
+            "apply": lambda: bench_apply(scratch, runs), "verify": lambda: bench_verify(scratch, runs),
+            "growth": lambda: bench_growth(scratch, runs, GROWTH_SIZES if args.quick else GROWTH_SIZES_FULL),
+            "help": lambda: bench_help(runs)}
+        for name, section in sections.items():
+            if name in only:
+                before = conditions()
+                results[name] = {**section(), "conditions": {"before": before, "after": conditions()}}
     table = markdown(results)
     print("\n" + table)
     args.out.parent.mkdir(parents=True, exist_ok=True)
@@ -549,8 +613,8 @@ def main(argv: list[str] | None = None) -> int:
     args.out.with_suffix(".md").write_text(table)
     print(f"wrote {args.out} and {args.out.with_suffix('.md')}")
     if args.publish:
-        (HERE / "RESULTS.md").write_text("# Benchmark results\n\n`python bench/run.py` (see its docstring for the "
-                                         "method).\n\n" + table)
+        (HERE / "RESULTS.md").write_text("# Benchmark results\n\nWritten by `python bench/run.py --publish`; its "
+                                         "docstring describes each measure and its floor.\n\n" + table)
         print(f"wrote {HERE / 'RESULTS.md'}")
     return 0
 

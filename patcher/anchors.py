@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import difflib
+import functools
 import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Iterator, Sequence
@@ -292,7 +293,7 @@ def fit(new_stmts: Sequence[cst.CSTNode], indent: str, module: cst.Module) -> li
     nl = module.default_newline
     code = cst.Module(body=tuple(new_stmts), default_indent=module.default_indent, default_newline=nl).code
     wrapped = "if True:" + nl + textwrap.indent(code, indent)
-    parsed = cst.parse_module(wrapped, config=module.config_for_parsing)
+    parsed = cst.parse_module(wrapped, config=parsing_config(module))
     return list(parsed.body[0].body.body)
 
 
@@ -325,6 +326,16 @@ def set_block_body(path: NodePath, statements: Sequence[cst.CSTNode]) -> cst.Mod
     return replace_at(path, owner.with_changes(body=body.with_changes(body=tuple(fitted))))
 
 
+def parsing_config(module: cst.Module) -> cst.PartialParserConfig:
+    """`module.config_for_parsing`, built once per encoding, indent and newline (it validates its fields each time)."""
+    return _parsing_config(module.encoding, module.default_indent, module.default_newline)
+
+
+@functools.lru_cache(maxsize=32)
+def _parsing_config(encoding: str, indent: str, newline: str) -> cst.PartialParserConfig:
+    return cst.PartialParserConfig(encoding=encoding, default_indent=indent, default_newline=newline)
+
+
 def parse_statements(code: str, module: cst.Module, *, what: str = "code") -> list[cst.BaseStatement]:
     """Parse recipe code into statements that use the target module's newline and indentation."""
     import textwrap
@@ -334,7 +345,7 @@ def parse_statements(code: str, module: cst.Module, *, what: str = "code") -> li
     try:
         text = textwrap.dedent(code.replace("\r\n", "\n")).strip("\n") + "\n"
         # inside multi-line strings too, the inserted code uses the target's line endings (CRLF files stay CRLF)
-        parsed = cst.parse_module(text.replace("\n", module.default_newline), config=module.config_for_parsing)
+        parsed = cst.parse_module(text.replace("\n", module.default_newline), config=parsing_config(module))
     except cst.ParserSyntaxError as exc:
         raise RecipeError(f"the step's {what} is not valid Python: {exc.message} (line {exc.raw_line})") from None
     body = list(parsed.body)

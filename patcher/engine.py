@@ -156,7 +156,10 @@ def _workers(jobs: int | None, target: Target, groups: list) -> tuple[int, list[
     if jobs is None:
         if sum(sizes) - max(sizes) < PARALLEL_MIN_BYTES:
             return 1, []
-        jobs = len(os.sched_getaffinity(0))
+        # this process, and one more per idle core (by the last minute's load average): on a busy machine a second
+        # process only competes with the first for the same core
+        cpus = len(os.sched_getaffinity(0))
+        jobs = max(1, min(cpus, 1 + int(cpus - os.getloadavg()[0])))
     return min(jobs, len(groups)), sizes
 
 
@@ -276,6 +279,7 @@ def _plan_file(result: Plan, rel_pkg: str, file_steps: list[tuple[int, Operation
     original = module
     original_text = before.decode(module.encoding, errors="replace")
     done: list[tuple[StepReport, Changed | None]] = []
+    anchor_lines: dict[int, tuple[cst.CSTNode, int | None]] = {}
     for index, op in file_steps:
         loc = Location(recipe=recipe.id, step=index, op=op.op, file=rel, anchor=op.anchor())
         report = StepReport(index, op.op, op.name, rel, op.describe(), op.anchor(), "cannot_apply")
@@ -286,7 +290,7 @@ def _plan_file(result: Plan, rel_pkg: str, file_steps: list[tuple[int, Operation
         report.status = outcome.status
         if isinstance(outcome, Changed):
             module = outcome.module
-            report.anchor_line = _line(original_text, original, outcome.anchor)
+            report.anchor_line = _line(original_text, original, outcome.anchor, anchor_lines)
         elif isinstance(outcome, CannotApply):
             report.error = _with_candidate_lines(outcome.error.at(loc), module)
             result.errors.append(report.error)
@@ -325,10 +329,13 @@ def _offset_of_line(text: str, line: int | None) -> int:
     return offset
 
 
-def _line(text: str, module: cst.Module, node: cst.CSTNode | None) -> int | None:
+def _line(text: str, module: cst.Module, node: cst.CSTNode | None,
+          seen: dict[int, tuple[cst.CSTNode, int | None]]) -> int | None:
     if node is None:
         return None
-    return line_of_text(text, code_of(module, node))
+    if id(node) not in seen:  # steps often anchor on the same node (a method, then the call at its end)
+        seen[id(node)] = (node, line_of_text(text, code_of(module, node)))
+    return seen[id(node)][1]
 
 
 def _with_candidate_lines(err: SpecpatchError, module: cst.Module) -> SpecpatchError:
