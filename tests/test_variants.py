@@ -1,0 +1,88 @@
+"""dynamic-spec-disable's per-release variants (recipes/dynamic-spec-disable/variants.yaml).
+
+Which variant each release 0.5.4-0.5.23 gets, and, on the real releases from the registry (cached): every step of a
+patching variant applies (`changed`), the result compiles, and a second plan on the patched files changes nothing.
+The behaviour of each variant is checked by its probes (`specpatch try`, tests/test_matrix.py)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from packaging.version import Version
+
+from patcher.engine import plan
+from patcher.recipe import parse_recipe
+from patcher.target import find_target
+
+RECIPE = Path(__file__).resolve().parent.parent / "recipes" / "dynamic-spec-disable.yaml"
+
+EXPECTED = {
+    "0.5.4": "refuse-0.5.4-0.5.5", "0.5.5": "refuse-0.5.4-0.5.5",
+    "0.5.6": "fallback-0.5.6", "0.5.7": "fallback-0.5.7", "0.5.8": "fallback-0.5.8", "0.5.9": "fallback-0.5.9",
+    "0.5.10": "fallback-0.5.10", "0.5.11": "fallback-0.5.11", "0.5.12": "fallback-0.5.12",
+    "0.5.13": "refuse-0.5.13",
+    "0.5.14": "alias-0.5.14-annotated", "0.5.15": "alias-0.5.14-annotated", "0.5.16": "alias-0.5.14-annotated",
+    "0.5.17": "alias-0.5.17-namespaced", "0.5.18": "alias-0.5.17-namespaced",
+    "0.5.19": "alias-0.5.19-namespaced-declared",
+    "0.5.20": "alias-0.5.20-msgspec", "0.5.21": "alias-0.5.20-msgspec", "0.5.22": "alias-0.5.20-msgspec",
+    "0.5.23": "alias-0.5.20-msgspec",
+}
+
+
+@pytest.fixture(scope="module")
+def recipe():
+    text = RECIPE.read_text(encoding="utf-8")
+    if "variants_file:" not in text:  # until the recipe includes the file itself
+        text += "\nvariants_file: variants.yaml\n"
+    return parse_recipe(text, RECIPE)
+
+
+@pytest.mark.parametrize("version", sorted(EXPECTED, key=Version))
+def test_each_release_gets_its_variant(recipe, version):
+    selection = recipe.select(Version(version))
+    assert selection.variant == EXPECTED[version], selection.reason
+
+
+@pytest.mark.parametrize("version", ["0.5.4.post3", "0.5.13.post1", "0.5.15.post1", "0.5.24"])
+def test_post_releases_and_newer_fall_in_the_ranges(recipe, version):
+    assert recipe.select(Version(version)).variant
+
+
+def test_refusals_name_the_upstream_flag_and_configuration(recipe):
+    for variant in recipe.variants:
+        if variant.refuse:
+            assert "--speculative-adaptive" in variant.refuse, variant.name
+            assert '"candidate_steps": [0]' in variant.refuse, variant.name
+
+
+def _mirror(release: Path, files: list[Path], dest: Path) -> Path:
+    """The release's package marker, dist-info and the given files only: enough for find_target and a plan."""
+    package = release / "sglang"
+    for info in release.glob("sglang-*.dist-info"):
+        shutil.copytree(info, dest / info.name)
+    for path in [package / "__init__.py", *files]:
+        target = dest / path.relative_to(release)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(path, target)
+    return dest
+
+
+@pytest.mark.sglang
+@pytest.mark.parametrize("version", [v for v, name in sorted(EXPECTED.items(), key=lambda kv: Version(kv[0]))
+                                     if not name.startswith("refuse")])
+def test_variant_applies_cleanly_and_twice_changes_nothing(recipe, version, sglang_release, tmp_path):
+    release = sglang_release(version)
+    first = plan(recipe, find_target(release))
+    assert first.selection.variant == EXPECTED[version]
+    assert first.ok, [str(e) for e in first.errors]
+    # every edit lands; only an import the release already has may be "already applied"
+    not_changed = [(s.name, s.status) for s in first.steps if s.status != "changed"]
+    assert all(op == "add_import" for op in (s.op for s in first.steps if s.status != "changed")), not_changed
+    mirror = _mirror(release, [f.path for f in first.files], tmp_path / "tree")
+    for f in first.changed_files:
+        (mirror / f.path.relative_to(release)).write_bytes(f.after)
+    again = plan(recipe, find_target(mirror))
+    assert again.ok and not again.changed_files, [(s.name, s.status) for s in again.steps]
+    assert {s.status for s in again.steps} == {"already_applied"}
