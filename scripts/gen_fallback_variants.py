@@ -24,6 +24,28 @@ END = "# ---- END generated fallback variants ----"
 # name, versions, description, {step name: {option: value}} replacements, verify (None: the recipe's)
 FALLBACK_VARIANTS = [
     dict(
+        name="fallback-0.5.5",
+        versions=">=0.5.5,<0.5.6",
+        description=(
+            "The 0.5.6 port with 0.5.5's differences: the worker's first test is `forward_mode.is_decode()`\n"
+            "(decode arm first), so the guard goes at the top of that arm; KV space is tracked with\n"
+            "allocate_lens, which the fallback passes on in next_draft_input and the result as verify does; the\n"
+            "target decode leaves grammar out as this release's speculative path does (the scheduler never\n"
+            "advances a grammar for spec-v2 tokens); DP attention is refused (no IDLE handling before 0.5.6)."
+        ),
+        replace={
+            "env-threshold": {"after": "SGLANG_ENABLE_SPEC_V2"},
+            "server-args-check": {"code_file": "v0_5_5/server_args_check.py"},
+            "worker-fallback": {"code_file": "v0_5_5/worker_fallback.py"},
+            "worker-target-decode": {"code_file": "v0_5_5/worker_target_decode.py"},
+            "worker-catch-up-single": {"code_file": "v0_5_6/worker_catch_up_single.py"},
+            "worker-route-guard": {"branch_if": "model_worker_batch.forward_mode.is_decode()", "arm": "body"},
+        },
+        probe="probes/worker_probe_compat.py",
+        server_args_probe="probes/server_args_probe_compat.py",
+        extra_stubs=["vllm"],
+    ),
+    dict(
         name="fallback-0.5.6",
         versions=">=0.5.6,<0.5.7",
         description=(

@@ -19,7 +19,7 @@ from patcher.target import find_target
 RECIPE = Path(__file__).resolve().parent.parent / "recipes" / "dynamic-spec-disable.yaml"
 
 EXPECTED = {
-    "0.5.4": "refuse-0.5.4-0.5.5", "0.5.5": "refuse-0.5.4-0.5.5",
+    "0.5.4": "refuse-0.5.4", "0.5.5": "fallback-0.5.5",
     "0.5.6": "fallback-0.5.6", "0.5.7": "fallback-0.5.7", "0.5.8": "fallback-0.5.8", "0.5.9": "fallback-0.5.9",
     "0.5.10": "fallback-0.5.10", "0.5.11": "fallback-0.5.11", "0.5.12": "fallback-0.5.12",
     "0.5.13": "refuse-0.5.13",

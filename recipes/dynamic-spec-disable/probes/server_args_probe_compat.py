@@ -8,6 +8,7 @@ text once, else the probe fails (server_args_probe.py changed and this list need
   cases, which clear the variable, set it to 0 instead.
 - No multi-layer EAGLE (0.5.4-0.5.7: no `enable_multi_layer_eagle`): that refusal case is dropped.
 - No `SGLANG_SCHEDULER_SKIP_ALL_GATHER` (0.5.4-0.5.6): the cases that set it are dropped.
+- No IDLE handling in the spec-v2 worker (0.5.4-0.5.5): DP attention, accepted on later releases, must be refused.
 """
 
 from __future__ import annotations
@@ -59,6 +60,13 @@ if not hasattr(type(envs), "SGLANG_SCHEDULER_SKIP_ALL_GATHER") and not hasattr(e
          "        refused(eagle_ok(speculative_disable_batch_threshold=8, enable_dp_attention=True, dp_size=2, tp_size=2),\n"
          "                \"SGLANG_SCHEDULER_SKIP_ALL_GATHER\")\n", ""),
     ]
+
+from sglang.srt.managers.schedule_batch import ModelWorkerBatch  # noqa: E402
+
+if "reqs" not in {f.name for f in dataclasses.fields(ModelWorkerBatch)}:  # 0.5.4-0.5.5: no IDLE handling in v2
+    EDITS.append(("DP attention is refused with this release's spec-v2 worker (no IDLE handling)",
+                  "        dp._handle_speculative_disable_batch_threshold()\n",
+                  "        refused(dp, \"IDLE\")\n"))
 
 
 def main():

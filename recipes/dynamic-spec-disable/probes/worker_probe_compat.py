@@ -13,6 +13,14 @@ patched worker's contract is relaxed; 0.5.10+ gets an extra check of the logprob
 - `ForwardBatch.init_new` reads `model_runner.use_ngram_embedding` (0.5.10+): the fake draft runner says False.
 - 0.5.4-0.5.6: `ModelRunner.forward` returns `(logits_output, can_run_graph)`, so the fake draft runner does too;
   the result gets no per-request accepted counts, so that assertion keeps only the total.
+- 0.5.5: `FutureMap(max_running_requests, device, spec_algo)`; the worker routes decode first with no IDLE or
+  `is_extend_in_batch` handling, so only EXTEND is checked for the prefill path and the DP-attention routing check
+  is dropped (the variant refuses DP attention at start-up; server_args_probe_compat.py checks that);
+  `ModelWorkerBatch` has no `reqs`/`has_grammar`; the grammar check becomes "grammar left out" (the
+  speculative path of 0.5.5 ignores grammar and the scheduler never advances it for spec-v2 tokens);
+  the draft extend calls `draft_runner.model.forward(input_ids, positions, batch)` (the fake runner has
+  one); KV space is tracked with `allocate_lens`, which the probe's batches carry and the result must pass on
+  (checked).
 - No `Req.update_spec_acceptance_histogram` (0.5.4-0.5.8): the scheduler keeps no acceptance histogram, so the
   histogram assertion is dropped.
 - No `SamplingBatchInfo.acc_linear_penalties` (0.5.10+): the penalties are `acc_additive_penalties` and
@@ -162,7 +170,7 @@ if not inspect.signature(forward_batch_info.enable_num_token_non_padded).paramet
                   "forward_batch_info.enable_num_token_non_padded = lambda server_args: False",
                   "forward_batch_info.enable_num_token_non_padded = lambda *args: False"))
 
-if "draft_logits_output, _ = self.draft_runner.forward" in inspect.getsource(EagleDraftWorker._draft_extend_for_decode):
+if ", _ = self.draft_runner.forward(" in inspect.getsource(EagleDraftWorker):
     EDITS.append(("ModelRunner.forward returns (logits_output, can_run_graph) (0.5.4-0.5.6)",
                   "        return SimpleNamespace(logits_output=LogitsProcessorOutput(next_token_logits=logits, "
                   "hidden_states=hidden))\n",
@@ -171,6 +179,63 @@ if RESOLVE and "accept_length_per_req_cpu" not in RESOLVE and "num_accepted_draf
     EDITS.append(("no per-request accepted counts on the result (0.5.4-0.5.6)",
                   "    assert result.num_accepted_tokens == 0 and result.accept_length_per_req_cpu == [0] * bs\n",
                   "    assert result.num_accepted_tokens == 0\n"))
+
+if "self.draft_runner.model.forward(" in inspect.getsource(EagleDraftWorker._draft_extend_for_decode):
+    EDITS.append(("the draft extend calls draft_runner.model.forward(input_ids, positions, batch) (0.5.4-0.5.5)",
+                  "        self.model_is_mrope = False\n",
+                  "        self.model_is_mrope = False\n"
+                  "        self.is_draft_worker = True\n"
+                  "        self.model = SimpleNamespace(forward=lambda input_ids, positions, forward_batch:\n"
+                  "                                     self.forward(forward_batch)[0])\n"))
+    EDITS.append(("verify(batch, cur_allocate_lens) (0.5.4-0.5.5)",
+                  "    def fake_verify(batch):", "    def fake_verify(batch, *allocate_lens):"))
+if "allocate_lens" in {f.name for f in dataclasses.fields(EagleDraftInput)}:
+    EDITS += [
+        ("allocate_lens scheme (0.5.4-0.5.5): the batch's draft input carries the reserved lengths",
+         "new_seq_lens=seq_lens.clone(), capture_hidden_mode=CaptureHiddenMode.FULL)",
+         "new_seq_lens=seq_lens.clone(), capture_hidden_mode=CaptureHiddenMode.FULL,\n"
+         "        allocate_lens=seq_lens + N_DRAFT)"),
+        ("allocate_lens scheme (0.5.4-0.5.5): passed on in the result and the next draft input",
+         "    assert result.num_accepted_tokens == 0\n",
+         "    assert result.num_accepted_tokens == 0\n"
+         "    assert result.allocate_lens.tolist() == [e.s + N_DRAFT for e in exp], \"allocate_lens not passed on\"\n"
+         "    assert result.next_draft_input.allocate_lens.tolist() == [e.s + N_DRAFT for e in exp]\n"),
+    ]
+
+if "reqs" not in {f.name for f in dataclasses.fields(ModelWorkerBatch)}:  # 0.5.4-0.5.5
+    EDITS += [
+        ("ModelWorkerBatch has no reqs/has_grammar (0.5.4-0.5.5)",
+         "capture_hidden_mode=CaptureHiddenMode.FULL, reqs=[None] * bs, has_grammar=has_grammar)",
+         "capture_hidden_mode=CaptureHiddenMode.FULL)"),
+        ("no grammar on 0.5.4-0.5.5's speculative path: the fallback leaves it out too",
+         "    assert info.grammars is batch.sampling_info.grammars, \"the grammars did not reach the target's sampler\"\n"
+         "    return \"grammar objects reach the target's sampler (it builds the vocab mask)\"\n",
+         "    assert info.grammars is None and info.vocab_mask is None, \"a grammar reached the target's sampler\"\n"
+         "    assert batch.sampling_info.grammars is not None, \"the batch's own sampling info was changed\"\n"
+         "    return \"grammar left out, as on this release's speculative path (its state never advances)\"\n"),
+    ]
+
+from sglang.srt.managers import overlap_utils  # noqa: E402
+
+if "chunked_prefill_size" not in inspect.signature(overlap_utils.FutureMap.__init__).parameters:  # 0.5.4-0.5.5
+    EDITS.append(("FutureMap(max_running_requests, device, spec_algo) (0.5.4-0.5.5)",
+                  "overlap_utils.FutureMap(max_running_requests=8, chunked_prefill_size=64, context_len=128, device=\"cpu\",",
+                  "overlap_utils.FutureMap(max_running_requests=8, device=\"cpu\","))
+if "is_extend_in_batch" not in inspect.getsource(EAGLEWorkerV2.forward_batch_generation):  # 0.5.4-0.5.5
+    # The worker routes decode first and has no IDLE / is_extend_in_batch handling: DP attention does not work
+    # with this spec-v2 worker, and the variant refuses it at start-up (server_args_probe_compat checks that).
+    EDITS += [
+        ("no is_extend_in_batch / IDLE in this release's worker: only EXTEND takes the prefill path",
+         "    for mode, in_batch in ((ForwardMode.EXTEND, False), (ForwardMode.DECODE, True), (ForwardMode.IDLE, True)):\n",
+         "    for mode, in_batch in ((ForwardMode.EXTEND, False),):\n"),
+        ("no DP attention with this release's spec-v2 worker (refused at start-up): no DP routing check",
+         "    report.run(\"DP attention decides on the global batch size\", check_dp_attention)\n", ""),
+    ]
+
+if RESOLVE and "kv_committed_len" not in RESOLVE:  # 0.5.4-0.5.5: KV is tracked by allocate_lens, checked above
+    EDITS.append(("no kv_committed_len in this release's scheduler (allocate_lens scheme)",
+                  "    assert [r.kv_committed_len for r in reqs] == [e.s for e in exp], \"kv_committed_len did not advance by 1\"\n",
+                  ""))
 
 if not hasattr(Req, "update_spec_acceptance_histogram") and not hasattr(Req, "update_spec_correct_drafts_histogram"):
     EDITS.append(("no acceptance histogram in this release's scheduler",
