@@ -24,6 +24,7 @@ import os
 import sys
 import tempfile
 
+sys.dont_write_bytecode = True  # no __pycache__ in the recipe folder
 sys.path.insert(1, os.path.dirname(os.path.abspath(__file__)))
 import _probe_env  # noqa: E402
 
