@@ -66,14 +66,29 @@ def releases(package: str, *, include_post: bool, python: str = sys.executable) 
     return [str(v) for v in sorted(keep)]
 
 
+TF5_FROM = Version("0.5.10")  #: from this release on, sglang imports only with transformers 5 (its own environment)
+
+
+def python_for(version: str, python: str, python_tf5: str | None) -> str:
+    """The CPU environment in which `version` imports: requirements/sglang-cpu.txt, or -tf5.txt from 0.5.10."""
+    if Version(version) >= TF5_FROM:
+        if not python_tf5:
+            raise SystemExit(f"sglang {version} needs the transformers-5 environment: "
+                             f"scripts/cpu-env.sh .venv-tf5 requirements/sglang-cpu-tf5.txt, then --python-tf5")
+        return python_tf5
+    return python
+
+
 def run_specpatch(recipe: str, version: str, python: str) -> Row:
-    """`specpatch try` on one release, in its own process, with the tree kept to check it is not half-patched."""
+    """`specpatch try` on one release, in its own process, with the tree kept to check it is not half-patched;
+    `python` is the environment the import smoke test and the probes run in."""
     row = Row(version)
     with tempfile.TemporaryDirectory(prefix=f"matrix-{version}-") as tmp:
         kept = Path(tmp) / "kept"
         start = time.perf_counter()
-        done = subprocess.run([python, "-m", "patcher", "try", recipe, "--version", version, "--json",
-                               "--keep", str(kept)], capture_output=True, text=True, cwd=REPO, timeout=1800,
+        done = subprocess.run([sys.executable, "-m", "patcher", "try", recipe, "--version", version, "--json",
+                               "--python", python, "--keep", str(kept)], capture_output=True, text=True, cwd=REPO,
+                              timeout=1800,
                               env={**os.environ, "NO_COLOR": "1"})
         row.seconds = time.perf_counter() - start
         row.exit_code = done.returncode
@@ -206,14 +221,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--versions", help="comma-separated releases (default: 0.5.4 to the newest)")
     ap.add_argument("--all", action="store_true", help="include .postN releases")
     ap.add_argument("--out", type=Path, default=REPO / "bench" / "results")
-    ap.add_argument("--python", default=sys.executable, help="interpreter of the CPU environment")
+    ap.add_argument("--python", default=os.environ.get("SPECPATCH_CPU_PYTHON", sys.executable),
+                    help="interpreter of the CPU environment (releases before 0.5.10)")
+    ap.add_argument("--python-tf5", default=os.environ.get("SPECPATCH_CPU_PYTHON_TF5"),
+                    help="interpreter of the transformers-5 CPU environment (0.5.10 and newer)")
     ap.add_argument("--no-patch", action="store_true", help="skip the patch -p1 comparison")
     args = ap.parse_args(argv)
     versions = args.versions.split(",") if args.versions else releases("sglang", include_post=args.all)
-    diff = None if args.no_patch else diff_on(args.recipe, "0.5.9", args.python)
+    diff = None if args.no_patch else diff_on(args.recipe, "0.5.9", sys.executable)
     rows = []
     for v in versions:
-        row = run_specpatch(args.recipe, v, args.python)
+        row = run_specpatch(args.recipe, v, python_for(v, args.python, args.python_tf5))
         if diff is not None:
             row.patch = run_patch(diff, v)
         rows.append(row)

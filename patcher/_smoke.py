@@ -124,10 +124,43 @@ class StubFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         module = StubModule(spec.name)
         module.__path__ = []
         module.__file__ = "<%s>/%s/__init__.py" % (STUB_ORIGIN, spec.name.replace(".", "/"))
+        # a module with a __file__ looks installed: give it the version its metadata gives (see find_distributions)
+        module.__version__ = "0.0.0"
         return module
 
     def exec_module(self, module):
         self.used.add(module.__name__.split(".", 1)[0])
+
+    def find_distributions(self, context=None):
+        """Stubbed names also look installed to importlib.metadata, as version 0.0.0: libraries that read the
+        version of every importable package (transformers 5 does) would otherwise fail on "N/A"."""
+        name = getattr(context, "name", None)
+        if name is None:
+            return iter(())
+        wanted = name.replace("-", "_").lower()
+        matches = [n for n in self.names if n.replace("-", "_").lower() == wanted]
+        return iter([_StubDistribution(matches[0])] if matches else [])
+
+
+try:
+    import importlib.metadata as _metadata
+except ImportError:  # Python < 3.8 has no importlib.metadata: nothing to answer
+    _metadata = None
+
+if _metadata is not None:
+    class _StubDistribution(_metadata.Distribution):
+        """The metadata of a stubbed package: its name and version 0.0.0, no files."""
+
+        def __init__(self, name):
+            self._name = name
+
+        def read_text(self, filename):
+            if filename == "METADATA":
+                return "Metadata-Version: 2.1\nName: %s\nVersion: 0.0.0\n" % self._name
+            return None
+
+        def locate_file(self, path):
+            return os.path.join("<%s>" % STUB_ORIGIN, self._name, str(path))
 
 
 def _refused_stub(name, package):

@@ -14,7 +14,9 @@ meta-path finder placed first on ``sys.meta_path`` serves those names and everyt
 module is a package, so ``import sgl_kernel.ops`` and ``from sgl_kernel import x`` work; any public attribute of it
 is a *stub class*: usable in ``Optional[...]``, ``isinstance`` (always False) and as a base class, and its own
 attributes are stub classes too; calling one returns a ``MagicMock``. Dunder lookups raise AttributeError, so code
-that probes ``__version__`` or ``__typing_subst__`` sees "absent". A stub replaces an installed copy of the same
+that probes ``__typing_subst__`` sees "absent"; but a stub package answers ``__version__ = "0.0.0"`` and
+``importlib.metadata.version()`` gives the same (libraries such as transformers 5 read the version of every
+importable package and fail on a module that has a ``__file__`` and no version). A stub replaces an installed copy of the same
 name; the checks' ``data`` lists the stubs used and those that replaced an installed package. The target package
 itself and standard-library names are never stubbed.
 

@@ -4,7 +4,9 @@
 # requirements/sglang-cpu.txt (torch 2.13.0 CPU from the machine's wheel folder, transformers 4.57.1, ...).
 # sglang itself is not installed: specpatch fetches releases and puts them first on sys.path.
 #
-#   scripts/cpu-env.sh [VENV]        default VENV: .venv (relative to the current folder)
+#   scripts/cpu-env.sh [VENV [REQUIREMENTS]]   default VENV: .venv; REQUIREMENTS: requirements/sglang-cpu.txt
+#   (requirements/sglang-cpu-tf5.txt is the environment of sglang 0.5.10+, which needs transformers 5; a file
+#   REQUIREMENTS minus .txt plus -nodeps.txt, when present, is installed with --no-deps after it)
 #   PYTHON=python3.11 scripts/cpu-env.sh
 #
 # Idempotent: a venv whose stamp matches the inputs (requirement files, pyproject.toml, the checkout's path, the base
@@ -13,6 +15,8 @@ set -euo pipefail
 
 venv=${1:-.venv}
 here=$(cd "$(dirname "$0")/.." && pwd)
+req=${2:-$here/requirements/sglang-cpu.txt}
+nodeps=${req%.txt}-nodeps.txt
 base_python=${PYTHON:-python3}
 stamp_file="$venv/.specpatch-cpu-env"
 key_modules="torch transformers pydantic libcst typer pytest filelock patcher"
@@ -23,7 +27,8 @@ stamp() {
     {
         echo "checkout $here"
         "$base_python" -c 'import sys; print("python", sys.version)'
-        cat "$here/pyproject.toml" "$here/requirements/sglang-cpu.txt"
+        cat "$here/pyproject.toml" "$req"
+        [ ! -f "$nodeps" ] || cat "$nodeps"
     } | sha256sum | cut -d' ' -f1
 }
 
@@ -43,8 +48,11 @@ fi
 rm -f "$stamp_file"
 pip=("$venv/bin/python" -m pip --disable-pip-version-check)
 # torch first and pinned: anything else asking for "torch" must not pull a multi-GB CUDA build.
-"${pip[@]}" install --quiet "$(grep -E '^torch==' "$here/requirements/sglang-cpu.txt")"
-"${pip[@]}" install --quiet -e "$here[test]" -r "$here/requirements/sglang-cpu.txt"
+"${pip[@]}" install --quiet "$(grep -E '^torch==' "$req")"
+"${pip[@]}" install --quiet -e "$here[test]" -r "$req"
+if [ -f "$nodeps" ]; then
+    "${pip[@]}" install --quiet --no-deps -r "$nodeps"
+fi
 "$venv/bin/python" -c "import ${key_modules// /, }"  # a real import once, after installing
 echo "$want" >"$stamp_file"
 echo "cpu-env: $venv ready in $(($(date +%s) - start)) s" >&2

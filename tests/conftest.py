@@ -25,6 +25,32 @@ def sglang_release():
     return get
 
 
+def _env_python(python: str, what: str, build: str) -> str:
+    try:
+        done = subprocess.run([python, "-c", "import torch, transformers"], capture_output=True, text=True,
+                              timeout=300)
+        problem = None if done.returncode == 0 else (done.stderr.strip().splitlines() or ["exit code"])[-1]
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        problem = str(exc)
+    if problem:
+        message = (f"the {what} is missing: `import torch, transformers` fails in {python} ({problem}); build it "
+                   f"with `{build}`, or set SPECPATCH_ALLOW_NO_CPUENV=1 to skip")
+        if os.environ.get("SPECPATCH_ALLOW_NO_CPUENV") == "1":
+            pytest.skip(message)
+        pytest.fail(message, pytrace=False)
+    return python
+
+
+@pytest.fixture(scope="session")
+def cpuenv_python_tf5() -> str:
+    """The interpreter of the CPU environment for sglang 0.5.10+ (transformers 5): `$SPECPATCH_CPU_PYTHON_TF5`,
+    built by `scripts/cpu-env.sh .venv-tf5 requirements/sglang-cpu-tf5.txt`. Missing, the tests that need it fail
+    (or skip with SPECPATCH_ALLOW_NO_CPUENV=1)."""
+    return _env_python(os.environ.get("SPECPATCH_CPU_PYTHON_TF5") or "python-tf5-not-configured",
+                       "transformers-5 CPU environment (SPECPATCH_CPU_PYTHON_TF5)",
+                       "scripts/cpu-env.sh .venv-tf5 requirements/sglang-cpu-tf5.txt")
+
+
 @pytest.fixture(scope="session")
 def cpuenv_python() -> str:
     """The interpreter of the CPU environment in which sglang imports (`scripts/cpu-env.sh` builds it): this one,

@@ -22,8 +22,9 @@ def test_the_registry_lists_the_known_range():
 
 
 @pytest.mark.parametrize("version", VERSIONS)
-def test_try_on_release(version, cpuenv_python):
-    row = matrix.run_specpatch("dynamic-spec-disable", version, cpuenv_python)
+def test_try_on_release(version, cpuenv_python, cpuenv_python_tf5):
+    row = matrix.run_specpatch("dynamic-spec-disable", version,
+                               matrix.python_for(version, cpuenv_python, cpuenv_python_tf5))
     assert not row.half_patched, f"{version}: the tree was left half-patched"
     assert row.ok, f"{version}: {row.outcome} (exit {row.exit_code}): {row.reason} {row.checks}"
     if row.outcome == "refused":

@@ -130,11 +130,13 @@ def test_native_module_works_only_with_its_stub(tmp_path):
         assert fused is not None and sub.deep.attr is not None
         assert fake_native.__path__ == []
         try:
-            fake_native.__version__
+            fake_native.__qualname__
         except AttributeError:
             pass
         else:
             raise AssertionError("dunders must look absent")
+        import importlib.metadata
+        assert fake_native.__version__ == "0.0.0" == importlib.metadata.version("fake_native")
     """
     target = make_target(tmp_path, {"uses_native.py": code})
     spec = VerifySpec(imports=(f"{PKG}.uses_native",))
