@@ -71,6 +71,7 @@ class Sample:
     cpu_seconds: float = 0.0  #: user + system time of the process and the descendants it waited for
     stdout: str = ""
     stderr: str = ""
+    parts: list[float] | None = None  #: for a sequence: the seconds of each process
 
 
 LAUNCHER = """\
@@ -131,7 +132,8 @@ def sequence(steps: list[Callable[[], Sample]]) -> Sample:
     failed = next((s for s in done if s.returncode != 0), None)
     return Sample(sum(s.seconds for s in done), max(s.maxrss_kb for s in done),
                   failed.returncode if failed else 0, sum(s.cpu_seconds for s in done),
-                  "".join(s.stdout for s in done), "".join(s.stderr for s in done))
+                  "".join(s.stdout for s in done), "".join(s.stderr for s in done),
+                  parts=[round(s.seconds, 2) for s in done])
 
 
 def checked(sample: Sample, what: str) -> Sample:
@@ -291,6 +293,7 @@ def bench_verify(scratch: Path, runs: int) -> dict[str, Any]:
                       floor=lambda: checked(sequence(steps), "the verify floor"))
     s, f = got["specpatch"], got["floor"]
     return {"checks": [f"{c['kind']} {c['name']}" for c in checks], "floor_processes": len(steps),
+            "floor_process_seconds": [x.parts for x in f],
             "command": "specpatch verify --target T", **pair(s, f)}
 
 
@@ -301,7 +304,8 @@ def growth_module(i: int, fields: int = 28) -> str:
     """A ~300-line sglang-shaped module: a dataclass of options with `__post_init__` checks and `add_cli_args`."""
     cls = f"Component{i}Args"
     kinds = [("int", "0", "int"), ("float", "1.0", "float"), ("str", '"auto"', "str"), ("Optional[int]", "None", "int")]
-    out = [f'"""Options of component {i} (generated for specpatch\'s benchmarks, shaped like sglang\'s server_args)."""',
+    out = [f'"""Options of component {i} (generated for specpatch\'s benchmarks, shaped like sglang\'s '
+           f'server_args)."""',
            "", "from __future__ import annotations", "", "import argparse", "import dataclasses", "import logging",
            "from typing import List, Optional", "", "logger = logging.getLogger(__name__)", "", "",
            "@dataclasses.dataclass", f"class {cls}:", f'    """Arguments of component {i}."""', ""]
@@ -569,8 +573,8 @@ def markdown(results: dict[str, Any]) -> str:
                       f"of `plan()` per file, and of the whole process (import, load, plan) in brackets. floor = "
                       f"parse + render of the same files in a process that imports only libcst. auto = what "
                       f"`plan()` does by itself: a second process when the files besides the largest hold "
-                      f"{g['engine_threshold']['min_bytes'] // 1024} KiB or more and a core is idle (by the load "
-                      f"average).", "",
+                      f"{g['engine_threshold']['min_bytes'] // 1024} KiB or more and the load average leaves half "
+                      f"a core idle.", "",
                   "| files | lines/file | floor | 1 process | 2 processes | speedup 2 vs 1 | auto (processes) |",
                   "|---|---|---|---|---|---|---|"]
         for row in g["rows"]:

@@ -140,9 +140,9 @@ def _collector_paused() -> Iterator[None]:
 # --------------------------------------------------------------------------------------------------- parallel
 
 #: `plan()` uses more than one process by itself only when the files other than the largest hold at least this
-#: many bytes: the largest file bounds the time anyway, and below that forking and sending the results back cost
-#: more than the second core saves (bench/run.py's growth section measures the break-even).
-PARALLEL_MIN_BYTES = 32 * 1024
+#: many bytes: the largest file bounds the time anyway, and the fork and the results sent back have a cost
+#: (bench/run.py's growth section, 2 cores: handing 11 KB to the second process saved 14%, 33 KB 29%).
+PARALLEL_MIN_BYTES = 16 * 1024
 
 
 def _workers(jobs: int | None, target: Target, groups: list) -> tuple[int, list[int]]:
@@ -156,10 +156,10 @@ def _workers(jobs: int | None, target: Target, groups: list) -> tuple[int, list[
     if jobs is None:
         if sum(sizes) - max(sizes) < PARALLEL_MIN_BYTES:
             return 1, []
-        # this process, and one more per idle core (by the last minute's load average): on a busy machine a second
-        # process only competes with the first for the same core
+        # this process, and one more per core left idle by the last minute's load average (half a core counts):
+        # on a busy machine a second process only competes with the first for the same core
         cpus = len(os.sched_getaffinity(0))
-        jobs = max(1, min(cpus, 1 + int(cpus - os.getloadavg()[0])))
+        jobs = max(1, min(cpus, int(cpus - os.getloadavg()[0] + 1.5)))
     return min(jobs, len(groups)), sizes
 
 
@@ -183,8 +183,13 @@ def _plan_parallel(result: Plan, groups: list, sizes: list[int], workers: int) -
         least = loads.index(min(loads))
         shares[least].append(i)
         loads[least] += sizes[i]
-    children = [_fork_worker(result, groups, share) for share in shares[1:]]
-    parts: dict[int, Plan | tuple[list[FilePlan], list[StepReport]] | None] = {}
+    children = []
+    for share in shares[1:]:
+        try:
+            children.append(_fork_worker(result, groups, share))
+        except OSError:  # no process to be had (limits, memory): these files are planned here, below
+            pass
+    parts: dict[int, Plan | tuple[list[FilePlan], list[StepReport]] | None] = dict.fromkeys(range(len(groups)))
     try:
         for i in shares[0]:
             try:
@@ -192,10 +197,9 @@ def _plan_parallel(result: Plan, groups: list, sizes: list[int], workers: int) -
             except Exception:  # noqa: BLE001 - planned again below, in recipe order: it raises as without workers
                 parts[i] = None
     finally:
-        for pid, fd, share in children:  # read (and reap) every worker, even when planning here raised
-            parts.update(dict.fromkeys(share))
+        for pid, fd in children:  # read (and reap) every worker, even when planning here raised
             parts.update(_collect(pid, fd))
-    result.workers = workers
+    result.workers = 1 + len(children)
     for i, (rel_pkg, file_steps) in enumerate(groups):
         part = parts[i]
         if part is None:
@@ -215,13 +219,18 @@ def _plan_one(template: Plan, group: tuple[str, list[tuple[int, Operation]]]) ->
     return part
 
 
-def _fork_worker(result: Plan, groups: list, share: list[int]) -> tuple[int, int, list[int]]:
+def _fork_worker(result: Plan, groups: list, share: list[int]) -> tuple[int, int]:
     """Fork a process that plans `share` and writes {index: (files, steps)} (pickled) to a pipe; errors are left
-    out (the parent plans those files again)."""
+    out (the parent plans those files again). Returns the process id and the pipe's reading end."""
     import pickle
 
     read, write = os.pipe()
-    pid = os.fork()
+    try:
+        pid = os.fork()
+    except OSError:
+        os.close(read)
+        os.close(write)
+        raise
     if pid == 0:  # the worker: never return into the caller's stack, whatever happens
         try:
             os.close(read)
@@ -236,7 +245,7 @@ def _fork_worker(result: Plan, groups: list, share: list[int]) -> tuple[int, int
         finally:
             os._exit(0)
     os.close(write)
-    return pid, read, share
+    return pid, read
 
 
 def _collect(pid: int, fd: int) -> dict[int, tuple[list[FilePlan], list[StepReport]]]:

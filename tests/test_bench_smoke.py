@@ -64,3 +64,41 @@ def test_parallel_plan_in_process(bench, tmp_path, broken):
     assert [s.to_dict() for s in one.steps] == [s.to_dict() for s in two.steps]
     assert [e.to_dict() for e in one.errors] == [e.to_dict() for e in two.errors]
     assert all(c.node is not None for e in two.errors for c in e.candidates)  # errors keep their nodes
+
+
+FAILING_WORKERS = """\
+import json, os, pickle, sys
+from pathlib import Path
+sys.path.insert(0, sys.argv[1])
+import run as bench
+from patcher import engine
+from patcher.recipe import load_recipe
+from patcher.target import find_target
+target, recipe = bench.generate_growth(Path(sys.argv[2]), 3, broken=(1,))
+r, t = load_recipe(recipe), find_target(target, package="genpkg")
+def seen(p):
+    return [[(f.rel, f.after) for f in p.files], [s.to_dict() for s in p.steps], [e.to_dict() for e in p.errors]]
+want = seen(engine.plan(r, t, jobs=1))
+out = {}
+fork = os.fork
+def no_fork():
+    raise OSError(11, "Resource temporarily unavailable")
+os.fork = no_fork
+p = engine.plan(r, t, jobs=2)
+out["no fork"] = [p.workers, seen(p) == want]
+os.fork = fork
+def broken_dumps(*args, **kwargs):
+    raise RuntimeError("the worker dies")
+pickle.dumps = broken_dumps  # in the worker only: the parent never pickles
+p = engine.plan(r, t, jobs=2)
+out["worker dies"] = [p.workers, seen(p) == want]
+print(json.dumps(out))
+"""
+
+
+def test_parallel_plan_survives_failing_workers(tmp_path):
+    """No process to fork, or a worker that dies: the files are planned in the parent, with the same result."""
+    done = subprocess.run([sys.executable, "-c", FAILING_WORKERS, str(BENCH.parent), str(tmp_path)],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {"no fork": [1, True], "worker dies": [2, True]}
