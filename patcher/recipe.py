@@ -219,6 +219,46 @@ class _LineLoader(yaml.SafeLoader):
 MAX_RECIPE_BYTES = 1_000_000
 
 
+def _compose_and_load(text: str) -> tuple[yaml.Node | None, Any]:
+    """The node tree (for line numbers) and the data of a YAML text, as `_LineLoader` gives them, parsed once: by
+    libyaml when PyYAML has it (ten times faster than the pure-Python parser, and a recipe's variant files run to
+    thousands of lines). A text with an alias, or one libyaml refuses, is left to `_LineLoader`, whose refusals and
+    messages are the reference."""
+    fast = getattr(yaml, "CSafeLoader", None)  # libyaml's parser and composer, PyYAML's resolver and constructor
+    if fast is not None:
+        loader = fast(text)
+        try:
+            node = loader.get_single_node()
+            if node is not None and not _has_alias(node):
+                return node, loader.construct_document(node)
+        except yaml.YAMLError:
+            pass  # the reference loader below raises it, in its own words
+        finally:
+            loader.dispose()
+    loader = _LineLoader(text)
+    try:
+        node = loader.get_single_node()
+        return node, None if node is None else loader.construct_document(node)
+    finally:
+        loader.dispose()
+
+
+def _has_alias(root: yaml.Node) -> bool:
+    """An alias makes the composer reuse its anchor's node: a node reached twice (found before any expansion)."""
+    seen: set[int] = set()
+    todo = [root]
+    while todo:
+        node = todo.pop()
+        if id(node) in seen:
+            return True
+        seen.add(id(node))
+        if isinstance(node, yaml.MappingNode):
+            todo += [part for pair in node.value for part in pair]
+        elif isinstance(node, yaml.SequenceNode):
+            todo += node.value
+    return False
+
+
 def _lines(node: yaml.Node, path: tuple = (), out: dict | None = None) -> dict[tuple, int]:
     out = {} if out is None else out
     out.setdefault(path, node.start_mark.line + 1)
@@ -265,7 +305,7 @@ def _load_code_files(data: Any, folder: Path, path: tuple, errors: list) -> Any:
                 if real.suffix in (".yaml", ".yml"):  # structured options (e.g. `variants_file`) come as YAML
                     try:
                         out[key[: -len("_file")]] = _load_code_files(
-                            yaml.load(text, Loader=_LineLoader), real.parent, path + (key,), errors)
+                            _compose_and_load(text)[1], real.parent, path + (key,), errors)
                     except yaml.YAMLError as exc:
                         errors.append((path + (key,), f"`{value}` is not valid YAML: {exc}"))
                 else:
@@ -284,8 +324,7 @@ def parse_recipe(text: str, source: Path) -> Recipe:
     if len(text) > MAX_RECIPE_BYTES:
         raise RecipeError(f"recipe is larger than {MAX_RECIPE_BYTES} bytes", location=Location(recipe=where, file=where))
     try:
-        node = yaml.compose(text, Loader=_LineLoader)
-        data = yaml.load(text, Loader=_LineLoader)
+        node, data = _compose_and_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         raise RecipeError(f"not valid YAML: {getattr(exc, 'problem', exc)}",

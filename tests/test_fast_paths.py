@@ -85,3 +85,45 @@ def test_string_value_is_literal_eval(literal):
     node = cst.parse_expression(literal)
     value = ast.literal_eval(literal) if not literal.startswith("f") else None
     assert string_value(node) == (value if isinstance(value, str) else None)
+
+
+def _reference_yaml(text: str):
+    """What recipes were read with before libyaml: the pure-Python _LineLoader, twice (node, then data)."""
+    import yaml
+
+    from patcher.recipe import _LineLoader
+
+    return yaml.compose(text, Loader=_LineLoader), yaml.load(text, Loader=_LineLoader)
+
+
+def test_recipe_yaml_reads_the_same_with_libyaml():
+    from pathlib import Path
+
+    from patcher.recipe import _compose_and_load, _lines
+
+    root = Path(__file__).resolve().parents[1]
+    texts = [p.read_text(encoding="utf-8") for d in ("recipes", "fixtures", "tests")
+             for p in sorted((root / d).rglob("*.y*ml"))]
+    texts += ["", "a: 1\n", "- x\n- {y: [1, 2.5, null, yes, '3']}\n", "k: |\n  one\n  two\n", "&a x: 1\n",
+              "s: \"tab\\there\"\nt: 'it''s'\nu: ~\nv: 0o17\nw: 2001-12-14\n"]
+    assert len(texts) > 10
+    for text in texts:
+        node, data = _compose_and_load(text)
+        ref_node, ref_data = _reference_yaml(text)
+        assert data == ref_data
+        assert (node is None) == (ref_node is None)
+        if node is not None:
+            assert _lines(node) == _lines(ref_node)
+
+
+@pytest.mark.parametrize("text", ["a: &x [1]\nb: *x\n", "a: [1\n", "a: b: c\n", "- a\nb: 1\n", "a: 1\n---\nb: 2\n"])
+def test_recipe_yaml_refusals_are_the_reference_ones(text):
+    import yaml
+
+    from patcher.recipe import _compose_and_load
+
+    with pytest.raises(yaml.YAMLError) as fast:
+        _compose_and_load(text)
+    with pytest.raises(yaml.YAMLError) as reference:
+        _reference_yaml(text)
+    assert str(fast.value) == str(reference.value)
