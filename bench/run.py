@@ -210,15 +210,14 @@ def bench_apply(scratch: Path, runs: int) -> dict[str, Any]:
     from patcher.target import find_target
 
     tree = copy_release(scratch / "apply-target")
-    planned = plan(load(RECIPE), find_target(tree, package="sglang"))
-    files = [str(f.path) for f in planned.files]
+    files = [str(f.path) for f in plan(load(RECIPE), find_target(tree, package="sglang"), jobs=1).files]
     subject = [*specpatch_argv(), "apply", RECIPE, "--target", str(tree), "--dry-run"]
     print(f"  apply --dry-run vs parse+render of {len(files)} files", flush=True)
     got = interleaved(runs, specpatch=lambda: checked(run(subject), "apply --dry-run"),
                       floor=lambda: checked(run([sys.executable, "-c", FLOOR_APPLY, *files]), "the apply floor"),
                       libraries=lambda: checked(run([sys.executable, "-c", LIBRARIES + FLOOR_APPLY, *files]),
                                                 "the apply floor with libraries"))
-    return {"files": [Path(p).relative_to(tree).as_posix() for p in files], "workers": planned.workers,
+    return {"files": [Path(p).relative_to(tree).as_posix() for p in files],
             "command": " ".join(["specpatch", *subject[len(specpatch_argv()):]]),
             **pair(got["specpatch"], got["floor"]),
             "floor_with_libraries": {**summary(got["libraries"]), "libraries": LIBRARIES.strip(),
@@ -559,10 +558,10 @@ def markdown(results: dict[str, Any]) -> str:
     a = results.get("apply")
     if a and "floor_with_libraries" in a:
         lib = a["floor_with_libraries"]
-        lines += ["", f"apply: the floor parses and renders {', '.join(a['files'])}; specpatch planned them with "
-                      f"{a['workers']} process(es). For scale, the same floor that first imports the third-party "
-                      f"libraries of the command line (`{lib['libraries']}`) takes {lib['seconds']:.2f} s "
-                      f"({lib['maxrss_mb']:.0f} MB): specpatch is {lib['time_ratio']:.2f}× that."]
+        lines += ["", f"apply: the floor parses and renders {', '.join(a['files'])}. For scale, the same floor "
+                      f"that first imports the third-party libraries of the command line (`{lib['libraries']}`) "
+                      f"takes {lib['seconds']:.2f} s ({lib['maxrss_mb']:.0f} MB): specpatch is "
+                      f"{lib['time_ratio']:.2f}× that."]
     v = results.get("verify")
     if v and "skipped" not in v:
         lines += ["", f"verify: {len(v['checks'])} checks ({', '.join(v['checks'])}); the floor runs the same "
