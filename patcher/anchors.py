@@ -10,8 +10,7 @@ import ast
 import difflib
 import functools
 import re
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Iterator, Sequence
 
 import libcst as cst
 
@@ -213,11 +212,6 @@ def find_function(module: cst.Module, dotted: str) -> NodePath:
     return path
 
 
-def _line_hint(module: cst.Module, node: cst.CSTNode) -> int | None:
-    """Line of a node, by locating its source text (cheap; exact for the unique snippets we report)."""
-    return line_of_text(module.code, code_of(module, node).split("\n", 1)[0])
-
-
 def lines_of(module: cst.Module, nodes: Sequence[cst.CSTNode]) -> list[int | None]:
     """Exact 1-based start lines of `nodes` (uses position metadata: only on error paths, it costs a full pass)."""
     from libcst.metadata import MetadataWrapper, PositionProvider
@@ -381,8 +375,6 @@ def string_value(node: cst.BaseExpression) -> str | None:
         return value if isinstance(value, str) else None
     return None
 
-
-Predicate = Callable[[cst.CSTNode], bool]
 
 
 # --------------------------------------------------------------------------------------------------- code patterns

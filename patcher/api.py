@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -262,13 +262,7 @@ def _verify_record(target: Target, record: Any, *, python: str | None, smoke: bo
 
 
 def _edits_present(recipe: Recipe, target: Target, record: Any) -> bool:
-    from packaging.version import Version as _V
-
-    forced = target
-    if record.release:
-        from dataclasses import replace
-
-        forced = replace(target, version=_V(record.release))
+    forced = replace(target, version=Version(record.release)) if record.release else target
     p = plan(recipe, forced, {k: str(v) for k, v in record.params.items()})
     return p.ok and not p.changed_files
 
@@ -332,8 +326,6 @@ def check(recipe: Recipe, target: Target, *, params: dict[str, str] | None = Non
     override them. A target whose release cannot be read is checked as the release recorded at apply time; a target
     now of another release than the recorded one (upgraded since) is judged by the plan alone, like an unrecorded one.
     """
-    from dataclasses import replace
-
     from . import transaction
 
     report = transaction.status(target)  # reads only: no lock, no state folder created

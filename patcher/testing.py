@@ -18,8 +18,8 @@ from __future__ import annotations
 import shutil
 import tempfile
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Iterator
+from pathlib import Path
 
 import yaml
 
@@ -206,7 +206,3 @@ def run_cases(recipe_id: str | None = None, *, fixtures_root: Path | None = None
     """Run every case (of one recipe, or all) and return the results."""
     return list(iter_results(recipe_id, fixtures_root=fixtures_root, update=update, recipe_dirs=recipe_dirs))
 
-
-def iter_case_params(fixtures_root: Path | None = None) -> Iterator[tuple[str, Case]]:
-    for case in discover(fixtures_root):
-        yield case.id, case
