@@ -9,6 +9,7 @@ CONFIG is a JSON object:
     paths      folders put first on sys.path, in order (the target's import root first)
     package    the target's top-level package; modules of it must come from `paths`
     stubs      top-level module names served by a stub finder (GPU-only native packages)
+    shims      scripts run (runpy) after the stub finder is installed and before any import or the probe
     modules    "import": the modules to import, in order
     require    "import": top-level names that must be installed (found, not imported)
     dump_after "import": seconds after which faulthandler dumps every thread's stack to stderr (to show a hang)
@@ -224,15 +225,36 @@ def _outside(module, package, paths):
     return where
 
 
+def _run_shims(config):
+    """Run the shims in order; the error of the first one that raises (as _error gives it), or None."""
+    import runpy
+
+    for path in config.get("shims", []):
+        try:
+            runpy.run_path(path, run_name="__specpatch_shim__")
+        except BaseException as exc:  # noqa: B036 - reported as the failure of everything that follows it
+            err = _error(exc)
+            err["message"] = "the verify shim %s failed: %s: %s" % (os.path.basename(path), err["type"],
+                                                                      err["message"])
+            err["type"] = "ShimError"
+            return err
+    return None
+
+
 def _run_imports(config, results, finder):
     package, paths = config.get("package"), config.get("paths", [])
     missing = [name for name in config.get("require", [])
                if name not in finder.names and importlib.util.find_spec(name) is None]
     if missing:
         results.write(event="require", missing=missing)
+    shim_error = _run_shims(config)
     for name in config.get("modules", []):
         results.write(event="start", module=name)
         start = time.perf_counter()
+        if shim_error is not None:
+            results.write(event="end", module=name, ok=False, seconds=0.0, error=shim_error,
+                          stubs_used=sorted(finder.used))
+            continue
         try:
             module = __import__(name, fromlist=["__name__"])
             where = _outside(module, package, paths)
@@ -253,6 +275,12 @@ def _run_probe(config, results, finder):
     path = config["probe"]
     sys.argv = [path]
     code = 0
+    shim_error = _run_shims(config)
+    if shim_error is not None:
+        print("\n".join(shim_error["traceback"]), file=sys.stderr)
+        print("PROBE-FAIL: " + shim_error["message"])
+        results.write(event="probe-end", exit=1, stubs_used=sorted(finder.used))
+        return 1
     try:
         runpy.run_path(path, run_name="__main__")
     except SystemExit as exc:

@@ -142,7 +142,7 @@ def _post_apply_checks(p: Plan, *, python: str | None, smoke: bool, notes: list[
                      f"run `specpatch verify --python PY` where it can")
         return checks
     pristine = {f.rel: f.before for f in p.changed_files}
-    checks += v.smoke_import(p.target, spec, python=py, pristine=pristine)
+    checks += v.smoke_import(p.target, spec, python=py, pristine=pristine, recipe_folder=p.recipe.folder)
     checks += v.run_probes(p.target, spec, p.recipe.folder, python=py, params=p.params)
     return checks
 
@@ -256,7 +256,7 @@ def _verify_record(target: Target, record: Any, *, python: str | None, smoke: bo
         out.checks += [v.Check("probe", p.name or p.path, "skipped", why) for p in spec.probes]
         return out
     pristine = transaction.pristine_files(target, record)
-    out.checks += v.smoke_import(target, spec, python=py, pristine=pristine)
+    out.checks += v.smoke_import(target, spec, python=py, pristine=pristine, recipe_folder=recipe.folder)
     out.checks += v.run_probes(target, spec, recipe.folder, python=py, params=record.params)
     return out
 

@@ -115,6 +115,9 @@ class VerifySpec(Frozen):
     stubs: tuple[str, ...] = Field(default=(), description="GPU-only native top-level modules replaced by stubs")
     requires: tuple[str, ...] = Field(default=(), description="packages the environment must have for the smoke "
                                       "test and probes to run (e.g. torch); without them they are skipped, said so")
+    shims: tuple[str, ...] = Field(default=(), description="Python files beside the recipe run before the smoke "
+                                   "test's imports and each probe, in the same process: they stand in for what only "
+                                   "a GPU build defines (run for the pristine comparison too)")
     probes: tuple[Probe, ...] = ()
     timeout: float = Field(default=300.0, description="seconds for the import smoke test")
 
@@ -420,15 +423,16 @@ def _check_semantics(recipe: Recipe, fail) -> None:
         unknown = step.placeholders() - set(recipe.params)
         if unknown:
             raise fail(loc, f"uses undeclared parameter(s) {', '.join(sorted(unknown))}; declare them under `params`")
-    for probe_loc, probe in [(("verify", "probes", i), p) for i, p in enumerate(recipe.verify.probes)] + [
-        (("variants", vi, "verify", "probes", i), p)
-        for vi, v in enumerate(recipe.variants) if v.verify for i, p in enumerate(v.verify.probes)
-    ]:
-        real = (recipe.folder / probe.path).resolve()
-        if not _inside(recipe.folder, probe.path) or not real.is_relative_to(recipe.folder.resolve()):
-            raise fail(probe_loc, f"probe `{probe.path}` leaves the recipe's folder")
+    specs = [(("verify",), recipe.verify)] + [(("variants", vi, "verify"), v.verify)
+                                             for vi, v in enumerate(recipe.variants) if v.verify]
+    scripts = [(loc + ("probes", i), "probe", p.path) for loc, spec in specs for i, p in enumerate(spec.probes)]
+    scripts += [(loc + ("shims", i), "shim", path) for loc, spec in specs for i, path in enumerate(spec.shims)]
+    for loc, kind, path in scripts:
+        real = (recipe.folder / path).resolve()
+        if not _inside(recipe.folder, path) or not real.is_relative_to(recipe.folder.resolve()):
+            raise fail(loc, f"{kind} `{path}` leaves the recipe's folder")
         if not real.is_file():
-            raise fail(probe_loc, f"probe `{probe.path}` not found in {recipe.folder}")
+            raise fail(loc, f"{kind} `{path}` not found in {recipe.folder}")
 
 
 def recipe_dirs(extra: list[Path] | None = None) -> list[Path]:

@@ -20,6 +20,12 @@ importable package and fail on a module that has a ``__file__`` and no version).
 name; the checks' ``data`` lists the stubs used and those that replaced an installed package. The target package
 itself and standard-library names are never stubbed.
 
+Shims. ``verify.shims`` are Python files beside the recipe that the runner executes (``runpy``, in order) after the
+stub finder is in place and before the first import or the probe, in both the patched and the pristine processes.
+They stand in for what only a GPU build defines: e.g. a name that a module of the target defines only under CUDA and
+another module imports unconditionally. A shim that raises fails every import of the run (and the probe) with its
+traceback; it must not touch what the patch changes, since the pristine comparison runs it too.
+
 Differential smoke test. A module that fails (or hangs) with the patched files is imported again from a pristine
 tree: a scratch folder in which the touched files get their original bytes and every other entry is a symlink to the
 target's (cheap: only the folders on the way to a touched file are real). If the pristine import fails the same way,
@@ -167,7 +173,8 @@ def _check_syntax_in(python: str | os.PathLike, paths: list[Path], shown) -> lis
 
 
 def smoke_import(target: Target, verify_spec: VerifySpec, *, python: str | os.PathLike = sys.executable,
-                 pristine: Mapping[str, bytes | None] | None = None, timeout: float | None = None) -> list[Check]:
+                 pristine: Mapping[str, bytes | None] | None = None, timeout: float | None = None,
+                 recipe_folder: Path | None = None) -> list[Check]:
     """Import each of `verify_spec.imports` in one subprocess of `python`, the target first on sys.path and
     `verify_spec.stubs` stubbed; one Check per module.
 
@@ -175,13 +182,15 @@ def smoke_import(target: Target, verify_spec: VerifySpec, *, python: str | os.Pa
     folder, or absolute) to its original bytes, or None for a file the patch created. With it, a module that fails
     is imported again from a pristine tree, and a failure shared by both is reported as `environment`. `timeout`
     (default `verify_spec.timeout`) bounds each subprocess; past it the process group is killed, the module being
-    imported is reported as `timeout` and the ones after it as `skipped`.
+    imported is reported as `timeout` and the ones after it as `skipped`. `verify_spec.shims` are relative to
+    `recipe_folder`.
     """
     modules = list(dict.fromkeys(verify_spec.imports))
     if not modules:
         return []
     limit = verify_spec.timeout if timeout is None else timeout
-    checks = _import_checks(python, [target.import_root], target.package, verify_spec.stubs, modules, limit)
+    shims = _shim_paths(verify_spec, recipe_folder)
+    checks = _import_checks(python, [target.import_root], target.package, verify_spec.stubs, modules, limit, shims)
     suspects = [c for c in checks if c.blocking]
     if not suspects:
         return checks
@@ -191,16 +200,32 @@ def smoke_import(target: Target, verify_spec: VerifySpec, *, python: str | os.Pa
     with tempfile.TemporaryDirectory(prefix="specpatch-pristine-") as scratch:
         root = build_pristine_tree(target, pristine, Path(scratch))
         again = _import_checks(python, [root, target.import_root], target.package, verify_spec.stubs,
-                               [c.name for c in suspects], limit)
+                               [c.name for c in suspects], limit, shims)
         roots = (str(root), str(target.import_root))
     by_name = {c.name: c for c in again}
     return [_judge(c, by_name[c.name], roots) if c.blocking else c for c in checks]
 
 
+def _shim_paths(verify_spec: VerifySpec, folder: Path | None) -> list[str]:
+    """The absolute paths of `verify_spec.shims`; each must be a file inside `folder` (the recipe's)."""
+    if not verify_spec.shims:
+        return []
+    if folder is None:
+        raise ValueError("verify.shims are relative to the recipe's folder: pass recipe_folder")
+    paths = []
+    for rel in verify_spec.shims:
+        script = (Path(folder) / rel).resolve()
+        if PurePosixPath(rel).is_absolute() or not script.is_relative_to(Path(folder).resolve()):
+            raise ValueError(f"shim `{rel}` leaves the recipe's folder {folder}")
+        paths.append(str(script))
+    return paths
+
+
 def _import_checks(python: str | os.PathLike, paths: Sequence[Path], package: str, stubs: Sequence[str],
-                   modules: list[str], timeout: float) -> list[Check]:
+                   modules: list[str], timeout: float, shims: Sequence[str] = ()) -> list[Check]:
     config = {"mode": "import", "paths": [str(p) for p in paths], "package": package, "stubs": list(stubs),
-              "modules": modules, "dump_after": max(timeout - min(5.0, timeout * 0.1), 0.05)}
+              "shims": list(shims), "modules": modules,
+              "dump_after": max(timeout - min(5.0, timeout * 0.1), 0.05)}
     run = _run(python, config, timeout=timeout)
     env = run.first("env")
     if env is None:  # the interpreter did not start, or the runner could not run in it
@@ -339,12 +364,13 @@ def run_probes(target: Target, verify_spec: VerifySpec, recipe_folder: Path, *,
                python: str | os.PathLike = sys.executable, params: Mapping[str, Any] | None = None) -> list[Check]:
     """Run each of `verify_spec.probes` (paths relative to `recipe_folder`) in a subprocess of `python`, with the
     smoke test's sys.path and stubs; one Check per probe. See the module docstring for the probe convention."""
-    return [_run_probe(target, verify_spec.stubs, Path(recipe_folder), probe, python, dict(params or {}))
+    shims = _shim_paths(verify_spec, recipe_folder) if verify_spec.probes else []
+    return [_run_probe(target, verify_spec.stubs, shims, Path(recipe_folder), probe, python, dict(params or {}))
             for probe in verify_spec.probes]
 
 
-def _run_probe(target: Target, stubs: Sequence[str], folder: Path, probe: Probe, python: str | os.PathLike,
-               params: dict[str, Any]) -> Check:
+def _run_probe(target: Target, stubs: Sequence[str], shims: Sequence[str], folder: Path, probe: Probe,
+               python: str | os.PathLike, params: dict[str, Any]) -> Check:
     name = probe.name or probe.path
     script = (folder / probe.path).resolve()
     if PurePosixPath(probe.path).is_absolute() or not script.is_relative_to(folder.resolve()):
@@ -360,7 +386,7 @@ def _run_probe(target: Target, stubs: Sequence[str], folder: Path, probe: Probe,
         "SPECPATCH_TARGET_VERSION": str(target.version or ""),
     }
     config = {"mode": "probe", "paths": [str(target.import_root)], "package": target.package, "stubs": list(stubs),
-              "probe": str(script)}
+              "shims": list(shims), "probe": str(script)}
     run = _run(python, config, timeout=probe.timeout, env=env)
     end = run.first("probe-end")
     data: dict[str, Any] = {"path": probe.path, "exit": run.returncode,

@@ -92,6 +92,15 @@ def test_code_file_symlink_out_of_folder_is_refused(tmp_path):
     assert "leaves the recipe's folder" in err.message
 
 
+@pytest.mark.parametrize("shim, why", [("../outside.py", "leaves the recipe's folder"),
+                                        ("missing.py", "not found in")])
+def test_verify_shims_must_be_files_in_the_recipe_folder(tmp_path, shim, why):
+    (tmp_path / "outside.py").write_text("x = 1\n")
+    (tmp_path / "demo").mkdir()
+    err = refused(tmp_path, GOOD + f"verify:\n  imports: [sglang]\n  shims: [{shim}]\n")
+    assert f"shim `{shim}` {why}" in err.message and err.location.line == 14
+
+
 def test_code_file_is_read(tmp_path):
     (tmp_path / "demo").mkdir()
     (tmp_path / "demo" / "field.py").write_text("b: int = 5\n")

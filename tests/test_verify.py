@@ -375,6 +375,48 @@ def test_probe_outside_the_recipe_folder_or_missing(tmp_path):
     assert "leaves the recipe's folder" in checks[0].message and "no probe script" in checks[1].message
 
 
+def test_shims_run_before_imports_and_probes_in_both_trees(tmp_path):
+    """A name the target defines only on a GPU build: the shim provides it before the first import, in the patched
+    process, the pristine comparison and the probe; without the shim both trees fail the same way (environment)."""
+    target = make_target(tmp_path / "t", {
+        "kernels.py": "import os\nif os.environ.get('FAKE_CUDA'):\n    from fake_native import topk\n",
+        "worker.py": "from fakepkg.kernels import topk\nVALUE = 1\n",
+    })
+    folder = tmp_path / "recipe"
+    folder.mkdir()
+    (folder / "cpu_shim.py").write_text("import fakepkg.kernels as k\nif not hasattr(k, 'topk'):\n    k.topk = sorted\n")
+    (folder / "probe.py").write_text("from fakepkg.worker import topk, VALUE\nprint(f'PROBE-OK: {topk([2, 1])} {VALUE}')\n")
+    pristine = patch(target, "worker.py", "from fakepkg.kernels import topk\nVALUE = 2\n")
+    spec = VerifySpec(imports=(f"{PKG}.worker",), probes=(Probe(path="probe.py"),))
+    [without] = verify.smoke_import(target, spec, pristine=pristine, recipe_folder=folder)
+    assert without.status == "environment" and "cannot import name 'topk'" in without.message
+    shimmed = VerifySpec(imports=spec.imports, probes=spec.probes, shims=("cpu_shim.py",))
+    [check] = verify.smoke_import(target, shimmed, pristine=pristine, recipe_folder=folder)
+    assert check.status == "passed", check.message
+    [probe] = verify.run_probes(target, shimmed, folder, params={})
+    assert probe.status == "passed" and probe.message == "[1, 2] 2"
+    # a patch that breaks the module is still blamed with the shim in place (the pristine one imports)
+    patch(target, "worker.py", "from fakepkg.kernels import topk\nVALUE = undefined_name\n")
+    [broken] = verify.smoke_import(target, shimmed, pristine=pristine, recipe_folder=folder)
+    assert broken.status == "failed" and "imports fine from the pristine files" in broken.message
+
+
+def test_a_failing_shim_fails_imports_and_probes_naming_it(tmp_path):
+    target = make_target(tmp_path / "t", {"m.py": "X = 1\n"})
+    folder = tmp_path / "recipe"
+    folder.mkdir()
+    (folder / "shim.py").write_text("raise RuntimeError('no such kernel')\n")
+    (folder / "probe.py").write_text("print('PROBE-OK: should not run')\n")
+    spec = VerifySpec(imports=(f"{PKG}.m",), probes=(Probe(path="probe.py"),), shims=("shim.py",))
+    [check] = verify.smoke_import(target, spec, recipe_folder=folder)
+    assert check.status == "failed"
+    assert check.message == "ShimError: the verify shim shim.py failed: RuntimeError: no such kernel"
+    [probe] = verify.run_probes(target, spec, folder, params={})
+    assert probe.status == "failed" and "the verify shim shim.py failed" in probe.message
+    with pytest.raises(ValueError, match="leaves the recipe's folder"):
+        verify.smoke_import(target, VerifySpec(imports=spec.imports, shims=("../x.py",)), recipe_folder=folder)
+
+
 # --------------------------------------------------------------------------------------- can_import_target
 
 

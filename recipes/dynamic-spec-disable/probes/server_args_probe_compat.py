@@ -9,6 +9,10 @@ text once, else the probe fails (server_args_probe.py changed and this list need
 - No multi-layer EAGLE (0.5.4-0.5.7: no `enable_multi_layer_eagle`): that refusal case is dropped.
 - No `SGLANG_SCHEDULER_SKIP_ALL_GATHER` (0.5.4-0.5.6): the cases that set it are dropped.
 - No IDLE handling in the spec-v2 worker (0.5.4-0.5.5): DP attention, accepted on later releases, must be refused.
+- Spec v2 selected by `--enable-beta-spec` (0.5.4: no `SGLANG_ENABLE_SPEC_V2`), for EAGLE only: the probe's
+  `SGLANG_ENABLE_SPEC_V2="1"` / `None` become `enable_beta_spec` True / False (on the dataclass for the direct
+  cases, `--enable-beta-spec` for parsed ones), its supported set-up is EAGLE (not EAGLE3), the refusal must name
+  `--enable-beta-spec`, and EAGLE3 is one more set-up that must be refused.
 """
 
 from __future__ import annotations
@@ -30,10 +34,13 @@ from sglang.srt.server_args import ServerArgs  # noqa: E402
 PATH = os.path.join(HERE, "server_args_probe.py")
 EDITS = []
 
-_saved = os.environ.pop("SGLANG_ENABLE_SPEC_V2", None)
-SPEC_V2_DEFAULT = envs.SGLANG_ENABLE_SPEC_V2.get()
-if _saved is not None:
-    os.environ["SGLANG_ENABLE_SPEC_V2"] = _saved
+BETA_SPEC = not hasattr(type(envs), "SGLANG_ENABLE_SPEC_V2") and not hasattr(envs, "SGLANG_ENABLE_SPEC_V2")
+SPEC_V2_DEFAULT = False
+if not BETA_SPEC:
+    _saved = os.environ.pop("SGLANG_ENABLE_SPEC_V2", None)
+    SPEC_V2_DEFAULT = envs.SGLANG_ENABLE_SPEC_V2.get()
+    if _saved is not None:
+        os.environ["SGLANG_ENABLE_SPEC_V2"] = _saved
 if SPEC_V2_DEFAULT:
     EDITS += [
         ("spec v2 is the default: select v1 with SGLANG_ENABLE_SPEC_V2=0",
@@ -61,6 +68,41 @@ if not hasattr(type(envs), "SGLANG_SCHEDULER_SKIP_ALL_GATHER") and not hasattr(e
          "                \"SGLANG_SCHEDULER_SKIP_ALL_GATHER\")\n", ""),
     ]
 
+if BETA_SPEC:
+    EDITS += [
+        ("spec v2 is --enable-beta-spec: a switch the probe's environment() turns",
+         "def parse(*argv: str) -> ServerArgs:\n",
+         "BETA_SPEC_ON = [False]\n\n\n"
+         "@contextlib.contextmanager\n"
+         "def beta_spec(on: bool):\n"
+         "    saved, BETA_SPEC_ON[0] = BETA_SPEC_ON[0], on\n"
+         "    try:\n"
+         "        yield\n"
+         "    finally:\n"
+         "        BETA_SPEC_ON[0] = saved\n\n\n"
+         "def parse(*argv: str) -> ServerArgs:\n"),
+        ("spec v2 is --enable-beta-spec: SGLANG_ENABLE_SPEC_V2 turns it",
+         "        for name, value in values.items():\n            field = getattr(envs, name)\n",
+         "        for name, value in values.items():\n"
+         "            if name == \"SGLANG_ENABLE_SPEC_V2\":\n"
+         "                stack.enter_context(beta_spec(value == \"1\"))\n"
+         "                continue\n"
+         "            field = getattr(envs, name)\n"),
+        ("spec v2 is --enable-beta-spec: parsed arguments get it",
+         "    return ServerArgs.from_cli_args(parser.parse_args(list(argv)))\n",
+         "    beta = [\"--enable-beta-spec\"] if BETA_SPEC_ON[0] else []\n"
+         "    return ServerArgs.from_cli_args(parser.parse_args(list(argv) + beta))\n"),
+        ("spec v2 (--enable-beta-spec) serves EAGLE only: the supported set-up",
+         "    base = dict(speculative_algorithm=\"EAGLE3\", ",
+         "    base = dict(speculative_algorithm=\"EAGLE\", enable_beta_spec=BETA_SPEC_ON[0], "),
+        ("spec v2 (--enable-beta-spec) serves EAGLE only: EAGLE3 is refused",
+         "            (\"STANDALONE\", eagle_ok(speculative_algorithm=\"STANDALONE\"), [\"STANDALONE\"]),\n",
+         "            (\"STANDALONE\", eagle_ok(speculative_algorithm=\"STANDALONE\"), [\"STANDALONE\"]),\n"
+         "            (\"EAGLE3\", eagle_ok(speculative_algorithm=\"EAGLE3\"), [\"EAGLE3\", \"only EAGLE\"]),\n"),
+        ("the v1-worker refusal names --enable-beta-spec",
+         "\"SGLANG_ENABLE_SPEC_V2=1\"", "\"--enable-beta-spec\"", 3),
+    ]
+
 from sglang.srt.managers.schedule_batch import ModelWorkerBatch  # noqa: E402
 
 if "reqs" not in {f.name for f in dataclasses.fields(ModelWorkerBatch)}:  # 0.5.4-0.5.5: no IDLE handling in v2
@@ -71,14 +113,15 @@ if "reqs" not in {f.name for f in dataclasses.fields(ModelWorkerBatch)}:  # 0.5.
 
 def main():
     src = open(PATH, encoding="utf-8").read()
-    for reason, old, new in EDITS:
-        if src.count(old) != 1:
+    for reason, old, new, *count in EDITS:
+        expected = count[0] if count else 1
+        if src.count(old) != expected:
             print(f"PROBE-FAIL: compat edit '{reason}' found {src.count(old)} times in server_args_probe.py "
-                  "(expected once): the 0.5.9 probe changed; update probes/server_args_probe_compat.py")
+                  f"(expected {expected}): the 0.5.9 probe changed; update probes/server_args_probe_compat.py")
             sys.exit(1)
         src = src.replace(old, new)
     if EDITS:
-        print("compat edits: " + "; ".join(sorted({r for r, _, _ in EDITS})), flush=True)
+        print("compat edits: " + "; ".join(sorted({e[0] for e in EDITS})), flush=True)
     exec(compile(src, PATH, "exec"), {"__name__": "__main__", "__file__": PATH})
 
 
