@@ -24,6 +24,29 @@ END = "# ---- END generated fallback variants ----"
 # name, versions, description, {step name: {option: value}} replacements, verify (None: the recipe's)
 FALLBACK_VARIANTS = [
     dict(
+        name="fallback-0.5.4",
+        versions=">=0.5.4,<0.5.5",
+        description=(
+            "The 0.5.5 port with 0.5.4's differences: the spec-v2 worker is selected by --enable-beta-spec\n"
+            "(not SGLANG_ENABLE_SPEC_V2, which does not exist yet) and serves EAGLE only, so the start-up check\n"
+            "asks for those; the environment variables go after SGLANG_ENABLE_OVERLAP_PLAN_STREAM; the\n"
+            "worker is the 0.5.5 one otherwise (allocate_lens, decode arm first, no IDLE handling, no grammar).\n"
+            "On a CPU machine the worker imports only with the fast_topk shim (shims/spec_utils_fast_topk.py)."
+        ),
+        replace={
+            "env-threshold": {"after": "SGLANG_ENABLE_OVERLAP_PLAN_STREAM"},
+            "server-args-check": {"code_file": "v0_5_4/server_args_check.py"},
+            "worker-fallback": {"code_file": "v0_5_5/worker_fallback.py"},
+            "worker-target-decode": {"code_file": "v0_5_5/worker_target_decode.py"},
+            "worker-catch-up-single": {"code_file": "v0_5_6/worker_catch_up_single.py"},
+            "worker-route-guard": {"branch_if": "model_worker_batch.forward_mode.is_decode()", "arm": "body"},
+        },
+        probe="probes/worker_probe_compat.py",
+        server_args_probe="probes/server_args_probe_compat.py",
+        extra_stubs=["vllm"],
+        shims=["shims/spec_utils_fast_topk.py"],
+    ),
+    dict(
         name="fallback-0.5.5",
         versions=">=0.5.5,<0.5.6",
         description=(
@@ -64,6 +87,37 @@ FALLBACK_VARIANTS = [
         probe="probes/worker_probe_compat.py",
         server_args_probe="probes/server_args_probe_compat.py",
         extra_stubs=["vllm"],
+    ),
+    dict(
+        name="fallback-0.5.13",
+        versions=">=0.5.13,<0.5.14",
+        description=(
+            "The 0.5.12 port on 0.5.13's worker contract: forward_batch_generation(batch, on_publish) takes the\n"
+            "ScheduleBatch itself (no ModelWorkerBatch), so the target decode and the one-token catch-up run on\n"
+            "copies of it and every snippet names ScheduleBatch; the new sequence lengths go to on_publish before\n"
+            "the draft catch-up (as after verify) and always on the result's new_seq_lens (no verify_done, none on\n"
+            "the draft input); the CPU copies of the sequence lengths may be absent (needs_cpu_seq_lens); NaN/Inf\n"
+            "checks as this release's verify; hybrid lightning-attention targets refused with mamba/GDN. EAGLE and\n"
+            "EAGLE3 always run EAGLEWorkerV2 here, so spec v2 off / --disable-overlap-schedule (its synchronous\n"
+            "path) is served, not refused; --speculative-adaptive is refused as on 0.5.12."
+        ),
+        replace={
+            "server-args-check": {"code_file": "v0_5_13/server_args_check.py"},
+            "worker-init-method": {"code_file": "v0_5_13/worker_init.py"},
+            "worker-route": {"code_file": "v0_5_13/worker_route.py"},
+            "worker-fallback": {"code_file": "v0_5_13/worker_fallback.py"},
+            "worker-kv-slots": {"code_file": "v0_5_13/worker_slots.py"},
+            "worker-target-decode": {"code_file": "v0_5_13/worker_target_decode.py"},
+            "worker-catch-up-padded": {"code_file": "v0_5_13/worker_catch_up_padded.py"},
+            "worker-catch-up-single": {"code_file": "v0_5_13/worker_catch_up_single.py"},
+            "worker-route-guard": {
+                "branch_if": "batch.forward_mode.is_extend() or batch.is_extend_in_batch",
+                "condition": "self._speculation_disabled_for(batch)",
+                "call": "self._forward_without_speculation(batch, on_publish)",
+            },
+        },
+        probe="probes/worker_probe_on_publish.py",
+        server_args_probe="probes/server_args_probe_compat.py",
     ),
     dict(
         name="fallback-0.5.12",
@@ -168,8 +222,11 @@ def _steps(raw: dict, replace: dict) -> list:
     return steps
 
 
-def _verify(raw: dict, probe: str | None, extra_stubs: list | None = None, server_args_probe: str | None = None) -> dict:
+def _verify(raw: dict, probe: str | None, extra_stubs: list | None = None, server_args_probe: str | None = None,
+            shims: list | None = None) -> dict:
     verify = copy.deepcopy(raw["verify"])
+    if shims:
+        verify["shims"] = list(shims)
     if server_args_probe:
         verify["probes"] = [dict(p, path=server_args_probe) if p["path"].endswith("server_args_probe.py") else p
                             for p in verify["probes"]]
@@ -198,7 +255,8 @@ def generate() -> str:
             continue
         out.append({
             "name": v["name"], "versions": v["versions"], "description": v["description"] + "\n",
-            "steps": _steps(raw, v["replace"]), "verify": _verify(raw, v.get("probe"), v.get("extra_stubs"), v.get("server_args_probe")),
+            "steps": _steps(raw, v["replace"]), "verify": _verify(raw, v.get("probe"), v.get("extra_stubs"), v.get("server_args_probe"),
+                                                          v.get("shims")),
         })
     body = yaml.dump(out, Dumper=_Dumper, sort_keys=False, width=118, allow_unicode=True)
     return f"{BEGIN}\n{body}{END}\n"

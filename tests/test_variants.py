@@ -19,10 +19,10 @@ from patcher.target import find_target
 RECIPE = Path(__file__).resolve().parent.parent / "recipes" / "dynamic-spec-disable.yaml"
 
 EXPECTED = {
-    "0.5.4": "refuse-0.5.4", "0.5.5": "fallback-0.5.5",
+    "0.5.4": "fallback-0.5.4", "0.5.5": "fallback-0.5.5",
     "0.5.6": "fallback-0.5.6", "0.5.7": "fallback-0.5.7", "0.5.8": "fallback-0.5.8", "0.5.9": "fallback-0.5.9",
     "0.5.10": "fallback-0.5.10", "0.5.11": "fallback-0.5.11", "0.5.12": "fallback-0.5.12",
-    "0.5.13": "refuse-0.5.13",
+    "0.5.13": "fallback-0.5.13",
     "0.5.14": "alias-0.5.14-annotated", "0.5.15": "alias-0.5.14-annotated", "0.5.16": "alias-0.5.14-annotated",
     "0.5.17": "alias-0.5.17-namespaced", "0.5.18": "alias-0.5.17-namespaced",
     "0.5.19": "alias-0.5.19-namespaced-declared",
@@ -50,11 +50,51 @@ def test_post_releases_and_newer_fall_in_the_ranges(recipe, version):
     assert recipe.select(Version(version)).variant
 
 
-def test_refusals_name_the_upstream_flag_and_configuration(recipe):
-    for variant in recipe.variants:
-        if variant.refuse:
-            assert "--speculative-adaptive" in variant.refuse, variant.name
-            assert '"candidate_steps": [0]' in variant.refuse, variant.name
+def test_a_post_release_of_0_5_13_gets_the_0_5_13_port(recipe):
+    # 0.5.13.post1 sorts between 0.5.13 and 0.5.14: the ScheduleBatch/on_publish port, not the 0.5.14+ alias
+    assert recipe.select(Version("0.5.13.post1")).variant == "fallback-0.5.13"
+
+
+REFUSING = """\
+id: toy-refusal
+title: A recipe that patches one release range and refuses another
+target: {package: sglang, versions: ">=0.5.0"}
+steps:
+  - op: add_dataclass_field
+    file: srt/server_args.py
+    class: ServerArgs
+    after: a
+    code: "b: int = 0"
+variants:
+  - name: patch-old
+    versions: "<0.5.13"
+  - name: refuse-new
+    versions: ">=0.5.13"
+    refuse: |
+      sglang 0.5.13+ ships this itself: pass --upstream-flag N instead.
+"""
+
+
+@pytest.mark.parametrize("release, outcome", [("0.5.12", "changed"), ("0.5.13", "refused")])
+def test_a_refusing_variant_refuses_with_its_message_and_writes_nothing(tmp_path, release, outcome):
+    from patcher import api
+    from patcher.errors import ExitCode
+
+    recipe = parse_recipe(REFUSING, tmp_path / "toy-refusal.yaml")
+    (tmp_path / "site" / "sglang" / "srt").mkdir(parents=True)
+    (tmp_path / "site" / "sglang" / "__init__.py").write_text("")
+    source = tmp_path / "site" / "sglang" / "srt" / "server_args.py"
+    source.write_text("class ServerArgs:\n    a: int = 1\n")
+    (tmp_path / "site" / f"sglang-{release}.dist-info").mkdir()
+    (tmp_path / "site" / f"sglang-{release}.dist-info" / "METADATA").write_text(f"Name: sglang\nVersion: {release}\n")
+    result = api.apply_recipe(recipe, find_target(tmp_path / "site"), smoke=False)
+    assert result.outcome == outcome
+    if outcome == "refused":
+        assert result.exit_code == ExitCode.CANNOT_APPLY
+        assert "--upstream-flag N" in str(result.error) and result.plan.selection.variant == "refuse-new"
+        assert source.read_text() == "class ServerArgs:\n    a: int = 1\n"
+    else:
+        assert "b: int = 0" in source.read_text()
 
 
 def _mirror(release: Path, files: list[Path], dest: Path) -> Path:

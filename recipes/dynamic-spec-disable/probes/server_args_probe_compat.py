@@ -13,11 +13,20 @@ text once, else the probe fails (server_args_probe.py changed and this list need
   `SGLANG_ENABLE_SPEC_V2="1"` / `None` become `enable_beta_spec` True / False (on the dataclass for the direct
   cases, `--enable-beta-spec` for parsed ones), its supported set-up is EAGLE (not EAGLE3), the refusal must name
   `--enable-beta-spec`, and EAGLE3 is one more set-up that must be refused.
+- No v1 worker (0.5.13+: no `sglang.srt.speculative.eagle_worker`): EAGLE/EAGLE3 always run EAGLEWorkerV2, and
+  `SGLANG_ENABLE_SPEC_V2=0` / `--disable-overlap-schedule` only select its synchronous path, which the 0.5.13 port
+  serves (worker_probe_on_publish.py runs it through the scheduler's synchronous path). The "v1 worker is refused"
+  cases become "accepted", and the full __post_init__ case also checks that sglang then creates EAGLEWorkerV2.
+- No `ModelWorkerBatch` (0.5.13+: the worker takes the ScheduleBatch): the 0.5.4-0.5.5 test above is skipped.
+- Adaptive speculation on the spec-v2 worker (0.5.12+: `AdaptiveController` in eagle_worker_v2.py): an extra check
+  that `--speculative-adaptive` beside the threshold is refused, directly and through the whole __post_init__
+  (where sglang's own `_maybe_disable_adaptive` runs first and keeps it on for a supported set-up).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import os
 import sys
 
@@ -103,12 +112,87 @@ if BETA_SPEC:
          "\"SGLANG_ENABLE_SPEC_V2=1\"", "\"--enable-beta-spec\"", 3),
     ]
 
-from sglang.srt.managers.schedule_batch import ModelWorkerBatch  # noqa: E402
+from sglang.srt.managers import schedule_batch  # noqa: E402
 
-if "reqs" not in {f.name for f in dataclasses.fields(ModelWorkerBatch)}:  # 0.5.4-0.5.5: no IDLE handling in v2
+MODEL_WORKER_BATCH = getattr(schedule_batch, "ModelWorkerBatch", None)  # 0.5.13+: none, the worker takes the batch
+if MODEL_WORKER_BATCH is not None and "reqs" not in {f.name for f in dataclasses.fields(MODEL_WORKER_BATCH)}:
+    # 0.5.4-0.5.5: no IDLE handling in v2
     EDITS.append(("DP attention is refused with this release's spec-v2 worker (no IDLE handling)",
                   "        dp._handle_speculative_disable_batch_threshold()\n",
                   "        refused(dp, \"IDLE\")\n"))
+
+if not BETA_SPEC and importlib.util.find_spec("sglang.srt.speculative.eagle_worker") is None:  # 0.5.13+
+    EDITS += [
+        ("no v1 worker: spec v2 off / no overlap is EAGLEWorkerV2's synchronous path, accepted",
+         "            (\"v1 worker\", eagle_ok(disable_overlap_schedule=True), [\"SGLANG_ENABLE_SPEC_V2=1\"]),\n", ""),
+        ("no v1 worker: spec v2 off / no overlap is EAGLEWorkerV2's synchronous path, accepted",
+         "    with environment(SGLANG_SPEC_DISABLE_BATCH_THRESHOLD=None, SGLANG_ENABLE_SPEC_V2=\"0\"):\n"
+         "        refused(eagle_ok(speculative_disable_batch_threshold=8), \"SGLANG_ENABLE_SPEC_V2=1\")\n",
+         "    for spec_v2 in (\"0\", \"1\"):\n"
+         "        with environment(SGLANG_SPEC_DISABLE_BATCH_THRESHOLD=None, SGLANG_ENABLE_SPEC_V2=spec_v2):\n"
+         "            sync = eagle_ok(speculative_disable_batch_threshold=8, disable_overlap_schedule=True)\n"
+         "            sync._handle_speculative_disable_batch_threshold()\n"
+         "            assert sync.speculative_disable_batch_threshold == 8\n"),
+        ("no v1 worker: spec v2 off / no overlap is EAGLEWorkerV2's synchronous path, accepted",
+         "    return \"topk 4, multi-layer EAGLE, the v1 worker, STANDALONE, ",
+         "    return \"(no overlap / spec v2 off accepted: EAGLEWorkerV2's synchronous path) topk 4, multi-layer EAGLE, "
+         "STANDALONE, "),
+        ("no v1 worker: spec v2 off / no overlap is EAGLEWorkerV2's synchronous path, accepted",
+         "                try:\n"
+         "                    parse(*common, \"--speculative-eagle-topk\", \"1\", \"--speculative-num-steps\", \"3\",\n"
+         "                          \"--speculative-num-draft-tokens\", \"4\")\n"
+         "                except ValueError as exc:\n"
+         "                    assert \"SGLANG_ENABLE_SPEC_V2=1\" in str(exc), str(exc)\n"
+         "                else:\n"
+         "                    raise AssertionError(\"the v1 worker (spec v2 off) was accepted\")\n",
+         "                args = parse(*common, \"--speculative-eagle-topk\", \"1\", \"--speculative-num-steps\", \"3\",\n"
+         "                             \"--speculative-num-draft-tokens\", \"4\")\n"
+         "                assert args.disable_overlap_schedule and args.speculative_disable_batch_threshold == 8, \\\n"
+         "                    \"spec v2 off (EAGLEWorkerV2's synchronous path) was not accepted\"\n"
+         "                from sglang.srt.speculative.eagle_worker_v2 import EAGLEWorkerV2\n"
+         "                from sglang.srt.speculative.spec_info import SpeculativeAlgorithm\n"
+         "                worker = SpeculativeAlgorithm.from_string(args.speculative_algorithm).create_worker(args)\n"
+         "                assert worker is EAGLEWorkerV2, f\"spec v2 off creates {worker}, not EAGLEWorkerV2\"\n"),
+        ("no v1 worker: spec v2 off / no overlap is EAGLEWorkerV2's synchronous path, accepted",
+         "\"max_running_requests 48; spec v2 off refused\"",
+         "\"max_running_requests 48; spec v2 off accepted (sglang creates EAGLEWorkerV2)\""),
+    ]
+
+
+WORKER_V2 = importlib.util.find_spec("sglang.srt.speculative.eagle_worker_v2")
+if WORKER_V2 is not None and "AdaptiveController" in open(WORKER_V2.origin, encoding="utf-8").read():  # 0.5.12+
+    EDITS += [
+        ("extra check: --speculative-adaptive refused beside the threshold (adaptive on the spec-v2 worker)",
+         "    report.run(\"real __post_init__\", check_real_post_init)\n",
+         "    report.run(\"real __post_init__\", check_real_post_init)\n"
+         "    report.run(\"adaptive speculation refused\", check_adaptive_refused)\n"),
+        ("extra check: --speculative-adaptive refused beside the threshold (adaptive on the spec-v2 worker)",
+         "\ndef main():\n",
+         "\ndef check_adaptive_refused():\n"
+         "    with environment(SGLANG_SPEC_DISABLE_BATCH_THRESHOLD=None, SGLANG_ENABLE_SPEC_V2=\"1\"):\n"
+         "        refused(eagle_ok(speculative_disable_batch_threshold=8, speculative_adaptive=True),\n"
+         "                \"--speculative-adaptive\")\n"
+         "    with tempfile.TemporaryDirectory(prefix=\"specpatch-probe-\") as model:\n"
+         "        with open(os.path.join(model, \"config.json\"), \"w\") as f:\n"
+         "            json.dump(TINY_LLAMA, f)\n"
+         "        try:\n"
+         "            with environment(SGLANG_SPEC_DISABLE_BATCH_THRESHOLD=None, SGLANG_ENABLE_SPEC_V2=\"1\"):\n"
+         "                parse(\"--model-path\", model, \"--device\", \"cpu\", \"--speculative-algorithm\", \"EAGLE\",\n"
+         "                      \"--speculative-draft-model-path\", model, \"--speculative-disable-batch-threshold\", \"8\",\n"
+         "                      \"--speculative-eagle-topk\", \"1\", \"--speculative-num-steps\", \"3\",\n"
+         "                      \"--speculative-num-draft-tokens\", \"4\", \"--speculative-adaptive\")\n"
+         "        except ValueError as exc:  # the threshold's check, not one of sglang's own\n"
+         "            assert \"--speculative-adaptive\" in str(exc) and \\\n"
+         "                \"--speculative-disable-batch-threshold=8 cannot be used\" in str(exc), str(exc)\n"
+         "        except (ImportError, OSError) as exc:\n"
+         "            print(f\"PROBE-SKIP: full __post_init__ with --speculative-adaptive not run: {exc}\")\n"
+         "            return \"--speculative-adaptive beside the threshold is refused (full __post_init__ not run)\"\n"
+         "        else:\n"
+         "            raise AssertionError(\"--speculative-adaptive was accepted beside the threshold\")\n"
+         "    return \"--speculative-adaptive beside the threshold is refused, also after sglang's own adaptive \" \\\n"
+         "           \"checks in the full __post_init__\"\n"
+         "\n\ndef main():\n"),
+    ]
 
 
 def main():

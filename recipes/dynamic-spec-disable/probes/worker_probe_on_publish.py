@@ -1,0 +1,920 @@
+"""Behaviour probe of the dynamic speculation disable on the ScheduleBatch / on_publish worker contract (0.5.13).
+
+From sglang 0.5.13 `EAGLEWorkerV2.forward_batch_generation(batch, on_publish=None)` takes the scheduler's
+ScheduleBatch (there is no ModelWorkerBatch), calls `on_publish(new_seq_lens)` between verify and the draft extend,
+returns the new sequence lengths on the result (no `verify_done`, none on the draft input), and is driven by a
+scheduler that snapshots and restores the batch's fields around the call and relays the draft input and the lengths
+through a FutureMap keyed by the request's pool row. worker_probe.py (0.5.9's contract) cannot be edited into that
+(its batches, its fake target, its scheduler half and half of its result assertions change), so this is its
+counterpart: the same checks, on this contract, plus what the contract adds.
+
+The worker is built without its __init__; the target and draft workers are fakes that record their calls (the draft
+worker is the real EagleDraftWorker with `draft` and the model runner faked, so its real `_draft_extend_for_decode`
+runs); the batches are the real ScheduleBatch with CPU tensors, turned into ForwardBatches by the real
+ForwardBatch.init_new. The fakes make every value traceable: the target "samples" (input_id * 7 + seq_len) % V, the
+draft model answers (input_id + position) % V, and hidden states carry their position and token. The fallback is
+then run by the real `Scheduler.run_batch` (overlap: FutureMap relay, on_publish, forward isolation; and the
+synchronous path), and its result read by the real `SchedulerBatchResultProcessor` and resolved by the real
+FutureMap for the next step. FutureMap's gather of the relayed rows is a Triton kernel: the probe runs it as a
+plain indexed read (same rows, same buffers).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import logging
+import os
+import sys
+from types import SimpleNamespace
+
+sys.dont_write_bytecode = True  # no __pycache__ in the recipe folder
+sys.path.insert(1, os.path.dirname(os.path.abspath(__file__)))
+import _probe_env  # noqa: E402
+
+PARAMS = _probe_env.setup()
+report = _probe_env.Report()
+
+import torch  # noqa: E402
+
+from sglang.srt.environ import envs  # noqa: E402
+from sglang.srt.layers.logits_processor import LogitsProcessorOutput  # noqa: E402
+from sglang.srt.managers import overlap_utils  # noqa: E402
+from sglang.srt.managers.schedule_batch import ScheduleBatch  # noqa: E402
+from sglang.srt.managers.scheduler import Scheduler  # noqa: E402
+from sglang.srt.managers.scheduler_components.batch_result_processor import SchedulerBatchResultProcessor  # noqa: E402
+from sglang.srt.managers.utils import GenerationBatchResult  # noqa: E402
+from sglang.srt.model_executor import forward_batch_info  # noqa: E402
+from sglang.srt.model_executor.forward_batch_info import CaptureHiddenMode, ForwardBatch, ForwardMode  # noqa: E402
+from sglang.srt.sampling.sampling_batch_info import SamplingBatchInfo  # noqa: E402
+from sglang.srt.speculative import eagle_worker_v2  # noqa: E402
+from sglang.srt.speculative.eagle_info import EagleDraftInput  # noqa: E402
+from sglang.srt.speculative.eagle_worker_v2 import EagleDraftWorker, EAGLEWorkerV2  # noqa: E402
+from sglang.srt.speculative.spec_info import SpeculativeAlgorithm  # noqa: E402
+
+V = 97  # vocabulary
+H_TARGET = 6  # target hidden size handed to the draft (3 * hidden for EAGLE3: any width works here)
+H_DRAFT = 5
+STEPS = 3
+N_DRAFT = STEPS + 1  # num_draft_tokens with topk 1
+POOL_ROWS, POOL_LEN = 12, 160
+SLOT_BASE = 10_000  # req_to_token[r, p] = SLOT_BASE + r * POOL_LEN + p: every slot tells its row and position
+EAGLE = SpeculativeAlgorithm.EAGLE
+
+# The distributed groups do not exist on CPU; ForwardBatch.init_new asks them whether to pad token counts.
+forward_batch_info.enable_num_token_non_padded = lambda *args: False
+# FutureMap asks the global server args whether hidden states travel (yes, unless multi-layer EAGLE or STANDALONE).
+overlap_utils.spec_need_hidden_states = lambda server_args=None: True
+
+
+def _gather_spec_extras(indices, topk_p_buf, topk_index_buf, output_tokens_buf, hidden_states_buf):
+    """FutureMap's fused Triton gather (gather_spec_extras) as plain indexing: row `indices[i]` of each buffer."""
+    indices = indices.to(torch.int64)
+    hidden = None if hidden_states_buf is None else hidden_states_buf[indices].clone()
+    return topk_p_buf[indices].clone(), topk_index_buf[indices].clone(), output_tokens_buf[indices].clone(), hidden
+
+
+overlap_utils.gather_spec_extras = _gather_spec_extras
+
+
+@contextlib.contextmanager
+def no_record_stream():
+    """Tensor.record_stream is a CUDA call that FutureMap makes unconditionally; a no-op for CPU tensors here."""
+    saved = torch.Tensor.record_stream
+    torch.Tensor.record_stream = lambda self, stream: None
+    try:
+        yield
+    finally:
+        torch.Tensor.record_stream = saved
+
+
+def slot(row: int, pos: int) -> int:
+    return SLOT_BASE + row * POOL_LEN + pos
+
+
+def target_token(input_id: int, seq_len: int) -> int:
+    return (input_id * 7 + seq_len) % V
+
+
+def draft_token(input_id: int, position: int) -> int:
+    return (input_id + position) % V
+
+
+class GraphRunnerSentinel:
+    """Stands for the target's TARGET_VERIFY CUDA graph runner: a DECODE batch must never reach it."""
+
+    bs = 0
+
+    def can_run(self, forward_batch):
+        raise AssertionError("the target's verify CUDA graph runner was consulted for the fallback")
+
+    def replay(self, *args, **kwargs):
+        raise AssertionError("the target's verify CUDA graph was replayed for the fallback")
+
+
+class Capture:
+    """Stands for a routed-expert / indexer top-k capture of the target's forward (copied to CPU by the result)."""
+
+    def __init__(self, name):
+        self.name = name
+        self.copied = False
+
+    def copy_to_cpu(self):
+        self.copied = True
+
+
+class FakeRunner:
+    """What ForwardBatch.init_new and the worker read of a model runner."""
+
+    def __init__(self, req_to_token_pool, log, graph_runner=None):
+        self.device = "cpu"
+        self.tp_group = None
+        self.req_to_token_pool = req_to_token_pool
+        self.token_to_kv_pool = None
+        self.attn_backend = SimpleNamespace(init_forward_metadata=lambda forward_batch: None)
+        self.server_args = SimpleNamespace(attention_backend="torch_native", enable_lora=False)
+        self.model_is_mrope = False
+        self.use_ngram_embedding = False
+        self.is_hybrid_swa = False
+        self.spec_algorithm = EAGLE
+        self.canary_manager = None
+        self.model_config = SimpleNamespace(vocab_size=V)
+        self.graph_runner = graph_runner
+        self.log = log
+        self.calls = []
+
+
+class FakeTargetWorker:
+    """The target TpModelWorker: the real ForwardBatch.init_new on the batch it gets, a traceable 'sampler'."""
+
+    def __init__(self, pool, log):
+        self.graph_runner = GraphRunnerSentinel()
+        self.model_runner = FakeRunner(pool, log, self.graph_runner)
+        self.model_config = SimpleNamespace(hidden_size=H_TARGET, dtype=torch.float32, vocab_size=V)
+        self.log = log
+        self.calls = []
+        self.nan_logits = False
+        self.fail_forward = False
+
+    def forward_batch_generation(self, batch=None, forward_batch=None, pp_proxy_tensors=None, is_verify=False,
+                                 **kwargs):
+        b = batch
+        assert b is not None, "the fallback must call the target with a ScheduleBatch"
+        self.log.append("target")
+        fb = None
+        if b.forward_mode.is_decode_or_idle() and not b.is_extend_in_batch:
+            fb = ForwardBatch.init_new(b, self.model_runner)  # as TpModelWorker.forward_batch_generation does
+        self.calls.append(SimpleNamespace(
+            batch=b, mode=b.forward_mode, fb=fb, input_ids=None if b.input_ids is None else b.input_ids.clone(),
+            seq_lens=b.seq_lens.clone(),
+            seq_lens_cpu=None if fb is None or fb.seq_lens_cpu is None else fb.seq_lens_cpu.clone(),
+            seq_lens_sum=None if fb is None else fb.seq_lens_sum,
+            out_cache_loc=None if b.out_cache_loc is None else b.out_cache_loc.clone(),
+            positions=None if fb is None else fb.positions.clone(),
+            spec_info_is_none=b.spec_info is None, capture=None if fb is None else fb.capture_hidden_mode,
+            return_logprob=b.return_logprob, sampling_info=b.sampling_info,
+            graph_runner=self.model_runner.graph_runner, is_verify=is_verify))
+        if self.fail_forward:
+            raise RuntimeError("target forward failed (probe)")
+        bs = len(b.seq_lens)
+        if fb is not None and b.forward_mode.is_decode():
+            tokens = [target_token(int(x), int(s)) for x, s in zip(b.input_ids, b.seq_lens)]
+        else:
+            tokens = [(3 * i + 1) % V for i in range(bs)]
+        tokens = torch.tensor(tokens, dtype=torch.int64)
+        logits = torch.full((bs, V), -5.0)
+        logits[torch.arange(bs), tokens] = 5.0
+        if self.nan_logits and bs:
+            logits[0, 0] = float("nan")
+        hidden = torch.zeros((bs, H_TARGET))
+        hidden[:, 0] = b.seq_lens.to(torch.float32) - 1  # the position of the row
+        hidden[:, 1] = 1000 + torch.arange(bs, dtype=torch.float32)  # the request's row in the batch
+        logprobs = -10.0 * torch.arange(bs, dtype=torch.float32) if b.return_logprob else None
+        self.routed, self.indexer = Capture("routed experts"), Capture("indexer top-k")
+        return GenerationBatchResult(
+            logits_output=LogitsProcessorOutput(next_token_logits=logits, hidden_states=hidden,
+                                                next_token_logprobs=logprobs),
+            next_token_ids=tokens, can_run_cuda_graph=True, routed_experts_output=self.routed,
+            indexer_topk_output=self.indexer)
+
+
+class FakeDraftRunner(FakeRunner):
+    """The draft model runner: answers draft_token(input, position), hidden [position, input, target hidden[1]]."""
+
+    def forward(self, forward_batch, **kwargs):
+        fb = forward_batch
+        self.log.append("draft")
+        spec_hidden = getattr(fb.spec_info, "hidden_states", None)
+        self.calls.append(SimpleNamespace(
+            mode=fb.forward_mode, input_ids=fb.input_ids.clone(), positions=fb.positions.clone(),
+            out_cache_loc=fb.out_cache_loc.clone(), seq_lens=fb.seq_lens.clone(), capture=fb.capture_hidden_mode,
+            extend_seq_lens_cpu=fb.extend_seq_lens_cpu, return_logprob=fb.return_logprob,
+            spec_hidden=None if spec_hidden is None else spec_hidden.clone()))
+        rows = len(fb.input_ids)
+        answer = torch.tensor([draft_token(int(x), int(p)) for x, p in zip(fb.input_ids, fb.positions)],
+                              dtype=torch.int64)
+        logits = torch.full((rows, V), -5.0)
+        logits[torch.arange(rows), answer] = 5.0
+        hidden = torch.zeros((rows, H_DRAFT))
+        hidden[:, 0] = fb.positions.to(torch.float32)
+        hidden[:, 1] = fb.input_ids.to(torch.float32)
+        if spec_hidden is not None and rows:
+            hidden[:, 2] = spec_hidden[:, 1]  # which target row fed this draft row
+        return SimpleNamespace(logits_output=LogitsProcessorOutput(next_token_logits=logits, hidden_states=hidden))
+
+
+class FakeVerifyInput:
+    def is_verify_input(self):
+        return True
+
+
+class RecordingDraftWorker(EagleDraftWorker):
+    """The real EagleDraftWorker (its draft-extend code runs) with `draft` faked and every entry recorded."""
+
+    def __init__(self, pool, log):  # not the real __init__: no model to load
+        self.device = "cpu"
+        self.topk = 1
+        self.speculative_num_steps = STEPS
+        self.speculative_num_draft_tokens = N_DRAFT
+        self.speculative_algorithm = EAGLE
+        self.server_args = SimpleNamespace(enable_nan_detection=False)
+        self.req_to_token_pool = pool
+        self.draft_runner = FakeDraftRunner(pool, log)
+        self.draft_tp_context = lambda group: contextlib.nullcontext()
+        self.plan_stream, self.plan_stream_ctx = None, contextlib.nullcontext()
+        self.cuda_graph_runner = None
+        self.cuda_graph_runner_for_draft_extend = None
+        self.hot_token_id = None
+        self.draft_calls = []
+        self.extend_decode_calls = []
+        self.extend_prefill_calls = []
+
+    def draft(self, batch):
+        self.draft_calls.append(batch)
+        return FakeVerifyInput()
+
+    def _draft_extend_for_decode(self, batch, batch_result):
+        hidden = batch_result.logits_output.hidden_states
+        self.extend_decode_calls.append(SimpleNamespace(
+            out_cache_loc=None if batch.out_cache_loc is None else batch.out_cache_loc.clone(),
+            seq_lens=batch.seq_lens, seq_lens_values=batch.seq_lens.clone(),
+            next_token_ids=batch_result.next_token_ids.clone(), accept_lens=batch_result.accept_lens.clone(),
+            hidden_shape=None if hidden is None else tuple(hidden.shape)))
+        return super()._draft_extend_for_decode(batch, batch_result)
+
+    def _draft_extend_for_prefill(self, batch, target_hidden_states, next_token_ids, mm_input_embeds=None):
+        self.extend_prefill_calls.append(batch)
+        bs = len(batch.seq_lens)
+        return EagleDraftInput(topk_p=torch.ones((bs, 1)), topk_index=torch.zeros((bs, 1), dtype=torch.int64),
+                               hidden_states=torch.zeros((bs, H_DRAFT)), bonus_tokens=next_token_ids)
+
+
+def make_pool():
+    return SimpleNamespace(req_to_token=(SLOT_BASE + torch.arange(POOL_ROWS * POOL_LEN, dtype=torch.int32))
+                           .view(POOL_ROWS, POOL_LEN), device="cpu")
+
+
+def make_worker(threshold: int = 0, *, dp_attention: bool = False, catch_up: str | None = None):
+    """An EAGLEWorkerV2 without its __init__; the patch's own init step reads N (and the environment)."""
+    pool = make_pool()
+    log = []
+    server_args = SimpleNamespace(speculative_disable_batch_threshold=threshold, enable_dp_attention=dp_attention,
+                                  dp_size=2 if dp_attention else 1, tp_size=2 if dp_attention else 1,
+                                  moe_dense_tp_size=None, enable_dp_lm_head=False, moe_a2a_backend="none",
+                                  speculative_adaptive=False)
+    w = EAGLEWorkerV2.__new__(EAGLEWorkerV2)
+    w.server_args = server_args
+    w.topk = 1
+    w.speculative_num_steps = STEPS
+    w.speculative_num_draft_tokens = N_DRAFT
+    w.tp_rank = 0
+    w.gpu_id = 0
+    w.device = "cpu"
+    w.page_size = 1
+    w.speculative_algorithm = EAGLE
+    w.req_to_token_pool = pool
+    w.token_to_kv_pool_allocator = None
+    w.plan_stream, w.plan_stream_ctx = None, contextlib.nullcontext()
+    w.adaptive_controller = None
+    w._target_worker = FakeTargetWorker(pool, log)
+    w._draft_worker = RecordingDraftWorker(pool, log)
+    w.log = log
+    w.verify_calls = []
+
+    def fake_verify(batch):  # the speculative path's verify, as far as the scheduler sees it
+        w.verify_calls.append(batch)
+        log.append("verify")
+        bs = len(batch.seq_lens)
+        starts = batch.seq_lens[:, None] + torch.arange(N_DRAFT)[None, :]
+        batch.out_cache_loc = pool.req_to_token[batch.req_pool_indices[:, None], starts].reshape(-1).to(torch.int64)
+        accept = torch.full((bs,), 2, dtype=torch.int32)
+        return GenerationBatchResult(
+            logits_output=LogitsProcessorOutput(next_token_logits=None,
+                                                hidden_states=torch.zeros((bs * N_DRAFT, H_TARGET))),
+            next_token_ids=torch.zeros((bs * N_DRAFT,), dtype=torch.int32), accept_lens=accept,
+            speculative_num_draft_tokens=N_DRAFT, new_seq_lens=batch.seq_lens + accept,
+            next_draft_input=EagleDraftInput(bonus_tokens=torch.zeros((bs,), dtype=torch.int32)))
+
+    w.verify = fake_verify
+    env = envs.SGLANG_SPEC_DISABLE_CATCH_UP
+    with (env.override(catch_up) if catch_up else contextlib.nullcontext()):
+        w._init_speculative_disable(server_args)
+    return w
+
+
+class FakeOrchestrator:
+    """The penalizer orchestrator as copy_for_forward reads it: additive -1e4, scaling 2.0 everywhere."""
+
+    is_required = True
+
+    def __init__(self, bs):
+        self.bs = bs
+
+    def accumulate_additive_penalties(self, out):
+        out.fill_(-1e4)
+
+    def accumulate_scaling_penalties(self):
+        return torch.full((self.bs, V), 2.0)
+
+
+def sampling_info(bs: int) -> SamplingBatchInfo:
+    return SamplingBatchInfo(
+        temperatures=torch.ones((bs, 1)), top_ps=torch.ones(bs), top_ks=torch.full((bs,), V), min_ps=torch.zeros(bs),
+        is_all_greedy=True, need_top_p_sampling=False, need_top_k_sampling=False, need_min_p_sampling=False,
+        vocab_size=V, penalizer_orchestrator=FakeOrchestrator(bs), device="cpu")
+
+
+class FakeReq:
+    """A request as ForwardBatch.init_new and the result processor read it."""
+
+    def __init__(self, i, committed, grammar=None):
+        self.rid = f"req-{i}"
+        self.lora_id = None
+        self.token_type_ids = None
+        self.grammar = grammar
+        self.return_logprob = True
+        self.return_hidden_states = False
+        self.extend_input_len = self.extend_logprob_start_len = 0
+        self.is_retracted = False
+        self.kv_committed_len = committed
+        self.spec_verify_ct = 0
+        self.spec_num_correct_drafts = 0
+        self.histogram = []
+        self.logprob = SimpleNamespace(output_token_logprobs_val=[], output_token_logprobs_idx=[],
+                                       top_logprobs_num=0, token_ids_logprob=None)
+
+    def finished(self):
+        return False
+
+    def update_spec_correct_drafts_histogram(self, correct):
+        self.histogram.append(correct)
+
+
+def decode_batch(bs: int, *, mode: ForwardMode = ForwardMode.DECODE, global_num_tokens=None,
+                 is_extend_in_batch: bool = False, has_grammar: bool = False, overlap: bool = True,
+                 cpu_seq_lens: bool = True, pool=None) -> ScheduleBatch:
+    """A spec-v2 decode ScheduleBatch as it reaches the worker: input_ids None (relayed), resolved spec_info."""
+    idle = mode.is_idle()
+    seq_lens = torch.tensor([20 + 9 * i for i in range(bs)], dtype=torch.int64)
+    bonus = torch.tensor([(11 * i + 5) % V for i in range(bs)], dtype=torch.int32)
+    spec_info = None if idle else EagleDraftInput(
+        bonus_tokens=bonus, topk_p=torch.ones((bs, 1)), topk_index=torch.zeros((bs, 1), dtype=torch.int64),
+        hidden_states=torch.zeros((bs, H_DRAFT)), capture_hidden_mode=CaptureHiddenMode.LAST)
+    info = sampling_info(bs)
+    reqs = [FakeReq(i, int(seq_lens[i]), object() if has_grammar else None) for i in range(bs)]
+    rows = torch.tensor([2 + i for i in range(bs)], dtype=torch.int64)
+    return ScheduleBatch(
+        reqs=reqs, req_to_token_pool=pool or make_pool(), model_config=SimpleNamespace(vocab_size=V),
+        enable_overlap=overlap, device="cpu", forward_mode=mode,
+        input_ids=None,  # relayed through the FutureMap, never read by the worker's decode
+        req_pool_indices=rows, req_pool_indices_cpu=rows.clone(),
+        seq_lens=seq_lens, seq_lens_cpu=seq_lens.clone() if cpu_seq_lens else None,
+        seq_lens_sum=int(seq_lens.sum()) if cpu_seq_lens else None,
+        out_cache_loc=None,  # stale after filter/merge
+        return_logprob=True, top_logprobs_nums=[0] * bs, token_ids_logprobs=[None] * bs,
+        global_num_tokens=global_num_tokens, global_num_tokens_for_logprob=global_num_tokens,
+        is_extend_in_batch=is_extend_in_batch, spec_algorithm=EAGLE, sampling_info=info, spec_info=spec_info,
+        has_grammar=has_grammar)
+
+
+def expected(batch: ScheduleBatch):
+    """Per request: the sampled token, the slots of positions s..s+n-1, and the draft's answer at position s."""
+    out = []
+    for i in range(len(batch.seq_lens)):
+        s, row, v = int(batch.seq_lens[i]), int(batch.req_pool_indices[i]), int(batch.spec_info.bonus_tokens[i])
+        t = target_token(v, s + 1)
+        out.append(SimpleNamespace(s=s, row=row, v=v, t=t, slots=[slot(row, s + k) for k in range(N_DRAFT)],
+                                   draft=draft_token(t, s)))
+    return out
+
+
+def took_speculative_path(w) -> bool:
+    return bool(w.draft_worker.draft_calls) and bool(w.verify_calls)
+
+
+def took_fallback(w) -> bool:
+    return not w.draft_worker.draft_calls and not w.verify_calls and len(w.target_worker.calls) == 1 \
+        and w.target_worker.calls[0].mode.is_decode()
+
+
+class Publishes:
+    """An on_publish callback that records what it gets and when (in the worker's event log)."""
+
+    def __init__(self, log):
+        self.log = log
+        self.calls = []
+
+    def __call__(self, new_seq_lens):
+        self.log.append("publish")
+        self.calls.append(new_seq_lens.clone())
+
+
+# ------------------------------------------------------------------------ the real scheduler around the worker
+
+
+def make_scheduler(w, fmap, overlap: bool):
+    """The parts of Scheduler that run_batch uses, with its own run_batch, _forward_isolation and batch pinning."""
+    s = SimpleNamespace(
+        forward_ct=0, scripted_scheduler_hook=None, forward_sleep_time=None, is_generation=True,
+        profiler_manager=SimpleNamespace(_profile_batch_predicate=lambda batch: None),
+        enable_overlap=overlap, enable_pdmux=False, future_map=fmap, forward_stream_ctx=contextlib.nullcontext(),
+        forward_stream=SimpleNamespace(wait_stream=lambda stream: None), schedule_stream=None,
+        batch_record_ct=0, batch_record_buf=[None, None], model_worker=w, tp_worker=w.target_worker,
+        device_module=torch.get_device_module("cpu"), spec_algorithm=EAGLE,
+        server_args=SimpleNamespace(enable_dp_attention=False, elastic_ep_backend=None))
+    s._forward_isolation = functools.partial(Scheduler._forward_isolation, s)
+    s.record_batch_in_overlap = functools.partial(Scheduler.record_batch_in_overlap, s)
+    s.update_cache_from_scheduler = functools.partial(Scheduler.update_cache_from_scheduler, s)
+    s._maybe_report_active_ranks = functools.partial(Scheduler._maybe_report_active_ranks, s)
+    return s
+
+
+def run_through_scheduler(w, batch, *, overlap: bool, needs_cpu_seq_lens: bool = True):
+    """Scheduler.run_batch on `batch`. Overlap: the previous step's draft input is stashed in a FutureMap and its
+    lengths published, the batch carries only the future indices, and run_batch resolves them before the worker
+    runs, as in a server; FutureMap.publish is wrapped to record the calls. Returns (result, fmap, publishes)."""
+    fmap = overlap_utils.FutureMap(device="cpu", spec_algo=EAGLE, req_to_token_pool=w.req_to_token_pool,
+                                   needs_cpu_seq_lens=needs_cpu_seq_lens)
+    publishes = []
+    real_publish = fmap.publish
+
+    def publish(future_indices, new_seq_lens):
+        w.log.append("publish")
+        publishes.append((future_indices.clone(), new_seq_lens.clone()))
+        real_publish(future_indices, new_seq_lens)
+
+    if overlap:
+        prev = batch.spec_info
+        fmap.stash(batch.req_pool_indices, prev)
+        real_publish(batch.req_pool_indices, batch.seq_lens)
+        batch.spec_info = EagleDraftInput(future_indices=batch.req_pool_indices.clone(),
+                                          capture_hidden_mode=CaptureHiddenMode.LAST)
+        batch.seq_lens = batch.seq_lens.clone()
+        if not needs_cpu_seq_lens:
+            batch.seq_lens_cpu, batch.seq_lens_sum = None, None
+    fmap.publish = publish
+    with no_record_stream():
+        result = Scheduler.run_batch(make_scheduler(w, fmap, overlap), batch)
+    return result, fmap, publishes
+
+
+def read_result(w, batch, result):
+    """The real result processor: the spec-v2 tokens, the per-request counters, the logprob rows."""
+    proc = SimpleNamespace(model_worker=w)
+    proc._resolve_spec_v2_tokens = functools.partial(SchedulerBatchResultProcessor._resolve_spec_v2_tokens, proc)
+    tokens, logprobs = SchedulerBatchResultProcessor._normalize_decode_outputs(
+        proc, batch=batch, result=result, logits_output=result.logits_output, next_token_ids=result.next_token_ids)
+    for i, req in enumerate(batch.reqs):
+        SchedulerBatchResultProcessor._apply_decode_logprobs(
+            proc, req=req, i=i, batch=batch, next_token_id=tokens[i], next_token_logprobs=logprobs,
+            logits_output=result.logits_output)
+    return tokens
+
+
+# ----------------------------------------------------------------------------------------------------- checks
+
+
+def check_patched():
+    for name in ("_init_speculative_disable", "_speculation_disabled_for", "_forward_without_speculation"):
+        assert hasattr(EAGLEWorkerV2, name), f"EAGLEWorkerV2.{name} is missing: the target is not patched"
+    return f"patched EAGLEWorkerV2 from {eagle_worker_v2.__file__}"
+
+
+def check_threshold_zero():
+    w = make_worker(0)
+    batch = decode_batch(7)
+    publishes = Publishes(w.log)
+    w.forward_batch_generation(batch, on_publish=publishes)
+    assert w.spec_disable_batch_threshold == 0
+    assert took_speculative_path(w), "N = 0 must always speculate (draft, then verify)"
+    assert len(w.draft_worker.extend_decode_calls) == 1, "the speculative path's draft extend did not run"
+    assert len(publishes.calls) == 1 and w.log.index("publish") < w.log.index("draft"), \
+        "the speculative path's on_publish did not come before its draft extend"
+    return "N = 0: bs 7 ran draft, verify, on_publish, draft extend"
+
+
+def check_small_batch_speculates():
+    for bs in (1, 4):
+        w = make_worker(4)
+        w.forward_batch_generation(decode_batch(bs), on_publish=Publishes(w.log))
+        assert took_speculative_path(w), f"bs {bs} <= N 4 must speculate"
+        assert not w.target_worker.calls, "the target ran a plain forward on the speculative path"
+    return "bs 1 and bs 4 with N = 4 ran draft then verify"
+
+
+def check_fallback(catch_up: str, *, overlap: bool = True, needs_cpu_seq_lens: bool = True):
+    def run():
+        # bs 5 and n 4: i * n is not i modulo bs, so a token at the wrong stride cannot land right by chance
+        bs, n = 5, N_DRAFT
+        w = make_worker(2, catch_up=catch_up)
+        assert w.spec_disable_catch_up == catch_up
+        batch = decode_batch(bs, overlap=overlap, pool=w.req_to_token_pool)
+        exp = expected(batch)
+        seq_lens_values = batch.seq_lens.clone()
+        rows = batch.req_pool_indices.clone()
+        entry = {}
+        real_fallback = w._forward_without_speculation
+
+        def seen_at_entry(b, *args):  # what run_batch hands the worker, after the FutureMap resolve
+            entry.update(seq_lens=b.seq_lens, seq_lens_cpu=b.seq_lens_cpu, fields=dict(vars(b)),
+                         sampling_info=b.sampling_info, args=args)
+            entry.update(seq_lens_values=b.seq_lens.clone(),
+                         seq_lens_cpu_values=None if b.seq_lens_cpu is None else b.seq_lens_cpu.clone())
+            return real_fallback(b, *args)
+
+        w._forward_without_speculation = seen_at_entry
+        result, fmap, publishes = run_through_scheduler(w, batch, overlap=overlap,
+                                                        needs_cpu_seq_lens=needs_cpu_seq_lens)
+        assert entry, "run_batch did not reach the fallback"
+        with_cpu = entry["seq_lens_cpu"] is not None
+        assert with_cpu == (needs_cpu_seq_lens or not overlap), "the probe's FutureMap set-up is wrong"
+
+        # routing: no draft, no verify, one target forward
+        assert not w.draft_worker.draft_calls, "draft() was called for a batch larger than N"
+        assert not w.verify_calls, "verify() was called for a batch larger than N"
+        assert len(w.target_worker.calls) == 1, f"the target ran {len(w.target_worker.calls)} times, not once"
+        call = w.target_worker.calls[0]
+        assert call.mode == ForwardMode.DECODE, f"target forward mode {call.mode}, not DECODE"
+        assert call.spec_info_is_none, "the target forward got a spec_info (attention would read it as a draft)"
+        assert not call.is_verify, "the target forward was a verify forward"
+        assert call.graph_runner is None, "the target's CUDA graph runner was not set aside during the forward"
+        assert w.target_worker.model_runner.graph_runner is w.target_worker.graph_runner, \
+            "the target's CUDA graph runner was not put back"
+        assert call.capture == CaptureHiddenMode.FULL, f"target capture mode {call.capture}"
+        assert call.return_logprob, "the batch's return_logprob did not reach the target"
+        assert call.sampling_info is entry["sampling_info"], "the target did not get the batch's sampling info"
+        si = call.sampling_info
+        assert si.acc_additive_penalties is not None and bool((si.acc_additive_penalties == -1e4).all()) and \
+            si.acc_scaling_penalties is not None and bool((si.acc_scaling_penalties == 2.0).all()), \
+            "the penalties (accumulated by spec v2 and applied by verify in this release) were not passed on"
+        assert call.input_ids.tolist() == [e.v for e in exp], \
+            f"target input {call.input_ids.tolist()} is not the previous tokens {[e.v for e in exp]}"
+        assert call.input_ids.dtype == torch.int64
+        assert call.seq_lens.tolist() == [e.s + 1 for e in exp], "target seq_lens are not s + 1"
+        assert call.positions.tolist() == [e.s for e in exp], "the target's new token is not at position s"
+        if with_cpu:
+            assert call.seq_lens_cpu.tolist() == [e.s + 1 for e in exp], "target seq_lens_cpu are not s + 1"
+            assert call.seq_lens_sum == int(seq_lens_values.sum()) + bs, "target seq_lens_sum is not sum(s) + bs"
+        else:
+            assert call.seq_lens_cpu is None and call.seq_lens_sum is None, \
+                "the target got CPU sequence lengths the batch did not have (needs_cpu_seq_lens off)"
+        assert call.out_cache_loc.tolist() == [e.slots[0] for e in exp], \
+            f"target KV slots {call.out_cache_loc.tolist()} are not req_to_token[row, s]"
+        assert call.out_cache_loc.dtype == torch.int64
+        assert call.batch is not batch, "the target ran on the scheduler's ScheduleBatch itself, not a copy"
+
+        # the scheduler's tensors are not changed in place
+        assert torch.equal(entry["seq_lens"], entry["seq_lens_values"]), \
+            "seq_lens (shared with the scheduler) changed in place"
+        if with_cpu:
+            assert torch.equal(entry["seq_lens_cpu"], entry["seq_lens_cpu_values"]), "seq_lens_cpu changed in place"
+
+        # the result contract
+        assert result.next_token_ids.shape == (bs * n,), f"next_token_ids shape {tuple(result.next_token_ids.shape)}"
+        assert result.next_token_ids.dtype == torch.int32
+        assert [int(result.next_token_ids[i * n]) for i in range(bs)] == [e.t for e in exp], \
+            "the sampled tokens are not at i * num_draft_tokens"
+        assert result.accept_lens.tolist() == [1] * bs and result.accept_lens.dtype == torch.int32, \
+            f"accept_lens {result.accept_lens.tolist()} are not all 1 (int32)"
+        assert result.speculative_num_draft_tokens == n, "the result does not carry its stride"
+        assert result.delay_sample_func is None, "delay_sample_func would postpone the stash"
+        assert result.logits_output is not None
+        assert result.new_seq_lens is not None, "the result carries no new_seq_lens"
+        assert result.new_seq_lens.tolist() == [e.s + 1 for e in exp], "new_seq_lens are not s + 1"
+        assert result.new_seq_lens.data_ptr() != entry["seq_lens"].data_ptr(), "new_seq_lens is not a new tensor"
+        assert result.routed_experts_output is w.target_worker.routed and w.target_worker.routed.copied, \
+            "the target's routed-expert capture was not handed to the scheduler"
+        assert result.indexer_topk_output is w.target_worker.indexer, \
+            "the target's indexer top-k capture was not handed to the scheduler"
+        lp = result.logits_output.next_token_logprobs
+        assert lp is not None and tuple(lp.shape) == (bs, 1), \
+            f"logprobs {None if lp is None else tuple(lp.shape)}: the spec-v2 scheduler reads a row per request"
+        nd = result.next_draft_input
+        assert isinstance(nd, EagleDraftInput), "next_draft_input is not an EagleDraftInput"
+        assert nd.bonus_tokens.tolist() == [e.t for e in exp] and nd.bonus_tokens.dtype == torch.int32
+        assert nd.topk_p is not None and tuple(nd.topk_p.shape) == (bs, 1) and nd.topk_p.dtype == torch.float32
+        assert nd.topk_index is not None and tuple(nd.topk_index.shape) == (bs, 1) and nd.topk_index.dtype == torch.int64
+        assert nd.hidden_states is not None and tuple(nd.hidden_states.shape) == (bs, H_DRAFT)
+
+        # on_publish: the new lengths, once, after the target forward and before the draft catch-up
+        log = w.log
+        if overlap:
+            assert len(publishes) == 1, f"on_publish called {len(publishes)} times, not once"
+            indices, values = publishes[0]
+            assert torch.equal(indices, rows), "on_publish did not publish for the batch's pool rows"
+            assert values.tolist() == [e.s + 1 for e in exp], \
+                f"on_publish got {values.tolist()}, not the new sequence lengths s + 1"
+            assert "draft" in log and log.index("target") < log.index("publish") < log.index("draft"), \
+                f"order {log}: on_publish must come after the target forward and before the draft catch-up"
+            assert fmap.new_seq_lens_buf[rows].tolist() == [e.s + 1 for e in exp], "FutureMap did not get s + 1"
+        else:
+            assert not publishes and entry["args"] in ((), (None,)), \
+                "the synchronous path has no on_publish, yet something was published"
+
+        # the draft catch-up: one real token per request, at position s, from the target's row for that request
+        runner_calls = w.draft_worker.draft_runner.calls
+        assert len(runner_calls) == 1, f"the draft model ran {len(runner_calls)} times, not once"
+        rc = runner_calls[0]
+        if catch_up == "padded":
+            assert len(w.draft_worker.extend_decode_calls) == 1, "_draft_extend_for_decode did not run"
+            de = w.draft_worker.extend_decode_calls[0]
+            assert de.out_cache_loc.tolist() == [x for e in exp for x in e.slots], \
+                "the padded draft extend does not write the request's slots s..s+n-1"
+            assert de.accept_lens.tolist() == [1] * bs
+            assert de.hidden_shape == (bs * n, H_TARGET), f"padded hidden states {de.hidden_shape}"
+            assert torch.equal(de.seq_lens_values, seq_lens_values), "the draft extend got modified seq_lens"
+            assert rc.mode == ForwardMode.DRAFT_EXTEND_V2, f"draft catch-up mode {rc.mode}"
+            draft_rows = [i * n for i in range(bs)]
+        else:
+            assert not w.draft_worker.extend_decode_calls, "the single catch-up ran the padded draft extend"
+            assert rc.mode == ForwardMode.EXTEND, f"draft catch-up mode {rc.mode}"
+            assert rc.capture == CaptureHiddenMode.LAST
+            assert not rc.return_logprob, "the draft catch-up computed logprobs"
+            assert len(rc.input_ids) == bs, f"{len(rc.input_ids)} draft tokens for {bs} requests"
+            assert rc.out_cache_loc.tolist() == [e.slots[0] for e in exp]
+            assert rc.seq_lens.tolist() == [e.s + 1 for e in exp], "draft catch-up seq_lens are not s + 1"
+            assert rc.extend_seq_lens_cpu == [1] * bs, f"draft catch-up extend lengths {rc.extend_seq_lens_cpu}"
+            draft_rows = list(range(bs))
+        assert [int(rc.input_ids[r]) for r in draft_rows] == [e.t for e in exp], \
+            "the draft did not get the sampled tokens"
+        assert [int(rc.positions[r]) for r in draft_rows] == [e.s for e in exp], "the draft rows are not at position s"
+        assert [int(rc.spec_hidden[r, 1]) for r in draft_rows] == [1000 + i for i in range(bs)], \
+            "the draft rows do not carry the target hidden state of their own request"
+        assert nd.topk_index[:, 0].tolist() == [e.draft for e in exp], \
+            "next_draft_input.topk_index does not come from the draft's answer at position s"
+        assert nd.hidden_states[:, 0].tolist() == [float(e.s) for e in exp] and \
+            nd.hidden_states[:, 1].tolist() == [float(e.t) for e in exp], \
+            "next_draft_input.hidden_states is not the draft hidden state at position s"
+
+        # the scheduler after the call: its isolation put the batch's fields back, the next step is set up
+        assert batch.spec_info is nd, "run_batch did not install next_draft_input"
+        assert batch.input_ids is None
+        assert batch.forward_mode == ForwardMode.DECODE and batch.out_cache_loc is None, \
+            "the batch's fields were not restored after the forward"
+        if overlap:
+            assert torch.equal(nd.future_indices, rows)
+            check_next_step(batch, fmap, exp)
+        else:
+            assert batch.seq_lens.tolist() == [e.s + 1 for e in exp], \
+                "the synchronous scheduler path did not advance seq_lens from result.new_seq_lens"
+            assert batch.seq_lens_cpu.tolist() == [e.s + 1 for e in exp] and \
+                batch.seq_lens_sum == int(seq_lens_values.sum()) + bs
+
+        # the result processor: one sampled token per request, counters, logprob rows
+        tokens = read_result(w, batch, result)
+        assert tokens == [[e.t] for e in exp], f"the scheduler read {tokens}, not one sampled token per request"
+        reqs = batch.reqs
+        assert [r.kv_committed_len for r in reqs] == [e.s for e in exp], \
+            "kv_committed_len (pre-claimed by prepare_for_decode) moved: it must advance by exactly 1"
+        assert result.num_correct_drafts == 0 and result.num_correct_drafts_per_req_cpu == [0] * bs
+        assert all(r.histogram == [0] for r in reqs) and all(r.spec_verify_ct == 1 for r in reqs)
+        assert [r.logprob.output_token_logprobs_val for r in reqs] == [[-10.0 * i] for i in range(bs)] and \
+            [r.logprob.output_token_logprobs_idx for r in reqs] == [[e.t] for e in exp], \
+            "the logprob rows are not the target's, in request order"
+        path = "overlap scheduler, on_publish before the catch-up" if overlap else "synchronous scheduler path"
+        lens = "" if needs_cpu_seq_lens else ", no CPU sequence lengths"
+        return f"bs {bs} > N 2 ({catch_up} catch-up, {path}{lens}): one eager DECODE of the target, graph " \
+               "runner restored, draft caught up at position s, result and next step accepted by the scheduler"
+    return run
+
+
+def check_next_step(batch, fmap, exp):
+    """The next iteration's FutureMap resolve: lengths s + 1, the sampled tokens, the catch-up's top-k and hidden."""
+    with no_record_stream():
+        fmap.resolve_seq_lens_cpu(batch)
+        overlap_utils.resolve_forward_inputs(batch, fmap)
+    assert batch.seq_lens.tolist() == [e.s + 1 for e in exp], "the next step does not start from s + 1"
+    if fmap.needs_cpu_seq_lens:
+        assert batch.seq_lens_cpu.tolist() == [e.s + 1 for e in exp]
+    nd = batch.spec_info
+    assert nd.bonus_tokens.tolist() == [e.t for e in exp], "the next step does not start from the sampled tokens"
+    assert nd.topk_index[:, 0].tolist() == [e.draft for e in exp], "FutureMap lost the catch-up's top-k"
+    assert nd.hidden_states[:, 0].tolist() == [float(e.s) for e in exp], "FutureMap lost the catch-up's hidden state"
+
+
+def check_extend_untouched():
+    for mode, in_batch in ((ForwardMode.EXTEND, False), (ForwardMode.DECODE, True), (ForwardMode.IDLE, True)):
+        w = make_worker(1)
+        batch = decode_batch(0 if mode.is_idle() else 5, mode=mode, is_extend_in_batch=in_batch)
+        publishes = Publishes(w.log)
+        w.forward_batch_generation(batch, on_publish=publishes)
+        assert len(w.draft_worker.extend_prefill_calls) == 1, f"{mode.name} (is_extend_in_batch={in_batch}) " \
+            "did not take the extend branch"
+        assert not w.draft_worker.draft_calls and not w.verify_calls
+        assert len(w.target_worker.calls) == 1 and w.target_worker.calls[0].mode == mode, \
+            "the extend branch's target forward was changed"
+        assert w.target_worker.calls[0].graph_runner is w.target_worker.graph_runner, \
+            "the extend branch lost the target's CUDA graphs"
+        assert len(publishes.calls) == 1, "the extend branch's on_publish was changed"
+    return "EXTEND, and DECODE/IDLE with is_extend_in_batch, keep the prefill path even above N"
+
+
+def check_dp_attention():
+    # ranks with 3 and 40 requests, N = 16: the global size 43 decides, on the small rank and on an idle one
+    w = make_worker(16, dp_attention=True)
+    w.forward_batch_generation(decode_batch(3, global_num_tokens=[3, 40]), on_publish=Publishes(w.log))
+    assert took_fallback(w), "bs 3 of a global 43 > N 16 did not take the fallback (ranks would disagree)"
+    assert w.target_worker.calls[0].fb.global_num_tokens_cpu == [3, 40], \
+        "the target's MLP sync sizes are not the ranks' batch sizes"
+    w = make_worker(16, dp_attention=True)
+    idle = decode_batch(0, mode=ForwardMode.IDLE, global_num_tokens=[0, 40])
+    publishes = Publishes(w.log)
+    result = w.forward_batch_generation(idle, on_publish=publishes)
+    calls = w.target_worker.calls
+    assert not w.draft_worker.draft_calls and not w.verify_calls, "an idle rank speculated while the others did not"
+    assert len(calls) == 1 and calls[0].mode.is_idle() and calls[0].spec_info_is_none, "idle rank: no IDLE target"
+    assert calls[0].graph_runner is None and w.target_worker.model_runner.graph_runner is w.target_worker.graph_runner
+    assert result.next_token_ids.shape == (0,) and result.accept_lens.shape == (0,)
+    assert result.new_seq_lens is not None and result.new_seq_lens.shape == (0,)
+    assert len(publishes.calls) == 1 and publishes.calls[0].shape == (0,), "the idle rank did not publish (empty)"
+    assert len(w.draft_worker.draft_runner.calls) == 1 and w.draft_worker.draft_runner.calls[0].mode.is_idle(), \
+        "the idle rank skipped the draft catch-up forward (collectives would not match)"
+    # global 3 + 10 = 13 <= 16: every rank speculates, including the big one
+    w = make_worker(16, dp_attention=True)
+    w.forward_batch_generation(decode_batch(10, global_num_tokens=[3, 10]), on_publish=Publishes(w.log))
+    assert took_speculative_path(w), "a global 13 <= N 16 did not speculate"
+    return "DP attention: the summed global batch size decides on every rank, idle ranks included"
+
+
+def check_env_var():
+    env = envs.SGLANG_SPEC_DISABLE_BATCH_THRESHOLD
+    with env.override(2):
+        w = make_worker(0)
+        assert w.spec_disable_batch_threshold == 2, "SGLANG_SPEC_DISABLE_BATCH_THRESHOLD was not read when the flag is 0"
+        w.forward_batch_generation(decode_batch(3), on_publish=Publishes(w.log))
+        assert took_fallback(w), "bs 3 > N 2 (from the environment) did not take the fallback"
+        w = make_worker(5)
+        assert w.spec_disable_batch_threshold == 5, "the flag must win over the environment variable"
+        w.forward_batch_generation(decode_batch(3), on_publish=Publishes(w.log))
+        assert took_speculative_path(w)
+    return "the variable sets N when the flag is 0; a non-zero flag wins"
+
+
+def check_log_once():
+    records = []
+    handler = logging.Handler()
+    handler.emit = records.append
+    logger = logging.getLogger(eagle_worker_v2.__name__)
+    logger.addHandler(handler)
+    level = logger.level
+    logger.setLevel(logging.INFO)
+    try:
+        w = make_worker(6)
+        for _ in range(3):
+            w.forward_batch_generation(decode_batch(7), on_publish=Publishes(w.log))
+        make_worker(0)
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+    lines = [r.getMessage() for r in records if "speculation disable" in r.getMessage().lower()]
+    assert len(lines) == 1, f"expected one start-up line, got {lines}"
+    assert "6" in lines[0], f"the line does not say N: {lines[0]}"
+    return lines[0]
+
+
+def check_graph_runner_restored_on_error():
+    w = make_worker(1)
+    w.target_worker.fail_forward = True
+    publishes = Publishes(w.log)
+    try:
+        w.forward_batch_generation(decode_batch(2), on_publish=publishes)
+    except RuntimeError:
+        pass
+    else:
+        raise AssertionError("the target's exception was swallowed")
+    assert w.target_worker.model_runner.graph_runner is w.target_worker.graph_runner, \
+        "the CUDA graph runner is lost when the target forward raises"
+    assert not publishes.calls, "lengths were published for a step whose target forward failed"
+    return "a failing target forward still gets its graph runner back, and nothing is published"
+
+
+def check_nan_detection():
+    w = make_worker(1)
+    w.target_worker.nan_logits = True
+    try:
+        with envs.SGLANG_ENABLE_ASYNC_ASSERT.override(True):
+            w.forward_batch_generation(decode_batch(2), on_publish=Publishes(w.log))
+    except (ValueError, RuntimeError) as exc:
+        assert "NaN" in str(exc), str(exc)
+    else:
+        raise AssertionError("NaN logits went through with SGLANG_ENABLE_ASYNC_ASSERT (verify's check raises)")
+    w = make_worker(1)
+    w.target_worker.nan_logits = True
+    with envs.SGLANG_ENABLE_ASYNC_ASSERT.override(False):
+        w.forward_batch_generation(decode_batch(2), on_publish=Publishes(w.log))
+    return "NaN logits raise with SGLANG_ENABLE_ASYNC_ASSERT, as verify's check does"
+
+
+def check_grammar():
+    w = make_worker(1)
+    batch = decode_batch(2, has_grammar=True)
+    w.forward_batch_generation(batch, on_publish=Publishes(w.log))
+    info = w.target_worker.calls[0].fb.sampling_info
+    assert info.grammars is not None and info.grammars == [r.grammar for r in batch.reqs], \
+        "the requests' grammars did not reach the target's sampler"
+    return "grammar objects reach the target's sampler (it builds the vocab mask)"
+
+
+def check_refusals():
+    problems = []
+    for name, kwargs, expected_text in (
+        ("negative", dict(threshold=-1), ">= 0"),
+        ("catch-up", dict(threshold=2, catch_up="sideways"), "padded"),
+    ):
+        try:
+            make_worker(kwargs["threshold"], catch_up=kwargs.get("catch_up"))
+        except ValueError as exc:
+            if expected_text not in str(exc):
+                problems.append(f"{name}: {exc}")
+        else:
+            problems.append(f"{name}: accepted")
+    w = EAGLEWorkerV2.__new__(EAGLEWorkerV2)
+    w.topk = 4
+    try:
+        w._init_speculative_disable(SimpleNamespace(speculative_disable_batch_threshold=3, enable_dp_attention=False))
+    except ValueError as exc:
+        assert "topk" in str(exc), str(exc)
+    else:
+        problems.append("topk 4: accepted")
+    assert not problems, "; ".join(problems)
+    return "the worker refuses N < 0, topk != 1 and an unknown catch-up mode"
+
+
+def check_adaptive_refused():
+    w = EAGLEWorkerV2.__new__(EAGLEWorkerV2)
+    w.topk, w._target_worker = 1, FakeTargetWorker(make_pool(), [])
+    try:
+        with envs.SGLANG_SPEC_DISABLE_CATCH_UP.override("padded"):
+            w._init_speculative_disable(SimpleNamespace(speculative_disable_batch_threshold=3,
+                                                        enable_dp_attention=False, speculative_adaptive=True))
+    except ValueError as exc:
+        assert "--speculative-adaptive" in str(exc), str(exc)
+    else:
+        raise AssertionError("--speculative-adaptive was accepted beside the threshold")
+    return "--speculative-adaptive beside the threshold is refused at start-up"
+
+
+def check_hybrid_refused():
+    for attr in ("hybrid_gdn_config", "mamba2_config", "hybrid_lightning_config"):
+        target = FakeTargetWorker(make_pool(), [])
+        setattr(target.model_runner, attr, object())
+        w = EAGLEWorkerV2.__new__(EAGLEWorkerV2)
+        w.topk, w._target_worker = 1, target
+        try:
+            with envs.SGLANG_SPEC_DISABLE_CATCH_UP.override("padded"):
+                w._init_speculative_disable(SimpleNamespace(speculative_disable_batch_threshold=3,
+                                                            enable_dp_attention=False))
+        except ValueError as exc:
+            assert "mamba" in str(exc), str(exc)
+        else:
+            raise AssertionError(f"a target with {attr} was accepted")
+    return "targets with hybrid_gdn_config, mamba2_config or hybrid_lightning_config are refused at start-up"
+
+
+def main():
+    report.run("patched", check_patched)
+    if report.failed:
+        report.finish()
+    report.run("threshold 0 always speculates", check_threshold_zero)
+    report.run("batch <= N speculates", check_small_batch_speculates)
+    report.run("batch > N falls back (padded catch-up)", check_fallback("padded"))
+    report.run("batch > N falls back (single catch-up)", check_fallback("single"))
+    report.run("synchronous scheduler path (padded)", check_fallback("padded", overlap=False))
+    report.run("synchronous scheduler path (single)", check_fallback("single", overlap=False))
+    report.run("no CPU sequence lengths (padded)", check_fallback("padded", needs_cpu_seq_lens=False))
+    report.run("no CPU sequence lengths (single)", check_fallback("single", needs_cpu_seq_lens=False))
+    report.run("extend batches untouched", check_extend_untouched)
+    report.run("DP attention decides on the global batch size", check_dp_attention)
+    report.run("environment variable", check_env_var)
+    report.run("start-up log line", check_log_once)
+    report.run("graph runner restored on error", check_graph_runner_restored_on_error)
+    report.run("NaN detection", check_nan_detection)
+    report.run("grammar", check_grammar)
+    report.run("worker refusals", check_refusals)
+    report.run("hybrid mamba/GDN/lightning target refused", check_hybrid_refused)
+    report.run("adaptive speculation refused", check_adaptive_refused)
+    report.finish()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,45 @@
+def _spec_disable_target_decode(
+    self, batch: ScheduleBatch, out_cache_loc: torch.Tensor
+) -> GenerationBatchResult:
+    """One eager DECODE forward of the target with spec_info=None, sampling one token each."""
+    # The target runs on a copy of the scheduler's ScheduleBatch (this release hands the
+    # worker the ScheduleBatch itself, and ForwardBatch.init_new consumes its one-shot
+    # fields), so the batch keeps the values the draft catch-up reads after this.
+    # spec_info must be None: in DECODE mode the attention backends read one as a draft
+    # multi-step decode. The target's CUDA graphs were captured for TARGET_VERIFY (n
+    # tokens per request) and its graph runner does not check the forward mode, so it is
+    # set aside for the call and put back even when the forward raises. The penalties apply
+    # as in any decode: spec v2 accumulates them (prepare_for_decode) and verify applies
+    # them, so the state is current. Grammar masks and the sampling parameters apply as in
+    # any decode. Logprobs are computed by the target's sampler when the batch asks for
+    # them, as in a plain decode (the speculative path of this release returns them too).
+    # The CPU copies of the sequence lengths are None when every attention backend says it
+    # does not need them (FutureMap's needs_cpu_seq_lens); they then stay None.
+    bs = len(batch.seq_lens)
+    if batch.forward_mode.is_idle():
+        target_batch = dataclasses.replace(
+            batch,
+            spec_info=None,
+            capture_hidden_mode=CaptureHiddenMode.FULL,
+            seq_lens_cpu_cache=None,
+        )
+    else:
+        target_batch = dataclasses.replace(
+            batch,
+            forward_mode=ForwardMode.DECODE,
+            input_ids=batch.spec_info.bonus_tokens.to(torch.int64),
+            out_cache_loc=out_cache_loc,
+            seq_lens=batch.seq_lens + 1,
+            seq_lens_cpu=None if batch.seq_lens_cpu is None else batch.seq_lens_cpu + 1,
+            seq_lens_sum=None if batch.seq_lens_sum is None else batch.seq_lens_sum + bs,
+            spec_info=None,
+            capture_hidden_mode=CaptureHiddenMode.FULL,
+            seq_lens_cpu_cache=None,
+        )
+    model_runner = self.target_worker.model_runner
+    graph_runner = model_runner.graph_runner
+    model_runner.graph_runner = None
+    try:
+        return self.target_worker.forward_batch_generation(target_batch)
+    finally:
+        model_runner.graph_runner = graph_runner

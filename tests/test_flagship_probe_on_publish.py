@@ -1,0 +1,171 @@
+"""The 0.5.13 port of the flagship: its behaviour probe (worker_probe_on_publish.py) passes on sglang 0.5.13 patched
+by the recipe, fails on the pristine release, and fails on broken fallbacks.
+
+0.5.13's EAGLEWorkerV2 takes the ScheduleBatch and an `on_publish` callback; the probe drives the patched worker
+through the real Scheduler.run_batch. The probes run as `specpatch verify` runs them (patcher.verify.run_probes: a
+subprocess of the transformers-5 CPU environment, the tree first on sys.path, GPU-only packages stubbed). Each broken
+variant edits one thing in the patched eagle_worker_v2.py (publish after the catch-up, no new_seq_lens, ...).
+
+Needs: the transformers-5 CPU environment ($SPECPATCH_CPU_PYTHON_TF5) and the 0.5.13 release (fetched, cached).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+from packaging.version import Version
+
+from patcher import verify
+from patcher.engine import plan
+from patcher.recipe import load_recipe
+from patcher.target import find_target
+
+ROOT = Path(__file__).resolve().parent.parent
+RECIPE = ROOT / "recipes" / "dynamic-spec-disable.yaml"
+WORKER = "sglang/srt/speculative/eagle_worker_v2.py"
+VERSION = "0.5.13"
+PROBE = "probes/worker_probe_on_publish.py"
+
+pytestmark = [pytest.mark.sglang, pytest.mark.cpuenv]
+
+
+@pytest.fixture(scope="module")
+def recipe():
+    return load_recipe(str(RECIPE))
+
+
+@pytest.fixture(scope="module")
+def patched(tmp_path_factory, sglang_release, recipe) -> Path:
+    """A copy of sglang 0.5.13 with the recipe applied by the engine; its root holds the `sglang` folder."""
+    pristine = sglang_release(VERSION)
+    root = tmp_path_factory.mktemp("sglang-0.5.13-patched")
+    shutil.copytree(pristine / "sglang", root / "sglang", ignore=shutil.ignore_patterns("__pycache__"))
+    result = plan(recipe, find_target(root, assume_version=VERSION))
+    assert result.ok, [str(e) for e in result.errors]
+    assert result.selection.variant == "fallback-0.5.13"
+    for f in result.changed_files:
+        f.path.write_bytes(f.after)
+    return root
+
+
+def _verify_spec(recipe, only: str | None = None):
+    spec = recipe.select(Version(VERSION)).verify
+    if only is None:
+        return spec
+    probes = tuple(p for p in spec.probes if p.path == only)
+    assert probes, f"the 0.5.13 variant has no probe {only}"
+    if dataclasses.is_dataclass(spec):
+        return dataclasses.replace(spec, probes=probes)
+    return spec.model_copy(update={"probes": probes})
+
+
+def run_worker_probe(recipe, python: str, root: Path) -> verify.Check:
+    target = find_target(root, assume_version=VERSION)
+    [check] = verify.run_probes(target, _verify_spec(recipe, PROBE), recipe.folder, python=python,
+                                params=recipe.resolve_params({}))
+    return check
+
+
+def test_probes_pass_on_the_patched_release(recipe, cpuenv_python_tf5, patched):
+    target = find_target(patched, assume_version=VERSION)
+    spec = _verify_spec(recipe)
+    checks = verify.run_probes(target, spec, recipe.folder, python=cpuenv_python_tf5,
+                               params=recipe.resolve_params({}))
+    assert [c.status for c in checks] == ["passed"] * len(spec.probes), \
+        [(c.name, c.status, c.message, c.details) for c in checks]
+
+
+def test_worker_probe_fails_on_the_pristine_release(recipe, cpuenv_python_tf5, sglang_release):
+    check = run_worker_probe(recipe, cpuenv_python_tf5, sglang_release(VERSION))
+    assert check.status == "failed" and "not patched" in check.message, (check.status, check.message)
+
+
+#: (name, regular expression matching once in the patched eagle_worker_v2.py, replacement, a fragment of the
+#: PROBE-FAIL line expected); patterns use \s* for indentation, so they survive a re-indentation of the snippets
+BREAKAGES = [
+    ("publish-after-catch-up",
+     r"(\n\s*)(if on_publish is not None:\n\s*on_publish\(new_seq_lens\)\n)((?:.|\n)*?)(\n\s*return result\n)",
+     r"\1pass\n\3\1if on_publish is not None:\1    on_publish(new_seq_lens)\4", "before the draft catch-up"),
+    ("never-published", r"\n\s*if on_publish is not None:\n\s*on_publish\(new_seq_lens\)\n", "\n",
+     "on_publish called 0 times"),
+    ("stale-lens-published", r"on_publish\(new_seq_lens\)", "on_publish(batch.seq_lens)",
+     "not the new sequence lengths"),
+    ("no-new-seq-lens", r"\n\s*new_seq_lens=new_seq_lens,(\n\s*# The target's routed)", r"\1",
+     "no new_seq_lens"),
+    ("accept-lens-2", r"accept_lens = torch\.ones_like\(tokens\)", "accept_lens = torch.ones_like(tokens) * 2",
+     "accept_lens"),
+    ("tokens-not-strided", r"tokens\.repeat_interleave\(self\.speculative_num_draft_tokens\)",
+     "tokens.repeat(self.speculative_num_draft_tokens)", "i * num_draft_tokens"),
+    ("no-stride", r"\n\s*speculative_num_draft_tokens=self\.speculative_num_draft_tokens,(\n\s*# No extra)", r"\1",
+     "stride"),
+    ("graph-runner-not-restored", r"(finally:\n\s*)model_runner\.graph_runner = graph_runner", r"\1pass",
+     "graph runner"),
+    ("target-on-the-batch-itself", r"\n(\s*)return self\.target_worker\.forward_batch_generation\(target_batch\)",
+     r"\n\1for f in dataclasses.fields(target_batch): setattr(batch, f.name, getattr(target_batch, f.name))"
+     r"\n\1return self.target_worker.forward_batch_generation(batch)", "not a copy"),
+    ("seq-lens-in-place", r"seq_lens=batch\.seq_lens \+ 1,(\n\s*seq_lens_cpu=None if)",
+     r"seq_lens=batch.seq_lens.add_(1),\1", "changed in place"),
+    ("stale-seq-lens-sum", r"seq_lens_sum=None if batch\.seq_lens_sum is None else batch\.seq_lens_sum \+ bs,"
+                           r"(\n\s*spec_info=None,)", r"seq_lens_sum=batch.seq_lens_sum,\1", "seq_lens_sum"),
+    ("no-host-extend-lens", r"\n(\s*)forward_batch\.extend_seq_lens_cpu = \[1\] \* bs\n", r"\n\1pass\n",
+     "extend lengths"),
+    ("logprobs-not-rows", r"logits_output\.next_token_logprobs = logits_output\.next_token_logprobs\.reshape\(-1, 1\)",
+     "pass", "a row per request"),
+    ("dp-local-size", r"batch_size = sum\(batch\.global_num_tokens\)", "batch_size = len(batch.seq_lens)",
+     "DP attention"),
+    ("threshold-inclusive", r"return batch_size > threshold", "return batch_size >= threshold",
+     "batch <= N speculates"),
+    ("no-nan-check", r'maybe_detect_nan\(logits_output\.next_token_logits, "fallback: target model logits"\)',
+     "pass", "NaN"),
+    ("routed-experts-dropped", r"\n\s*routed_experts_output=target_result\.routed_experts_output,", "",
+     "routed-expert"),
+]
+
+
+def overlay(source: Path, dest: Path, rel: str, text: str) -> None:
+    """`dest` mirrors `source` through symlinks, except the file `rel` (written with `text`) and its folders."""
+    parts = Path(rel).parts
+    src, dst = source, dest
+    for part in parts:
+        dst.mkdir(parents=True, exist_ok=True)
+        for entry in src.iterdir():
+            if entry.name != part and entry.name != "__pycache__":
+                (dst / entry.name).symlink_to(entry)
+        src, dst = src / part, dst / part
+    dst.write_text(text)
+
+
+@pytest.fixture(scope="module")
+def broken_runs(recipe, cpuenv_python_tf5, patched, tmp_path_factory) -> dict:
+    """Every breakage applied to its own overlay of the patched tree, the worker probe run on each (in parallel)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    original = (patched / WORKER).read_text()
+    jobs = {}
+    for name, pattern, replacement, _ in BREAKAGES:
+        text, count = re.subn(pattern, replacement, original)
+        if count != 1:
+            jobs[name] = f"the breakage matches {count} times in the patched worker, not once"
+            continue
+        compile(text, WORKER, "exec")
+        root = tmp_path_factory.mktemp(f"broken-{name}")
+        overlay(patched, root, WORKER, text)
+        jobs[name] = root
+    with ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2)) as pool:
+        futures = {name: pool.submit(run_worker_probe, recipe, cpuenv_python_tf5, root)
+                   for name, root in jobs.items() if isinstance(root, Path)}
+        return {name: futures[name].result() if name in futures else jobs[name] for name in jobs}
+
+
+@pytest.mark.parametrize("name,expected", [(b[0], b[3]) for b in BREAKAGES], ids=[b[0] for b in BREAKAGES])
+def test_worker_probe_fails_on_a_broken_fallback(broken_runs, name, expected):
+    check = broken_runs[name]
+    assert not isinstance(check, str), check
+    assert check.status == "failed", f"the probe passed on the broken fallback `{name}`: {check.message}"
+    assert expected in check.message or expected in (check.details or ""), \
+        f"`{name}` failed, but not as expected: {check.message}\n{check.details}"
