@@ -193,7 +193,7 @@ for path in sys.argv[1:]:
 """
 
 #: not a floor, an explanation: the apply floor plus the third-party libraries the command line imports
-LIBRARIES = "import typer, typer._adapters, rich.console, pydantic, yaml, packaging.specifiers\n"
+LIBRARIES = "import typer, rich.console, yaml, packaging.specifiers\n"
 
 
 def copy_release(dest: Path) -> Path:

@@ -1,7 +1,7 @@
 """The typer app: parse options, call the API, render, exit with the report's code. No logic lives here.
 
-Importing this module stays cheap (`specpatch --help` must be fast): rich, libcst, pydantic and yaml are imported
-inside the commands that need them.
+Importing this module stays cheap (`specpatch --help` must be fast): rich, libcst, yaml and the recipe model are
+imported inside the commands that need them.
 """
 
 from __future__ import annotations
@@ -11,10 +11,9 @@ import os
 import sys
 from enum import Enum
 from pathlib import Path
-from typing import Iterator, List, Optional
+from typing import Annotated, Iterator, List, Optional
 
 import typer
-from typing_extensions import Annotated
 
 from .errors import SpecpatchError, UsageError
 

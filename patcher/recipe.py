@@ -39,10 +39,10 @@ from typing import Annotated, Any, Literal, Union
 import yaml
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import Version
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
 
 from . import operations
 from .errors import RecipeError, RecipeNotFound, Location, VersionUnsupported
+from .model import Problem, Tagged, ValidationError, json_schema as model_schema, option, options, validate
 from .operations.base import REGISTRY, Operation
 
 def _shipped_recipes() -> Path:
@@ -57,35 +57,42 @@ _RECIPE_PATH_ENV = "SPECPATCH_RECIPE_PATH"
 
 def _step_union() -> Any:
     kinds = tuple(REGISTRY[k] for k in sorted(REGISTRY))
-    return Annotated[Union[kinds], Field(discriminator="op")]  # type: ignore[valid-type]
+    return Annotated[Union[kinds], Tagged("op")]  # type: ignore[valid-type]
 
 
+#: a step of a recipe: the operation named by its `op`
 Step = _step_union()
 
 
-class Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+def _specifier(value: str) -> None:
+    try:
+        SpecifierSet(value)
+    except InvalidSpecifier as exc:
+        raise ValueError(f"not a PEP 440 specifier set: {exc}") from None
 
 
+@dataclass(frozen=True, kw_only=True)
+class Frozen:
+    """Base of the recipe's models: frozen, keyword-only dataclasses, validated from YAML by `patcher.model`."""
+
+
+@dataclass(frozen=True, kw_only=True)
 class TargetSpec(Frozen):
-    package: str = Field(description="the distribution / import package, e.g. sglang")
-    versions: str = Field(default="", description="PEP 440 specifiers of the supported releases, e.g. '>=0.5.4,<0.5.14'")
+    """The package a recipe patches and the releases it supports."""
 
-    @field_validator("versions")
-    @classmethod
-    def _specifier(cls, value: str) -> str:
-        try:
-            SpecifierSet(value)
-        except InvalidSpecifier as exc:
-            raise ValueError(f"not a PEP 440 specifier set: {exc}") from None
-        return value
+    package: str = option(description="the distribution / import package, e.g. sglang")
+    versions: str = option(default="", check=_specifier,
+                           description="PEP 440 specifiers of the supported releases, e.g. '>=0.5.4,<0.5.14'")
 
     def admits(self, version: Version) -> bool:
         return SpecifierSet(self.versions).contains(version, prereleases=True)
 
 
+@dataclass(frozen=True, kw_only=True)
 class Param(Frozen):
-    default: int | float | str | bool = Field(description="value used when --param does not set it")
+    """A recipe parameter: `{{name}}` in a templated option, set with `--param name=value`."""
+
+    default: int | float | str | bool = option(description="value used when --param does not set it")
     type: Literal["int", "float", "str", "bool"] = "str"
     description: str = ""
 
@@ -103,55 +110,63 @@ class Param(Frozen):
         return raw
 
 
+@dataclass(frozen=True, kw_only=True)
 class Probe(Frozen):
-    path: str = Field(description="a Python script beside the recipe, run in the target's environment")
+    """A behaviour check: a script run in the target's environment after the patch."""
+
+    path: str = option(description="a Python script beside the recipe, run in the target's environment")
     name: str | None = None
     description: str = ""
     timeout: float = 300.0
 
 
+@dataclass(frozen=True, kw_only=True)
 class VerifySpec(Frozen):
-    imports: tuple[str, ...] = Field(default=(), description="modules imported by the smoke test")
-    stubs: tuple[str, ...] = Field(default=(), description="GPU-only native top-level modules replaced by stubs")
-    requires: tuple[str, ...] = Field(default=(), description="packages the environment must have for the smoke "
-                                      "test and probes to run (e.g. torch); without them they are skipped, said so")
-    shims: tuple[str, ...] = Field(default=(), description="Python files beside the recipe run before the smoke "
-                                   "test's imports and each probe, in the same process: they stand in for what only "
-                                   "a GPU build defines (run for the pristine comparison too)")
+    """The checks run after a patch: the import smoke test and the probes."""
+
+    imports: tuple[str, ...] = option(default=(), description="modules imported by the smoke test")
+    stubs: tuple[str, ...] = option(default=(), description="GPU-only native top-level modules replaced by stubs")
+    requires: tuple[str, ...] = option(default=(), description="packages the environment must have for the smoke "
+                                       "test and probes to run (e.g. torch); without them they are skipped, said so")
+    shims: tuple[str, ...] = option(default=(), description="Python files beside the recipe run before the smoke "
+                                    "test's imports and each probe, in the same process: they stand in for what only "
+                                    "a GPU build defines (run for the pristine comparison too)")
     probes: tuple[Probe, ...] = ()
-    timeout: float = Field(default=300.0, description="seconds for the import smoke test")
+    timeout: float = option(default=300.0, description="seconds for the import smoke test")
 
 
+@dataclass(frozen=True, kw_only=True)
 class Variant(Frozen):
+    """Steps and checks of the recipe for a range of releases (or a refusal of them)."""
+
     name: str
-    versions: str = Field(description="PEP 440 specifiers of the releases this variant is for")
+    versions: str = option(check=_specifier, description="PEP 440 specifiers of the releases this variant is for")
     description: str = ""
     steps: tuple[Step, ...] = ()  # type: ignore[valid-type]
     verify: VerifySpec | None = None
-    refuse: str | None = Field(default=None, description="refuse these releases with this message instead of patching")
-
-    @field_validator("versions")
-    @classmethod
-    def _specifier(cls, value: str) -> str:
-        return TargetSpec._specifier(value)
+    refuse: str | None = option(default=None,
+                                description="refuse these releases with this message instead of patching")
 
     def admits(self, version: Version) -> bool:
         return SpecifierSet(self.versions).contains(version, prereleases=True)
 
 
+@dataclass(frozen=True, kw_only=True)
 class Recipe(Frozen):
-    id: str = Field(pattern=r"^[a-z0-9]+(-[a-z0-9]+)*$", description="kebab-case, equal to the file stem")
-    version: int = Field(default=1, description="the recipe's own version, recorded when applied")
+    """A recipe: ordered semantic edits of a package's source, with the checks that verify them."""
+
+    id: str = option(pattern=r"^[a-z0-9]+(-[a-z0-9]+)*$", description="kebab-case, equal to the file stem")
+    version: int = option(default=1, description="the recipe's own version, recorded when applied")
     title: str
     description: str = ""
     target: TargetSpec
-    params: dict[str, Param] = Field(default_factory=dict)
+    params: dict[str, Param] = option(default_factory=dict)
     steps: tuple[Step, ...] = ()  # type: ignore[valid-type]
-    verify: VerifySpec = VerifySpec()
+    verify: VerifySpec = option(default_factory=VerifySpec)
     variants: tuple[Variant, ...] = ()
 
     #: where the recipe was loaded from (not part of the YAML)
-    source: Path | None = Field(default=None, exclude=True)
+    source: Path | None = option(default=None, exclude=True)
 
     @property
     def folder(self) -> Path:
@@ -355,31 +370,27 @@ def parse_recipe(text: str, source: Path) -> Recipe:
             for i, step in enumerate(variant.get("steps") or []):
                 _check_op(step, ("variants", vi, "steps", i), fail)
     try:
-        recipe = Recipe.model_validate({**data, "source": source})
+        recipe = validate(Recipe, data, source=source)
     except ValidationError as exc:
         # unknown options first: a typo usually explains the "missing option" errors that come with it
-        errors = sorted(exc.errors(), key=lambda e: e["type"] != "extra_forbidden")
-        first_loc = None
-        messages = []
-        for err in errors[:3]:
-            loc = tuple(x for x in err["loc"] if not (isinstance(x, str) and x in REGISTRY))
-            first_loc = first_loc or loc
-            messages.append(_describe_error(err, loc, data))
+        errors = sorted(exc.errors, key=lambda e: e.type != "extra_forbidden")
+        messages = [_describe_error(err, data) for err in errors[:3]]
         more = f" (and {len(errors) - 3} more)" if len(errors) > 3 else ""
-        raise fail(first_loc, "; ".join(messages) + more) from None
+        raise fail(errors[0].loc, "; ".join(messages) + more) from None
     if recipe.id != source.stem and source.suffix in (".yaml", ".yml"):
         raise fail(("id",), f"id `{recipe.id}` must equal the file name `{source.stem}`")
     _check_semantics(recipe, fail)
     return recipe
 
 
-def _describe_error(err: dict, loc: tuple, data: dict) -> str:
+def _describe_error(err: Problem, data: dict) -> str:
+    loc = err.loc
     where = ".".join(str(x) for x in loc[:-1] if not isinstance(x, int)) if len(loc) > 1 else ""
-    if err["type"] == "missing":
+    if err.type == "missing":
         return f"missing option `{loc[-1]}`" + (f" in {where}" if where and where != "steps" else "")
-    if err["type"] == "extra_forbidden":
+    if err.type == "extra_forbidden":
         return f"unknown option `{loc[-1]}`" + _did_you_mean_option(data, loc)
-    return f"`{'.'.join(str(x) for x in loc)}`: {err['msg']}"
+    return f"`{'.'.join(str(x) for x in loc)}`: {err.msg}" if loc else err.msg
 
 
 def _did_you_mean_option(data: dict, loc: tuple) -> str:
@@ -388,7 +399,7 @@ def _did_you_mean_option(data: dict, loc: tuple) -> str:
         step = step[part]
     if isinstance(step, dict) and step.get("op") in REGISTRY:
         model = REGISTRY[step["op"]]
-        names = [f.alias or n for n, f in model.model_fields.items() if n != "op"]
+        names = [o.key for o in options(model) if o.name != "op"]
         guess = difflib.get_close_matches(str(loc[-1]), names, n=1)
         if guess:
             return f"; did you mean `{guess[0]}`?"
@@ -471,10 +482,8 @@ def load_recipe(name_or_path: str | Path, extra_dirs: list[Path] | None = None) 
 
 def json_schema() -> dict:
     """JSON Schema of the recipe format, for editors."""
-    schema = Recipe.model_json_schema(by_alias=True)
-    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema = {"$schema": "https://json-schema.org/draft/2020-12/schema", **model_schema(Recipe)}
     schema["title"] = "specpatch recipe"
-    schema.get("properties", {}).pop("source", None)
     return _with_file_options(schema)
 
 
@@ -492,6 +501,10 @@ def _with_file_options(schema: dict) -> dict:
             if key in obj.get("required", []):
                 obj["required"] = [r for r in obj["required"] if r != key]
                 obj.setdefault("allOf", []).append({"oneOf": [{"required": [key]}, {"required": [f"{key}_file"]}]})
+        # `arm` goes with `branch_if`: either of them may come from a file
+        for key, needs in obj.pop("dependentRequired", {}).items():
+            rule = {"allOf": [{"anyOf": [{"required": [n]}, {"required": [f"{n}_file"]}]} for n in needs]}
+            obj.setdefault("dependentSchemas", {}).update({key: rule, f"{key}_file": rule})
 
     defs = schema.get("$defs", {})
     for definition in defs.values():

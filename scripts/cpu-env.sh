@@ -19,7 +19,7 @@ req=${2:-$here/requirements/sglang-cpu.txt}
 nodeps=${req%.txt}-nodeps.txt
 base_python=${PYTHON:-python3}
 stamp_file="$venv/.specpatch-cpu-env"
-key_modules="torch transformers pydantic libcst typer pytest filelock patcher"
+key_modules="torch transformers libcst typer pytest filelock jsonschema patcher"
 # Cheap completeness test for reuse (finds, does not import: importing torch alone takes seconds).
 found_all="import importlib.util as u, sys; sys.exit(any(u.find_spec(m) is None for m in sys.argv[1:]))"
 

@@ -14,12 +14,13 @@ from typing import Any
 import libcst as cst
 
 from patcher.errors import SpecpatchError
+from patcher.model import validate
 from patcher.operations.base import REGISTRY, AlreadyApplied, CannotApply, Changed, Operation
 
 
 def op(kind: str, **options: Any) -> Operation:
     """An operation built from its YAML option names (`class`, not `cls`), as a recipe step would be."""
-    return REGISTRY[kind].model_validate({"op": kind, "file": "mod.py", **options})
+    return validate(REGISTRY[kind], {"op": kind, "file": "mod.py", **options})
 
 
 def src(text: str, *, newline: str = "\n", tabs: bool = False) -> str:

@@ -299,8 +299,8 @@ def test_shell_completion_script_and_recipe_names():
 
 
 def test_help_and_version_are_cheap():
-    probe = ("import sys, patcher.cli; heavy = [m for m in ('rich', 'libcst', 'pydantic', 'yaml') if m in "
-             "sys.modules]; print(heavy)")
+    probe = ("import sys, patcher.cli; heavy = ('rich', 'libcst', 'yaml', 'patcher.model', 'pydantic'); "
+             "print([m for m in heavy if m in sys.modules])")
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
     assert done.stdout.strip() == "[]", done.stderr
     done = specpatch("--version")

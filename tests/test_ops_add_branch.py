@@ -7,9 +7,9 @@ from pathlib import Path
 import libcst as cst
 import pytest
 from op_helpers import cannot, check, op, unchanged
-from pydantic import ValidationError
 
 from patcher.errors import AnchorAmbiguous, AnchorNotFound, Conflict
+from patcher.model import ValidationError
 from patcher.operations.base import AlreadyApplied, Changed
 
 EXTEND = "model_worker_batch.forward_mode.is_extend() or model_worker_batch.is_extend_in_batch"

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 from op_helpers import cannot, check, op, unchanged
-from pydantic import ValidationError
 
 from patcher.errors import Conflict
+from patcher.model import ValidationError
 
 
 def imp(code: str):

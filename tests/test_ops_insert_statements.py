@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 from op_helpers import cannot, check, op, unchanged
-from pydantic import ValidationError
 
 from patcher.errors import AnchorAmbiguous, AnchorNotFound
+from patcher.model import ValidationError
 
 
 def ins(at: str, code: str = "self.n = 0\nself.m = 1", match: str | None = None, function: str = "W.f"):

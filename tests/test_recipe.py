@@ -174,3 +174,32 @@ def test_shipped_recipes_load():
 
     for name, path in available().items():
         assert load_recipe(path).id == name
+
+
+def test_all_problems_are_reported_unknown_options_first(tmp_path):
+    text = (GOOD.replace("    after: a", "    afterr: a").replace("title: Demo", "title: [Demo]")
+            + "version: '2'\nverify: {timeout: soon}\n")
+    err = refused(tmp_path, text)
+    messages = err.message.split("; ")
+    assert messages[:2] == ["unknown option `afterr`", "did you mean `after`?"]
+    assert messages[2] == "`version`: expected an integer, got the string '2'"
+    assert messages[3] == "`title`: expected a string, got a list (and 2 more)"
+    assert err.location.line == 10 and err.location.step == 1
+
+
+def test_a_step_check_in_a_variant_names_the_step_line(tmp_path):
+    text = GOOD + textwrap.dedent("""\
+        variants:
+          - name: v
+            versions: ">=0.5"
+            steps:
+              - op: insert_statements
+                file: srt/x.py
+                function: f
+                code: "x = 1"
+                at: before
+        """)
+    err = refused(tmp_path, text)
+    assert err.message == ("`variants.0.steps.0`: `at: before` needs `match`, "
+                           "a pattern of the statement to insert before")
+    assert err.location.line == 16  # the `- op: insert_statements` line

@@ -27,14 +27,15 @@ with other arguments).
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 from typing import ClassVar, Iterator, Literal
 
 import libcst as cst
-from pydantic import Field
 
 from ..anchors import (NodePath, code_of, find_function, insert_after, iter_calls_named, near, parse_statements,
                        same_code, string_value, walk_statements)
 from ..errors import AnchorAmbiguous, AnchorNotFound, Candidate, Conflict, RecipeError
+from ..model import option
 from .base import AlreadyApplied, Changed, Operation, Outcome, attempt, register
 
 
@@ -58,13 +59,14 @@ def argument_statements(fpath: NodePath) -> Iterator[NodePath]:
 
 
 @register
+@dataclass(frozen=True, kw_only=True)
 class AddArgparseArgument(Operation):
     """Add an argparse argument right after the statement that registers a named flag."""
 
     op: Literal["add_argparse_argument"]
-    function: str = Field(description="the function that builds the parser, e.g. ServerArgs.add_cli_args")
-    after_flag: str = Field(description="the flag whose add_argument statement the new one follows")
-    code: str = Field(description="the new `parser.add_argument(...)` statement")
+    function: str = option(description="the function that builds the parser, e.g. ServerArgs.add_cli_args")
+    after_flag: str = option(description="the flag whose add_argument statement the new one follows")
+    code: str = option(description="the new `parser.add_argument(...)` statement")
 
     templated: ClassVar[tuple[str, ...]] = ("code",)
 

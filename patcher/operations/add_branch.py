@@ -33,40 +33,38 @@ from __future__ import annotations
 
 import ast
 import textwrap
+from dataclasses import dataclass
 from typing import ClassVar, Literal
 
 import libcst as cst
-from pydantic import Field, model_validator
 
 from ..anchors import (NodePath, body_of, code_of, else_arm, expression_ast, find_function, if_statements,
                        is_docstring, near, normalized, parse_statements, set_block_body)
 from ..errors import AnchorAmbiguous, AnchorNotFound, Candidate, Conflict, RecipeError
+from ..model import option
 from ..patterns import Pattern
 from .base import AlreadyApplied, Changed, Operation, Outcome, attempt, register
 
 
 @register
+@dataclass(frozen=True, kw_only=True)
 class AddBranch(Operation):
     """Add `if CONDITION: return CALL` at the start of a function, or of one arm of a matched `if`."""
 
     op: Literal["add_branch"]
-    function: str = Field(description="the function, dotted, e.g. EAGLEWorkerV2.forward_batch_generation")
-    condition: str = Field(description="the guard's condition, an expression")
-    call: str = Field(description="the expression the guard returns, e.g. self._forward_plain(batch)")
-    branch_if: str | None = Field(default=None, description="a pattern of the test of the `if` to put the guard in")
-    arm: Literal["body", "else"] = Field(default="else", description="with branch_if: the `if` arm, body | else")
+    function: str = option(description="the function, dotted, e.g. EAGLEWorkerV2.forward_batch_generation")
+    condition: str = option(description="the guard's condition, an expression")
+    call: str = option(description="the expression the guard returns, e.g. self._forward_plain(batch)")
+    branch_if: str | None = option(default=None, description="a pattern of the test of the `if` to put the guard in")
+    arm: Literal["body", "else"] = option(default="else", requires="branch_if",
+                                          description="with branch_if: the `if` arm, body | else")
 
     templated: ClassVar[tuple[str, ...]] = ("condition", "call")
 
-    @model_validator(mode="after")
-    def _branch_if_is_an_expression(self) -> "AddBranch":
-        if self.branch_if is None:
-            if "arm" in self.model_fields_set:
-                raise ValueError("`arm` goes with `branch_if` (the `if` whose arm gets the guard)")
-            return self
-        if not Pattern.parse(self.branch_if).is_expression:
+    def __post_init__(self) -> None:
+        # a PatternError is a ValueError: reported at load time, with the step's line
+        if self.branch_if is not None and not Pattern.parse(self.branch_if).is_expression:
             raise ValueError(f"`branch_if` is the test of an `if` (an expression), got {self.branch_if.strip()!r}")
-        return self
 
     def describe(self) -> str:
         where = f"the `{self.arm}` arm of `if {self.branch_if.strip()}` in" if self.branch_if else "the start of"

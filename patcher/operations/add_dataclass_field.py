@@ -15,13 +15,14 @@ indentation); *already applied* (a field of that name with the same annotation a
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import ClassVar, Literal
 
 import libcst as cst
-from pydantic import Field
 
 from ..anchors import find_class, insert_after, near, parse_statements, same_code, code_of, walk_statements
 from ..errors import AnchorAmbiguous, AnchorNotFound, Candidate, Conflict, RecipeError
+from ..model import option
 from .base import AlreadyApplied, Changed, Operation, Outcome, attempt, register
 
 
@@ -37,13 +38,14 @@ def field_name(stmt: cst.CSTNode) -> str | None:
 
 
 @register
+@dataclass(frozen=True, kw_only=True)
 class AddDataclassField(Operation):
     """Add a field to a dataclass, right after a named field."""
 
     op: Literal["add_dataclass_field"]
-    cls: str = Field(alias="class", description="the class, e.g. ServerArgs (dotted for nested classes)")
-    after: str = Field(description="the field the new one follows, e.g. speculative_accept_threshold_acc")
-    code: str = Field(description="the new field, e.g. 'speculative_disable_batch_threshold: int = 0'")
+    cls: str = option(alias="class", description="the class, e.g. ServerArgs (dotted for nested classes)")
+    after: str = option(description="the field the new one follows, e.g. speculative_accept_threshold_acc")
+    code: str = option(description="the new field, e.g. 'speculative_disable_batch_threshold: int = 0'")
 
     templated: ClassVar[tuple[str, ...]] = ("code",)
 

@@ -34,11 +34,11 @@ from dataclasses import dataclass
 from typing import Literal
 
 import libcst as cst
-from pydantic import Field, field_validator
 
 from ..anchors import (child_blocks, code_of, insert_after, insert_before, is_docstring, parse_statements,
                        walk_statements)
 from ..errors import Candidate, Conflict
+from ..model import option
 from .base import AlreadyApplied, Changed, Operation, Outcome, attempt, register
 
 
@@ -95,17 +95,13 @@ def _only_imports(stmt: cst.CSTNode) -> bool:
 
 
 @register
+@dataclass(frozen=True, kw_only=True)
 class AddImport(Operation):
     """Add an import statement at the end of the module's leading import block, unless it is already imported."""
 
     op: Literal["add_import"]
-    code: str = Field(description="one import statement: `import x`, `import x as y`, `from a.b import c, d as e`")
-
-    @field_validator("code")
-    @classmethod
-    def _one_import(cls, code: str) -> str:
-        _parse_import(code)
-        return code
+    code: str = option(check=lambda code: _parse_import(code),
+                       description="one import statement: `import x`, `import x as y`, `from a.b import c, d as e`")
 
     def describe(self) -> str:
         return f"add `{' '.join(self.code.split())}`"

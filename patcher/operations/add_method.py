@@ -24,14 +24,15 @@ a method of that name with other code: a conflict).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import ClassVar, Literal
 
 import libcst as cst
-from pydantic import Field
 
 from ..anchors import (NodePath, body_of, code_of, find_class, insert_after, near, parse_statements, same_code,
                        set_block_body, walk_statements)
 from ..errors import AnchorAmbiguous, AnchorNotFound, Candidate, Conflict, RecipeError
+from ..model import option
 from .base import AlreadyApplied, Changed, Operation, Outcome, attempt, register
 
 
@@ -41,13 +42,14 @@ def methods_of(cpath: NodePath) -> list[NodePath]:
 
 
 @register
+@dataclass(frozen=True, kw_only=True)
 class AddMethod(Operation):
     """Add a method to a class, after a named method or at the end of the class body."""
 
     op: Literal["add_method"]
-    cls: str = Field(alias="class", description="the class, e.g. EAGLEWorkerV2 (dotted for nested classes)")
-    code: str = Field(description="the method: one `def` or `async def`, decorators allowed")
-    after: str | None = Field(default=None, description="the method the new one follows; default: end of the class")
+    cls: str = option(alias="class", description="the class, e.g. EAGLEWorkerV2 (dotted for nested classes)")
+    code: str = option(description="the method: one `def` or `async def`, decorators allowed")
+    after: str | None = option(default=None, description="the method the new one follows; default: end of the class")
 
     templated: ClassVar[tuple[str, ...]] = ("code",)
 

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
-from typing import ClassVar, Union
+from dataclasses import dataclass, replace
+from typing import ClassVar, Literal, Union, get_args, get_origin
 
 import libcst as cst
-from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import SpecpatchError
+from ..model import option, options
 
 _PARAM = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 
@@ -43,14 +43,14 @@ class CannotApply:
 Outcome = Union[Changed, AlreadyApplied, CannotApply]
 
 
-class Operation(BaseModel):
-    """One semantic edit of one file. Subclasses set `op`, declare their options, and implement `apply`."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+@dataclass(frozen=True, kw_only=True)
+class Operation:
+    """One semantic edit of one file. Subclasses are frozen, keyword-only dataclasses (`patcher.model` models):
+    they set `op` to a `Literal` of their name, declare their options, and implement `apply`."""
 
     op: str
-    file: str = Field(description="the file to change, relative to the package folder (e.g. srt/server_args.py)")
-    name: str | None = Field(default=None, description="a short name for the step, shown in reports")
+    file: str = option(description="the file to change, relative to the package folder (e.g. srt/server_args.py)")
+    name: str | None = option(default=None, description="a short name for the step, shown in reports")
 
     #: option names whose strings may contain {{param}} placeholders
     templated: ClassVar[tuple[str, ...]] = ()
@@ -74,7 +74,7 @@ class Operation(BaseModel):
             value = getattr(self, name)
             if isinstance(value, str):
                 update[name] = _PARAM.sub(lambda m: str(params[m.group(1)]), value)
-        return self.model_copy(update=update) if update else self
+        return replace(self, **update) if update else self
 
     def placeholders(self) -> set[str]:
         found: set[str] = set()
@@ -90,8 +90,10 @@ REGISTRY: dict[str, type[Operation]] = {}
 
 def register(cls: type[Operation]) -> type[Operation]:
     """Class decorator: make an operation available to recipes under its `op` name."""
-    kind = cls.model_fields["op"].annotation.__args__[0]  # Literal["kind"]
-    REGISTRY[kind] = cls
+    hint = next(o.type for o in options(cls) if o.name == "op")
+    if get_origin(hint) is not Literal or len(get_args(hint)) != 1:
+        raise TypeError(f"{cls.__name__}.op must be a Literal of the operation's name, e.g. Literal['add_method']")
+    REGISTRY[get_args(hint)[0]] = cls
     return cls
 
 

@@ -30,39 +30,39 @@ elsewhere in the function are not this step's business (sglang's functions often
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import ClassVar, Literal, Sequence
 
 import libcst as cst
-from pydantic import Field, model_validator
 
 from ..anchors import (NodePath, body_of, code_of, find_function, insert_after, insert_before, is_docstring,
                        near_statements, normalized, parse_statements, set_block_body, statements_matching)
 from ..errors import AnchorAmbiguous, AnchorNotFound, Candidate, RecipeError
+from ..model import option
 from ..patterns import Pattern
 from .base import AlreadyApplied, Changed, Operation, Outcome, attempt, register
 
 
 @register
+@dataclass(frozen=True, kw_only=True)
 class InsertStatements(Operation):
     """Insert statements at the start or end of a function, or right before/after one matched statement."""
 
     op: Literal["insert_statements"]
-    function: str = Field(description="the function, dotted, e.g. EAGLEWorkerV2.__init__")
-    code: str = Field(description="the statements to insert (one or more)")
-    at: Literal["start", "end", "before", "after"] = Field(description="where: start | end | before | after")
-    match: str | None = Field(default=None, description="with before/after: a code pattern of the anchor statement")
+    function: str = option(description="the function, dotted, e.g. EAGLEWorkerV2.__init__")
+    code: str = option(description="the statements to insert (one or more)")
+    at: Literal["start", "end", "before", "after"] = option(description="where: start | end | before | after")
+    match: str | None = option(default=None, description="with before/after: a code pattern of the anchor statement")
 
     templated: ClassVar[tuple[str, ...]] = ("code",)
 
-    @model_validator(mode="after")
-    def _match_goes_with_before_after(self) -> "InsertStatements":
+    def __post_init__(self) -> None:
         if self.at in ("before", "after"):
             if self.match is None:
                 raise ValueError(f"`at: {self.at}` needs `match`, a pattern of the statement to insert {self.at}")
             Pattern.parse(self.match)  # a PatternError is a ValueError: reported at load time, with the line
         elif self.match is not None:
             raise ValueError(f"`match` goes with `at: before` or `at: after`, not with `at: {self.at}`")
-        return self
 
     def describe(self) -> str:
         n = len(self.code.strip().splitlines())
