@@ -143,6 +143,9 @@ class Variant(Frozen):
     versions: str = option(check=_specifier, description="PEP 440 specifiers of the releases this variant is for")
     description: str = ""
     steps: tuple[Step, ...] = ()  # type: ignore[valid-type]
+    change_steps: dict[str, dict[str, Any]] = option(
+        default_factory=dict, description="instead of `steps`: the recipe's steps, with the options given here "
+        "changed, by step name (e.g. {worker-fallback: {code_file: v2/fallback.py}})")
     verify: VerifySpec | None = None
     refuse: str | None = option(default=None,
                                 description="refuse these releases with this message instead of patching")
@@ -365,6 +368,7 @@ def parse_recipe(text: str, source: Path) -> Recipe:
     # Operations are checked first, by hand, for a better message than the union's ("did you mean").
     for i, step in enumerate(data.get("steps") or []):
         _check_op(step, ("steps", i), fail)
+    _expand_changed_steps(data, lines, fail)
     for vi, variant in enumerate(data.get("variants") or []):
         if isinstance(variant, dict):
             for i, step in enumerate(variant.get("steps") or []):
@@ -381,6 +385,45 @@ def parse_recipe(text: str, source: Path) -> Recipe:
         raise fail(("id",), f"id `{recipe.id}` must equal the file name `{source.stem}`")
     _check_semantics(recipe, fail)
     return recipe
+
+
+def _expand_changed_steps(data: dict, lines: dict[tuple, int], fail) -> None:
+    """Give each variant with `change_steps` its `steps`: the recipe's, with the named steps' options changed (the
+    option values replace the recipe's; `code_file` replaces `code`, the files being read already). Errors in a
+    changed option point at the change, errors in an unchanged one at the recipe's step."""
+    base = data.get("steps") or []
+    names = [s.get("name") for s in base]
+    for vi, variant in enumerate(data.get("variants") or []):
+        if not isinstance(variant, dict) or "change_steps" not in variant:
+            continue
+        where = ("variants", vi, "change_steps")
+        changes = variant["change_steps"]
+        if "steps" in variant:
+            raise fail(where, "a variant has `steps` (its own list) or `change_steps` (the recipe's, changed), not both")
+        if not isinstance(changes, dict) or not all(isinstance(c, dict) for c in changes.values()):
+            raise fail(where, "`change_steps` maps step names to the options they change, "
+                              "e.g. {worker-fallback: {code_file: v2/fallback.py}}")
+        for name, change in changes.items():
+            if name not in names:
+                guess = difflib.get_close_matches(str(name), [n for n in names if n], n=1)
+                raise fail(where + (name,), f"no step named `{name}` in the recipe"
+                           + (f"; did you mean `{guess[0]}`?" if guess else ""))
+            if names.count(name) > 1:
+                raise fail(where + (name,), f"the recipe has {names.count(name)} steps named `{name}`")
+            if {"op", "name"} & set(change):
+                raise fail(where + (name,), "`change_steps` changes a step's options; its `op` and `name` stay")
+        steps = []
+        for i, step in enumerate(base):
+            change = changes.get(step.get("name"), {})
+            here = ("variants", vi, "steps", i)
+            lines[here] = lines.get(where + (step.get("name"),)) or lines.get(("steps", i), 0)
+            for key in step:
+                lines[here + (key,)] = lines.get(("steps", i, key), lines[here])
+            for key in change:
+                lines[here + (key,)] = lines.get(where + (step["name"], key)) or lines.get(
+                    where + (step["name"], f"{key}_file"), lines[here])
+            steps.append({**step, **change})
+        variant["steps"] = steps
 
 
 def _describe_error(err: Problem, data: dict) -> str:

@@ -203,3 +203,52 @@ def test_a_step_check_in_a_variant_names_the_step_line(tmp_path):
     assert err.message == ("`variants.0.steps.0`: `at: before` needs `match`, "
                            "a pattern of the statement to insert before")
     assert err.location.line == 16  # the `- op: insert_statements` line
+
+
+CHANGING = GOOD.replace("  - op: add_dataclass_field\n", "  - op: add_dataclass_field\n    name: the-field\n") + """\
+  - op: add_dataclass_field
+    name: other-field
+    file: srt/server_args.py
+    class: ServerArgs
+    after: b
+    code: "c: int = 1"
+variants:
+  - name: old
+    versions: "<0.5.9"
+    change_steps:
+      the-field: {after: z, code_file: old_field.py}
+  - name: new
+    versions: ">=0.5.9"
+"""
+
+
+def test_a_variant_changes_named_steps_of_the_recipe(tmp_path):
+    (tmp_path / "demo").mkdir()
+    (tmp_path / "demo" / "old_field.py").write_text("b: str = 'x'\n")
+    recipe = load_recipe(write(tmp_path, CHANGING))
+    old, new = recipe.select(Version("0.5.8")), recipe.select(Version("0.5.9"))
+    assert new.steps == recipe.steps
+    assert [s.name for s in old.steps] == ["the-field", "other-field"]
+    assert (old.steps[0].after, old.steps[0].code, old.steps[0].cls) == ("z", "b: str = 'x'\n", "ServerArgs")
+    assert old.steps[1] == recipe.steps[1]
+
+
+@pytest.mark.parametrize("change, message, line", [
+    ("      the-feild: {after: z}\n", "no step named `the-feild` in the recipe; did you mean `the-field`?", 23),
+    ("      the-field: {op: add_method}\n", "its `op` and `name` stay", 23),
+    ("      the-field: {after: [y, z]}\n", "after", 23),
+    ("      the-field: {aftr: z}\n", "unknown option `aftr`; did you mean `after`?", 23),
+    ("      the-field: after z\n", "maps step names to the options they change", 22),
+])
+def test_a_bad_step_change_is_refused_at_its_line(tmp_path, change, message, line):
+    (tmp_path / "demo").mkdir()
+    text = CHANGING.replace("      the-field: {after: z, code_file: old_field.py}\n", change)
+    err = refused(tmp_path, text)
+    assert message in err.message and err.location.line == line, (err.message, err.location.line)
+
+
+def test_a_variant_has_steps_or_change_steps_not_both(tmp_path):
+    (tmp_path / "demo").mkdir()
+    text = CHANGING.replace("    change_steps:\n", "    steps: []\n    change_steps:\n").replace(
+        "{after: z, code_file: old_field.py}", "{after: z}")
+    assert "not both" in refused(tmp_path, text).message
