@@ -246,3 +246,18 @@ def test_tab_indented_module():
 def test_recipe_errors_at_load_time(code, message):
     with pytest.raises(ValidationError, match=message):
         imp(code)
+
+
+def test_imports_are_read_from_the_tree_as_ast_parse_reads_them():
+    """The bindings of a module's imports come from libcst nodes, not from rendering them: same as `ast.parse`."""
+    import ast
+
+    import libcst as cst
+
+    from patcher.operations.add_import import _as_ast
+
+    src = ("import a.b.c as d, e\nfrom . import x\nfrom ..p.q import (r as s,\n    t)  # c\nfrom m import *\n"
+           "import os; from os import path as p\nfrom .rel.mod import y\n")
+    module = cst.parse_module(src)
+    got = [ast.dump(_as_ast(small)) for line in module.body for small in line.body]
+    assert got == [ast.dump(node) for node in ast.parse(src).body]

@@ -70,6 +70,24 @@ def bindings(stmt: ast.stmt) -> list[Binding]:
     return []
 
 
+def _as_ast(node: cst.Import | cst.ImportFrom) -> ast.Import | ast.ImportFrom:
+    """The `ast` form of an import, read from the libcst node (rendering each import of a module costs more)."""
+
+    def dotted(name: cst.BaseExpression | None) -> str:
+        if isinstance(name, cst.Attribute):
+            return f"{dotted(name.value)}.{name.attr.value}"
+        return name.value if isinstance(name, cst.Name) else ""
+
+    def alias(a: cst.ImportAlias) -> ast.alias:
+        asname = a.asname.name.value if a.asname and isinstance(a.asname.name, cst.Name) else None
+        return ast.alias(dotted(a.name), asname)
+
+    if isinstance(node, cst.Import):
+        return ast.Import([alias(a) for a in node.names])
+    names = [ast.alias("*")] if isinstance(node.names, cst.ImportStar) else [alias(a) for a in node.names]
+    return ast.ImportFrom(dotted(node.module) or None, names, len(node.relative))
+
+
 def _is_import_line(stmt: cst.CSTNode) -> bool:
     return isinstance(stmt, cst.SimpleStatementLine) and all(
         isinstance(s, (cst.Import, cst.ImportFrom)) for s in stmt.body)
@@ -115,8 +133,8 @@ class AddImport(Operation):
         existing: list[tuple[Binding, cst.CSTNode]] = []
         for stmt in module.body:
             if _is_import_line(stmt):
-                for tree in ast.parse(textwrap.dedent(code_of(module, stmt))).body:
-                    existing.extend((b, stmt) for b in bindings(tree))
+                for small in stmt.body:
+                    existing.extend((b, stmt) for b in bindings(_as_ast(small)))
         missing: list[Binding] = []
         found: list[cst.CSTNode] = []
         for want in bindings(wanted):
