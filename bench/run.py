@@ -213,13 +213,17 @@ def bench_apply(scratch: Path, runs: int) -> dict[str, Any]:
     files = [str(f.path) for f in plan(load(RECIPE), find_target(tree, package="sglang"), jobs=1).files]
     subject = [*specpatch_argv(), "apply", RECIPE, "--target", str(tree), "--dry-run"]
     print(f"  apply --dry-run vs parse+render of {len(files)} files", flush=True)
+    one = {**os.environ, "SPECPATCH_JOBS": "1"}
     got = interleaved(runs, specpatch=lambda: checked(run(subject), "apply --dry-run"),
+                      one_process=lambda: checked(run(subject, env=one), "apply --dry-run, SPECPATCH_JOBS=1"),
                       floor=lambda: checked(run([sys.executable, "-c", FLOOR_APPLY, *files]), "the apply floor"),
                       libraries=lambda: checked(run([sys.executable, "-c", LIBRARIES + FLOOR_APPLY, *files]),
                                                 "the apply floor with libraries"))
     return {"files": [Path(p).relative_to(tree).as_posix() for p in files],
             "command": " ".join(["specpatch", *subject[len(specpatch_argv()):]]),
             **pair(got["specpatch"], got["floor"]),
+            "one_process": {**summary(got["one_process"]), "time_ratio": summary(got["one_process"])["seconds"]
+                            / summary(got["floor"])["seconds"]},
             "floor_with_libraries": {**summary(got["libraries"]), "libraries": LIBRARIES.strip(),
                                      "time_ratio": summary(got["specpatch"])["seconds"]
                                      / summary(got["libraries"])["seconds"]}}
@@ -562,6 +566,11 @@ def markdown(results: dict[str, Any]) -> str:
                       f"that first imports the third-party libraries of the command line (`{lib['libraries']}`) "
                       f"takes {lib['seconds']:.2f} s ({lib['maxrss_mb']:.0f} MB): specpatch is "
                       f"{lib['time_ratio']:.2f}× that."]
+    if a and "one_process" in a:
+        one = a["one_process"]
+        lines += ["", f"apply plans the files besides the largest in a second process when a core is idle (CPU "
+                      f"ratio above); in one process (`SPECPATCH_JOBS=1`, or a busy machine) it takes "
+                      f"{one['seconds']:.2f} s: {one['time_ratio']:.2f}× the floor."]
     v = results.get("verify")
     if v and "skipped" not in v:
         lines += ["", f"verify: {len(v['checks'])} checks ({', '.join(v['checks'])}); the floor runs the same "

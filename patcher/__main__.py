@@ -1,5 +1,5 @@
 """`python -m patcher`: the specpatch command line."""
 
-from .cli import main
+from .cli import run
 
-main()
+run()

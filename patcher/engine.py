@@ -146,7 +146,10 @@ PARALLEL_MIN_BYTES = 16 * 1024
 
 
 def _workers(jobs: int | None, target: Target, groups: list) -> tuple[int, list[int]]:
-    """How many processes to plan `groups` with, and the files' sizes (the schedule)."""
+    """How many processes to plan `groups` with, and the files' sizes (the schedule). `jobs=None` reads
+    `$SPECPATCH_JOBS` (a number; e.g. 1 where forking is unwelcome), else decides by itself."""
+    if jobs is None and os.environ.get("SPECPATCH_JOBS", "").strip().isdigit():
+        jobs = int(os.environ["SPECPATCH_JOBS"])
     if jobs is not None and jobs <= 1 or len(groups) < 2 or not _can_fork():
         return 1, []
     try:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -26,10 +27,10 @@ def bench():
     return module
 
 
-def plan_of(bench, target: Path, recipe: Path, jobs: str) -> dict:
+def plan_of(bench, target: Path, recipe: Path, jobs: str, env: dict | None = None) -> dict:
     """Plan in a fresh interpreter (single-threaded, so the engine may fork) with the benchmark's own driver."""
     done = subprocess.run([sys.executable, "-c", bench.GROWTH_DRIVER, str(recipe), str(target), jobs],
-                          capture_output=True, text=True, timeout=300)
+                          capture_output=True, text=True, timeout=300, env={**os.environ, **(env or {})})
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
 
@@ -51,6 +52,16 @@ def test_parallel_plan_is_the_sequential_plan(bench, tmp_path, broken):
     assert (one["workers"], two["workers"]) == (1, 2)  # the second really used a forked worker
     assert one["digest"] == two["digest"]  # files' bytes, steps and errors (to_dict), in order
     assert one["errors"] == two["errors"] == len(broken)  # the field step of each broken file
+
+
+def test_specpatch_jobs_sets_the_processes_when_plan_decides(bench, tmp_path):
+    """`plan(jobs=None)` decides by itself (by the files' sizes and the machine's load); $SPECPATCH_JOBS decides
+    instead, whatever the load."""
+    target, recipe = bench.generate_growth(tmp_path, 3)
+    one = plan_of(bench, target, recipe, "auto", {"SPECPATCH_JOBS": "1"})
+    two = plan_of(bench, target, recipe, "auto", {"SPECPATCH_JOBS": "2"})
+    assert (one["workers"], two["workers"]) == (1, 2)
+    assert one["digest"] == two["digest"]
 
 
 @pytest.mark.parametrize("broken", [(), (1,)], ids=["clean", "one-file-broken"])

@@ -68,7 +68,7 @@ def test_wheel_carries_recipes_fixtures_and_entry_points(wheel):
     fixtures = {n[len("patcher/fixtures/"):] for n in names if n.startswith("patcher/fixtures/")}
     assert fixtures == files_under(ROOT / "fixtures")
     assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
-    assert "specpatch = patcher.cli:main" in entry_points
+    assert "specpatch = patcher.cli:run" in entry_points
     assert "specpatch = patcher.pytest_plugin" in entry_points
 
 
