@@ -214,11 +214,19 @@ def _shim_paths(verify_spec: VerifySpec, folder: Path | None) -> list[str]:
         raise ValueError("verify.shims are relative to the recipe's folder: pass recipe_folder")
     paths = []
     for rel in verify_spec.shims:
-        script = (Path(folder) / rel).resolve()
-        if PurePosixPath(rel).is_absolute() or not script.is_relative_to(Path(folder).resolve()):
+        script = _in_folder(Path(folder), rel)
+        if script is None:
             raise ValueError(f"shim `{rel}` leaves the recipe's folder {folder}")
         paths.append(str(script))
     return paths
+
+
+def _in_folder(folder: Path, rel: str) -> Path | None:
+    """The resolved path of the script `rel` of the recipe folder `folder`; None when it leaves the folder."""
+    script = (folder / rel).resolve()
+    if PurePosixPath(rel).is_absolute() or not script.is_relative_to(folder.resolve()):
+        return None
+    return script
 
 
 def _import_checks(python: str | os.PathLike, paths: Sequence[Path], package: str, stubs: Sequence[str],
@@ -372,8 +380,8 @@ def run_probes(target: Target, verify_spec: VerifySpec, recipe_folder: Path, *,
 def _run_probe(target: Target, stubs: Sequence[str], shims: Sequence[str], folder: Path, probe: Probe,
                python: str | os.PathLike, params: dict[str, Any]) -> Check:
     name = probe.name or probe.path
-    script = (folder / probe.path).resolve()
-    if PurePosixPath(probe.path).is_absolute() or not script.is_relative_to(folder.resolve()):
+    script = _in_folder(folder, probe.path)
+    if script is None:
         return Check("probe", name, "failed", f"`{probe.path}` leaves the recipe's folder {folder}")
     if not script.is_file():
         return Check("probe", name, "failed", f"no probe script `{probe.path}` in {folder}")

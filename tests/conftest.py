@@ -25,16 +25,17 @@ def sglang_release():
     return get
 
 
-def _env_python(python: str, what: str, build: str) -> str:
+def _env_python(python: str, what: str, build: str, modules: str = "torch, transformers") -> str:
+    """`python` if `import <modules>` works in it; else the test fails (or skips with SPECPATCH_ALLOW_NO_CPUENV=1),
+    saying how to `build` the environment."""
     try:
-        done = subprocess.run([python, "-c", "import torch, transformers"], capture_output=True, text=True,
-                              timeout=300)
+        done = subprocess.run([python, "-c", f"import {modules}"], capture_output=True, text=True, timeout=300)
         problem = None if done.returncode == 0 else (done.stderr.strip().splitlines() or ["exit code"])[-1]
     except (OSError, subprocess.TimeoutExpired) as exc:
         problem = str(exc)
     if problem:
-        message = (f"the {what} is missing: `import torch, transformers` fails in {python} ({problem}); build it "
-                   f"with `{build}`, or set SPECPATCH_ALLOW_NO_CPUENV=1 to skip")
+        message = (f"the {what} is missing: `import {modules}` fails in {python} ({problem}); build it "
+                   f"with {build}, or set SPECPATCH_ALLOW_NO_CPUENV=1 to skip")
         if os.environ.get("SPECPATCH_ALLOW_NO_CPUENV") == "1":
             pytest.skip(message)
         pytest.fail(message, pytrace=False)
@@ -48,7 +49,7 @@ def cpuenv_python_tf5() -> str:
     (or skip with SPECPATCH_ALLOW_NO_CPUENV=1)."""
     return _env_python(os.environ.get("SPECPATCH_CPU_PYTHON_TF5") or "python-tf5-not-configured",
                        "transformers-5 CPU environment (SPECPATCH_CPU_PYTHON_TF5)",
-                       "scripts/cpu-env.sh .venv-tf5 requirements/sglang-cpu-tf5.txt")
+                       "`scripts/cpu-env.sh .venv-tf5 requirements/sglang-cpu-tf5.txt`")
 
 
 @pytest.fixture(scope="session")
@@ -56,16 +57,5 @@ def cpuenv_python() -> str:
     """The interpreter of the CPU environment in which sglang imports (`scripts/cpu-env.sh` builds it): this one,
     or `$SPECPATCH_CPU_PYTHON`. Without torch there, a `cpuenv` test fails, so that CI never passes by skipping
     the real smoke test; `SPECPATCH_ALLOW_NO_CPUENV=1` turns the failure into a skip for a quick local run."""
-    python = os.environ.get("SPECPATCH_CPU_PYTHON") or sys.executable
-    try:
-        done = subprocess.run([python, "-c", "import torch"], capture_output=True, text=True, timeout=300)
-        problem = None if done.returncode == 0 else (done.stderr.strip().splitlines() or ["exit code"])[-1]
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        problem = str(exc)
-    if problem:
-        message = (f"the CPU environment is missing: `import torch` fails in {python} ({problem}); build it with "
-                   f"`scripts/cpu-env.sh` and run pytest with its python, or set SPECPATCH_ALLOW_NO_CPUENV=1 to skip")
-        if os.environ.get("SPECPATCH_ALLOW_NO_CPUENV") == "1":
-            pytest.skip(message)
-        pytest.fail(message, pytrace=False)
-    return python
+    return _env_python(os.environ.get("SPECPATCH_CPU_PYTHON") or sys.executable, "CPU environment",
+                       "`scripts/cpu-env.sh` and run pytest with its python", modules="torch")

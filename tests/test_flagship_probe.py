@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from sabotage import run_broken
 
 from patcher.engine import plan
 from patcher.recipe import load_recipe
@@ -115,39 +115,11 @@ BREAKAGES = [
 ]
 
 
-def overlay(source: Path, dest: Path, rel: str, text: str) -> None:
-    """`dest` mirrors `source` through symlinks, except the file `rel` (written with `text`) and its folders."""
-    parts = Path(rel).parts
-    src, dst = source, dest
-    for depth, part in enumerate(parts):
-        dst.mkdir(parents=True, exist_ok=True)
-        for entry in src.iterdir():
-            if entry.name != part and entry.name != "__pycache__":
-                (dst / entry.name).symlink_to(entry)
-        src, dst = src / part, dst / part
-    dst.write_text(text)
-
-
 @pytest.fixture(scope="module")
 def broken_runs(cpu_python, patched, tmp_path_factory) -> dict:
     """Every breakage applied to its own overlay of the patched tree, the probe run on each (in parallel)."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    original = (patched / WORKER).read_text()
-    jobs = {}
-    for name, pattern, replacement, _ in BREAKAGES:
-        text, count = re.subn(pattern, replacement, original)
-        if count != 1:
-            jobs[name] = f"the breakage matches {count} times in the patched worker, not once"
-            continue
-        compile(text, WORKER, "exec")
-        root = tmp_path_factory.mktemp(f"broken-{name}")
-        overlay(patched, root, WORKER, text)
-        jobs[name] = root
-    with ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2)) as pool:
-        futures = {name: pool.submit(run_probe, cpu_python, root, "worker_probe.py")
-                   for name, root in jobs.items() if isinstance(root, Path)}
-        return {name: futures[name].result() if name in futures else jobs[name] for name in jobs}
+    return run_broken(patched, WORKER, BREAKAGES, tmp_path_factory.mktemp,
+                      lambda root: run_probe(cpu_python, root, "worker_probe.py"))
 
 
 @pytest.mark.parametrize("name,expected", [(b[0], b[3]) for b in BREAKAGES], ids=[b[0] for b in BREAKAGES])

@@ -12,12 +12,11 @@ Needs: the transformers-5 CPU environment ($SPECPATCH_CPU_PYTHON_TF5) and the 0.
 from __future__ import annotations
 
 import dataclasses
-import os
-import re
 import shutil
 from pathlib import Path
 
 import pytest
+from sabotage import run_broken
 from packaging.version import Version
 
 from patcher import verify
@@ -127,39 +126,11 @@ BREAKAGES = [
 ]
 
 
-def overlay(source: Path, dest: Path, rel: str, text: str) -> None:
-    """`dest` mirrors `source` through symlinks, except the file `rel` (written with `text`) and its folders."""
-    parts = Path(rel).parts
-    src, dst = source, dest
-    for part in parts:
-        dst.mkdir(parents=True, exist_ok=True)
-        for entry in src.iterdir():
-            if entry.name != part and entry.name != "__pycache__":
-                (dst / entry.name).symlink_to(entry)
-        src, dst = src / part, dst / part
-    dst.write_text(text)
-
-
 @pytest.fixture(scope="module")
 def broken_runs(recipe, cpuenv_python_tf5, patched, tmp_path_factory) -> dict:
     """Every breakage applied to its own overlay of the patched tree, the worker probe run on each (in parallel)."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    original = (patched / WORKER).read_text()
-    jobs = {}
-    for name, pattern, replacement, _ in BREAKAGES:
-        text, count = re.subn(pattern, replacement, original)
-        if count != 1:
-            jobs[name] = f"the breakage matches {count} times in the patched worker, not once"
-            continue
-        compile(text, WORKER, "exec")
-        root = tmp_path_factory.mktemp(f"broken-{name}")
-        overlay(patched, root, WORKER, text)
-        jobs[name] = root
-    with ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2)) as pool:
-        futures = {name: pool.submit(run_worker_probe, recipe, cpuenv_python_tf5, root)
-                   for name, root in jobs.items() if isinstance(root, Path)}
-        return {name: futures[name].result() if name in futures else jobs[name] for name in jobs}
+    return run_broken(patched, WORKER, BREAKAGES, tmp_path_factory.mktemp,
+                      lambda root: run_worker_probe(recipe, cpuenv_python_tf5, root))
 
 
 @pytest.mark.parametrize("name,expected", [(b[0], b[3]) for b in BREAKAGES], ids=[b[0] for b in BREAKAGES])
