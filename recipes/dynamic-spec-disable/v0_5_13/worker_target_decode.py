@@ -1,18 +1,19 @@
 def _spec_disable_target_decode(
     self, batch: ScheduleBatch, out_cache_loc: torch.Tensor
 ) -> GenerationBatchResult:
-    """One eager DECODE forward of the target with spec_info=None, sampling one token each."""
+    """One DECODE forward of the target with spec_info=None, sampling one token each."""
     # The target runs on a copy of the scheduler's ScheduleBatch (this release hands the
     # worker the ScheduleBatch itself, and ForwardBatch.init_new consumes its one-shot
     # fields), so the batch keeps the values the draft catch-up reads after this.
     # spec_info must be None: in DECODE mode the attention backends read one as a draft
-    # multi-step decode. The target's CUDA graphs were captured for TARGET_VERIFY (n
-    # tokens per request) and its graph runner does not check the forward mode, so it is
-    # set aside for the call and put back even when the forward raises. The penalties apply
-    # as in any decode: spec v2 accumulates them (prepare_for_decode) and verify applies
-    # them, so the state is current. Grammar masks and the sampling parameters apply as in
-    # any decode. Logprobs are computed by the target's sampler when the batch asks for
-    # them, as in a plain decode (the speculative path of this release returns them too).
+    # multi-step decode. The caller has swapped in the target's DECODE CUDA graph and its
+    # attention backend (captured at start-up for one token per request with the hidden
+    # states the draft catch-up reads). The penalties apply as in any decode: spec v2
+    # accumulates them (prepare_for_decode) and verify applies them, so the state is
+    # current. Grammar masks, logit bias, min_p and custom logit processors apply as in a
+    # server without speculation (speculative steps apply penalties, logit bias and grammar
+    # in verify, but not min_p or custom logit processors). Logprobs are computed by the
+    # target's sampler when the batch asks for them, as in a plain decode.
     # The CPU copies of the sequence lengths are None when every attention backend says it
     # does not need them (FutureMap's needs_cpu_seq_lens); they then stay None.
     bs = len(batch.seq_lens)
@@ -36,10 +37,4 @@ def _spec_disable_target_decode(
             capture_hidden_mode=CaptureHiddenMode.FULL,
             seq_lens_cpu_cache=None,
         )
-    model_runner = self.target_worker.model_runner
-    graph_runner = model_runner.graph_runner
-    model_runner.graph_runner = None
-    try:
-        return self.target_worker.forward_batch_generation(target_batch)
-    finally:
-        model_runner.graph_runner = graph_runner
+    return self.target_worker.forward_batch_generation(target_batch)

@@ -1,0 +1,55 @@
+def _spec_disable_build_plain_state(self, threshold: int) -> tuple:
+    """Build, once at start-up, what a decode step without speculation runs on: one token per request."""
+    # The target: an attention backend of its own and a DECODE CUDA graph, captured as a
+    # server without speculation captures it (the model runner's speculative algorithm is
+    # set aside while it is built) but with the hidden states the draft catch-up reads
+    # (EAGLE3: the auxiliary layers), so that a step without speculation costs what a plain
+    # decode step costs. The draft: a draft-extend attention backend and graph for one token
+    # per request, as upstream's adaptive speculation builds a state per step count
+    # (build_adaptive_runtime_state). Graphs are captured for the batch sizes above N only:
+    # smaller batches always speculate. No draft multi-step decode backend is built.
+    tic = time.perf_counter()
+    before_mem = get_available_gpu_memory(self.device, self.gpu_id)
+    sa = self.server_args
+    dw = self._draft_worker
+    model_runner = self._target_worker.model_runner
+    capture_bs = None
+    if not sa.disable_cuda_graph:
+        capture_bs = [bs for bs in (sa.cuda_graph_bs or []) if bs > threshold]
+    with self._override_worker_state(0, 1, cuda_graph_bs=capture_bs):
+        draft_extend_backend = DraftBackendFactory(
+            sa, dw.draft_runner, self.topk, 0
+        ).create_draft_extend_backend()
+        draft_extend_graph = None
+        if self.spec_disable_catch_up != "skip":
+            dw.draft_extend_attn_backend = draft_extend_backend
+            dw.init_cuda_graphs()
+            draft_extend_graph = dw.cuda_graph_runner_for_draft_extend
+        runner_args = model_runner.server_args
+        saved = (
+            model_runner.spec_algorithm,
+            model_runner.init_new_workspace,
+            runner_args.enable_return_hidden_states,
+        )
+        model_runner.spec_algorithm = SpeculativeAlgorithm.NONE
+        runner_args.enable_return_hidden_states = True
+        try:
+            target_backend = model_runner._get_attention_backend(init_new_workspace=True)
+            target_graph = None
+            if not runner_args.disable_cuda_graph:
+                graph_runner_cls = NPUGraphRunner if _is_npu else CudaGraphRunner
+                target_graph = graph_runner_cls(model_runner, attn_backend=target_backend)
+        finally:
+            (
+                model_runner.spec_algorithm,
+                model_runner.init_new_workspace,
+                runner_args.enable_return_hidden_states,
+            ) = saved
+    after_mem = get_available_gpu_memory(self.device, self.gpu_id)
+    log_info_on_rank0(
+        logger,
+        "Dynamic speculation disable: built the one-token state for batches above "
+        f"{threshold} (CUDA graph batch sizes {capture_bs}) in "
+        f"{time.perf_counter() - tic:.2f} s, mem={(before_mem - after_mem):.2f} GB",
+    )
+    return (0, 1, draft_extend_backend, draft_extend_graph, target_backend, target_graph)
