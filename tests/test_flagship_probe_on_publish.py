@@ -4,7 +4,8 @@ by the recipe, fails on the pristine release, and fails on broken fallbacks.
 0.5.13's EAGLEWorkerV2 takes the ScheduleBatch and an `on_publish` callback; the probe drives the patched worker
 through the real Scheduler.run_batch. The probes run as `specpatch verify` runs them (patcher.verify.run_probes: a
 subprocess of the transformers-5 CPU environment, the tree first on sys.path, GPU-only packages stubbed). Each broken
-variant edits one thing in the patched eagle_worker_v2.py (publish after the catch-up, no new_seq_lens, ...).
+variant edits one thing in the patched eagle_worker_v2.py (publish after the catch-up, no new_seq_lens, a
+verify graph captured instead of a DECODE one, a swapped field not put back, ...).
 
 Needs: the transformers-5 CPU environment ($SPECPATCH_CPU_PYTHON_TF5) and the 0.5.13 release (fetched, cached).
 """
@@ -94,16 +95,13 @@ BREAKAGES = [
      "on_publish called 0 times"),
     ("stale-lens-published", r"on_publish\(new_seq_lens\)", "on_publish(batch.seq_lens)",
      "not the new sequence lengths"),
-    ("no-new-seq-lens", r"\n\s*new_seq_lens=new_seq_lens,(\n\s*# The target's routed)", r"\1",
+    ("no-new-seq-lens", r"\n\s*new_seq_lens=new_seq_lens,(\n\s*routed_experts_output=target_result\.)", r"\1",
      "no new_seq_lens"),
     ("accept-lens-2", r"accept_lens = torch\.ones_like\(tokens\)", "accept_lens = torch.ones_like(tokens) * 2",
      "accept_lens"),
-    ("tokens-not-strided", r"tokens\.repeat_interleave\(self\.speculative_num_draft_tokens\)",
-     "tokens.repeat(self.speculative_num_draft_tokens)", "i * num_draft_tokens"),
-    ("no-stride", r"\n\s*speculative_num_draft_tokens=self\.speculative_num_draft_tokens,(\n\s*# No extra)", r"\1",
-     "stride"),
-    ("graph-runner-not-restored", r"(finally:\n\s*)model_runner\.graph_runner = graph_runner", r"\1pass",
-     "graph runner"),
+    ("tokens-reordered", r"next_token_ids=tokens,", "next_token_ids=tokens.flip(0),", "stride 1"),
+    ("no-stride", r"\n\s*speculative_num_draft_tokens=1,", "", "stride"),
+    ("fields-not-restored", r"(finally:\n\s*)self\._spec_disable_swap\(saved\)", r"\1pass", "put back"),
     ("target-on-the-batch-itself", r"\n(\s*)return self\.target_worker\.forward_batch_generation\(target_batch\)",
      r"\n\1for f in dataclasses.fields(target_batch): setattr(batch, f.name, getattr(target_batch, f.name))"
      r"\n\1return self.target_worker.forward_batch_generation(batch)", "not a copy"),
@@ -111,8 +109,6 @@ BREAKAGES = [
      r"seq_lens=batch.seq_lens.add_(1),\1", "changed in place"),
     ("stale-seq-lens-sum", r"seq_lens_sum=None if batch\.seq_lens_sum is None else batch\.seq_lens_sum \+ bs,"
                            r"(\n\s*spec_info=None,)", r"seq_lens_sum=batch.seq_lens_sum,\1", "seq_lens_sum"),
-    ("no-host-extend-lens", r"\n(\s*)forward_batch\.extend_seq_lens_cpu = \[1\] \* bs\n", r"\n\1pass\n",
-     "extend lengths"),
     ("logprobs-not-rows", r"logits_output\.next_token_logprobs = logits_output\.next_token_logprobs\.reshape\(-1, 1\)",
      "pass", "a row per request"),
     ("dp-local-size", r"batch_size = sum\(batch\.global_num_tokens\)", "batch_size = len(batch.seq_lens)",
@@ -123,6 +119,22 @@ BREAKAGES = [
      "pass", "NaN"),
     ("routed-experts-dropped", r"\n\s*routed_experts_output=target_result\.routed_experts_output,", "",
      "routed-expert"),
+    ("dp-counts-shared", r"(seq_lens_cpu_cache=None,)\n\s*\*\*dp_counts,(\n\s*\)\n\s*return)", r"\1\2",
+     "shares global_num_tokens"),
+    # what is captured at start-up, and what a fallback step runs on
+    ("verify-graph-captured", r"\n\s*model_runner\.spec_algorithm = SpeculativeAlgorithm\.NONE\n", "\n",
+     "TARGET_VERIFY"),
+    ("graph-without-hidden-states", r"\n\s*runner_args\.enable_return_hidden_states = True\n", "\n",
+     "hidden states the draft reads"),
+    ("every-batch-size-captured", r"\[bs for bs in \(sa\.cuda_graph_bs or \[\]\) if bs > threshold\]",
+     "list(sa.cuda_graph_bs or [])", "not those above N"),
+    ("no-catch-up-when-asked", r'if self\.spec_disable_catch_up == "skip":', "if True:",
+     "_draft_extend_for_decode did not run"),
+    ("hidden-states-kept", r"(\n\s*)logits_output\.hidden_states = None\n", r"\1pass\n", "stayed on the result"),
+    ("catch-up-on-the-verify-graph", r"\n\s*dw\.cuda_graph_runner_for_draft_extend,\n\s*model_runner\.attn_backend,"
+                                     r"\n\s*model_runner\.graph_runner,\n\s*\) = state",
+     "\n        _unused,\n        model_runner.attn_backend,\n        model_runner.graph_runner,\n    ) = state",
+     "one-token graph"),
 ]
 
 

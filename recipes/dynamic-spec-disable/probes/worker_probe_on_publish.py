@@ -17,6 +17,12 @@ then run by the real `Scheduler.run_batch` (overlap: FutureMap relay, on_publish
 synchronous path), and its result read by the real `SchedulerBatchResultProcessor` and resolved by the real
 FutureMap for the next step. FutureMap's gather of the relayed rows is a Triton kernel: the probe runs it as a
 plain indexed read (same rows, same buffers).
+
+What needs a GPU is faked where the patch builds it, and the fakes record how they were built: the CUDA graph
+runners (the target's DECODE graph, the draft's one-token extend graph) and the attention backends that the fallback
+captures at start-up. The probe checks what is captured (DECODE, one token per request, the hidden states the draft
+reads, only the batch sizes above N) and that a fallback step runs on exactly those, with every field the patch
+swaps put back afterwards, also when the forward raises.
 """
 
 from __future__ import annotations
@@ -112,6 +118,47 @@ class GraphRunnerSentinel:
         raise AssertionError("the target's verify CUDA graph was replayed for the fallback")
 
 
+class PlainTargetGraph:
+    """Stands for the target CUDA graph runner the patch builds at start-up; records how it was built."""
+
+    def __init__(self, model_runner, *, attn_backend=None, **kwargs):
+        args = model_runner.server_args
+        self.built_with = dict(spec_algorithm=model_runner.spec_algorithm, attn_backend=attn_backend,
+                               return_hidden_states=args.enable_return_hidden_states,
+                               cuda_graph_bs=list(args.cuda_graph_bs), kwargs=kwargs,
+                               num_draft_tokens=args.speculative_num_draft_tokens)
+        BUILT.append(self)
+
+
+class DraftExtendGraph:
+    """Stands for a draft-extend CUDA graph runner: never runnable here (the eager path computes the values), but
+    records each batch it was asked about and how many tokens per request it was built for."""
+
+    def __init__(self, num_tokens_per_bs):
+        self.num_tokens_per_bs = num_tokens_per_bs
+        self.asked = []
+
+    def can_run(self, forward_batch):
+        self.asked.append(len(forward_batch.input_ids))
+        return False
+
+
+class FakeBackendFactory:
+    """DraftBackendFactory as the patch uses it: a draft-extend backend, recorded with the step count asked for."""
+
+    def __init__(self, server_args, draft_runner, topk, num_steps):
+        self.num_steps = num_steps
+
+    def create_draft_extend_backend(self):
+        return SimpleNamespace(kind="draft-extend backend", num_steps=self.num_steps)
+
+
+BUILT = []  # PlainTargetGraph instances, in order
+eagle_worker_v2.CudaGraphRunner = PlainTargetGraph
+eagle_worker_v2.DraftBackendFactory = FakeBackendFactory
+eagle_worker_v2.get_available_gpu_memory = lambda *args, **kwargs: 0.0
+
+
 class Capture:
     """Stands for a routed-expert / indexer top-k capture of the target's forward (copied to CPU by the result)."""
 
@@ -140,8 +187,15 @@ class FakeRunner:
         self.canary_manager = None
         self.model_config = SimpleNamespace(vocab_size=V)
         self.graph_runner = graph_runner
+        self.init_new_workspace = False
         self.log = log
         self.calls = []
+
+    def _get_attention_backend(self, init_new_workspace=False):
+        self.init_new_workspace = init_new_workspace  # the patch must put it back
+        return SimpleNamespace(kind="target backend", spec_algorithm=self.spec_algorithm,
+                               num_draft_tokens=self.server_args.speculative_num_draft_tokens,
+                               init_forward_metadata=lambda forward_batch: None)
 
 
 class FakeTargetWorker:
@@ -173,7 +227,8 @@ class FakeTargetWorker:
             positions=None if fb is None else fb.positions.clone(),
             spec_info_is_none=b.spec_info is None, capture=None if fb is None else fb.capture_hidden_mode,
             return_logprob=b.return_logprob, sampling_info=b.sampling_info,
-            graph_runner=self.model_runner.graph_runner, is_verify=is_verify))
+            graph_runner=self.model_runner.graph_runner, attn_backend=self.model_runner.attn_backend,
+            fb_attn_backend=getattr(fb, "attn_backend", None), is_verify=is_verify))
         if self.fail_forward:
             raise RuntimeError("target forward failed (probe)")
         bs = len(b.seq_lens)
@@ -223,6 +278,16 @@ class FakeDraftRunner(FakeRunner):
         return SimpleNamespace(logits_output=LogitsProcessorOutput(next_token_logits=logits, hidden_states=hidden))
 
 
+SPEC_DRAFT_GRAPH = SimpleNamespace(kind="the speculative path's draft graph")
+SPEC_DRAFT_EXTEND_GRAPH = SimpleNamespace(kind="the speculative path's draft-extend graph",
+                                          can_run=lambda forward_batch: False)
+SPEC_DRAFT_BACKEND = SimpleNamespace(kind="the speculative path's draft backend")
+SPEC_DRAFT_EXTEND_BACKEND = SimpleNamespace(kind="the speculative path's draft-extend backend")
+SPEC_TARGET_BACKEND = SimpleNamespace(kind="the speculative path's target backend",
+                                      init_forward_metadata=lambda forward_batch: None)
+CUDA_GRAPH_BS = [1, 2, 4, 8, 16, 32]
+
+
 class FakeVerifyInput:
     def is_verify_input(self):
         return True
@@ -242,9 +307,13 @@ class RecordingDraftWorker(EagleDraftWorker):
         self.draft_runner = FakeDraftRunner(pool, log)
         self.draft_tp_context = lambda group: contextlib.nullcontext()
         self.plan_stream, self.plan_stream_ctx = None, contextlib.nullcontext()
-        self.cuda_graph_runner = None
-        self.cuda_graph_runner_for_draft_extend = None
+        self.cuda_graph_runner = SPEC_DRAFT_GRAPH
+        self.cuda_graph_runner_for_draft_extend = SPEC_DRAFT_EXTEND_GRAPH
+        self.draft_attn_backend = SPEC_DRAFT_BACKEND
+        self.draft_extend_attn_backend = SPEC_DRAFT_EXTEND_BACKEND
+        self.draft_runner.draft_attn_backend = SPEC_DRAFT_BACKEND
         self.hot_token_id = None
+        self.graphs_built = []
         self.draft_calls = []
         self.extend_decode_calls = []
         self.extend_prefill_calls = []
@@ -253,9 +322,18 @@ class RecordingDraftWorker(EagleDraftWorker):
         self.draft_calls.append(batch)
         return FakeVerifyInput()
 
+    def init_cuda_graphs(self):  # the real one captures CUDA graphs; record what it would build
+        self.graphs_built.append(dict(num_draft_tokens=self.speculative_num_draft_tokens,
+                                      num_steps=self.speculative_num_steps,
+                                      backend=self.draft_extend_attn_backend,
+                                      disabled=self.server_args.disable_cuda_graph))
+        self.cuda_graph_runner = None
+        self.cuda_graph_runner_for_draft_extend = DraftExtendGraph(self.speculative_num_draft_tokens)
+
     def _draft_extend_for_decode(self, batch, batch_result):
         hidden = batch_result.logits_output.hidden_states
         self.extend_decode_calls.append(SimpleNamespace(
+            num_draft_tokens=self.speculative_num_draft_tokens, graph=self.cuda_graph_runner_for_draft_extend,
             out_cache_loc=None if batch.out_cache_loc is None else batch.out_cache_loc.clone(),
             seq_lens=batch.seq_lens, seq_lens_values=batch.seq_lens.clone(),
             next_token_ids=batch_result.next_token_ids.clone(), accept_lens=batch_result.accept_lens.clone(),
@@ -274,14 +352,19 @@ def make_pool():
                            .view(POOL_ROWS, POOL_LEN), device="cpu")
 
 
-def make_worker(threshold: int = 0, *, dp_attention: bool = False, catch_up: str | None = None):
+def make_worker(threshold: int = 0, *, dp_attention: bool = False, catch_up: str | None = None,
+                disable_cuda_graph: bool = False):
     """An EAGLEWorkerV2 without its __init__; the patch's own init step reads N (and the environment)."""
     pool = make_pool()
     log = []
     server_args = SimpleNamespace(speculative_disable_batch_threshold=threshold, enable_dp_attention=dp_attention,
                                   dp_size=2 if dp_attention else 1, tp_size=2 if dp_attention else 1,
                                   moe_dense_tp_size=None, enable_dp_lm_head=False, moe_a2a_backend="none",
-                                  speculative_adaptive=False)
+                                  speculative_adaptive=False, speculative_num_steps=STEPS,
+                                  speculative_num_draft_tokens=N_DRAFT, cuda_graph_bs=list(CUDA_GRAPH_BS),
+                                  disable_cuda_graph=disable_cuda_graph, cuda_graph_max_bs=32,
+                                  max_running_requests=32, enable_return_hidden_states=False,
+                                  attention_backend="torch_native", enable_lora=False)
     w = EAGLEWorkerV2.__new__(EAGLEWorkerV2)
     w.server_args = server_args
     w.topk = 1
@@ -297,7 +380,14 @@ def make_worker(threshold: int = 0, *, dp_attention: bool = False, catch_up: str
     w.plan_stream, w.plan_stream_ctx = None, contextlib.nullcontext()
     w.adaptive_controller = None
     w._target_worker = FakeTargetWorker(pool, log)
+    w._target_worker.model_runner.server_args = server_args
+    w._target_worker.model_runner.attn_backend = SPEC_TARGET_BACKEND
     w._draft_worker = RecordingDraftWorker(pool, log)
+    w._draft_worker.server_args = server_args
+    w._draft_worker.draft_runner.server_args = server_args
+    w._draft_worker.draft_runner.model_config = SimpleNamespace(vocab_size=V, spec_hidden_size=H_DRAFT,
+                                                                dtype=torch.float32)
+    w._draft_worker._rebuild_topk1_chain_buffers()
     w.log = log
     w.verify_calls = []
 
@@ -557,9 +647,14 @@ def check_fallback(catch_up: str, *, overlap: bool = True, needs_cpu_seq_lens: b
         assert call.mode == ForwardMode.DECODE, f"target forward mode {call.mode}, not DECODE"
         assert call.spec_info_is_none, "the target forward got a spec_info (attention would read it as a draft)"
         assert not call.is_verify, "the target forward was a verify forward"
-        assert call.graph_runner is None, "the target's CUDA graph runner was not set aside during the forward"
-        assert w.target_worker.model_runner.graph_runner is w.target_worker.graph_runner, \
-            "the target's CUDA graph runner was not put back"
+        plain = w._spec_disable_plain
+        assert isinstance(call.graph_runner, PlainTargetGraph) and call.graph_runner is plain[5], \
+            "the target forward did not run on the DECODE graph runner built at start-up"
+        assert call.attn_backend is plain[4] and call.attn_backend.kind == "target backend", \
+            "the target forward did not run on the attention backend built with its graph"
+        if call.fb_attn_backend is not None:
+            assert call.fb_attn_backend is plain[4], "the target's ForwardBatch got another attention backend"
+        check_restored(w)
         assert call.capture == CaptureHiddenMode.FULL, f"target capture mode {call.capture}"
         assert call.return_logprob, "the batch's return_logprob did not reach the target"
         assert call.sampling_info is entry["sampling_info"], "the target did not get the batch's sampling info"
@@ -590,13 +685,13 @@ def check_fallback(catch_up: str, *, overlap: bool = True, needs_cpu_seq_lens: b
             assert torch.equal(entry["seq_lens_cpu"], entry["seq_lens_cpu_values"]), "seq_lens_cpu changed in place"
 
         # the result contract
-        assert result.next_token_ids.shape == (bs * n,), f"next_token_ids shape {tuple(result.next_token_ids.shape)}"
+        assert result.next_token_ids.shape == (bs,), f"next_token_ids shape {tuple(result.next_token_ids.shape)}"
         assert result.next_token_ids.dtype == torch.int32
-        assert [int(result.next_token_ids[i * n]) for i in range(bs)] == [e.t for e in exp], \
-            "the sampled tokens are not at i * num_draft_tokens"
+        assert result.next_token_ids.tolist() == [e.t for e in exp], "the sampled tokens are not at i (stride 1)"
         assert result.accept_lens.tolist() == [1] * bs and result.accept_lens.dtype == torch.int32, \
             f"accept_lens {result.accept_lens.tolist()} are not all 1 (int32)"
-        assert result.speculative_num_draft_tokens == n, "the result does not carry its stride"
+        assert result.speculative_num_draft_tokens == 1, "the result does not carry its stride (1)"
+        assert getattr(result, "speculation_disabled", False), "the result is not marked as a step without speculation"
         assert result.delay_sample_func is None, "delay_sample_func would postpone the stash"
         assert result.logits_output is not None
         assert result.new_seq_lens is not None, "the result carries no new_seq_lens"
@@ -609,6 +704,8 @@ def check_fallback(catch_up: str, *, overlap: bool = True, needs_cpu_seq_lens: b
         lp = result.logits_output.next_token_logprobs
         assert lp is not None and tuple(lp.shape) == (bs, 1), \
             f"logprobs {None if lp is None else tuple(lp.shape)}: the spec-v2 scheduler reads a row per request"
+        assert result.logits_output.hidden_states is None, \
+            "the target's hidden states stayed on the result (nothing reads them after the catch-up)"
         nd = result.next_draft_input
         assert isinstance(nd, EagleDraftInput), "next_draft_input is not an EagleDraftInput"
         assert nd.bonus_tokens.tolist() == [e.t for e in exp] and nd.bonus_tokens.dtype == torch.int32
@@ -624,47 +721,51 @@ def check_fallback(catch_up: str, *, overlap: bool = True, needs_cpu_seq_lens: b
             assert torch.equal(indices, rows), "on_publish did not publish for the batch's pool rows"
             assert values.tolist() == [e.s + 1 for e in exp], \
                 f"on_publish got {values.tolist()}, not the new sequence lengths s + 1"
-            assert "draft" in log and log.index("target") < log.index("publish") < log.index("draft"), \
-                f"order {log}: on_publish must come after the target forward and before the draft catch-up"
+            assert log.index("target") < log.index("publish"), f"order {log}: on_publish before the target forward"
+            if catch_up != "skip":
+                assert "draft" in log and log.index("publish") < log.index("draft"), \
+                    f"order {log}: on_publish must come after the target forward and before the draft catch-up"
             assert fmap.new_seq_lens_buf[rows].tolist() == [e.s + 1 for e in exp], "FutureMap did not get s + 1"
         else:
             assert not publishes and entry["args"] in ((), (None,)), \
                 "the synchronous path has no on_publish, yet something was published"
 
-        # the draft catch-up: one real token per request, at position s, from the target's row for that request
+        # the draft catch-up: one real token per request, at position s, from the target's row for that request,
+        # through the speculative path's own draft extend at one token per request and the one-token graph
         runner_calls = w.draft_worker.draft_runner.calls
-        assert len(runner_calls) == 1, f"the draft model ran {len(runner_calls)} times, not once"
-        rc = runner_calls[0]
-        if catch_up == "padded":
+        if catch_up == "skip":
+            assert not runner_calls and not w.draft_worker.extend_decode_calls, "the skip mode ran a draft catch-up"
+            assert not nd.topk_p.any() and not nd.topk_index.any() and not nd.hidden_states.any(), \
+                "the skip mode's next_draft_input is not zeros"
+        else:
+            assert len(runner_calls) == 1, f"the draft model ran {len(runner_calls)} times, not once"
+            rc = runner_calls[0]
             assert len(w.draft_worker.extend_decode_calls) == 1, "_draft_extend_for_decode did not run"
             de = w.draft_worker.extend_decode_calls[0]
-            assert de.out_cache_loc.tolist() == [x for e in exp for x in e.slots], \
-                "the padded draft extend does not write the request's slots s..s+n-1"
+            assert de.num_draft_tokens == 1, f"the draft extend ran at {de.num_draft_tokens} tokens per request, not 1"
+            assert isinstance(de.graph, DraftExtendGraph) and de.graph.num_tokens_per_bs == 1 \
+                and de.graph is plain[3], "the draft extend did not get the one-token graph built at start-up"
+            assert de.graph.asked and set(de.graph.asked) == {bs}, \
+                f"the one-token draft graph was asked about {de.graph.asked} tokens, not {bs} (one per request)"
+            assert de.out_cache_loc.tolist() == [e.slots[0] for e in exp], \
+                "the draft extend does not write the request's slot s"
             assert de.accept_lens.tolist() == [1] * bs
-            assert de.hidden_shape == (bs * n, H_TARGET), f"padded hidden states {de.hidden_shape}"
+            assert de.hidden_shape == (bs, H_TARGET), f"catch-up hidden states {de.hidden_shape}"
             assert torch.equal(de.seq_lens_values, seq_lens_values), "the draft extend got modified seq_lens"
             assert rc.mode == ForwardMode.DRAFT_EXTEND_V2, f"draft catch-up mode {rc.mode}"
-            draft_rows = [i * n for i in range(bs)]
-        else:
-            assert not w.draft_worker.extend_decode_calls, "the single catch-up ran the padded draft extend"
-            assert rc.mode == ForwardMode.EXTEND, f"draft catch-up mode {rc.mode}"
-            assert rc.capture == CaptureHiddenMode.LAST
-            assert not rc.return_logprob, "the draft catch-up computed logprobs"
             assert len(rc.input_ids) == bs, f"{len(rc.input_ids)} draft tokens for {bs} requests"
-            assert rc.out_cache_loc.tolist() == [e.slots[0] for e in exp]
-            assert rc.seq_lens.tolist() == [e.s + 1 for e in exp], "draft catch-up seq_lens are not s + 1"
-            assert rc.extend_seq_lens_cpu == [1] * bs, f"draft catch-up extend lengths {rc.extend_seq_lens_cpu}"
             draft_rows = list(range(bs))
-        assert [int(rc.input_ids[r]) for r in draft_rows] == [e.t for e in exp], \
-            "the draft did not get the sampled tokens"
-        assert [int(rc.positions[r]) for r in draft_rows] == [e.s for e in exp], "the draft rows are not at position s"
-        assert [int(rc.spec_hidden[r, 1]) for r in draft_rows] == [1000 + i for i in range(bs)], \
-            "the draft rows do not carry the target hidden state of their own request"
-        assert nd.topk_index[:, 0].tolist() == [e.draft for e in exp], \
-            "next_draft_input.topk_index does not come from the draft's answer at position s"
-        assert nd.hidden_states[:, 0].tolist() == [float(e.s) for e in exp] and \
-            nd.hidden_states[:, 1].tolist() == [float(e.t) for e in exp], \
-            "next_draft_input.hidden_states is not the draft hidden state at position s"
+            assert [int(rc.input_ids[r]) for r in draft_rows] == [e.t for e in exp], \
+                "the draft did not get the sampled tokens"
+            assert [int(rc.positions[r]) for r in draft_rows] == [e.s for e in exp], \
+                "the draft rows are not at position s"
+            assert [int(rc.spec_hidden[r, 1]) for r in draft_rows] == [1000 + i for i in range(bs)], \
+                "the draft rows do not carry the target hidden state of their own request"
+            assert nd.topk_index[:, 0].tolist() == [e.draft for e in exp], \
+                "next_draft_input.topk_index does not come from the draft's answer at position s"
+            assert nd.hidden_states[:, 0].tolist() == [float(e.s) for e in exp] and \
+                nd.hidden_states[:, 1].tolist() == [float(e.t) for e in exp], \
+                "next_draft_input.hidden_states is not the draft hidden state at position s"
 
         # the scheduler after the call: its isolation put the batch's fields back, the next step is set up
         assert batch.spec_info is nd, "run_batch did not install next_draft_input"
@@ -673,7 +774,7 @@ def check_fallback(catch_up: str, *, overlap: bool = True, needs_cpu_seq_lens: b
             "the batch's fields were not restored after the forward"
         if overlap:
             assert torch.equal(nd.future_indices, rows)
-            check_next_step(batch, fmap, exp)
+            check_next_step(batch, fmap, exp, warm=catch_up != "skip")
         else:
             assert batch.seq_lens.tolist() == [e.s + 1 for e in exp], \
                 "the synchronous scheduler path did not advance seq_lens from result.new_seq_lens"
@@ -693,12 +794,71 @@ def check_fallback(catch_up: str, *, overlap: bool = True, needs_cpu_seq_lens: b
             "the logprob rows are not the target's, in request order"
         path = "overlap scheduler, on_publish before the catch-up" if overlap else "synchronous scheduler path"
         lens = "" if needs_cpu_seq_lens else ", no CPU sequence lengths"
-        return f"bs {bs} > N 2 ({catch_up} catch-up, {path}{lens}): one eager DECODE of the target, graph " \
-               "runner restored, draft caught up at position s, result and next step accepted by the scheduler"
+        caught = "no draft catch-up" if catch_up == "skip" else "draft caught up at position s by the one-token graph"
+        return f"bs {bs} > N 2 ({catch_up} catch-up, {path}{lens}): one DECODE of the target on the graph built at " \
+               f"start-up, fields restored, {caught}, result and next step accepted by the scheduler"
     return run
 
 
-def check_next_step(batch, fmap, exp):
+def check_restored(w):
+    """Every field the fallback swaps for its step is back to the speculative path's."""
+    dw, runner = w.draft_worker, w.target_worker.model_runner
+    assert runner.graph_runner is w.target_worker.graph_runner, "the target's CUDA graph runner was not put back"
+    assert runner.attn_backend is SPEC_TARGET_BACKEND, "the target's attention backend was not put back"
+    assert (w.speculative_num_steps, w.speculative_num_draft_tokens) == (STEPS, N_DRAFT) and \
+        (dw.speculative_num_steps, dw.speculative_num_draft_tokens) == (STEPS, N_DRAFT), \
+        "the speculative step and draft-token counts were not put back"
+    assert dw.cuda_graph_runner_for_draft_extend is SPEC_DRAFT_EXTEND_GRAPH and \
+        dw.draft_extend_attn_backend is SPEC_DRAFT_EXTEND_BACKEND, "the draft-extend graph or backend was not put back"
+    assert dw.cuda_graph_runner is SPEC_DRAFT_GRAPH and dw.draft_attn_backend is SPEC_DRAFT_BACKEND
+
+
+def check_plain_state(catch_up: str, *, disable_cuda_graph: bool = False):
+    def run():
+        BUILT.clear()
+        w = make_worker(2, catch_up=catch_up, disable_cuda_graph=disable_cuda_graph)
+        sa = w.server_args
+        steps, tokens, draft_backend, draft_graph, target_backend, target_graph = w._spec_disable_plain
+        assert (steps, tokens) == (0, 1), f"the plain state runs {steps} draft steps and {tokens} tokens per request"
+        assert target_backend.kind == "target backend" and target_backend.num_draft_tokens == 1, \
+            "the target's attention backend was not built for one token per request"
+        assert target_backend.spec_algorithm == SpeculativeAlgorithm.NONE, \
+            "the target's attention backend was built for the speculative (verify) path"
+        if disable_cuda_graph:
+            assert target_graph is None and not BUILT, "CUDA graphs were captured with --disable-cuda-graph"
+        else:
+            assert len(BUILT) == 1 and target_graph is BUILT[0], "one target graph runner is built at start-up"
+            built = target_graph.built_with
+            assert built["spec_algorithm"] == SpeculativeAlgorithm.NONE, \
+                "the target graph was captured as a speculative (TARGET_VERIFY) graph, not DECODE"
+            assert built["return_hidden_states"], "the target graph does not return the hidden states the draft reads"
+            assert built["attn_backend"] is target_backend, "the target graph was captured on another backend"
+            assert built["cuda_graph_bs"] == [bs for bs in CUDA_GRAPH_BS if bs > 2], \
+                f"the target graph captures batch sizes {built['cuda_graph_bs']}, not those above N"
+        built_draft = w.draft_worker.graphs_built
+        if catch_up == "skip":
+            assert draft_graph is None and not built_draft, "the skip mode built a draft-extend graph"
+        else:
+            assert len(built_draft) == 1 and built_draft[0]["num_draft_tokens"] == 1 and \
+                built_draft[0]["num_steps"] == 0 and built_draft[0]["backend"] is draft_backend, \
+                f"the draft-extend graph was built with {built_draft}, not one token per request on its own backend"
+            assert built_draft[0]["disabled"] == disable_cuda_graph
+            assert draft_backend.num_steps == 0
+        # everything the build changes for the capture is put back
+        assert w.target_worker.model_runner.spec_algorithm == EAGLE and not sa.enable_return_hidden_states and \
+            not w.target_worker.model_runner.init_new_workspace, "the model runner was left as built for the capture"
+        assert sa.cuda_graph_bs == CUDA_GRAPH_BS and sa.disable_cuda_graph == disable_cuda_graph and \
+            (sa.speculative_num_steps, sa.speculative_num_draft_tokens) == (STEPS, N_DRAFT), \
+            "the server arguments were left as set for the capture"
+        check_restored(w)
+        graphs = "no graphs (--disable-cuda-graph)" if disable_cuda_graph else \
+            f"a DECODE graph with hidden states for bs {[bs for bs in CUDA_GRAPH_BS if bs > 2]}"
+        draft = "no draft graph" if catch_up == "skip" else "a one-token draft-extend graph"
+        return f"N 2, {catch_up}: {graphs}, {draft}; model runner and server args put back"
+    return run
+
+
+def check_next_step(batch, fmap, exp, warm=True):
     """The next iteration's FutureMap resolve: lengths s + 1, the sampled tokens, the catch-up's top-k and hidden."""
     with no_record_stream():
         fmap.resolve_seq_lens_cpu(batch)
@@ -708,8 +868,11 @@ def check_next_step(batch, fmap, exp):
         assert batch.seq_lens_cpu.tolist() == [e.s + 1 for e in exp]
     nd = batch.spec_info
     assert nd.bonus_tokens.tolist() == [e.t for e in exp], "the next step does not start from the sampled tokens"
-    assert nd.topk_index[:, 0].tolist() == [e.draft for e in exp], "FutureMap lost the catch-up's top-k"
-    assert nd.hidden_states[:, 0].tolist() == [float(e.s) for e in exp], "FutureMap lost the catch-up's hidden state"
+    if warm:
+        assert nd.topk_index[:, 0].tolist() == [e.draft for e in exp], "FutureMap lost the catch-up's top-k"
+        assert nd.hidden_states[:, 0].tolist() == [float(e.s) for e in exp], "FutureMap lost the catch-up's hidden state"
+    else:
+        assert not nd.topk_index.any() and not nd.hidden_states.any(), "FutureMap did not relay the skip mode's zeros"
 
 
 def check_extend_untouched():
@@ -732,18 +895,25 @@ def check_extend_untouched():
 def check_dp_attention():
     # ranks with 3 and 40 requests, N = 16: the global size 43 decides, on the small rank and on an idle one
     w = make_worker(16, dp_attention=True)
-    w.forward_batch_generation(decode_batch(3, global_num_tokens=[3, 40]), on_publish=Publishes(w.log))
+    batch = decode_batch(3, global_num_tokens=[3, 40])
+    w.forward_batch_generation(batch, on_publish=Publishes(w.log))
     assert took_fallback(w), "bs 3 of a global 43 > N 16 did not take the fallback (ranks would disagree)"
+    target_batch = w.target_worker.calls[0].batch
+    assert target_batch.global_num_tokens == [3, 40] and \
+        target_batch.global_num_tokens is not batch.global_num_tokens and \
+        target_batch.global_num_tokens_for_logprob is not batch.global_num_tokens_for_logprob, \
+        "the target's batch shares global_num_tokens with the scheduler's (the forward aligns it in place)"
     assert w.target_worker.calls[0].fb.global_num_tokens_cpu == [3, 40], \
         "the target's MLP sync sizes are not the ranks' batch sizes"
-    w = make_worker(16, dp_attention=True)
+    w = make_worker(16, dp_attention=True, catch_up="padded")
     idle = decode_batch(0, mode=ForwardMode.IDLE, global_num_tokens=[0, 40])
     publishes = Publishes(w.log)
     result = w.forward_batch_generation(idle, on_publish=publishes)
     calls = w.target_worker.calls
     assert not w.draft_worker.draft_calls and not w.verify_calls, "an idle rank speculated while the others did not"
     assert len(calls) == 1 and calls[0].mode.is_idle() and calls[0].spec_info_is_none, "idle rank: no IDLE target"
-    assert calls[0].graph_runner is None and w.target_worker.model_runner.graph_runner is w.target_worker.graph_runner
+    assert calls[0].graph_runner is w._spec_disable_plain[5]
+    check_restored(w)
     assert result.next_token_ids.shape == (0,) and result.accept_lens.shape == (0,)
     assert result.new_seq_lens is not None and result.new_seq_lens.shape == (0,)
     assert len(publishes.calls) == 1 and publishes.calls[0].shape == (0,), "the idle rank did not publish (empty)"
@@ -786,7 +956,7 @@ def check_log_once():
     finally:
         logger.removeHandler(handler)
         logger.setLevel(level)
-    lines = [r.getMessage() for r in records if "speculation disable" in r.getMessage().lower()]
+    lines = [r.getMessage() for r in records if "speculation disable is on" in r.getMessage().lower()]
     assert len(lines) == 1, f"expected one start-up line, got {lines}"
     assert "6" in lines[0], f"the line does not say N: {lines[0]}"
     return lines[0]
@@ -802,10 +972,9 @@ def check_graph_runner_restored_on_error():
         pass
     else:
         raise AssertionError("the target's exception was swallowed")
-    assert w.target_worker.model_runner.graph_runner is w.target_worker.graph_runner, \
-        "the CUDA graph runner is lost when the target forward raises"
+    check_restored(w)
     assert not publishes.calls, "lengths were published for a step whose target forward failed"
-    return "a failing target forward still gets its graph runner back, and nothing is published"
+    return "a failing target forward still gets every swapped field back, and nothing is published"
 
 
 def check_nan_detection():
@@ -897,12 +1066,13 @@ def main():
         report.finish()
     report.run("threshold 0 always speculates", check_threshold_zero)
     report.run("batch <= N speculates", check_small_batch_speculates)
-    report.run("batch > N falls back (padded catch-up)", check_fallback("padded"))
-    report.run("batch > N falls back (single catch-up)", check_fallback("single"))
-    report.run("synchronous scheduler path (padded)", check_fallback("padded", overlap=False))
-    report.run("synchronous scheduler path (single)", check_fallback("single", overlap=False))
-    report.run("no CPU sequence lengths (padded)", check_fallback("padded", needs_cpu_seq_lens=False))
-    report.run("no CPU sequence lengths (single)", check_fallback("single", needs_cpu_seq_lens=False))
+    report.run("start-up: what is captured (skip)", check_plain_state("skip"))
+    report.run("start-up: what is captured (padded)", check_plain_state("padded"))
+    report.run("start-up: no CUDA graphs", check_plain_state("padded", disable_cuda_graph=True))
+    for catch_up in ("skip", "padded", "single"):
+        report.run(f"batch > N falls back ({catch_up})", check_fallback(catch_up))
+        report.run(f"synchronous scheduler path ({catch_up})", check_fallback(catch_up, overlap=False))
+        report.run(f"no CPU sequence lengths ({catch_up})", check_fallback(catch_up, needs_cpu_seq_lens=False))
     report.run("extend batches untouched", check_extend_untouched)
     report.run("DP attention decides on the global batch size", check_dp_attention)
     report.run("environment variable", check_env_var)

@@ -15,14 +15,25 @@ def _spec_disable_target_decode(
     # in verify, but not min_p or custom logit processors). Logprobs are computed by the
     # target's sampler when the batch asks for them, as in a plain decode.
     # The CPU copies of the sequence lengths are None when every attention backend says it
-    # does not need them (FutureMap's needs_cpu_seq_lens); they then stay None.
+    # does not need them (FutureMap's needs_cpu_seq_lens); they then stay None. The DP
+    # attention token counts are copied: the forward aligns them in place, and the
+    # scheduler's batch (and its draft catch-up) must keep its own.
     bs = len(batch.seq_lens)
+    dp_counts = dict(
+        global_num_tokens=None
+        if batch.global_num_tokens is None
+        else list(batch.global_num_tokens),
+        global_num_tokens_for_logprob=None
+        if batch.global_num_tokens_for_logprob is None
+        else list(batch.global_num_tokens_for_logprob),
+    )
     if batch.forward_mode.is_idle():
         target_batch = dataclasses.replace(
             batch,
             spec_info=None,
             capture_hidden_mode=CaptureHiddenMode.FULL,
             seq_lens_cpu_cache=None,
+            **dp_counts,
         )
     else:
         target_batch = dataclasses.replace(
@@ -36,5 +47,6 @@ def _spec_disable_target_decode(
             spec_info=None,
             capture_hidden_mode=CaptureHiddenMode.FULL,
             seq_lens_cpu_cache=None,
+            **dp_counts,
         )
     return self.target_worker.forward_batch_generation(target_batch)
