@@ -98,7 +98,7 @@ BREAKAGES = [
     ("no-new-seq-lens", r"\n\s*new_seq_lens=new_seq_lens,(\n\s*routed_experts_output=target_result\.)", r"\1",
      "no new_seq_lens"),
     ("accept-lens-2", r"accept_lens = torch\.ones_like\(tokens\)", "accept_lens = torch.ones_like(tokens) * 2",
-     "accept_lens"),
+     "out of bounds"),  # the draft extend indexes its rows by accept_lens
     ("tokens-reordered", r"next_token_ids=tokens,", "next_token_ids=tokens.flip(0),", "stride 1"),
     ("no-stride", r"\n\s*speculative_num_draft_tokens=1,", "", "stride"),
     ("fields-not-restored", r"(finally:\n\s*)self\._spec_disable_swap\(saved\)", r"\1pass", "put back"),
@@ -123,13 +123,13 @@ BREAKAGES = [
      "shares global_num_tokens"),
     # what is captured at start-up, and what a fallback step runs on
     ("verify-graph-captured", r"\n\s*model_runner\.spec_algorithm = SpeculativeAlgorithm\.NONE\n", "\n",
-     "TARGET_VERIFY"),
+     "built for the speculative (verify) path"),
     ("graph-without-hidden-states", r"\n\s*runner_args\.enable_return_hidden_states = True\n", "\n",
      "hidden states the draft reads"),
     ("every-batch-size-captured", r"\[bs for bs in \(sa\.cuda_graph_bs or \[\]\) if bs > threshold\]",
      "list(sa.cuda_graph_bs or [])", "not those above N"),
     ("no-catch-up-when-asked", r'if self\.spec_disable_catch_up == "skip":', "if True:",
-     "_draft_extend_for_decode did not run"),
+     "the draft model ran 0 times"),
     ("hidden-states-kept", r"(\n\s*)logits_output\.hidden_states = None\n", r"\1pass\n", "stayed on the result"),
     ("catch-up-on-the-verify-graph", r"\n\s*dw\.cuda_graph_runner_for_draft_extend,\n\s*model_runner\.attn_backend,"
                                      r"\n\s*model_runner\.graph_runner,\n\s*\) = state",
