@@ -2,17 +2,36 @@
 
 from __future__ import annotations
 
+import functools
 import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from .engine import Plan, plan
 from packaging.version import Version
 
-from .errors import ExitCode, SpecpatchError, VersionUnsupported
+from .engine import Plan, plan
+from .errors import ExitCode, SpecpatchError, StateLost, VersionUnsupported, os_failure
 from .recipe import Recipe, available, load_recipe
 from .target import Target
+
+
+def _system_errors(doing: str):
+    """A use case whose OSError (a read-only tree, no space left, an immutable file) becomes an OSFailure naming
+    the file and the errno: the machine's refusal is not a bug of specpatch. The transaction has restored the tree
+    (or not touched it) by the time the error gets here."""
+
+    def wrap(fn):
+        @functools.wraps(fn)
+        def call(*args, **kwargs):
+            try:
+                return fn(*args, **kwargs)
+            except OSError as exc:
+                raise os_failure(exc, doing) from exc
+
+        return call
+
+    return wrap
 
 
 def load(name_or_path: str, extra_dirs: list[Path] | None = None) -> Recipe:
@@ -89,6 +108,7 @@ def _refusal(p: Plan) -> VersionUnsupported:
     return VersionUnsupported(p.selection.refuse or "", hint="the message above gives the equivalent configuration")
 
 
+@_system_errors("apply")
 def apply_recipe(recipe: Recipe, target: Target, *, params: dict[str, str] | None = None, dry_run: bool = False,
                  smoke: bool = True, python: str | None = None, lock_timeout: float = 60.0) -> ApplyResult:
     """Plan, write transactionally, verify; roll back if a check fails. A dry run only plans."""
@@ -106,7 +126,14 @@ def apply_recipe(recipe: Recipe, target: Target, *, params: dict[str, str] | Non
             return result
         result.record = transaction.commit(p, lock)
         result.outcome = "changed"
-        result.checks = _post_apply_checks(p, python=python, smoke=smoke, notes=result.notes)
+        try:
+            result.checks = _post_apply_checks(p, python=python, smoke=smoke, notes=result.notes)
+        except BaseException as exc:  # an interrupt (or a failure) before the checks said yes: undo the apply
+            with transaction.signals_deferred():
+                transaction.rollback(target, recipe.id, force=True)
+            transaction.note_interrupt(exc, f"{recipe.id} was applied, then rolled back before its checks had "
+                                             f"finished: every file has its original bytes")
+            raise
         if any(c.status in ("failed", "timeout") for c in result.checks):
             transaction.rollback(target, recipe.id, force=True)
             result.exit_code, result.outcome = ExitCode.VERIFY_FAILED, "verify_failed"
@@ -187,6 +214,7 @@ class VerifyResult:
                 "recovery": self.recovery.to_dict() if self.recovery else None}
 
 
+@_system_errors("verify")
 def verify(target: Target, recipe_id: str | None = None, *, python: str | None = None, smoke: bool = True,
            lock_timeout: float = 60.0, extra_dirs: list[Path] | None = None) -> VerifyResult:
     """For each applied recipe (or one): files intact / drifted / lost, syntax, import smoke test, probes."""
@@ -197,6 +225,7 @@ def verify(target: Target, recipe_id: str | None = None, *, python: str | None =
         result.recovery = transaction.recover(target)
         records = [r for r in transaction.applied_records(target) if recipe_id is None or r.recipe == recipe_id]
         if not records:
+            _refuse_unrecorded_edits(target, recipe_id, extra_dirs)
             what = f"`{recipe_id}` is not" if recipe_id else "no recipe is"
             result.message = f"{what} applied to {target.root}: nothing to verify"
             result.exit_code = ExitCode.WOULD_CHANGE if recipe_id else ExitCode.OK
@@ -270,16 +299,54 @@ def _edits_present(recipe: Recipe, target: Target, record: Any) -> bool:
 # --------------------------------------------------------------------------------------------------- rollback, status
 
 
-def rollback(target: Target, recipe_id: str | None = None, *, force: bool = False, lock_timeout: float = 60.0):
-    """Recover any interrupted transaction, then roll back `recipe_id` (default: the last applied)."""
+@_system_errors("rollback")
+def rollback(target: Target, recipe_id: str | None = None, *, force: bool = False, lock_timeout: float = 60.0,
+             extra_dirs: list[Path] | None = None):
+    """Recover any interrupted transaction, then roll back `recipe_id` (default: the last applied). When the ledger
+    has nothing to roll back but the tree carries a recipe's edits (the state folder was deleted), raises StateLost
+    instead of calling the tree clean."""
     from . import transaction
 
     recovery = transaction.recover(target, timeout=lock_timeout)
     report = transaction.rollback(target, recipe_id, force=force, timeout=lock_timeout)
+    if report.noop and recovery is None:
+        _refuse_unrecorded_edits(target, recipe_id, extra_dirs)
     report.recovery = recovery
     return report
 
 
+def edits_in_tree(target: Target, recipe_id: str | None = None,
+                  extra_dirs: list[Path] | None = None) -> list[str]:
+    """The recipes (this one, or every available one for the target's package) whose edits are all present in the
+    target, read from the tree alone (a plan that changes nothing). Reads only."""
+    names = [recipe_id] if recipe_id else list(available(extra_dirs))
+    found = []
+    for name in names:
+        try:
+            recipe = load_recipe(name, extra_dirs)
+            if recipe.target.package != target.package:
+                continue
+            p = plan(recipe, target)
+        except SpecpatchError:  # not loadable, not for this release: not evidence either way
+            continue
+        if p.already_applied:
+            found.append(recipe.id)
+    return found
+
+
+def _refuse_unrecorded_edits(target: Target, recipe_id: str | None, extra_dirs: list[Path] | None) -> None:
+    from . import transaction
+
+    recorded = {r.recipe for r in transaction.applied_records(target)}
+    present = [r for r in edits_in_tree(target, recipe_id, extra_dirs) if r not in recorded]
+    if present:
+        state = target.state_dir
+        why = "there is no state folder" if not state.is_dir() else "its ledger does not record them"
+        raise StateLost(f"the edits of {', '.join(present)} are in {target.root} but {why} ({state}): the "
+                        f"original bytes cannot be restored from specpatch's backups")
+
+
+@_system_errors("status")
 def status(target: Target, *, lock_timeout: float = 60.0):
     """The ledger and any unfinished transaction (reads only: an interrupted one is shown, not recovered)."""
     from . import transaction
@@ -308,6 +375,7 @@ class CheckResult:
                 "errors": [e.to_dict() for e in self.plan.errors], "diff": self.plan.diff()}
 
 
+@_system_errors("check")
 def check(recipe: Recipe, target: Target, *, params: dict[str, str] | None = None) -> CheckResult:
     """The CI gate, no writes: is `recipe` applied to `target` and intact?
 
@@ -423,6 +491,7 @@ class TryResult:
                 "verify": self.verify.to_dict() if self.verify else None}
 
 
+@_system_errors("try")
 def try_recipe(recipe: Recipe, version: str = "0.5.9", *, keep: Path | None = None,
                params: dict[str, str] | None = None, python: str | None = None) -> TryResult:
     """Fetch a pristine release (cached), copy it to a scratch folder, apply, verify, clean up."""

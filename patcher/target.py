@@ -41,37 +41,58 @@ class Target:
         return path.relative_to(self.root).as_posix()
 
     def file(self, rel_to_package: str) -> Path:
-        """The absolute path of a recipe step's file; refuses anything that leaves the package folder."""
+        """The one identity of a recipe step's file: `package_dir / <its real path inside the package>`, however the
+        step spells it (`./srt/x.py`, `srt//x.py`, or through a link that stays inside the package all give the
+        same path). Refuses a path that leaves the package folder, also through a link, and a NUL byte."""
+        if "\0" in rel_to_package:
+            raise TargetError(f"`{rel_to_package!r}` contains a NUL byte", location=Location(file=repr(rel_to_package)),
+                              hint="a file path cannot contain NUL; fix the recipe's `file`")
         path = self.package_dir / rel_to_package
         real = path.resolve()
-        if not real.is_relative_to(self.package_dir.resolve()):
+        package_real = self.package_dir.resolve()
+        if not real.is_relative_to(package_real):
             raise TargetError(f"`{rel_to_package}` resolves outside the package ({real})",
                               location=Location(file=rel_to_package),
                               hint="a link in the target points out of the package; specpatch will not follow it")
-        return path
+        return self.package_dir / real.relative_to(package_real)
 
 
-def find_target(path: Path | None = None, *, package: str = "sglang", assume_version: str | None = None) -> Target:
-    """Resolve `--target PATH` (or, with no path, the installed `package`) into a Target."""
+def find_target(path: Path | None = None, *, package: str = "sglang", assume_version: str | None = None,
+                python: str | None = None) -> Target:
+    """Resolve `--target PATH` (or, with no path, the `package` installed in `python`, default this interpreter)
+    into a Target.
+
+    One target has one identity however it is spelled: a checkout named as `T`, `T/python` or `T/python/sglang`,
+    and a site-packages install named as the folder or as its package folder, give the same root (and so the same
+    state folder, lock and ledger)."""
+    try:
+        return _find_target(path, package=package, assume_version=assume_version, python=python)
+    except OSError as exc:
+        from .errors import os_failure
+
+        raise os_failure(exc, "reading the target") from None
+
+
+def _find_target(path: Path | None, *, package: str, assume_version: str | None, python: str | None) -> Target:
     if path is None:
-        spec = importlib.util.find_spec(package)  # a top-level find_spec does not import the package
-        if spec is None or not spec.submodule_search_locations:
-            raise TargetError(f"package `{package}` is not installed in this Python ({_python()})")
-        package_dir = Path(list(spec.submodule_search_locations)[0])
-        root, layout = package_dir.parent, "site-packages"
+        package_dir = _installed(package, python)
+        given = package_dir.parent
     else:
-        root = Path(path).expanduser().absolute()
-        if not root.is_dir():
+        if "\0" in str(path):
+            raise TargetError(f"target {str(path)!r} contains a NUL byte")
+        given = Path(path).expanduser().resolve()
+        if not given.is_dir():
             raise TargetError(f"target `{path}` is not a folder")
-        if (root / "python" / package / "__init__.py").is_file():
-            package_dir, layout = root / "python" / package, "checkout"
-        elif (root / package / "__init__.py").is_file():
-            package_dir, layout = root / package, "site-packages"
-        elif (root / "__init__.py").is_file() and root.name == package:
-            package_dir, layout = root, "package"
+        if (given / "python" / package / "__init__.py").is_file():
+            package_dir = given / "python" / package
+        elif (given / package / "__init__.py").is_file():
+            package_dir = given / package
+        elif (given / "__init__.py").is_file() and given.name == package:
+            package_dir = given
         else:
-            raise TargetError(f"no `{package}` package in {root} (looked for python/{package}/, {package}/ "
+            raise TargetError(f"no `{package}` package in {given} (looked for python/{package}/, {package}/ "
                               f"and the folder itself)")
+    root, layout = _root_of(package_dir, package, given)
     version, source = _read_version(root, package_dir, package)
     if assume_version is not None:
         try:
@@ -80,6 +101,42 @@ def find_target(path: Path | None = None, *, package: str = "sglang", assume_ver
             raise UsageError(f"--assume-version {assume_version!r} is not a version") from None
     return Target(root=root, package_dir=package_dir, package=package, layout=layout, version=version,
                   version_source=source)
+
+
+def _root_of(package_dir: Path, package: str, given: Path) -> tuple[Path, str]:
+    """The canonical root of a package folder: the checkout (`python/<package>` in a git work tree or beside
+    python/pyproject.toml), the site-packages folder (a dist-info beside the package), else the folder given."""
+    python = package_dir.parent
+    if python.name == "python" and (given == python.parent or (python.parent / ".git").exists()
+                                    or (python / "pyproject.toml").is_file()):
+        return python.parent, "checkout"
+    if any(python.glob(f"{package}-*.dist-info")) or given == python:
+        return python, "site-packages"
+    return package_dir, "package"
+
+
+def _installed(package: str, python: str | None) -> Path:
+    """The folder of `package` as `python` (default: this interpreter) imports it, without importing it."""
+    import sys
+
+    if python is None or Path(python).absolute() == Path(sys.executable).absolute():
+        spec = importlib.util.find_spec(package)  # a top-level find_spec does not import the package
+        if spec is None or not spec.submodule_search_locations:
+            raise TargetError(f"package `{package}` is not installed in this Python ({_python()})")
+        return Path(list(spec.submodule_search_locations)[0]).resolve()
+    probe = (f"import importlib.util as u, sys; s = u.find_spec({package!r}); "
+             f"print(list(s.submodule_search_locations)[0] if s and s.submodule_search_locations else '')")
+    try:
+        done = subprocess.run([python, "-c", probe], capture_output=True, text=True, timeout=60, cwd="/")
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise TargetError(f"cannot run --python {python}: {exc}") from None
+    if done.returncode != 0:
+        raise TargetError(f"--python {python} failed to look for `{package}`: "
+                          f"{(done.stderr.strip().splitlines() or ['exit code ' + str(done.returncode)])[-1]}")
+    folder = done.stdout.strip()
+    if not folder:
+        raise TargetError(f"package `{package}` is not installed in {python}")
+    return Path(folder).resolve()
 
 
 def _python() -> str:

@@ -50,7 +50,8 @@ import filelock
 
 from .diff import unified_diff
 from .engine import Plan
-from .errors import DriftError, ExitCode, Location, LockTimeout, RollbackBlocked, StateError, VersionUnsupported
+from .errors import (DriftError, ExitCode, Location, LockTimeout, RollbackBlocked, StateDamaged, StateError,
+                     VersionUnsupported, os_failure)
 from .ledger import (AppliedRecord, FileRecord, Journal, State, atomic_write, file_mode, makedirs, now_utc, sha256,
                      temp_path)
 from .target import Target
@@ -71,6 +72,40 @@ _fault: Callable[[str], None] | None = None
 def _step(label: str) -> None:
     if _fault is not None:
         _fault(label)
+
+
+@contextmanager
+def signals_deferred() -> Iterator[None]:
+    """Hold SIGINT and SIGTERM back while the files of a transaction are put back (an undo, a rollback): the
+    restore finishes in this process, and the signal is handled right after it, with the tree whole. Only the main
+    thread can hold them (elsewhere, and off POSIX, this does nothing: the journal still lets the next command
+    finish the work)."""
+    import signal
+
+    if not hasattr(signal, "pthread_sigmask") or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held = {signal.SIGINT, signal.SIGTERM}
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+def note_interrupt(exc: BaseException, note: str) -> None:
+    """Tell an interrupt what this transaction did about it (the CLI prints these lines)."""
+    from .errors import Interrupted
+
+    if isinstance(exc, (Interrupted, KeyboardInterrupt)):
+        notes = getattr(exc, "notes", None)
+        if notes is None:
+            notes = []
+            try:
+                exc.notes = notes  # type: ignore[attr-defined]
+            except AttributeError:
+                return
+        notes.append(note)
 
 
 # --------------------------------------------------------------------------------------------------- lock
@@ -295,10 +330,16 @@ def commit(plan: Plan, lock: TargetLock) -> AppliedRecord | None:
         state.write_ledger(ledger.with_record(record))  # the commit point
     except BaseException as exc:
         try:
-            _undo_apply(state, record, "undo")
+            with signals_deferred():
+                _undo_apply(state, record, "undo")
+            note_interrupt(exc, f"the apply of {recipe.id} was undone: every file has its original bytes")
         except BaseException as undo_exc:
-            raise StateError(f"applying {recipe.id} failed ({exc!r}) and restoring the files failed too "
-                             f"({undo_exc!r})", location=Location(recipe=recipe.id),
+            doing = f"applying {recipe.id} failed ({_why(exc)}) and restoring the files failed too"
+            if isinstance(undo_exc, OSError):
+                err = os_failure(undo_exc, doing)
+                err.hint = "the journal is kept: the next specpatch command finishes the rollback; " + err.hint
+                raise err from exc
+            raise StateError(f"{doing} ({undo_exc!r})", location=Location(recipe=recipe.id),
                              hint="the journal is kept: the next specpatch command finishes the rollback") from exc
         raise
     _step("apply:ledger-written")
@@ -345,16 +386,20 @@ def recover(target: Target, *, timeout: float = DEFAULT_LOCK_TIMEOUT) -> Recover
         journal = state.read_journal()
         report = None
         if journal is not None:
-            if journal.kind == "apply":
-                report = _recover_apply(state, journal)
-            elif journal.kind == "rollback":
-                restored, kept, _ = _finish_rollback(state, journal, "recover")
-                report = RecoveryReport("rollback", journal.record.recipe, journal.started, "rolled_back",
-                                        [f.rel for f in journal.record.files], restored, _abs(state, kept))
-            else:
-                raise StateError(f"{state.journal_path} has an unknown kind `{journal.kind}`")
+            with signals_deferred():
+                report = _recover(state, journal)
         state.sweep({r.record_dir for r in state.read_ledger().applied})
         return report
+
+
+def _recover(state: State, journal: Journal) -> RecoveryReport:
+    if journal.kind == "apply":
+        return _recover_apply(state, journal)
+    if journal.kind == "rollback":
+        restored, kept, _ = _finish_rollback(state, journal, "recover")
+        return RecoveryReport("rollback", journal.record.recipe, journal.started, "rolled_back",
+                              [f.rel for f in journal.record.files], restored, _abs(state, kept))
+    raise StateDamaged(f"{state.journal_path} has an unknown kind `{journal.kind}`")
 
 
 def _recover_apply(state: State, journal: Journal) -> RecoveryReport:
@@ -427,9 +472,11 @@ def rollback(target: Target, recipe_id: str | None = None, *, force: bool = Fals
         _step("rollback:kept-written")
         journal = Journal("rollback", now_utc().isoformat(), os.getpid(), record,
                           start_shas={s.rel: s.sha for s in states}, kept=tuple(kept))
-        state.write_journal(journal)
-        _step("rollback:journal-written")
-        _, _, pycs = _finish_rollback(state, journal, "rollback")
+        # from the journal on, the rollback finishes here even on SIGINT/SIGTERM (handled once the tree is whole)
+        with signals_deferred():
+            state.write_journal(journal)
+            _step("rollback:journal-written")
+            _, _, pycs = _finish_rollback(state, journal, "rollback")
         rels = [f.rel for f in record.files]
         message = f"rolled back {record.recipe}: {len(rels)} files have their original bytes and mode again"
         if kept:
@@ -525,6 +572,12 @@ def _read(path: Path) -> bytes | None:
         return None
 
 
+def _why(exc: BaseException) -> str:
+    if isinstance(exc, OSError):
+        return f"{exc.strerror or exc} on {exc.filename}" if exc.filename else str(exc.strerror or exc)
+    return repr(exc)
+
+
 def _sha_of(path: Path) -> str | None:
     data = _read(path)
     return None if data is None else sha256(data)
@@ -533,7 +586,7 @@ def _sha_of(path: Path) -> str | None:
 def _read_copy(state: State, fr: FileRecord, rel_to_state: str, sha: str) -> bytes:
     data = _read(state.path(rel_to_state))
     if data is None or sha256(data) != sha:
-        raise StateError(f"the saved copy of `{fr.rel}` ({state.path(rel_to_state)}) is "
+        raise StateDamaged(f"the saved copy of `{fr.rel}` ({state.path(rel_to_state)}) is "
                          f"{'missing' if data is None else 'damaged'}", location=Location(file=fr.rel))
     return data
 
