@@ -83,6 +83,7 @@ class ApplyResult:
     checks: list[Any] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     error: SpecpatchError | None = None
+    unverified: list[str] = field(default_factory=list)  #: checks of the recipe that did not run (`import m`, ...)
 
     def to_dict(self) -> dict[str, Any]:
         p = self.plan
@@ -94,6 +95,7 @@ class ApplyResult:
                        "version": str(p.target.version) if p.target.version else None,
                        "version_source": p.target.version_source},
             "params": p.params,
+            "unverified": self.unverified,
             "steps": [s.to_dict() for s in p.steps],
             "files": [{"file": f.rel, "changed": f.changed} for f in p.files],
             "errors": [e.to_dict() for e in p.errors] + ([self.error.to_dict()] if self.error else []),
@@ -108,10 +110,20 @@ def _refusal(p: Plan) -> VersionUnsupported:
     return VersionUnsupported(p.selection.refuse or "", hint="the message above gives the equivalent configuration")
 
 
+def unverified(spec: Any, checks: list[Any]) -> list[str]:
+    """The recipe's imports and probes that did not run to a verdict (skipped, environment problem, never
+    started), as `import M` / `probe P`: what "verified" may not claim."""
+    ran = {(c.kind, c.name) for c in checks if c.status in ("passed", "failed", "timeout")}
+    wanted = [("import", m) for m in dict.fromkeys(spec.imports)] + [("probe", p.name or p.path) for p in spec.probes]
+    return [f"{kind} {name}" for kind, name in wanted if (kind, name) not in ran]
+
+
 @_system_errors("apply")
 def apply_recipe(recipe: Recipe, target: Target, *, params: dict[str, str] | None = None, dry_run: bool = False,
-                 smoke: bool = True, python: str | None = None, lock_timeout: float = 60.0) -> ApplyResult:
-    """Plan, write transactionally, verify; roll back if a check fails. A dry run only plans."""
+                 smoke: bool = True, python: str | None = None, lock_timeout: float = 60.0,
+                 require_checks: bool = False) -> ApplyResult:
+    """Plan, write transactionally, verify; roll back if a check fails. A dry run only plans. With
+    `require_checks`, an import smoke test or probe that could not run counts as a failed check (for CI)."""
     if dry_run:
         p = plan(recipe, target, params)
         return _planned_result(p, dry_run=True)
@@ -119,9 +131,11 @@ def apply_recipe(recipe: Recipe, target: Target, *, params: dict[str, str] | Non
 
     with transaction.target_lock(target, timeout=lock_timeout) as lock:
         recovery = transaction.recover(target)
+        retired = transaction.retire_stale(target)
         p = plan(recipe, target, params)
         result = _planned_result(p, dry_run=False)
         result.recovery = recovery
+        result.notes += [retired_note(r) for r in retired]
         if result.exit_code != ExitCode.OK or not p.changed_files:
             return result
         result.record = transaction.commit(p, lock)
@@ -134,11 +148,33 @@ def apply_recipe(recipe: Recipe, target: Target, *, params: dict[str, str] | Non
             transaction.note_interrupt(exc, f"{recipe.id} was applied, then rolled back before its checks had "
                                              f"finished: every file has its original bytes")
             raise
-        if any(c.status in ("failed", "timeout") for c in result.checks):
+        result.unverified = unverified(p.selection.verify, result.checks)
+        failed = any(c.status in ("failed", "timeout") for c in result.checks)
+        if failed or (require_checks and result.unverified):
             transaction.rollback(target, recipe.id, force=True)
             result.exit_code, result.outcome = ExitCode.VERIFY_FAILED, "verify_failed"
+            if not failed:
+                result.notes.append(f"--require-checks: {', '.join(result.unverified)} could not run")
             result.notes.append("a check failed: every file was restored to its original bytes")
+        else:
+            result.notes += _after_apply_notes(p)
     return result
+
+
+def _after_apply_notes(p: Plan) -> list[str]:
+    """What a user needs after a write: how to undo it, and what pip will think of the patched files."""
+    t = p.target
+    where = f"--target {t.root}"
+    notes = [f"undo: specpatch rollback {p.recipe.id} {where} (restores the original bytes and modes)"]
+    record = next(iter(sorted(t.package_dir.parent.glob(f"{t.package}-*.dist-info/RECORD"))), None)
+    if record is not None:
+        listed = {line.split(",")[0] for line in record.read_text(encoding="utf-8", errors="replace").splitlines()}
+        named = [f.rel for f in p.changed_files if f.path.relative_to(t.package_dir.parent).as_posix() in listed]
+        if named:
+            notes.append(f"pip's {record.parent.name}/RECORD still lists the original hashes of {', '.join(named)}: "
+                         f"`pip check` is not affected, but a verifying tool (e.g. `pip install --force-reinstall`, "
+                         f"image scanners) sees them as modified; specpatch does not rewrite RECORD")
+    return notes
 
 
 def _planned_result(p: Plan, *, dry_run: bool) -> ApplyResult:
@@ -185,6 +221,7 @@ class RecipeVerification:
     files: list[dict[str, Any]] = field(default_factory=list)  #: per file: state intact | drift | lost
     checks: list[Any] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    unverified: list[str] = field(default_factory=list)  #: the recipe's imports and probes that did not run
 
     @property
     def drifted(self) -> list[str]:
@@ -197,7 +234,8 @@ class RecipeVerification:
     def to_dict(self) -> dict[str, Any]:
         return {"recipe": self.record.recipe, "recipe_version": self.record.recipe_version,
                 "variant": self.record.variant, "release": self.record.release, "params": self.record.params,
-                "files": self.files, "checks": [c.to_dict() for c in self.checks], "notes": self.notes}
+                "files": self.files, "checks": [c.to_dict() for c in self.checks], "notes": self.notes,
+                "unverified": self.unverified}
 
 
 @dataclass
@@ -207,22 +245,34 @@ class VerifyResult:
     recovery: Any = None
     message: str = ""
     exit_code: ExitCode = ExitCode.OK
+    notes: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {"ok": self.exit_code == ExitCode.OK, "exit_code": int(self.exit_code), "message": self.message,
-                "target": str(self.target.root), "recipes": [r.to_dict() for r in self.recipes],
-                "recovery": self.recovery.to_dict() if self.recovery else None}
+                "target": str(self.target.root), "release": str(self.target.version) if self.target.version else None,
+                "release_source": self.target.version_source, "recipes": [r.to_dict() for r in self.recipes],
+                "recovery": self.recovery.to_dict() if self.recovery else None, "notes": self.notes}
+
+
+def retired_note(retired: Any) -> str:
+    """One line about a ledger entry retired by this command."""
+    r = retired.record
+    return (f"retired the record of {r.recipe} (applied {r.applied_at} to {r.package} {r.release}): {retired.reason}; "
+            f"kept in the ledger's history, never replayed")
 
 
 @_system_errors("verify")
 def verify(target: Target, recipe_id: str | None = None, *, python: str | None = None, smoke: bool = True,
-           lock_timeout: float = 60.0, extra_dirs: list[Path] | None = None) -> VerifyResult:
-    """For each applied recipe (or one): files intact / drifted / lost, syntax, import smoke test, probes."""
+           lock_timeout: float = 60.0, extra_dirs: list[Path] | None = None,
+           require_checks: bool = False) -> VerifyResult:
+    """For each applied recipe (or one): files intact / drifted / lost, syntax, import smoke test, probes. "verified"
+    is said only of what ran; with `require_checks`, an import or probe that could not run fails (VERIFY_FAILED)."""
     from . import transaction
 
     result = VerifyResult(target)
     with transaction.target_lock(target, timeout=lock_timeout):
         result.recovery = transaction.recover(target)
+        result.notes += [retired_note(r) for r in transaction.retire_stale(target)]
         records = [r for r in transaction.applied_records(target) if recipe_id is None or r.recipe == recipe_id]
         if not records:
             _refuse_unrecorded_edits(target, recipe_id, extra_dirs)
@@ -239,6 +289,13 @@ def verify(target: Target, recipe_id: str | None = None, *, python: str | None =
     elif any(c.blocking for r in result.recipes for c in r.checks):
         result.exit_code = ExitCode.VERIFY_FAILED
         result.message = "a check failed"
+    elif any(r.unverified for r in result.recipes):
+        skipped = [f"{r.record.recipe}: {', '.join(r.unverified)}" for r in result.recipes if r.unverified]
+        result.message = (f"{len(result.recipes)} recipe(s): files intact and syntax passed, but NOT verified: "
+                          f"did not run: {'; '.join(skipped)}")
+        if require_checks:
+            result.exit_code = ExitCode.VERIFY_FAILED
+            result.message += " (--require-checks)"
     else:
         result.message = f"{len(result.recipes)} recipe(s) verified"
     return result
@@ -256,6 +313,7 @@ def _verify_record(target: Target, record: Any, *, python: str | None, smoke: bo
         recipe = load_recipe(record.recipe, extra_dirs)
     except SpecpatchError as exc:
         out.notes.append(f"recipe `{record.recipe}` cannot be loaded ({exc.message}): only the files are checked")
+        out.unverified = ["the recipe's imports and probes (the recipe cannot be loaded)"]
     edits_present = None
     if recipe is not None and any(s.state != "intact" for s in states):
         # changed by hand: are the recipe's edits still there? re-plan on the current files (reads only)
@@ -274,6 +332,7 @@ def _verify_record(target: Target, record: Any, *, python: str | None, smoke: bo
         return out
     selection = recipe.select(Version(record.release) if record.release else target.version)
     spec = selection.verify
+    out.unverified = unverified(spec, [])  # until they run
     if not smoke:
         out.notes.append("--no-smoke: the import smoke test and probes were skipped")
         return out
@@ -287,6 +346,7 @@ def _verify_record(target: Target, record: Any, *, python: str | None, smoke: bo
     pristine = transaction.pristine_files(target, record)
     out.checks += v.smoke_import(target, spec, python=py, pristine=pristine, recipe_folder=recipe.folder)
     out.checks += v.run_probes(target, spec, recipe.folder, python=py, params=record.params)
+    out.unverified = unverified(spec, out.checks)
     return out
 
 

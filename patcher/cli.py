@@ -60,6 +60,9 @@ LockOpt = Annotated[float, typer.Option("--lock-timeout", help="seconds to wait 
 PythonOpt = Annotated[Optional[str], typer.Option("--python", help="interpreter of the target's environment")]
 ParamOpt = Annotated[Optional[List[str]], typer.Option("--param", help="NAME=VALUE (repeatable)")]
 NoSmokeOpt = Annotated[bool, typer.Option("--no-smoke", help="skip the import smoke test and probes")]
+RequireOpt = Annotated[bool, typer.Option(
+    "--require-checks", help="fail (exit 4; apply rolls back) when the import smoke test or a probe could not run "
+                             "(no torch, --no-smoke, a skipped probe): for CI gates")]
 
 
 class Format(str, Enum):
@@ -138,7 +141,9 @@ def _target(target: Path | None, package: str | None, assume_version: str | None
 
 
 def _release(target) -> str:
-    return f"{target.package} {target.version or '(unknown release)'}"
+    from .report import release_of
+
+    return release_of(target)
 
 
 # --------------------------------------------------------------------------------------------------- commands
@@ -226,6 +231,7 @@ def apply(
     param: ParamOpt = None,
     assume_version: VersionOpt = None,
     no_smoke: NoSmokeOpt = False,
+    require_checks: RequireOpt = False,
     python: PythonOpt = None,
     lock_timeout: LockOpt = 60.0,
     recipe_path: RecipePathOpt = None,
@@ -242,7 +248,7 @@ def apply(
         doing = "planning" if dry_run else "applying, then verifying (syntax, import smoke test, probes)"
         with ui.status(f"{loaded.id} on {_release(where)}: {doing}"):
             result = api.apply_recipe(loaded, where, params=_params(param), dry_run=dry_run, smoke=not no_smoke,
-                                      python=python, lock_timeout=lock_timeout)
+                                      python=python, lock_timeout=lock_timeout, require_checks=require_checks)
         if diff_out is not None:
             diff_out.write_text(result.plan.diff(), encoding="utf-8", errors="surrogateescape")
     render_apply(ui, result, fmt=fmt_name)
@@ -258,10 +264,11 @@ def verify(
     json: JsonOpt = False,
     python: PythonOpt = None,
     no_smoke: NoSmokeOpt = False,
+    require_checks: RequireOpt = False,
     lock_timeout: LockOpt = 60.0,
     recipe_path: RecipePathOpt = None,
 ) -> None:
-    """Check applied recipes: files intact, syntax, import smoke test, probes."""
+    """Check applied recipes: files intact, syntax, import smoke test, probes ("verified" only if they ran)."""
     from . import api
     from .report import render_verify
 
@@ -271,7 +278,7 @@ def verify(
         with ui.status(f"verifying {recipe or 'the applied recipes'} on {_release(where)} "
                        f"(syntax, import smoke test, probes)"):
             result = api.verify(where, recipe, python=python, smoke=not no_smoke, lock_timeout=lock_timeout,
-                                extra_dirs=recipe_path)
+                                extra_dirs=recipe_path, require_checks=require_checks)
     render_verify(ui, result, as_json=json)
     raise typer.Exit(int(result.exit_code))
 

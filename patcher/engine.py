@@ -107,6 +107,9 @@ def plan(recipe: Recipe, target: Target, params: dict[str, str] | None = None, *
                           f"`{target.package}` ({target.package_dir})", location=Location(recipe=recipe.id),
                           hint=f"point --target at a `{recipe.target.package}` (or pass --package "
                                f"{recipe.target.package})")
+    if target.version is None and target.version_problem:
+        raise TargetError(target.version_problem, location=Location(recipe=recipe.id),
+                          hint="a wrong release would pick the wrong variant: pass --assume-version V")
     values = recipe.resolve_params(params or {})
     selection = recipe.select(target.version)
     result = Plan(recipe, target, selection, values)

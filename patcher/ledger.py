@@ -187,22 +187,46 @@ class Journal:
                    kept=tuple(data.get("kept", ())))
 
 
+@dataclass(frozen=True)
+class RetiredRecord:
+    """A ledger entry that no longer describes the tree (the package was upgraded, downgraded or reinstalled since):
+    kept for the record, never replayed: no rollback, recovery or check reads its backups again."""
+
+    record: AppliedRecord
+    reason: str  #: why, in words (e.g. "the target is now sglang 0.5.13 (sglang-0.5.13.dist-info)")
+    retired_at: str  #: ISO 8601, UTC
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"record": self.record.to_dict(), "reason": self.reason, "retired_at": self.retired_at}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "RetiredRecord":
+        return cls(AppliedRecord.from_dict(data["record"]), data["reason"], data["retired_at"])
+
+
 @dataclass
 class Ledger:
-    """The recipes applied to a target, oldest first."""
+    """The recipes applied to a target, oldest first, and the retired entries (history only)."""
 
     next_seq: int = 1
     applied: list[AppliedRecord] = field(default_factory=list)
+    retired: list[RetiredRecord] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"format": FORMAT, "next_seq": self.next_seq, "applied": [r.to_dict() for r in self.applied]}
+        return {"format": FORMAT, "next_seq": self.next_seq, "applied": [r.to_dict() for r in self.applied],
+                "retired": [r.to_dict() for r in self.retired]}
 
     def without(self, seq: int) -> "Ledger":
         return replace(self, applied=[r for r in self.applied if r.seq != seq])
 
     def with_record(self, record: AppliedRecord) -> "Ledger":
         applied = sorted([r for r in self.applied if r.seq != record.seq] + [record], key=lambda r: r.seq)
-        return Ledger(max(self.next_seq, record.seq + 1), applied)
+        return Ledger(max(self.next_seq, record.seq + 1), applied, list(self.retired))
+
+    def retiring(self, record: AppliedRecord, reason: str) -> "Ledger":
+        """This ledger with `record` moved from the applied entries to the retired ones."""
+        return Ledger(self.next_seq, [r for r in self.applied if r.seq != record.seq],
+                      [*self.retired, RetiredRecord(record, reason, now_utc().isoformat())])
 
 
 # --------------------------------------------------------------------------------------------------- the folder
@@ -310,7 +334,8 @@ class State:
             return Ledger()
         try:
             applied = [AppliedRecord.from_dict(r) for r in data["applied"]]
-            return Ledger(int(data["next_seq"]), sorted(applied, key=lambda r: r.seq))
+            retired = [RetiredRecord.from_dict(r) for r in data.get("retired", [])]
+            return Ledger(int(data["next_seq"]), sorted(applied, key=lambda r: r.seq), retired)
         except (KeyError, TypeError, ValueError) as exc:
             raise StateDamaged(f"{self.ledger_path} is damaged: {exc!r}") from None
 

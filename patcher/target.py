@@ -26,6 +26,8 @@ class Target:
     layout: str  #: "checkout" | "site-packages" | "package"
     version: Version | None  #: the release, if it could be read
     version_source: str  #: where the version came from
+    #: why the release could not be told, with what was found where (commands that need the release refuse with it)
+    version_problem: str | None = None
 
     @property
     def import_root(self) -> Path:
@@ -93,14 +95,18 @@ def _find_target(path: Path | None, *, package: str, assume_version: str | None,
             raise TargetError(f"no `{package}` package in {given} (looked for python/{package}/, {package}/ "
                               f"and the folder itself)")
     root, layout = _root_of(package_dir, package, given)
-    version, source = _read_version(root, package_dir, package)
+    problem = None
     if assume_version is not None:
         try:
             version, source = Version(assume_version), "--assume-version"
         except InvalidVersion:
             raise UsageError(f"--assume-version {assume_version!r} is not a version") from None
+    elif layout == "checkout" and (root / ".git").exists():
+        version, source, problem = _checkout_release(root, package_dir, package)
+    else:
+        version, source = _read_version(root, package_dir, package)
     return Target(root=root, package_dir=package_dir, package=package, layout=layout, version=version,
-                  version_source=source)
+                  version_source=source, version_problem=problem)
 
 
 def _root_of(package_dir: Path, package: str, given: Path) -> tuple[Path, str]:
@@ -145,14 +151,15 @@ def _python() -> str:
     return sys.executable
 
 
-def _read_version(root: Path, package_dir: Path, package: str) -> tuple[Version | None, str]:
-    """The release from `_version.py`, a dist-info beside the package, or the checkout's metadata."""
+def _read_version(root: Path, package_dir: Path, package: str, *, files: bool = True) -> tuple[Version | None, str]:
+    """The release of an install: `_version.py` (in a wheel, written from the same version as its metadata), the
+    dist-info pip wrote, or pyproject.toml (`files=False`: pyproject.toml only)."""
     vfile = package_dir / "_version.py"
-    if vfile.is_file():
+    if files and vfile.is_file():
         v = _version_from_py(vfile)
         if v:
             return v, f"{vfile.name}"
-    for meta in sorted(package_dir.parent.glob(f"{package}-*.dist-info/METADATA")):
+    for meta in sorted(package_dir.parent.glob(f"{package}-*.dist-info/METADATA")) if files else []:
         m = re.search(r"^Version:\s*(\S+)", meta.read_text(encoding="utf-8", errors="replace"), re.M)
         if m and (v := _parse(m.group(1))):
             return v, meta.parent.name
@@ -166,15 +173,103 @@ def _read_version(root: Path, package_dir: Path, package: str) -> tuple[Version 
             project = {}
         if isinstance(project.get("version"), str) and (v := _parse(project["version"])):
             return v, "pyproject.toml"
-    if (root / ".git").exists():
-        try:
-            out = subprocess.run(["git", "-C", str(root), "describe", "--tags", "--abbrev=0"], capture_output=True,
-                                 text=True, timeout=10)
-            if out.returncode == 0 and (v := _parse(out.stdout.strip().lstrip("v"))):
-                return v, "git describe"
-        except (OSError, subprocess.TimeoutExpired):
-            pass
     return None, "unknown"
+
+
+def _git(root: Path, *args: str) -> str | None:
+    try:
+        out = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return out.stdout.strip() if out.returncode == 0 else None
+
+
+def _tag_version(tag: str) -> Version | None:
+    return _parse(tag[1:] if tag[:1] in "vV" else tag)
+
+
+def _checkout_release(root: Path, package_dir: Path, package: str) -> tuple[Version | None, str, str | None]:
+    """The release of a git checkout, right or not at all: a release tag on HEAD; else the first of the nearest tag
+    (`git describe`), `_version.py` (an editable install writes the newest tag there, whatever the code) and
+    pyproject.toml whose pristine release (fetched into the cache) has exactly this code. Returns (version, source,
+    None), or (None, "unknown", what was found where and what to pass)."""
+    tags = [(v, t) for t in (_git(root, "tag", "--points-at", "HEAD") or "").split() if (v := _tag_version(t))]
+    if tags:
+        version, tag = max(tags)
+        return version, f"git tag {tag} on HEAD", None
+    head = (_git(root, "rev-parse", "--short=12", "HEAD") or "?")
+    found: list[tuple[str, Version]] = []
+    nearest = _git(root, "describe", "--tags", "--abbrev=0")
+    if nearest and (v := _tag_version(nearest)):
+        behind = _git(root, "rev-list", "--count", f"{nearest}..HEAD")
+        found.append((f"nearest tag {nearest} (`git describe`, {behind or '?'} commits before HEAD)", v))
+    vfile = package_dir / "_version.py"
+    if vfile.is_file() and (v := _version_from_py(vfile)):
+        found.append((f"{vfile.relative_to(root)} says {v} (an editable install writes the newest tag there)", v))
+    v, source = _read_version(root, package_dir, package, files=False)
+    if v is not None and source == "pyproject.toml":
+        found.append((f"python/pyproject.toml says {v}", v))
+    said = []
+    for where, version in found:
+        differs = _differs_from_release(root, package_dir, package, version)
+        if differs is None:
+            return version, f"{where.split(' (')[0]}; the code is that of the {version} release", None
+        said.append(f"{where}: {differs}")
+    problem = (f"cannot tell which {package} release the checkout {root} is: HEAD ({head}) has no release tag"
+               + ("; " + "; ".join(said) if said else "; no tag, _version.py or pyproject version was found")
+               + ". Pass --assume-version V (the release this code is), or check out a release tag")
+    return None, "unknown", problem
+
+
+def _differs_from_release(root: Path, package_dir: Path, package: str, version: Version) -> str | None:
+    """None when every file of the pristine `package==version` wheel is, with the same bytes, in the commit checked
+    out (HEAD: local uncommitted edits are the user's, they do not make the commit another release); else how it
+    differs. Files a recorded recipe changed are left out (specpatch checked the release when it applied them)."""
+    import hashlib
+
+    from .errors import SpecpatchError
+    from .fetch import fetch_release
+
+    prefix = package_dir.relative_to(root).as_posix()
+    listing = _git(root, "ls-tree", "-r", "-z", "HEAD", "--", prefix)
+    if listing is None:
+        return "git cannot list HEAD's files"
+    blobs = {}
+    for entry in listing.split("\0"):
+        if "\t" in entry:
+            meta, path = entry.split("\t", 1)
+            blobs[path[len(prefix) + 1:]] = meta.split()[2]
+    try:
+        release = fetch_release(package, str(version)) / package
+    except SpecpatchError as exc:
+        return f"the {version} release could not be fetched to compare ({exc.message})"
+    recorded = _recorded_files(root, package_dir)
+    differ, total = [], 0
+    for path in sorted(release.rglob("*")):
+        if not path.is_file() or "__pycache__" in path.parts or path.name == "_version.py":
+            continue
+        rel = path.relative_to(release).as_posix()
+        if rel in recorded:
+            continue
+        total += 1
+        data = path.read_bytes()
+        if blobs.get(rel) != hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest():
+            differ.append(rel)
+    if not differ:
+        return None
+    return f"HEAD's code differs from the {version} release in {len(differ)} of {total} files (e.g. {differ[0]})"
+
+
+def _recorded_files(root: Path, package_dir: Path) -> set[str]:
+    """The files (relative to the package) that the ledger says a recipe changed."""
+    import json
+
+    try:
+        data = json.loads((root / STATE_DIRNAME / "ledger.json").read_bytes())
+        paths = {root / f["rel"] for record in data.get("applied", []) for f in record.get("files", [])}
+        return {p.relative_to(package_dir).as_posix() for p in paths if p.is_relative_to(package_dir)}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return set()
 
 
 def _version_from_py(path: Path) -> Version | None:

@@ -52,8 +52,8 @@ from .diff import unified_diff
 from .engine import Plan
 from .errors import (DriftError, ExitCode, Location, LockTimeout, RollbackBlocked, StateDamaged, StateError,
                      VersionUnsupported, os_failure)
-from .ledger import (AppliedRecord, FileRecord, Journal, State, atomic_write, file_mode, makedirs, now_utc, sha256,
-                     temp_path)
+from .ledger import (AppliedRecord, FileRecord, Journal, RetiredRecord, State, atomic_write, file_mode, makedirs,
+                     now_utc, sha256, temp_path)
 from .target import Target
 
 __all__ = [
@@ -242,6 +242,8 @@ class RollbackReport:
     kept: list[str] = field(default_factory=list)  #: absolute paths of local versions kept by --force
     removed_bytecode: list[str] = field(default_factory=list)  #: stale .pyc files removed
     exit_code: ExitCode = ExitCode.OK
+    retired: list[RetiredRecord] = field(default_factory=list)  #: entries retired first (upgrade, reinstall)
+    already_original: list[str] = field(default_factory=list)  #: files that had their original bytes already
 
     @property
     def noop(self) -> bool:
@@ -251,7 +253,8 @@ class RollbackReport:
         return {"target": str(self.target), "noop": self.noop, "message": self.message,
                 "recipe": self.record.recipe if self.record else None,
                 "record": self.record.to_dict() if self.record else None, "restored": self.restored,
-                "kept": self.kept, "removed_bytecode": self.removed_bytecode, "exit_code": int(self.exit_code)}
+                "kept": self.kept, "removed_bytecode": self.removed_bytecode, "exit_code": int(self.exit_code),
+                "retired": [r.to_dict() for r in self.retired], "already_original": self.already_original}
 
 
 @dataclass
@@ -264,6 +267,9 @@ class StatusReport:
     applied: list[AppliedRecord]
     pending: Journal | None  #: an interrupted transaction the next command will recover
     exit_code: ExitCode = ExitCode.OK
+    version_source: str = ""  #: where the release was read
+    retired: list[RetiredRecord] = field(default_factory=list)  #: history: entries that no longer describe the tree
+    stale: dict[int, str] = field(default_factory=dict)  #: seq -> why the next command will retire that entry
 
     def to_dict(self) -> dict[str, Any]:
         pending = None
@@ -272,7 +278,9 @@ class StatusReport:
                        "started": self.pending.started, "pid": self.pending.pid,
                        "files": [f.rel for f in self.pending.record.files]}
         return {"target": str(self.target), "package": self.package, "release": self.release,
-                "applied": [r.to_dict() for r in self.applied], "pending": pending}
+                "release_source": self.version_source,
+                "applied": [{**r.to_dict(), "stale": self.stale.get(r.seq)} for r in self.applied],
+                "retired": [r.to_dict() for r in self.retired], "pending": pending}
 
 
 # --------------------------------------------------------------------------------------------------- apply
@@ -388,7 +396,8 @@ def recover(target: Target, *, timeout: float = DEFAULT_LOCK_TIMEOUT) -> Recover
         if journal is not None:
             with signals_deferred():
                 report = _recover(state, journal)
-        state.sweep({r.record_dir for r in state.read_ledger().applied})
+        ledger = state.read_ledger()
+        state.sweep({r.record_dir for r in ledger.applied} | {r.record.record_dir for r in ledger.retired})
         return report
 
 
@@ -448,10 +457,13 @@ def rollback(target: Target, recipe_id: str | None = None, *, force: bool = Fals
         return nothing([])
     with target_lock(target, timeout):
         _refuse_pending(state)
+        retired = retire_stale(target)  # never replay a record of another release, or of bytes no longer there
         ledger = state.read_ledger()
         matches = [r for r in ledger.applied if recipe_id is None or r.recipe == recipe_id]
         if not matches:
-            return nothing(ledger.applied)
+            report = nothing(ledger.applied)
+            report.retired = retired
+            return report
         record = matches[-1]
         later = [r for r in ledger.applied if r.seq > record.seq and r.rels & record.rels]
         if later:
@@ -462,7 +474,9 @@ def rollback(target: Target, recipe_id: str | None = None, *, force: bool = Fals
                                   hint=f"roll back {names} first, then `{record.recipe}`")
         pristine_files(target, record)  # the backups must be whole before anything is touched
         states = file_states(target, record)
-        local = [s for s in states if s.state != "intact"]
+        # a file with its original bytes already (`git checkout -- FILE`) is not a local change: nothing to undo
+        original = [s.rel for s in states if s.state == "modified" and s.sha == s.record.sha_before]
+        local = [s for s in states if s.state != "intact" and s.rel not in original]
         if local and not force:
             raise _drift_error(target, record, local)
         stamp, kept = _stamp(), []
@@ -479,9 +493,12 @@ def rollback(target: Target, recipe_id: str | None = None, *, force: bool = Fals
             _, _, pycs = _finish_rollback(state, journal, "rollback")
         rels = [f.rel for f in record.files]
         message = f"rolled back {record.recipe}: {len(rels)} files have their original bytes and mode again"
+        if original:
+            message += f" ({', '.join(original)} had them already)"
         if kept:
             message += f"; your local versions are kept in {', '.join(_abs(state, kept))}"
-        return RollbackReport(target.root, record, message, rels, _abs(state, kept), pycs)
+        return RollbackReport(target.root, record, message, [r for r in rels if r not in original],
+                              _abs(state, kept), pycs, retired=retired, already_original=original)
 
 
 def _finish_rollback(state: State, journal: Journal, prefix: str) -> tuple[list[str], list[str], list[str]]:
@@ -524,10 +541,54 @@ def _drift_error(target: Target, record: AppliedRecord, local: list[FileState]) 
 def status(target: Target) -> StatusReport:
     """The applied recipes and any unfinished transaction; reads only, takes no lock."""
     state = State.of(target)
-    applied = state.read_ledger().applied if state.exists() else []
+    ledger = state.read_ledger() if state.exists() else None
+    applied = ledger.applied if ledger else []
     pending = state.read_journal() if state.exists() else None
+    stale = {r.seq: why for r in applied if (why := stale_reason(target, r))}
     return StatusReport(target.root, target.package, str(target.version) if target.version is not None else None,
-                        applied, pending)
+                        applied, pending, version_source=target.version_source,
+                        retired=ledger.retired if ledger else [], stale=stale)
+
+
+def stale_reason(target: Target, record: AppliedRecord) -> str | None:
+    """Why `record` no longer describes the target, or None while it does. A record is bound to the release and the
+    bytes it was made on: it is stale when the target is now another release (an upgrade or a downgrade: its
+    backups are another release's bytes), or when none of its files has its patched bytes any more, every one being
+    original again or gone (a reinstall, an uninstall, a `git checkout` of the files)."""
+    from packaging.version import InvalidVersion, Version
+
+    if record.release and target.version is not None:
+        try:
+            if Version(record.release) != target.version:
+                return (f"it was applied to {record.package} {record.release}; the target is now "
+                        f"{target.package} {target.version} (read from {target.version_source})")
+        except InvalidVersion:
+            pass
+    states = file_states(target, record)
+    if states and all(s.state == "missing" or s.sha == s.record.sha_before for s in states):
+        gone = all(s.state == "missing" for s in states)
+        return ("its files are gone (the package was uninstalled or moved)" if gone else
+                "every file it changed has its original bytes again (a reinstall, or `git checkout` of the files)")
+    return None
+
+
+def retire_stale(target: Target) -> list[RetiredRecord]:
+    """Move the ledger entries that no longer describe the target (see `stale_reason`) to its retired history, so
+    that no command replays them: a rollback would otherwise write another release's bytes into the tree. Call it
+    with the target's lock held, after `recover`. Returns what was retired."""
+    state = State.of(target)
+    if not state.exists():
+        return []
+    ledger = state.read_ledger()
+    retired = []
+    for record in list(ledger.applied):
+        reason = stale_reason(target, record)
+        if reason is not None:
+            ledger = ledger.retiring(record, reason)
+            retired.append(ledger.retired[-1])
+    if retired:
+        state.write_ledger(ledger)
+    return retired
 
 
 def applied_records(target: Target) -> list[AppliedRecord]:
