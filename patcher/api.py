@@ -166,7 +166,9 @@ def _after_apply_notes(p: Plan) -> list[str]:
     t = p.target
     where = f"--target {t.root}"
     notes = [f"undo: specpatch rollback {p.recipe.id} {where} (restores the original bytes and modes)"]
-    record = next(iter(sorted(t.package_dir.parent.glob(f"{t.package}-*.dist-info/RECORD"))), None)
+    records = sorted(t.package_dir.parent.glob(f"{t.package}-*.dist-info/RECORD"))
+    mine = [r for r in records if r.parent.name == f"{t.package}-{t.version}.dist-info"]
+    record = (mine or records or [None])[0]
     if record is not None:
         listed = {line.split(",")[0] for line in record.read_text(encoding="utf-8", errors="replace").splitlines()}
         named = [f.rel for f in p.changed_files if f.path.relative_to(t.package_dir.parent).as_posix() in listed]

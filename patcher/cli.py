@@ -448,6 +448,20 @@ def _catch_signals() -> None:
             signal.signal(signum, _on_signal)
 
 
+#: the options of the app itself, also accepted after the command (`specpatch check R --quiet`, as people write them)
+_GLOBAL_FLAGS = ("--quiet", "-q", "--verbose", "-v")
+
+
+def _hoisted(argv: list[str]) -> list[str]:
+    """`argv` with the app's own flags that follow the command moved before it (up to a `--`)."""
+    end = argv.index("--") if "--" in argv else len(argv)
+    flags = [a for a in argv[1:end] if a in _GLOBAL_FLAGS]
+    if not flags or not argv or argv[0].startswith("-"):
+        return argv
+    rest = [a for a in argv[1:end] if a not in _GLOBAL_FLAGS]
+    return [*flags, argv[0], *rest, *argv[end:]]
+
+
 def main() -> None:
     """Entry point for callers that want Python's normal exit (tests, embedding): Ctrl-C (SIGINT) or SIGTERM prints
     what was interrupted and what the transaction in progress did about it, and exits 128 + the signal (130,
@@ -456,7 +470,7 @@ def main() -> None:
 
     _catch_signals()
     try:
-        app()
+        app(args=_hoisted(sys.argv[1:]), prog_name="specpatch")
     except (Interrupted, KeyboardInterrupt) as exc:
         name = exc.name if isinstance(exc, Interrupted) else "SIGINT"
         notes = getattr(exc, "notes", None) or ["nothing is left half-written (a transaction in progress is finished or undone first)"]

@@ -199,7 +199,7 @@ def _checkout_release(root: Path, package_dir: Path, package: str) -> tuple[Vers
         return version, f"git tag {tag} on HEAD", None
     head = (_git(root, "rev-parse", "--short=12", "HEAD") or "?")
     found: list[tuple[str, Version]] = []
-    nearest = _git(root, "describe", "--tags", "--abbrev=0")
+    nearest = _git(root, "describe", "--tags", "--abbrev=0", "--match", "v[0-9]*", "--match", "[0-9]*")
     if nearest and (v := _tag_version(nearest)):
         behind = _git(root, "rev-list", "--count", f"{nearest}..HEAD")
         found.append((f"nearest tag {nearest} (`git describe`, {behind or '?'} commits before HEAD)", v))
