@@ -272,12 +272,13 @@ def verify(target: Target, recipe_id: str | None = None, *, python: str | None =
     from . import transaction
 
     result = VerifyResult(target)
+    had_state = target.state_dir.exists()  # before the lock creates the folder
     with transaction.target_lock(target, timeout=lock_timeout):
         result.recovery = transaction.recover(target)
         result.notes += [retired_note(r) for r in transaction.retire_stale(target)]
         records = [r for r in transaction.applied_records(target) if recipe_id is None or r.recipe == recipe_id]
         if not records:
-            _refuse_unrecorded_edits(target, recipe_id, extra_dirs)
+            _refuse_unrecorded_edits(target, recipe_id, extra_dirs, had_state)
             what = f"`{recipe_id}` is not" if recipe_id else "no recipe is"
             result.message = f"{what} applied to {target.root}: nothing to verify"
             result.exit_code = ExitCode.WOULD_CHANGE if recipe_id else ExitCode.OK
@@ -369,10 +370,11 @@ def rollback(target: Target, recipe_id: str | None = None, *, force: bool = Fals
     instead of calling the tree clean."""
     from . import transaction
 
+    had_state = target.state_dir.exists()
     recovery = transaction.recover(target, timeout=lock_timeout)
     report = transaction.rollback(target, recipe_id, force=force, timeout=lock_timeout)
     if report.noop and recovery is None:
-        _refuse_unrecorded_edits(target, recipe_id, extra_dirs)
+        _refuse_unrecorded_edits(target, recipe_id, extra_dirs, had_state)
     report.recovery = recovery
     return report
 
@@ -396,9 +398,18 @@ def edits_in_tree(target: Target, recipe_id: str | None = None,
     return found
 
 
-def _refuse_unrecorded_edits(target: Target, recipe_id: str | None, extra_dirs: list[Path] | None) -> None:
+def _refuse_unrecorded_edits(target: Target, recipe_id: str | None, extra_dirs: list[Path] | None,
+                             had_state: bool) -> None:
+    """Raise StateLost when the target has no specpatch history (no state folder, or a ledger that never recorded
+    anything) and yet carries a recipe's edits: the state folder was deleted. A ledger with history is trusted (a
+    release may ship a recipe's change itself)."""
     from . import transaction
+    from .ledger import State
 
+    if had_state:
+        ledger = State.of(target).read_ledger()
+        if ledger.next_seq > 1 or ledger.retired:
+            return
     recorded = {r.recipe for r in transaction.applied_records(target)}
     present = [r for r in edits_in_tree(target, recipe_id, extra_dirs) if r not in recorded]
     if present:

@@ -123,6 +123,13 @@ class UsageError(SpecpatchError):
     exit_code = ExitCode.BAD_INPUT
 
 
+class ParamError(UsageError):
+    """A parameter value that is not of its declared type, or that cannot be written where the recipe puts it."""
+
+    title = "bad parameter value"
+    hint = "`specpatch show RECIPE` lists the parameters, their types and defaults"
+
+
 class TargetError(SpecpatchError):
     title = "unusable target"
     hint = "pass a git checkout (T/python/sglang), a site-packages folder, the package folder, or use --package"

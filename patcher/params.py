@@ -24,14 +24,9 @@ from typing import Any
 
 import libcst as cst
 
-from .errors import UsageError
+from .errors import ParamError
 
 _PARAM = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
-
-
-class ParamError(UsageError):
-    title = "bad parameter value"
-    hint = "`specpatch show RECIPE` lists the parameters, their types and defaults"
 
 
 def check_value(name: str, declared: str, value: Any) -> None:

@@ -447,7 +447,9 @@ def render_rollback(ui: UI, report: Any, *, as_json: bool = False) -> None:
         ui.out.print(f"kept your version in {escape(path)}")
     for pyc in report.removed_bytecode:
         ui.out.print(f"removed stale bytecode {escape(pyc)}", style="dim")
-    ui.summary(report.exit_code == 0, report.message)
+    source = getattr(report, "release_source", "")
+    release = getattr(report, "release", None)
+    ui.summary(report.exit_code == 0, report.message + (f" [release {release} from {source}]" if release else ""))
 
 
 def render_status(ui: UI, report: Any, *, as_json: bool = False) -> None:

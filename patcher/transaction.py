@@ -244,6 +244,8 @@ class RollbackReport:
     exit_code: ExitCode = ExitCode.OK
     retired: list[RetiredRecord] = field(default_factory=list)  #: entries retired first (upgrade, reinstall)
     already_original: list[str] = field(default_factory=list)  #: files that had their original bytes already
+    release: str | None = None  #: the target's release
+    release_source: str = ""  #: where it was read
 
     @property
     def noop(self) -> bool:
@@ -254,7 +256,8 @@ class RollbackReport:
                 "recipe": self.record.recipe if self.record else None,
                 "record": self.record.to_dict() if self.record else None, "restored": self.restored,
                 "kept": self.kept, "removed_bytecode": self.removed_bytecode, "exit_code": int(self.exit_code),
-                "retired": [r.to_dict() for r in self.retired], "already_original": self.already_original}
+                "retired": [r.to_dict() for r in self.retired], "already_original": self.already_original,
+                "release": self.release, "release_source": self.release_source}
 
 
 @dataclass
@@ -446,12 +449,14 @@ def rollback(target: Target, recipe_id: str | None = None, *, force: bool = Fals
     Raises RollbackBlocked if a later recipe changed one of the same files. Nothing applied is a no-op report.
     """
     state = State.of(target)
+    release = {"release": str(target.version) if target.version is not None else None,
+               "release_source": target.version_source}
 
     def nothing(applied: list[AppliedRecord]) -> RollbackReport:
         what = "no recipe is" if recipe_id is None else f"`{recipe_id}` is not"
         names = ", ".join(r.recipe for r in applied) or "none"
         return RollbackReport(target.root, None, f"nothing to roll back: {what} applied to {target.root} "
-                                                 f"(applied: {names})")
+                                                 f"(applied: {names})", **release)
 
     if not state.exists():
         return nothing([])
@@ -498,7 +503,7 @@ def rollback(target: Target, recipe_id: str | None = None, *, force: bool = Fals
         if kept:
             message += f"; your local versions are kept in {', '.join(_abs(state, kept))}"
         return RollbackReport(target.root, record, message, [r for r in rels if r not in original],
-                              _abs(state, kept), pycs, retired=retired, already_original=original)
+                              _abs(state, kept), pycs, retired=retired, already_original=original, **release)
 
 
 def _finish_rollback(state: State, journal: Journal, prefix: str) -> tuple[list[str], list[str], list[str]]:
@@ -544,13 +549,23 @@ def status(target: Target) -> StatusReport:
     ledger = state.read_ledger() if state.exists() else None
     applied = ledger.applied if ledger else []
     pending = state.read_journal() if state.exists() else None
-    stale = {r.seq: why for r in applied if (why := stale_reason(target, r))}
+    originals = _originals(applied)
+    stale = {r.seq: why for r in applied if (why := stale_reason(target, r, originals))}
     return StatusReport(target.root, target.package, str(target.version) if target.version is not None else None,
                         applied, pending, version_source=target.version_source,
                         retired=ledger.retired if ledger else [], stale=stale)
 
 
-def stale_reason(target: Target, record: AppliedRecord) -> str | None:
+def _originals(records: list[AppliedRecord]) -> dict[str, str]:
+    """{file: sha256 before the first recipe that wrote it} (records oldest first: recipes may stack)."""
+    out: dict[str, str] = {}
+    for r in records:
+        for f in r.files:
+            out.setdefault(f.rel, f.sha_before)
+    return out
+
+
+def stale_reason(target: Target, record: AppliedRecord, originals: dict[str, str] | None = None) -> str | None:
     """Why `record` no longer describes the target, or None while it does. A record is bound to the release and the
     bytes it was made on: it is stale when the target is now another release (an upgrade or a downgrade: its
     backups are another release's bytes), or when none of its files has its patched bytes any more, every one being
@@ -565,7 +580,9 @@ def stale_reason(target: Target, record: AppliedRecord) -> str | None:
         except InvalidVersion:
             pass
     states = file_states(target, record)
-    if states and all(s.state == "missing" or s.sha == s.record.sha_before for s in states):
+    originals = originals or {}
+    if states and all(s.state == "missing" or s.sha in (s.record.sha_before, originals.get(s.rel))
+                      for s in states):
         gone = all(s.state == "missing" for s in states)
         return ("its files are gone (the package was uninstalled or moved)" if gone else
                 "every file it changed has its original bytes again (a reinstall, or `git checkout` of the files)")
@@ -581,8 +598,9 @@ def retire_stale(target: Target) -> list[RetiredRecord]:
         return []
     ledger = state.read_ledger()
     retired = []
+    originals = _originals(ledger.applied)
     for record in list(ledger.applied):
-        reason = stale_reason(target, record)
+        reason = stale_reason(target, record, originals)
         if reason is not None:
             ledger = ledger.retiring(record, reason)
             retired.append(ledger.retired[-1])
