@@ -174,8 +174,9 @@ def _after_apply_notes(p: Plan) -> list[str]:
         named = [f.rel for f in p.changed_files if f.path.relative_to(t.package_dir.parent).as_posix() in listed]
         if named:
             notes.append(f"pip's {record.parent.name}/RECORD still lists the original hashes of {', '.join(named)}: "
-                         f"`pip check` is not affected, but a verifying tool (e.g. `pip install --force-reinstall`, "
-                         f"image scanners) sees them as modified; specpatch does not rewrite RECORD")
+                         f"a tool that checks installed files against RECORD reports them as modified, and "
+                         f"`pip install --force-reinstall` puts the originals back (then apply again); specpatch "
+                         f"does not rewrite RECORD")
     return notes
 
 
@@ -553,7 +554,8 @@ class TryResult:
     verify: VerifyResult | None
     seconds: float
     exit_code: ExitCode
-    outcome: str  #: applied_and_verified | alias_verified | refused | cannot_apply | verify_failed
+    #: applied_and_verified | alias_verified | applied_not_verified | refused | cannot_apply | verify_failed
+    outcome: str
     message: str
 
     def to_dict(self) -> dict[str, Any]:
@@ -591,6 +593,12 @@ def try_recipe(recipe: Recipe, version: str = "0.5.9", *, keep: Path | None = No
         if applied.outcome == "refused":
             outcome, message = "refused", applied.plan.selection.refuse or ""
             code = ExitCode.OK  # a refusal that names the upstream mechanism is the designed outcome
+        elif code == ExitCode.OK and (applied.unverified or (verified and any(r.unverified
+                                                                            for r in verified.recipes))):
+            skipped = applied.unverified or [u for r in verified.recipes for u in r.unverified]
+            outcome = "applied_not_verified"  # "verified" only for what ran
+            message = (f"{recipe.id} applied to {recipe.target.package} {version}; NOT verified: did not run: "
+                       f"{', '.join(skipped)}")
         elif code == ExitCode.OK:
             outcome = "alias_verified" if variant and "alias" in variant else "applied_and_verified"
             message = f"{recipe.id} applied to {recipe.target.package} {version} and verified"

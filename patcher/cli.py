@@ -114,7 +114,12 @@ def _ui():
 def reported_errors(ui, as_json: bool = False) -> Iterator[None]:
     """Turn a SpecpatchError into an `Error:`/`Help:` message (or JSON) and its exit code."""
     try:
-        yield
+        try:
+            yield
+        except OSError as exc:  # the CLI's own writes (--diff-out): the system's refusal, not a bug
+            from .errors import os_failure
+
+            raise os_failure(exc, "writing") from None
     except SpecpatchError as err:
         from .report import print_json
 
@@ -473,7 +478,8 @@ def main() -> None:
         app(args=_hoisted(sys.argv[1:]), prog_name="specpatch")
     except (Interrupted, KeyboardInterrupt) as exc:
         name = exc.name if isinstance(exc, Interrupted) else "SIGINT"
-        notes = getattr(exc, "notes", None) or ["nothing is left half-written (a transaction in progress is finished or undone first)"]
+        notes = getattr(exc, "notes", None) or [
+            "nothing is left half-written (a transaction in progress is finished or undone first)"]
         sys.stderr.write(f"interrupted ({name}): " + "; ".join(notes) + "\n")
         sys.exit(128 + (exc.signum if isinstance(exc, Interrupted) else 2))
     except Exception as exc:  # noqa: BLE001 - the last line of defence: a bug gets a message, not a bare traceback

@@ -231,6 +231,9 @@ _ERRNO_CODES = {
                                   "another user"),
     "EROFS": (ExitCode.BAD_INPUT, "the target is on a read-only file system: patch a writable copy (or the image "
                                   "build), not the mounted tree"),
+    "ENOENT": (ExitCode.BAD_INPUT, "the path (or a folder on it) does not exist"),
+    "ENOTDIR": (ExitCode.BAD_INPUT, "a part of the path is a file, not a folder"),
+    "EISDIR": (ExitCode.BAD_INPUT, "the path is a folder, a file was expected"),
     "ENOSPC": (ExitCode.SYSTEM, "free some space on the device (specpatch needs room for the backups and one "
                                 "temporary copy of each file), then run the command again"),
     "EDQUOT": (ExitCode.SYSTEM, "the disk quota is exhausted; free some space, then run the command again"),

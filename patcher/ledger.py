@@ -273,6 +273,9 @@ class State:
         p = (self.root / rel_to_state)
         if ".." in Path(rel_to_state).parts or Path(rel_to_state).is_absolute():
             raise StateDamaged(f"recorded path `{rel_to_state}` leaves the state folder")
+        real = Path(os.path.realpath(p))
+        if not real.is_relative_to(os.path.realpath(self.root)):  # a link inside the state folder leads out of it
+            raise StateDamaged(f"`{rel_to_state}` of the state folder leads out of it, to {real}")
         return p
 
     def target_file(self, rel: str) -> Path:

@@ -550,7 +550,8 @@ def _check_semantics(recipe: Recipe, fail) -> None:
             for i, s in enumerate(v.steps):
                 yield ("variants", vi, "steps", i), s
 
-    lists = [(("steps",), recipe.steps)] + [(("variants", vi, "steps"), v.steps) for vi, v in enumerate(recipe.variants)]
+    lists = [(("steps",), recipe.steps)]
+    lists += [(("variants", vi, "steps"), v.steps) for vi, v in enumerate(recipe.variants)]
     for loc, steps in lists:
         seen: dict[str, int] = {}
         for i, step in enumerate(steps):

@@ -457,8 +457,8 @@ def render_status(ui: UI, report: Any, *, as_json: bool = False) -> None:
         print_json(report.to_dict())
         return
     source = f" (read from {report.version_source})" if report.release and report.version_source else ""
-    ui.out.print(f"target {escape(str(report.target))}: {escape(report.package)} {escape(str(report.release))}"
-                 f"{escape(source)}")
+    ui.out.print(f"target {escape(str(report.target))}: {escape(report.package)} "
+                 f"{escape(str(report.release or '(unknown release)'))}{escape(source)}")
     for retired in report.retired:
         r = retired.record
         ui.out.print(f"retired (history, never replayed): {escape(r.recipe)} v{r.recipe_version} applied "

@@ -11,7 +11,8 @@ State folder `TARGET/.specpatch/` (git ignores it through its own `.gitignore` o
 
     .gitignore              "*"
     lock                    the file lock (filelock): one specpatch at a time per target
-    ledger.json             the applied recipes, oldest first, and the next sequence number
+    ledger.json             the applied recipes, oldest first, the next sequence number, and the retired entries
+                            (history: records of another release or of bytes no longer there, never replayed)
     journal.json            the transaction in progress (apply or rollback); absent when there is none
     records/NNNN-RECIPE/    one folder per applied recipe, NNNN its sequence number
         before/<rel>        the original bytes of each file the recipe changed (the backup)
@@ -28,6 +29,10 @@ if the ledger has the entry, or every file has its "after" hash, the apply is co
 back to its "before" bytes and mode. **Rollback** checks for local changes, keeps them under `kept/` when forced,
 writes a rollback journal, restores every file, removes the ledger entry, removes the journal; a recovery of a
 rollback journal always finishes it. Recovery is idempotent: a crash during it is recovered by the next command.
+An undo, a rollback and a recovery hold SIGINT and SIGTERM back while they restore files (`signals_deferred`): an
+interrupt is handled once the tree is whole. **Retirement** (`retire_stale`, after `recover`): a ledger entry made on
+another release than the target's, or none of whose files has its patched bytes any more, moves to the retired list;
+rollback retires before it chooses what to restore, so it never writes another release's bytes into the tree.
 
 Fault-injection labels (`_fault`), in order: ``apply:backups-written``, ``apply:journal-written``, then per file
 ``apply:temp-written:<rel>`` and ``apply:after-write:<rel>``, ``apply:ledger-written``, ``apply:journal-removed``;

@@ -498,6 +498,10 @@ def _run(python: str | os.PathLike, config: dict[str, Any], *, timeout: float,
                 proc.wait(timeout=timeout)
             except subprocess.TimeoutExpired:
                 timed_out = True
+            except BaseException:  # an interrupt while waiting: the child's own session would outlive us
+                _kill_group(proc)
+                proc.wait()
+                raise
             _kill_group(proc)
             proc.wait()
         seconds = time.monotonic() - start

@@ -325,3 +325,11 @@ def test_output_that_no_pipe_cuts(tmp_path, sglang_release):
         assert f["rel"] in done.stdout and f["sha_before"] in done.stdout and f["sha_after"] in done.stdout
     lines = [line for line in done.stdout.splitlines() if FLAGSHIP in line]
     assert lines and all(re.search(r"\bdynamic-spec-disable\b", line) for line in lines)
+
+
+def test_try_says_not_verified_when_the_checks_could_not_run(sglang_release):
+    sglang_release("0.5.9")
+    done = specpatch("try", FLAGSHIP, "--version", "0.5.9", "--python", "/usr/bin/python3", "--json")
+    assert done.returncode == OK, done.stderr
+    data = json.loads(done.stdout)
+    assert data["outcome"] == "applied_not_verified" and "NOT verified: did not run: import " in data["message"]

@@ -18,6 +18,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -478,3 +479,56 @@ def test_a_deleted_state_folder_on_a_patched_tree_is_not_a_clean_tree(site, tmp_
         (pristine / SERVER_ARGS).read_bytes().replace(b"    aa: int = 1\n", b""))
     done = specpatch("rollback", "--target", str(pristine), recipes=recipes)
     assert done.returncode == OK and "nothing to roll back" in done.stderr, done.stderr
+
+
+def test_ctrl_c_during_a_probe_kills_it_and_rolls_the_apply_back(tmp_path):
+    target = tmp_path / "t"
+    shutil.copytree(REPO / "tests/recipes/fixtures/toy-greeting/baseline/before", target)
+    pid_file = tmp_path / "probe.pid"
+    recipes = recipe(tmp_path / "r", f"""\
+    steps:
+      - op: add_dataclass_field
+        file: srt/greeter.py
+        class: Greeter
+        after: punctuation
+        code: "volume: int = 1"
+    verify:
+      probes: [{{path: slow.py}}]
+    """, files={"slow.py": f"import os, time\nopen({str(pid_file)!r}, 'w').write(str(os.getpid()))\n"
+                           f"time.sleep(120)\n"})
+    before = snapshot(target)
+    env = {**os.environ, "NO_COLOR": "1", "PYTHONPATH": str(REPO), "SPECPATCH_RECIPE_PATH": str(recipes)}
+    proc = subprocess.Popen([sys.executable, "-m", "patcher", "apply", "case", "--target", str(target)], cwd=REPO,
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    for _ in range(600):
+        if pid_file.exists() and pid_file.read_text():
+            break
+        time.sleep(0.1)
+    assert pid_file.exists(), proc.communicate(timeout=60)
+    probe = int(pid_file.read_text())
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "interrupted (SIGINT): case was applied, then rolled back before its checks had finished" in err
+    assert snapshot(target) == before
+    with pytest.raises(ProcessLookupError):
+        os.kill(probe, 0)  # the probe's process group went with it
+
+
+def test_an_output_file_that_cannot_be_written_is_bad_input(site, tmp_path):
+    recipes = recipe(tmp_path / "r", ONE)
+    done = specpatch("apply", "case", "--target", str(site), "--dry-run", "--diff-out",
+                     str(tmp_path / "no-such-folder" / "x.diff"), recipes=recipes)
+    assert_error(done, BAD_INPUT, "No such file or directory [ENOENT]", "no-such-folder")
+
+
+def test_a_link_in_the_state_folder_that_leads_out_is_refused(site, tmp_path):
+    recipes = recipe(tmp_path / "r", ONE)
+    assert specpatch("apply", "case", "--target", str(site), "--no-smoke", recipes=recipes).returncode == OK
+    records = site / ".specpatch" / "records"
+    record = next(records.iterdir())
+    outside = tmp_path / "outside-record"
+    shutil.move(record, outside)
+    record.symlink_to(outside)
+    done = specpatch("rollback", "--target", str(site), recipes=recipes)
+    assert_error(done, BAD_INPUT, "leads out of it")
