@@ -532,3 +532,56 @@ def test_a_link_in_the_state_folder_that_leads_out_is_refused(site, tmp_path):
     record.symlink_to(outside)
     done = specpatch("rollback", "--target", str(site), recipes=recipes)
     assert_error(done, BAD_INPUT, "leads out of it")
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """`small_disk(kib)`: a tmpfs of that size mounted in tmp_path (root only: said in the skip reason), unmounted
+    at the end; yields the mount point."""
+    mounts = []
+
+    def make(kib: int) -> Path:
+        point = tmp_path / f"disk{len(mounts)}"
+        point.mkdir()
+        done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={kib}k", "tmpfs", str(point)],
+                              capture_output=True, text=True)
+        if done.returncode != 0:
+            pytest.skip(f"cannot mount a tmpfs here ({done.stderr.strip()}): a real ENOSPC/EROFS needs root")
+        mounts.append(point)
+        return point
+
+    yield make
+    for point in mounts:
+        subprocess.run(["umount", "-l", str(point)], capture_output=True)
+
+
+def _size_kib(root: Path) -> int:
+    return sum(p.stat().st_size for p in root.rglob("*") if p.is_file()) // 1024
+
+
+def test_no_space_left_during_apply_is_exit_8_and_the_tree_is_untouched(site, tmp_path, small_disk):
+    disk = small_disk(_size_kib(site) + 120)  # room for the tree, not for the backups of server_args.py
+    target = disk / "site"
+    shutil.copytree(site, target)
+    recipes = recipe(tmp_path / "r", ONE)
+    before = snapshot(target)
+    done = specpatch("apply", "case", "--target", str(target), "--no-smoke", recipes=recipes)
+    assert_error(done, SYSTEM, "No space left on device [ENOSPC]", "free some space")
+    assert snapshot(target) == before
+
+
+def test_a_read_only_file_system_is_an_unusable_target_for_apply_and_rollback(site, tmp_path, small_disk):
+    disk = small_disk(_size_kib(site) * 4 + 512)
+    target = disk / "site"
+    shutil.copytree(site, target)
+    recipes = recipe(tmp_path / "r", ONE)
+    assert specpatch("apply", "case", "--target", str(target), "--no-smoke", recipes=recipes).returncode == OK
+    patched = snapshot(target)
+    subprocess.run(["mount", "-o", "remount,ro", str(disk)], check=True)
+    try:
+        done = specpatch("rollback", "--target", str(target), recipes=recipes)
+        assert_error(done, BAD_INPUT, "Read-only file system [EROFS]", "read-only file system")
+        assert snapshot(target) == patched  # still fully patched: nothing half-restored
+    finally:
+        subprocess.run(["mount", "-o", "remount,rw", str(disk)], check=True)
+    assert specpatch("rollback", "--target", str(target), recipes=recipes).returncode == OK
