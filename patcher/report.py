@@ -491,6 +491,8 @@ def render_try(ui: UI, result: Any, *, as_json: bool = False) -> None:
         p = result.apply.plan
         if p.selection.variant:
             ui.info.print(f"variant [bold]{escape(p.selection.variant)}[/bold]: {escape(p.selection.reason)}")
+            if _variant_description(p):
+                ui.info.print(f"  {escape(_variant_description(p))}")
         print_diff(ui.out, p.diff())
         if p.steps:
             ui.info.print(steps_table(p.steps, verbose=ui.verbose))
