@@ -297,7 +297,7 @@ ONE = fields(("srt/server_args.py", "speculative_accept_threshold_acc", "aa: int
                                                                   "w.yaml\n", "w.yaml": "- {op: add_import, "
                                                                   "file: x.py, code_file: ../case.yaml}\n"},
      "leaves the recipe's folder"),
-    ("package", ONE.replace("steps:", "steps:"), None, None),
+    ("package", ONE, None, None),
     ("same names", ONE.replace("  - op:", "  - name: same\n    op:") * 1 + ONE.replace("steps:\n", "").replace(
         "  - op:", "  - name: same\n    op:").replace("aa: int = 1", "bb: int = 2"), None,
      "two steps are named `same`"),
