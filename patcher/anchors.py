@@ -12,6 +12,8 @@ import functools
 import re
 from typing import TYPE_CHECKING, Iterator, Sequence
 
+import unicodedata
+
 import libcst as cst
 
 from .errors import AnchorAmbiguous, AnchorNotFound, Candidate
@@ -175,13 +177,38 @@ def _defs(path: NodePath, kind: type) -> Iterator[NodePath]:
             yield spath
 
 
+def ident(name: str) -> str:
+    """A name as Python compares identifiers: NFKC-normalised (PEP 3131), so that `ｆoo` and `foo` are one name."""
+    return unicodedata.normalize("NFKC", name) if not name.isascii() else name
+
+
+def class_members(cpath: NodePath) -> dict[str, cst.CSTNode]:
+    """Every name a class body binds (methods, nested classes, fields and plain assignments, also inside its
+    if/try blocks), NFKC-normalised, to the first statement that binds it."""
+    members: dict[str, cst.CSTNode] = {}
+    for p in walk_statements(cpath):
+        stmt = p[-1]
+        names: list[str] = []
+        if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
+            names.append(stmt.name.value)
+        elif isinstance(stmt, cst.SimpleStatementLine):
+            for small in stmt.body:
+                if isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name):
+                    names.append(small.target.value)
+                elif isinstance(small, cst.Assign):
+                    names += [t.target.value for t in small.targets if isinstance(t.target, cst.Name)]
+        for name in names:
+            members.setdefault(ident(name), stmt)
+    return members
+
+
 def find_def(module: cst.Module, dotted: str, *, what: str = "definition") -> NodePath:
     """Resolve `A.B.c` to the single class or function definition it names (looking through if/try blocks)."""
     path: NodePath = (module,)
     parts = dotted.split(".")
     for depth, part in enumerate(parts):
         kind = (cst.ClassDef, cst.FunctionDef)
-        found = [p for p in _defs(path, kind) if p[-1].name.value == part]
+        found = [p for p in _defs(path, kind) if ident(p[-1].name.value) == ident(part)]
         where = ".".join(parts[:depth]) or "the module"
         if not found:
             nodes = {p[-1].name.value: p[-1] for p in _defs(path, kind)}

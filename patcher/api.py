@@ -2,17 +2,36 @@
 
 from __future__ import annotations
 
+import functools
 import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from .engine import Plan, plan
 from packaging.version import Version
 
-from .errors import ExitCode, SpecpatchError, VersionUnsupported
+from .engine import Plan, plan
+from .errors import ExitCode, SpecpatchError, StateLost, VersionUnsupported, os_failure
 from .recipe import Recipe, available, load_recipe
 from .target import Target
+
+
+def _system_errors(doing: str):
+    """A use case whose OSError (a read-only tree, no space left, an immutable file) becomes an OSFailure naming
+    the file and the errno: the machine's refusal is not a bug of specpatch. The transaction has restored the tree
+    (or not touched it) by the time the error gets here."""
+
+    def wrap(fn):
+        @functools.wraps(fn)
+        def call(*args, **kwargs):
+            try:
+                return fn(*args, **kwargs)
+            except OSError as exc:
+                raise os_failure(exc, doing) from exc
+
+        return call
+
+    return wrap
 
 
 def load(name_or_path: str, extra_dirs: list[Path] | None = None) -> Recipe:
@@ -64,6 +83,7 @@ class ApplyResult:
     checks: list[Any] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     error: SpecpatchError | None = None
+    unverified: list[str] = field(default_factory=list)  #: checks of the recipe that did not run (`import m`, ...)
 
     def to_dict(self) -> dict[str, Any]:
         p = self.plan
@@ -75,6 +95,7 @@ class ApplyResult:
                        "version": str(p.target.version) if p.target.version else None,
                        "version_source": p.target.version_source},
             "params": p.params,
+            "unverified": self.unverified,
             "steps": [s.to_dict() for s in p.steps],
             "files": [{"file": f.rel, "changed": f.changed} for f in p.files],
             "errors": [e.to_dict() for e in p.errors] + ([self.error.to_dict()] if self.error else []),
@@ -89,9 +110,20 @@ def _refusal(p: Plan) -> VersionUnsupported:
     return VersionUnsupported(p.selection.refuse or "", hint="the message above gives the equivalent configuration")
 
 
+def unverified(spec: Any, checks: list[Any]) -> list[str]:
+    """The recipe's imports and probes that did not run to a verdict (skipped, environment problem, never
+    started), as `import M` / `probe P`: what "verified" may not claim."""
+    ran = {(c.kind, c.name) for c in checks if c.status in ("passed", "failed", "timeout")}
+    wanted = [("import", m) for m in dict.fromkeys(spec.imports)] + [("probe", p.name or p.path) for p in spec.probes]
+    return [f"{kind} {name}" for kind, name in wanted if (kind, name) not in ran]
+
+
+@_system_errors("apply")
 def apply_recipe(recipe: Recipe, target: Target, *, params: dict[str, str] | None = None, dry_run: bool = False,
-                 smoke: bool = True, python: str | None = None, lock_timeout: float = 60.0) -> ApplyResult:
-    """Plan, write transactionally, verify; roll back if a check fails. A dry run only plans."""
+                 smoke: bool = True, python: str | None = None, lock_timeout: float = 60.0,
+                 require_checks: bool = False) -> ApplyResult:
+    """Plan, write transactionally, verify; roll back if a check fails. A dry run only plans. With
+    `require_checks`, an import smoke test or probe that could not run counts as a failed check (for CI)."""
     if dry_run:
         p = plan(recipe, target, params)
         return _planned_result(p, dry_run=True)
@@ -99,19 +131,53 @@ def apply_recipe(recipe: Recipe, target: Target, *, params: dict[str, str] | Non
 
     with transaction.target_lock(target, timeout=lock_timeout) as lock:
         recovery = transaction.recover(target)
+        retired = transaction.retire_stale(target)
         p = plan(recipe, target, params)
         result = _planned_result(p, dry_run=False)
         result.recovery = recovery
+        result.notes += [retired_note(r) for r in retired]
         if result.exit_code != ExitCode.OK or not p.changed_files:
             return result
         result.record = transaction.commit(p, lock)
         result.outcome = "changed"
-        result.checks = _post_apply_checks(p, python=python, smoke=smoke, notes=result.notes)
-        if any(c.status in ("failed", "timeout") for c in result.checks):
+        try:
+            result.checks = _post_apply_checks(p, python=python, smoke=smoke, notes=result.notes)
+        except BaseException as exc:  # an interrupt (or a failure) before the checks said yes: undo the apply
+            with transaction.signals_deferred():
+                transaction.rollback(target, recipe.id, force=True)
+            transaction.note_interrupt(exc, f"{recipe.id} was applied, then rolled back before its checks had "
+                                             f"finished: every file has its original bytes")
+            raise
+        result.unverified = unverified(p.selection.verify, result.checks)
+        failed = any(c.status in ("failed", "timeout") for c in result.checks)
+        if failed or (require_checks and result.unverified):
             transaction.rollback(target, recipe.id, force=True)
             result.exit_code, result.outcome = ExitCode.VERIFY_FAILED, "verify_failed"
+            if not failed:
+                result.notes.append(f"--require-checks: {', '.join(result.unverified)} could not run")
             result.notes.append("a check failed: every file was restored to its original bytes")
+        else:
+            result.notes += _after_apply_notes(p)
     return result
+
+
+def _after_apply_notes(p: Plan) -> list[str]:
+    """What a user needs after a write: how to undo it, and what pip will think of the patched files."""
+    t = p.target
+    where = f"--target {t.root}"
+    notes = [f"undo: specpatch rollback {p.recipe.id} {where} (restores the original bytes and modes)"]
+    records = sorted(t.package_dir.parent.glob(f"{t.package}-*.dist-info/RECORD"))
+    mine = [r for r in records if r.parent.name == f"{t.package}-{t.version}.dist-info"]
+    record = (mine or records or [None])[0]
+    if record is not None:
+        listed = {line.split(",")[0] for line in record.read_text(encoding="utf-8", errors="replace").splitlines()}
+        named = [f.rel for f in p.changed_files if f.path.relative_to(t.package_dir.parent).as_posix() in listed]
+        if named:
+            notes.append(f"pip's {record.parent.name}/RECORD still lists the original hashes of {', '.join(named)}: "
+                         f"a tool that checks installed files against RECORD reports them as modified, and "
+                         f"`pip install --force-reinstall` puts the originals back (then apply again); specpatch "
+                         f"does not rewrite RECORD")
+    return notes
 
 
 def _planned_result(p: Plan, *, dry_run: bool) -> ApplyResult:
@@ -158,6 +224,7 @@ class RecipeVerification:
     files: list[dict[str, Any]] = field(default_factory=list)  #: per file: state intact | drift | lost
     checks: list[Any] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    unverified: list[str] = field(default_factory=list)  #: the recipe's imports and probes that did not run
 
     @property
     def drifted(self) -> list[str]:
@@ -170,7 +237,8 @@ class RecipeVerification:
     def to_dict(self) -> dict[str, Any]:
         return {"recipe": self.record.recipe, "recipe_version": self.record.recipe_version,
                 "variant": self.record.variant, "release": self.record.release, "params": self.record.params,
-                "files": self.files, "checks": [c.to_dict() for c in self.checks], "notes": self.notes}
+                "files": self.files, "checks": [c.to_dict() for c in self.checks], "notes": self.notes,
+                "unverified": self.unverified}
 
 
 @dataclass
@@ -180,23 +248,38 @@ class VerifyResult:
     recovery: Any = None
     message: str = ""
     exit_code: ExitCode = ExitCode.OK
+    notes: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {"ok": self.exit_code == ExitCode.OK, "exit_code": int(self.exit_code), "message": self.message,
-                "target": str(self.target.root), "recipes": [r.to_dict() for r in self.recipes],
-                "recovery": self.recovery.to_dict() if self.recovery else None}
+                "target": str(self.target.root), "release": str(self.target.version) if self.target.version else None,
+                "release_source": self.target.version_source, "recipes": [r.to_dict() for r in self.recipes],
+                "recovery": self.recovery.to_dict() if self.recovery else None, "notes": self.notes}
 
 
+def retired_note(retired: Any) -> str:
+    """One line about a ledger entry retired by this command."""
+    r = retired.record
+    return (f"retired the record of {r.recipe} (applied {r.applied_at} to {r.package} {r.release}): {retired.reason}; "
+            f"kept in the ledger's history, never replayed")
+
+
+@_system_errors("verify")
 def verify(target: Target, recipe_id: str | None = None, *, python: str | None = None, smoke: bool = True,
-           lock_timeout: float = 60.0, extra_dirs: list[Path] | None = None) -> VerifyResult:
-    """For each applied recipe (or one): files intact / drifted / lost, syntax, import smoke test, probes."""
+           lock_timeout: float = 60.0, extra_dirs: list[Path] | None = None,
+           require_checks: bool = False) -> VerifyResult:
+    """For each applied recipe (or one): files intact / drifted / lost, syntax, import smoke test, probes. "verified"
+    is said only of what ran; with `require_checks`, an import or probe that could not run fails (VERIFY_FAILED)."""
     from . import transaction
 
     result = VerifyResult(target)
+    had_state = target.state_dir.exists()  # before the lock creates the folder
     with transaction.target_lock(target, timeout=lock_timeout):
         result.recovery = transaction.recover(target)
+        result.notes += [retired_note(r) for r in transaction.retire_stale(target)]
         records = [r for r in transaction.applied_records(target) if recipe_id is None or r.recipe == recipe_id]
         if not records:
+            _refuse_unrecorded_edits(target, recipe_id, extra_dirs, had_state)
             what = f"`{recipe_id}` is not" if recipe_id else "no recipe is"
             result.message = f"{what} applied to {target.root}: nothing to verify"
             result.exit_code = ExitCode.WOULD_CHANGE if recipe_id else ExitCode.OK
@@ -210,6 +293,13 @@ def verify(target: Target, recipe_id: str | None = None, *, python: str | None =
     elif any(c.blocking for r in result.recipes for c in r.checks):
         result.exit_code = ExitCode.VERIFY_FAILED
         result.message = "a check failed"
+    elif any(r.unverified for r in result.recipes):
+        skipped = [f"{r.record.recipe}: {', '.join(r.unverified)}" for r in result.recipes if r.unverified]
+        result.message = (f"{len(result.recipes)} recipe(s): files intact and syntax passed, but NOT verified: "
+                          f"did not run: {'; '.join(skipped)}")
+        if require_checks:
+            result.exit_code = ExitCode.VERIFY_FAILED
+            result.message += " (--require-checks)"
     else:
         result.message = f"{len(result.recipes)} recipe(s) verified"
     return result
@@ -227,6 +317,7 @@ def _verify_record(target: Target, record: Any, *, python: str | None, smoke: bo
         recipe = load_recipe(record.recipe, extra_dirs)
     except SpecpatchError as exc:
         out.notes.append(f"recipe `{record.recipe}` cannot be loaded ({exc.message}): only the files are checked")
+        out.unverified = ["the recipe's imports and probes (the recipe cannot be loaded)"]
     edits_present = None
     if recipe is not None and any(s.state != "intact" for s in states):
         # changed by hand: are the recipe's edits still there? re-plan on the current files (reads only)
@@ -245,6 +336,7 @@ def _verify_record(target: Target, record: Any, *, python: str | None, smoke: bo
         return out
     selection = recipe.select(Version(record.release) if record.release else target.version)
     spec = selection.verify
+    out.unverified = unverified(spec, [])  # until they run
     if not smoke:
         out.notes.append("--no-smoke: the import smoke test and probes were skipped")
         return out
@@ -258,6 +350,7 @@ def _verify_record(target: Target, record: Any, *, python: str | None, smoke: bo
     pristine = transaction.pristine_files(target, record)
     out.checks += v.smoke_import(target, spec, python=py, pristine=pristine, recipe_folder=recipe.folder)
     out.checks += v.run_probes(target, spec, recipe.folder, python=py, params=record.params)
+    out.unverified = unverified(spec, out.checks)
     return out
 
 
@@ -270,16 +363,64 @@ def _edits_present(recipe: Recipe, target: Target, record: Any) -> bool:
 # --------------------------------------------------------------------------------------------------- rollback, status
 
 
-def rollback(target: Target, recipe_id: str | None = None, *, force: bool = False, lock_timeout: float = 60.0):
-    """Recover any interrupted transaction, then roll back `recipe_id` (default: the last applied)."""
+@_system_errors("rollback")
+def rollback(target: Target, recipe_id: str | None = None, *, force: bool = False, lock_timeout: float = 60.0,
+             extra_dirs: list[Path] | None = None):
+    """Recover any interrupted transaction, then roll back `recipe_id` (default: the last applied). When the ledger
+    has nothing to roll back but the tree carries a recipe's edits (the state folder was deleted), raises StateLost
+    instead of calling the tree clean."""
     from . import transaction
 
+    had_state = target.state_dir.exists()
     recovery = transaction.recover(target, timeout=lock_timeout)
     report = transaction.rollback(target, recipe_id, force=force, timeout=lock_timeout)
+    if report.noop and recovery is None:
+        _refuse_unrecorded_edits(target, recipe_id, extra_dirs, had_state)
     report.recovery = recovery
     return report
 
 
+def edits_in_tree(target: Target, recipe_id: str | None = None,
+                  extra_dirs: list[Path] | None = None) -> list[str]:
+    """The recipes (this one, or every available one for the target's package) whose edits are all present in the
+    target, read from the tree alone (a plan that changes nothing). Reads only."""
+    names = [recipe_id] if recipe_id else list(available(extra_dirs))
+    found = []
+    for name in names:
+        try:
+            recipe = load_recipe(name, extra_dirs)
+            if recipe.target.package != target.package:
+                continue
+            p = plan(recipe, target)
+        except SpecpatchError:  # not loadable, not for this release: not evidence either way
+            continue
+        if p.already_applied:
+            found.append(recipe.id)
+    return found
+
+
+def _refuse_unrecorded_edits(target: Target, recipe_id: str | None, extra_dirs: list[Path] | None,
+                             had_state: bool) -> None:
+    """Raise StateLost when the target has no specpatch history (no state folder, or a ledger that never recorded
+    anything) and yet carries a recipe's edits: the state folder was deleted. A ledger with history is trusted (a
+    release may ship a recipe's change itself)."""
+    from . import transaction
+    from .ledger import State
+
+    if had_state:
+        ledger = State.of(target).read_ledger()
+        if ledger.next_seq > 1 or ledger.retired:
+            return
+    recorded = {r.recipe for r in transaction.applied_records(target)}
+    present = [r for r in edits_in_tree(target, recipe_id, extra_dirs) if r not in recorded]
+    if present:
+        state = target.state_dir
+        why = "there is no state folder" if not state.is_dir() else "its ledger does not record them"
+        raise StateLost(f"the edits of {', '.join(present)} are in {target.root} but {why} ({state}): the "
+                        f"original bytes cannot be restored from specpatch's backups")
+
+
+@_system_errors("status")
 def status(target: Target, *, lock_timeout: float = 60.0):
     """The ledger and any unfinished transaction (reads only: an interrupted one is shown, not recovered)."""
     from . import transaction
@@ -308,6 +449,7 @@ class CheckResult:
                 "errors": [e.to_dict() for e in self.plan.errors], "diff": self.plan.diff()}
 
 
+@_system_errors("check")
 def check(recipe: Recipe, target: Target, *, params: dict[str, str] | None = None) -> CheckResult:
     """The CI gate, no writes: is `recipe` applied to `target` and intact?
 
@@ -412,7 +554,8 @@ class TryResult:
     verify: VerifyResult | None
     seconds: float
     exit_code: ExitCode
-    outcome: str  #: applied_and_verified | alias_verified | refused | cannot_apply | verify_failed
+    #: applied_and_verified | alias_verified | applied_not_verified | refused | cannot_apply | verify_failed
+    outcome: str
     message: str
 
     def to_dict(self) -> dict[str, Any]:
@@ -423,6 +566,7 @@ class TryResult:
                 "verify": self.verify.to_dict() if self.verify else None}
 
 
+@_system_errors("try")
 def try_recipe(recipe: Recipe, version: str = "0.5.9", *, keep: Path | None = None,
                params: dict[str, str] | None = None, python: str | None = None) -> TryResult:
     """Fetch a pristine release (cached), copy it to a scratch folder, apply, verify, clean up."""
@@ -449,6 +593,12 @@ def try_recipe(recipe: Recipe, version: str = "0.5.9", *, keep: Path | None = No
         if applied.outcome == "refused":
             outcome, message = "refused", applied.plan.selection.refuse or ""
             code = ExitCode.OK  # a refusal that names the upstream mechanism is the designed outcome
+        elif code == ExitCode.OK and (applied.unverified or (verified and any(r.unverified
+                                                                            for r in verified.recipes))):
+            skipped = applied.unverified or [u for r in verified.recipes for u in r.unverified]
+            outcome = "applied_not_verified"  # "verified" only for what ran
+            message = (f"{recipe.id} applied to {recipe.target.package} {version}; NOT verified: did not run: "
+                       f"{', '.join(skipped)}")
         elif code == ExitCode.OK:
             outcome = "alias_verified" if variant and "alias" in variant else "applied_and_verified"
             message = f"{recipe.id} applied to {recipe.target.package} {version} and verified"

@@ -50,7 +50,8 @@ def _complete_recipe(ctx: typer.Context, incomplete: str) -> list[str]:
 RecipeArg = Annotated[str, typer.Argument(help="a recipe id (`specpatch list`) or the path of a recipe .yaml",
                                           autocompletion=_complete_recipe)]
 TargetOpt = Annotated[Optional[Path], typer.Option("--target", "-t", help="checkout, site-packages or package folder")]
-PackageOpt = Annotated[str, typer.Option("--package", help="the package to patch; without --target, the installed one")]
+PackageOpt = Annotated[Optional[str], typer.Option(
+    "--package", help="the package to patch (default: the recipe's, else sglang); without --target, the installed one")]
 VersionOpt = Annotated[Optional[str], typer.Option("--assume-version", help="treat the target as this release")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="machine-readable output on stdout")]
 RecipePathOpt = Annotated[Optional[List[Path]], typer.Option(
@@ -59,6 +60,9 @@ LockOpt = Annotated[float, typer.Option("--lock-timeout", help="seconds to wait 
 PythonOpt = Annotated[Optional[str], typer.Option("--python", help="interpreter of the target's environment")]
 ParamOpt = Annotated[Optional[List[str]], typer.Option("--param", help="NAME=VALUE (repeatable)")]
 NoSmokeOpt = Annotated[bool, typer.Option("--no-smoke", help="skip the import smoke test and probes")]
+RequireOpt = Annotated[bool, typer.Option(
+    "--require-checks", help="fail (exit 4; apply rolls back) when the import smoke test or a probe could not run "
+                             "(no torch, --no-smoke, a skipped probe): for CI gates")]
 
 
 class Format(str, Enum):
@@ -92,7 +96,8 @@ def _main(
     """Declarative, verified, reversible source patches for ML serving engines (sglang).
 
     Exit codes: 0 ok, 1 internal error (a bug), 2 bad input, 3 cannot apply,
-    4 verification failed, 5 drift, 6 locked, 7 would change (`check`).
+    4 verification failed, 5 drift, 6 locked, 7 would change (`check`),
+    8 the system failed a write (no space), 130/143 interrupted.
 
     NO_COLOR=1 turns colours and spinners off. Shell completion: --install-completion.
     """
@@ -109,7 +114,12 @@ def _ui():
 def reported_errors(ui, as_json: bool = False) -> Iterator[None]:
     """Turn a SpecpatchError into an `Error:`/`Help:` message (or JSON) and its exit code."""
     try:
-        yield
+        try:
+            yield
+        except OSError as exc:  # the CLI's own writes (--diff-out): the system's refusal, not a bug
+            from .errors import os_failure
+
+            raise os_failure(exc, "writing") from None
     except SpecpatchError as err:
         from .report import print_json
 
@@ -129,14 +139,16 @@ def _params(values: list[str] | None) -> dict[str, str]:
     return out
 
 
-def _target(target: Path | None, package: str, assume_version: str | None):
+def _target(target: Path | None, package: str | None, assume_version: str | None, python: str | None = None):
     from .target import find_target
 
-    return find_target(target, package=package, assume_version=assume_version)
+    return find_target(target, package=package or "sglang", assume_version=assume_version, python=python)
 
 
 def _release(target) -> str:
-    return f"{target.package} {target.version or '(unknown release)'}"
+    from .report import release_of
+
+    return release_of(target)
 
 
 # --------------------------------------------------------------------------------------------------- commands
@@ -215,7 +227,7 @@ def schema() -> None:
 def apply(
     recipe: RecipeArg,
     target: TargetOpt = None,
-    package: PackageOpt = "sglang",
+    package: PackageOpt = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="write nothing; print the diff")] = False,
     diff_out: Annotated[Optional[Path], typer.Option("--diff-out", help="also write the diff to FILE")] = None,
     fmt: Annotated[Format, typer.Option("--format", help="text (a diff), json, or markdown (a PR comment)")]
@@ -224,6 +236,7 @@ def apply(
     param: ParamOpt = None,
     assume_version: VersionOpt = None,
     no_smoke: NoSmokeOpt = False,
+    require_checks: RequireOpt = False,
     python: PythonOpt = None,
     lock_timeout: LockOpt = 60.0,
     recipe_path: RecipePathOpt = None,
@@ -235,11 +248,12 @@ def apply(
     ui = _ui()
     fmt_name = "json" if json else fmt.value
     with reported_errors(ui, fmt_name == "json"):
-        loaded, where = api.load(recipe, recipe_path), _target(target, package, assume_version)
+        loaded = api.load(recipe, recipe_path)
+        where = _target(target, package or loaded.target.package, assume_version, python)
         doing = "planning" if dry_run else "applying, then verifying (syntax, import smoke test, probes)"
         with ui.status(f"{loaded.id} on {_release(where)}: {doing}"):
             result = api.apply_recipe(loaded, where, params=_params(param), dry_run=dry_run, smoke=not no_smoke,
-                                      python=python, lock_timeout=lock_timeout)
+                                      python=python, lock_timeout=lock_timeout, require_checks=require_checks)
         if diff_out is not None:
             diff_out.write_text(result.plan.diff(), encoding="utf-8", errors="surrogateescape")
     render_apply(ui, result, fmt=fmt_name)
@@ -251,24 +265,25 @@ def verify(
     recipe: Annotated[Optional[str], typer.Argument(help="an applied recipe (default: all)",
                                                     autocompletion=_complete_recipe)] = None,
     target: TargetOpt = None,
-    package: PackageOpt = "sglang",
+    package: PackageOpt = None,
     json: JsonOpt = False,
     python: PythonOpt = None,
     no_smoke: NoSmokeOpt = False,
+    require_checks: RequireOpt = False,
     lock_timeout: LockOpt = 60.0,
     recipe_path: RecipePathOpt = None,
 ) -> None:
-    """Check applied recipes: files intact, syntax, import smoke test, probes."""
+    """Check applied recipes: files intact, syntax, import smoke test, probes ("verified" only if they ran)."""
     from . import api
     from .report import render_verify
 
     ui = _ui()
     with reported_errors(ui, json):
-        where = _target(target, package, None)
+        where = _target(target, package, None, python)
         with ui.status(f"verifying {recipe or 'the applied recipes'} on {_release(where)} "
                        f"(syntax, import smoke test, probes)"):
             result = api.verify(where, recipe, python=python, smoke=not no_smoke, lock_timeout=lock_timeout,
-                                extra_dirs=recipe_path)
+                                extra_dirs=recipe_path, require_checks=require_checks)
     render_verify(ui, result, as_json=json)
     raise typer.Exit(int(result.exit_code))
 
@@ -278,10 +293,11 @@ def rollback(
     recipe: Annotated[Optional[str], typer.Argument(help="the recipe to roll back (default: the last applied)",
                                                     autocompletion=_complete_recipe)] = None,
     target: TargetOpt = None,
-    package: PackageOpt = "sglang",
+    package: PackageOpt = None,
     force: Annotated[bool, typer.Option("--force", help="restore even files changed since apply (kept aside)")] = False,
     json: JsonOpt = False,
     lock_timeout: LockOpt = 60.0,
+    recipe_path: RecipePathOpt = None,
 ) -> None:
     """Restore the exact original bytes and modes of the files a recipe changed."""
     from . import api
@@ -289,7 +305,8 @@ def rollback(
 
     ui = _ui()
     with reported_errors(ui, json):
-        result = api.rollback(_target(target, package, None), recipe, force=force, lock_timeout=lock_timeout)
+        result = api.rollback(_target(target, package, None), recipe, force=force, lock_timeout=lock_timeout,
+                              extra_dirs=recipe_path)
     render_rollback(ui, result, as_json=json)
     raise typer.Exit(int(result.exit_code))
 
@@ -297,7 +314,7 @@ def rollback(
 @app.command()
 def status(
     target: TargetOpt = None,
-    package: PackageOpt = "sglang",
+    package: PackageOpt = None,
     json: JsonOpt = False,
     lock_timeout: LockOpt = 60.0,
 ) -> None:
@@ -316,7 +333,7 @@ def status(
 def check(
     recipe: RecipeArg,
     target: TargetOpt = None,
-    package: PackageOpt = "sglang",
+    package: PackageOpt = None,
     json: JsonOpt = False,
     param: ParamOpt = None,
     assume_version: VersionOpt = None,
@@ -332,7 +349,8 @@ def check(
 
     ui = _ui()
     with reported_errors(ui, json):
-        loaded, where = api.load(recipe, recipe_path), _target(target, package, assume_version)
+        loaded = api.load(recipe, recipe_path)
+        where = _target(target, package or loaded.target.package, assume_version)
         with ui.status(f"checking {loaded.id} on {_release(where)}"):
             result = api.check(loaded, where, params=_params(param))
     render_check(ui, result, as_json=json)
@@ -418,14 +436,52 @@ def run() -> None:
     os._exit(code or 0)
 
 
+def _on_signal(signum: int, frame) -> None:
+    from .errors import Interrupted
+
+    raise Interrupted(signum)
+
+
+def _catch_signals() -> None:
+    """SIGINT and SIGTERM raise `Interrupted` (not KeyboardInterrupt, which typer turns into a silent exit 130
+    before anyone can say what was finished or undone). Only the main thread may set handlers."""
+    import signal
+    import threading
+
+    if threading.current_thread() is threading.main_thread():
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(signum, _on_signal)
+
+
+#: the options of the app itself, also accepted after the command (`specpatch check R --quiet`, as people write them)
+_GLOBAL_FLAGS = ("--quiet", "-q", "--verbose", "-v")
+
+
+def _hoisted(argv: list[str]) -> list[str]:
+    """`argv` with the app's own flags that follow the command moved before it (up to a `--`)."""
+    end = argv.index("--") if "--" in argv else len(argv)
+    flags = [a for a in argv[1:end] if a in _GLOBAL_FLAGS]
+    if not flags or not argv or argv[0].startswith("-"):
+        return argv
+    rest = [a for a in argv[1:end] if a not in _GLOBAL_FLAGS]
+    return [*flags, argv[0], *rest, *argv[end:]]
+
+
 def main() -> None:
-    """Entry point for callers that want Python's normal exit (tests, embedding): Ctrl-C exits 130; an unexpected
-    exception is reported as a bug, exit 1."""
+    """Entry point for callers that want Python's normal exit (tests, embedding): Ctrl-C (SIGINT) or SIGTERM prints
+    what was interrupted and what the transaction in progress did about it, and exits 128 + the signal (130,
+    143); an unexpected exception is reported as a bug, exit 1."""
+    from .errors import Interrupted
+
+    _catch_signals()
     try:
-        app()
-    except KeyboardInterrupt:
-        sys.stderr.write("interrupted\n")
-        sys.exit(130)
+        app(args=_hoisted(sys.argv[1:]), prog_name="specpatch")
+    except (Interrupted, KeyboardInterrupt) as exc:
+        name = exc.name if isinstance(exc, Interrupted) else "SIGINT"
+        notes = getattr(exc, "notes", None) or [
+            "nothing is left half-written (a transaction in progress is finished or undone first)"]
+        sys.stderr.write(f"interrupted ({name}): " + "; ".join(notes) + "\n")
+        sys.exit(128 + (exc.signum if isinstance(exc, Interrupted) else 2))
     except Exception as exc:  # noqa: BLE001 - the last line of defence: a bug gets a message, not a bare traceback
         from .errors import ExitCode
         from .report import make_console, print_internal_error

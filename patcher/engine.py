@@ -102,6 +102,14 @@ def plan(recipe: Recipe, target: Target, params: dict[str, str] | None = None, *
     Files are independent: with `jobs` > 1 they are planned in that many worker processes, with identical results
     (by default, `jobs=None`, two or more cores are used only when there is enough to plan; see `_workers`).
     """
+    if recipe.target.package != target.package:
+        raise TargetError(f"recipe `{recipe.id}` patches the package `{recipe.target.package}`; the target is "
+                          f"`{target.package}` ({target.package_dir})", location=Location(recipe=recipe.id),
+                          hint=f"point --target at a `{recipe.target.package}` (or pass --package "
+                               f"{recipe.target.package})")
+    if target.version is None and target.version_problem:
+        raise TargetError(target.version_problem, location=Location(recipe=recipe.id),
+                          hint="a wrong release would pick the wrong variant: pass --assume-version V")
     values = recipe.resolve_params(params or {})
     selection = recipe.select(target.version)
     result = Plan(recipe, target, selection, values)
@@ -110,7 +118,7 @@ def plan(recipe: Recipe, target: Target, params: dict[str, str] | None = None, *
     steps = [s.render_params(values) for s in selection.steps]
     by_file: dict[str, list[tuple[int, Operation]]] = {}
     for i, step in enumerate(steps, start=1):
-        by_file.setdefault(step.file, []).append((i, step))
+        by_file.setdefault(_identity(target, step.file), []).append((i, step))
     groups = list(by_file.items())
     workers, sizes = _workers(jobs, target, groups)
     with _collector_paused():
@@ -121,6 +129,16 @@ def plan(recipe: Recipe, target: Target, params: dict[str, str] | None = None, *
                 _plan_file(result, rel_pkg, file_steps)
     result.steps.sort(key=lambda s: s.index)
     return result
+
+
+def _identity(target: Target, rel_pkg: str) -> str:
+    """The file a step's `file` names, relative to the package folder, as `Target.file` resolves it: steps that
+    spell one file differently are planned together, from one read of it (else the last write would win). A path
+    the target refuses keeps its spelling: planning reports the refusal."""
+    try:
+        return target.file(rel_pkg).relative_to(target.package_dir).as_posix()
+    except TargetError:
+        return rel_pkg
 
 
 @contextlib.contextmanager
@@ -287,6 +305,11 @@ def _plan_file(result: Plan, rel_pkg: str, file_steps: list[tuple[int, Operation
         result.errors.append(TargetSyntaxError(
             f"{exc.message}", location=Location(recipe=recipe.id, step=first[0], file=rel, line=exc.raw_line),
             details=str(exc)))
+        return
+    except (UnicodeDecodeError, LookupError) as exc:  # bytes that are not text in the file's encoding
+        result.errors.append(TargetSyntaxError(
+            f"`{rel}` is not text in its encoding: {exc}", location=Location(recipe=recipe.id, step=first[0],
+                                                                              file=rel)))
         return
     original = module
     original_text = before.decode(module.encoding, errors="replace")

@@ -17,6 +17,8 @@ class ExitCode(IntEnum):
     DRIFT = 5  #: a patched file changed since apply, or the recipe's edits are gone
     LOCKED = 6  #: another specpatch holds the target's lock
     WOULD_CHANGE = 7  #: `check`: the recipe is not applied yet and would change the target
+    SYSTEM = 8  #: the system failed a read or write (no space left, I/O error): the tree was left whole
+    INTERRUPTED = 130  #: Ctrl-C (SIGINT) or SIGTERM: the transaction in progress was finished or undone
 
 
 @dataclass(frozen=True)
@@ -121,6 +123,13 @@ class UsageError(SpecpatchError):
     exit_code = ExitCode.BAD_INPUT
 
 
+class ParamError(UsageError):
+    """A parameter value that is not of its declared type, or that cannot be written where the recipe puts it."""
+
+    title = "bad parameter value"
+    hint = "`specpatch show RECIPE` lists the parameters, their types and defaults"
+
+
 class TargetError(SpecpatchError):
     title = "unusable target"
     hint = "pass a git checkout (T/python/sglang), a site-packages folder, the package folder, or use --package"
@@ -182,9 +191,83 @@ class LockTimeout(SpecpatchError):
 
 
 class StateError(SpecpatchError):
+    """A misuse of the transaction API by its caller (commit without the lock, a plan gone stale): a bug."""
+
     title = "specpatch state is inconsistent"
     hint = "inspect TARGET/.specpatch; `specpatch status` shows what is recorded"
     exit_code = ExitCode.INTERNAL
+
+
+class StateDamaged(StateError):
+    """The state folder on disk cannot be trusted (a damaged ledger, journal or backup): bad input, not a bug."""
+
+    title = "the state folder is damaged"
+    hint = ("inspect TARGET/.specpatch (ledger.json, journal.json, records/); restore it from a backup, or reinstall "
+            "the package and remove the folder")
+    exit_code = ExitCode.BAD_INPUT
+
+
+class StateLost(SpecpatchError):
+    """The tree carries a recipe's edits that no ledger records (the state folder was deleted or emptied)."""
+
+    title = "the recipe's edits are in the tree but specpatch has no record of them"
+    hint = ("the original bytes are gone with the state folder: reinstall the package (`pip install --force-reinstall "
+            "--no-deps PACKAGE==VERSION`) or `git checkout` the files")
+    exit_code = ExitCode.DRIFT
+
+
+class OSFailure(SpecpatchError):
+    """The operating system refused a read or write; the exit code follows the errno (see `os_failure`)."""
+
+    title = "the system refused a file operation"
+    hint = "the tree was left whole (restored or untouched); fix the cause and run the command again"
+    exit_code = ExitCode.SYSTEM
+
+
+#: errno -> (exit code, hint): a target we may not write is unusable (2); space and I/O are the machine's (8)
+_ERRNO_CODES = {
+    "EACCES": (ExitCode.BAD_INPUT, "run specpatch as a user who may write the target and its .specpatch folder"),
+    "EPERM": (ExitCode.BAD_INPUT, "the file may be immutable (`lsattr FILE`; `chattr -i FILE` as root) or owned by "
+                                  "another user"),
+    "EROFS": (ExitCode.BAD_INPUT, "the target is on a read-only file system: patch a writable copy (or the image "
+                                  "build), not the mounted tree"),
+    "ENOENT": (ExitCode.BAD_INPUT, "the path (or a folder on it) does not exist"),
+    "ENOTDIR": (ExitCode.BAD_INPUT, "a part of the path is a file, not a folder"),
+    "EISDIR": (ExitCode.BAD_INPUT, "the path is a folder, a file was expected"),
+    "ENOSPC": (ExitCode.SYSTEM, "free some space on the device (specpatch needs room for the backups and one "
+                                "temporary copy of each file), then run the command again"),
+    "EDQUOT": (ExitCode.SYSTEM, "the disk quota is exhausted; free some space, then run the command again"),
+    "EFBIG": (ExitCode.SYSTEM, "a file size limit (ulimit -f) stopped the write; raise it, then run the command again"),
+    "EIO": (ExitCode.SYSTEM, "the device reported an I/O error; check it before running the command again"),
+}
+
+
+def os_failure(exc: OSError, doing: str) -> OSFailure:
+    """An OSError as an error of the catalogue: the file, the errno's name and meaning, a code by errno."""
+    import errno as _errno
+    import os
+
+    name = _errno.errorcode.get(exc.errno or 0, "")
+    meaning = os.strerror(exc.errno) if exc.errno else str(exc)
+    code, hint = _ERRNO_CODES.get(name, (ExitCode.SYSTEM, OSFailure.hint))
+    file = exc.filename if exc.filename is not None else None
+    message = f"{doing}: {meaning}" + (f" [{name}]" if name else "") + (f" on {file}" if file else "")
+    err = OSFailure(message, location=Location(file=str(file) if file is not None else None),
+                    hint=f"{hint}; {OSFailure.hint}" if hint != OSFailure.hint else hint)
+    err.exit_code = code
+    return err
+
+
+class Interrupted(BaseException):
+    """Raised in place of KeyboardInterrupt by the CLI's SIGINT/SIGTERM handler: not a KeyboardInterrupt, so that
+    no library turns it into an exit code of its own before specpatch has said what it finished or undid."""
+
+    def __init__(self, signum: int) -> None:
+        import signal
+
+        super().__init__(signum)
+        self.signum = signum
+        self.name = signal.Signals(signum).name
 
 
 class RollbackBlocked(Conflict):

@@ -18,7 +18,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
-from .errors import StateError, TargetError
+from .errors import StateDamaged, TargetError
 from .target import Target
 
 FORMAT = 1  #: version of ledger.json and journal.json; bumped on an incompatible change
@@ -99,8 +99,10 @@ def atomic_write(path: Path, data: bytes, mode: int, *, before_replace: Callable
         if before_replace is not None:
             before_replace()
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         tmp.unlink(missing_ok=True)
+        if isinstance(exc, OSError) and exc.filename is None:
+            exc.filename = str(path)  # a write to a descriptor names no file: name the one being replaced
         raise
     fsync_dir(path.parent)
 
@@ -185,22 +187,46 @@ class Journal:
                    kept=tuple(data.get("kept", ())))
 
 
+@dataclass(frozen=True)
+class RetiredRecord:
+    """A ledger entry that no longer describes the tree (the package was upgraded, downgraded or reinstalled since):
+    kept for the record, never replayed: no rollback, recovery or check reads its backups again."""
+
+    record: AppliedRecord
+    reason: str  #: why, in words (e.g. "the target is now sglang 0.5.13 (sglang-0.5.13.dist-info)")
+    retired_at: str  #: ISO 8601, UTC
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"record": self.record.to_dict(), "reason": self.reason, "retired_at": self.retired_at}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "RetiredRecord":
+        return cls(AppliedRecord.from_dict(data["record"]), data["reason"], data["retired_at"])
+
+
 @dataclass
 class Ledger:
-    """The recipes applied to a target, oldest first."""
+    """The recipes applied to a target, oldest first, and the retired entries (history only)."""
 
     next_seq: int = 1
     applied: list[AppliedRecord] = field(default_factory=list)
+    retired: list[RetiredRecord] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"format": FORMAT, "next_seq": self.next_seq, "applied": [r.to_dict() for r in self.applied]}
+        return {"format": FORMAT, "next_seq": self.next_seq, "applied": [r.to_dict() for r in self.applied],
+                "retired": [r.to_dict() for r in self.retired]}
 
     def without(self, seq: int) -> "Ledger":
         return replace(self, applied=[r for r in self.applied if r.seq != seq])
 
     def with_record(self, record: AppliedRecord) -> "Ledger":
         applied = sorted([r for r in self.applied if r.seq != record.seq] + [record], key=lambda r: r.seq)
-        return Ledger(max(self.next_seq, record.seq + 1), applied)
+        return Ledger(max(self.next_seq, record.seq + 1), applied, list(self.retired))
+
+    def retiring(self, record: AppliedRecord, reason: str) -> "Ledger":
+        """This ledger with `record` moved from the applied entries to the retired ones."""
+        return Ledger(self.next_seq, [r for r in self.applied if r.seq != record.seq],
+                      [*self.retired, RetiredRecord(record, reason, now_utc().isoformat())])
 
 
 # --------------------------------------------------------------------------------------------------- the folder
@@ -215,10 +241,11 @@ class State:
 
     root: Path  #: TARGET/.specpatch
     target_root: Path  #: TARGET
+    package_dir: Path | None = None  #: the package folder: no recorded file may lead out of it
 
     @classmethod
     def of(cls, target: Target) -> "State":
-        return cls(target.state_dir, target.root)
+        return cls(target.state_dir, target.root, target.package_dir)
 
     @property
     def ledger_path(self) -> Path:
@@ -245,20 +272,35 @@ class State:
         """A path recorded relative to the state folder, refused if it would leave it (a tampered ledger)."""
         p = (self.root / rel_to_state)
         if ".." in Path(rel_to_state).parts or Path(rel_to_state).is_absolute():
-            raise StateError(f"recorded path `{rel_to_state}` leaves the state folder", hint=StateError.hint)
+            raise StateDamaged(f"recorded path `{rel_to_state}` leaves the state folder")
+        real = Path(os.path.realpath(p))
+        if not real.is_relative_to(os.path.realpath(self.root)):  # a link inside the state folder leads out of it
+            raise StateDamaged(f"`{rel_to_state}` of the state folder leads out of it, to {real}")
         return p
 
     def target_file(self, rel: str) -> Path:
-        """A recorded target file (relative to the target root), refused if it would leave the target."""
-        if ".." in Path(rel).parts or Path(rel).is_absolute():
-            raise StateError(f"recorded file `{rel}` leaves the target")
-        return self.target_root / rel
+        """A recorded target file (relative to the target root). Refused if the record leads out of the target, and
+        if the file is now (or lies under) a symbolic link that leads out of the package: every read and write of
+        rollback and recovery goes through here, and none may reach a file of another tree."""
+        if "\0" in rel or ".." in Path(rel).parts or Path(rel).is_absolute():
+            raise StateDamaged(f"recorded file `{rel}` leaves the target")
+        path = self.target_root / rel
+        inside = self.package_dir if self.package_dir is not None else self.target_root
+        real = Path(os.path.realpath(path))
+        if not real.is_relative_to(os.path.realpath(inside)):
+            raise TargetError(f"`{rel}` is now a link (or lies under one) that leads out of the package, to {real}; "
+                              f"nothing was written through it",
+                              hint="replace the link by a regular file (e.g. `cp --remove-destination` the original, "
+                                   "or reinstall the package), then run the command again")
+        return path
 
     def record_dir_name(self, seq: int, recipe: str) -> str:
         return f"records/{seq:04d}-{_SAFE.sub('_', recipe)}"
 
     def ensure(self) -> None:
         """Create the state folder with a `.gitignore` of `*`, so that git never shows or commits it."""
+        if self.root.is_symlink() or (self.root.exists() and not self.root.is_dir()):
+            raise StateDamaged(f"{self.root} is not a folder (or is a link)")
         try:
             makedirs(self.root)
             ignore = self.root / ".gitignore"
@@ -269,6 +311,9 @@ class State:
                               hint="run specpatch as a user who may write to the target") from None
 
     def exists(self) -> bool:
+        """True when the state folder is there; a file or a link in its place is damage, not "no state"."""
+        if self.root.is_symlink() or (self.root.exists() and not self.root.is_dir()):
+            raise StateDamaged(f"{self.root} is not a folder (or is a link)")
         return self.root.is_dir()
 
     def _read_json(self, path: Path) -> dict[str, Any] | None:
@@ -277,9 +322,9 @@ class State:
         except FileNotFoundError:
             return None
         except (OSError, ValueError) as exc:
-            raise StateError(f"cannot read {path}: {exc}") from None
+            raise StateDamaged(f"cannot read {path}: {exc}") from None
         if not isinstance(data, dict) or data.get("format") != FORMAT:
-            raise StateError(f"{path} has an unknown format (expected format {FORMAT})",
+            raise StateDamaged(f"{path} has an unknown format (expected format {FORMAT})",
                              hint="this state was written by another specpatch version; use that version")
         return data
 
@@ -292,9 +337,10 @@ class State:
             return Ledger()
         try:
             applied = [AppliedRecord.from_dict(r) for r in data["applied"]]
-            return Ledger(int(data["next_seq"]), sorted(applied, key=lambda r: r.seq))
+            retired = [RetiredRecord.from_dict(r) for r in data.get("retired", [])]
+            return Ledger(int(data["next_seq"]), sorted(applied, key=lambda r: r.seq), retired)
         except (KeyError, TypeError, ValueError) as exc:
-            raise StateError(f"{self.ledger_path} is damaged: {exc!r}") from None
+            raise StateDamaged(f"{self.ledger_path} is damaged: {exc!r}") from None
 
     def write_ledger(self, ledger: Ledger) -> None:
         self._write_json(self.ledger_path, ledger.to_dict())
@@ -306,7 +352,7 @@ class State:
         try:
             return Journal.from_dict(data)
         except (KeyError, TypeError, ValueError) as exc:
-            raise StateError(f"{self.journal_path} is damaged: {exc!r}") from None
+            raise StateDamaged(f"{self.journal_path} is damaged: {exc!r}") from None
 
     def write_journal(self, journal: Journal) -> None:
         self._write_json(self.journal_path, journal.to_dict())

@@ -44,6 +44,7 @@ from . import operations
 from .errors import RecipeError, RecipeNotFound, Location, VersionUnsupported
 from .model import Problem, Tagged, ValidationError, json_schema as model_schema, option, options, validate
 from .operations.base import REGISTRY, Operation
+from .params import ParamError, check_value
 
 def _shipped_recipes() -> Path:
     here = Path(__file__).resolve().parent
@@ -62,6 +63,11 @@ def _step_union() -> Any:
 
 #: a step of a recipe: the operation named by its `op`
 Step = _step_union()
+
+
+def _positive(value: float) -> None:
+    if not value > 0 or value != value or value == float("inf"):
+        raise ValueError(f"must be a positive number of seconds, got {value!r}")
 
 
 def _specifier(value: str) -> None:
@@ -117,7 +123,7 @@ class Probe(Frozen):
     path: str = option(description="a Python script beside the recipe, run in the target's environment")
     name: str | None = None
     description: str = ""
-    timeout: float = 300.0
+    timeout: float = option(default=300.0, check=_positive, description="seconds the probe may run")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -132,7 +138,7 @@ class VerifySpec(Frozen):
                                     "test's imports and each probe, in the same process: they stand in for what only "
                                     "a GPU build defines (run for the pristine comparison too)")
     probes: tuple[Probe, ...] = ()
-    timeout: float = option(default=300.0, description="seconds for the import smoke test")
+    timeout: float = option(default=300.0, check=_positive, description="seconds for the import smoke test")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -189,6 +195,8 @@ class Recipe(Frozen):
                 values[key] = self.params[key].parse(raw)
             except ValueError as exc:
                 raise UsageError(f"parameter `{key}`: {exc}") from None
+        for key, value in values.items():
+            check_value(key, self.params[key].type, value)
         return values
 
     def select(self, version: Version | None) -> "Selection":
@@ -227,30 +235,47 @@ class Selection:
 # --------------------------------------------------------------------------------------------------- loading
 
 
+MAX_RECIPE_BYTES = 1_000_000  #: one YAML or code file of a recipe
+MAX_INCLUDED_BYTES = 8_000_000  #: a recipe and everything it includes (`X_file:` options), all reads together
+MAX_DEPTH = 64  #: nesting of mappings and lists in one YAML file (the flagship recipe needs 8)
+
+
+def _refusal(message: str, mark: Any) -> yaml.YAMLError:
+    return yaml.composer.ComposerError(None, None, message, mark)
+
+
 class _LineLoader(yaml.SafeLoader):
-    """SafeLoader that refuses aliases (no "billion laughs"); lines are collected from its node tree."""
+    """SafeLoader that refuses aliases (no "billion laughs") and nesting deeper than MAX_DEPTH (its composer
+    recurses once per level); lines are collected from its node tree."""
+
+    _depth = 0
 
     def compose_node(self, parent, index):  # type: ignore[override]
         if self.check_event(yaml.AliasEvent):
             mark = self.peek_event().start_mark
-            raise yaml.composer.ComposerError(None, None, "YAML aliases (*name) are not allowed in recipes", mark)
-        return super().compose_node(parent, index)
-
-
-MAX_RECIPE_BYTES = 1_000_000
+            raise _refusal("YAML aliases (*name) are not allowed in recipes", mark)
+        if self._depth >= MAX_DEPTH:
+            raise _refusal(f"nested deeper than {MAX_DEPTH} levels", self.peek_event().start_mark)
+        self._depth += 1
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
 
 
 def _compose_and_load(text: str) -> tuple[yaml.Node | None, Any]:
     """The node tree (for line numbers) and the data of a YAML text, as `_LineLoader` gives them, parsed once: by
     libyaml when PyYAML has it (ten times faster than the pure-Python parser, and a recipe's variant files run to
     thousands of lines). A text with an alias, or one libyaml refuses, is left to `_LineLoader`, whose refusals and
-    messages are the reference."""
+    messages are the reference. Either way a key given twice in one mapping is refused (YAML says keys are unique;
+    PyYAML would keep the last one silently), and so is nesting deeper than MAX_DEPTH."""
     fast = getattr(yaml, "CSafeLoader", None)  # libyaml's parser and composer, PyYAML's resolver and constructor
     if fast is not None:
         loader = fast(text)
         try:
             node = loader.get_single_node()
-            if node is not None and not _has_alias(node):
+            shape = None if node is None else _shape(node)
+            if node is not None and shape is None:
                 return node, loader.construct_document(node)
         except yaml.YAMLError:
             pass  # the reference loader below raises it, in its own words
@@ -259,25 +284,37 @@ def _compose_and_load(text: str) -> tuple[yaml.Node | None, Any]:
     loader = _LineLoader(text)
     try:
         node = loader.get_single_node()
+        if node is not None and (problem := _shape(node)) is not None:
+            raise _refusal(*problem)
         return node, None if node is None else loader.construct_document(node)
     finally:
         loader.dispose()
 
 
-def _has_alias(root: yaml.Node) -> bool:
-    """An alias makes the composer reuse its anchor's node: a node reached twice (found before any expansion)."""
+def _shape(root: yaml.Node) -> tuple[str, Any] | None:
+    """What makes a node tree unfit for a recipe, walked without recursion: an alias (the composer reuses its anchor's
+    node: a node reached twice), a key given twice in a mapping, or nesting deeper than MAX_DEPTH. None if fit."""
     seen: set[int] = set()
-    todo = [root]
+    todo = [(root, 1)]
     while todo:
-        node = todo.pop()
+        node, depth = todo.pop()
         if id(node) in seen:
-            return True
+            return "YAML aliases (*name) are not allowed in recipes", node.start_mark
         seen.add(id(node))
+        if depth > MAX_DEPTH:
+            return f"nested deeper than {MAX_DEPTH} levels", node.start_mark
         if isinstance(node, yaml.MappingNode):
-            todo += [part for pair in node.value for part in pair]
+            keys: dict[Any, Any] = {}
+            for key, value in node.value:
+                k = key.value if isinstance(key, yaml.ScalarNode) else id(key)
+                if k in keys:
+                    return (f"key `{k}` is given twice in one mapping (line {keys[k].line + 1} and line "
+                            f"{key.start_mark.line + 1}); YAML keys are unique", key.start_mark)
+                keys[k] = key.start_mark
+                todo += [(key, depth + 1), (value, depth + 1)]
         elif isinstance(node, yaml.SequenceNode):
-            todo += node.value
-    return False
+            todo += [(item, depth + 1) for item in node.value]
+    return None
 
 
 def _lines(node: yaml.Node, path: tuple = (), out: dict | None = None) -> dict[tuple, int]:
@@ -309,33 +346,71 @@ def _inside(base: Path, rel: str) -> bool:
     return not (p.is_absolute() or rel.startswith(("/", "\\")) or ".." in p.parts or ":" in rel.split("/")[0])
 
 
-def _load_code_files(data: Any, folder: Path, path: tuple, errors: list) -> Any:
-    """Replace `X_file: rel` options by `X: <file text>`, refusing paths outside the recipe's folder."""
+@dataclass
+class _Reads:
+    """What loading one recipe has read so far: the YAML files open now (an include of one of them is a cycle) and
+    the bytes of every file read, bounded by MAX_INCLUDED_BYTES."""
+
+    open: list[Path]
+    total: int = 0
+
+
+def _load_code_files(data: Any, folder: Path, path: tuple, errors: list, reads: _Reads | None = None) -> Any:
+    """Replace `X_file: rel` options by `X: <file text>`, refusing paths outside the recipe's folder, files that are
+    not UTF-8 or too large, a YAML file that includes itself (directly or not), and more than MAX_INCLUDED_BYTES
+    read in all."""
+    reads = reads if reads is not None else _Reads([])
     if isinstance(data, dict):
         out = {}
         for key, value in data.items():
             if isinstance(key, str) and key.endswith("_file") and isinstance(value, str) and key != "file":
+                here = path + (key,)
+                if "\0" in value:
+                    errors.append((here, f"`{key}` contains a NUL byte"))
+                    continue
                 real = (folder / value).resolve()
                 if not _inside(folder, value) or not real.is_relative_to(folder.resolve()):
-                    errors.append((path + (key,), f"`{key}: {value}` leaves the recipe's folder"))
+                    errors.append((here, f"`{key}: {value}` leaves the recipe's folder"))
                     continue
                 if not real.is_file():
-                    errors.append((path + (key,), f"`{key}: {value}`: no such file beside the recipe"))
+                    errors.append((here, f"`{key}: {value}`: no such file beside the recipe"))
                     continue
-                text = real.read_text(encoding="utf-8")
+                if real in reads.open:
+                    chain = " -> ".join(p.name for p in [*reads.open, real])
+                    errors.append((here, f"`{key}: {value}` includes itself ({chain})"))
+                    continue
+                try:
+                    raw = real.read_bytes()
+                except OSError as exc:
+                    errors.append((here, f"`{key}: {value}`: cannot read it ({exc.strerror or exc})"))
+                    continue
+                reads.total += len(raw)
+                if len(raw) > MAX_RECIPE_BYTES or reads.total > MAX_INCLUDED_BYTES:
+                    errors.append((here, f"`{key}: {value}`: larger than {MAX_RECIPE_BYTES} bytes" if
+                                   len(raw) > MAX_RECIPE_BYTES else f"the recipe and the files it includes are "
+                                   f"larger than {MAX_INCLUDED_BYTES} bytes in all"))
+                    continue
+                try:
+                    text = raw.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    errors.append((here, f"`{key}: {value}` is not UTF-8 text ({exc.reason} at byte {exc.start})"))
+                    continue
                 if real.suffix in (".yaml", ".yml"):  # structured options (e.g. `variants_file`) come as YAML
                     try:
+                        reads.open.append(real)
                         out[key[: -len("_file")]] = _load_code_files(
-                            _compose_and_load(text)[1], real.parent, path + (key,), errors)
+                            _compose_and_load(text)[1], real.parent, here, errors, reads)
                     except yaml.YAMLError as exc:
-                        errors.append((path + (key,), f"`{value}` is not valid YAML: {exc}"))
+                        errors.append((here, f"`{value}` is not valid YAML: {exc}"))
+                    finally:
+                        reads.open.pop()
                 else:
                     out[key[: -len("_file")]] = text
             else:
-                out[key] = _load_code_files(value, folder, path + (key,), errors)
+                out[key] = _load_code_files(value, folder, path + (key,), errors, reads)
         return out
     if isinstance(data, list):
-        return [_load_code_files(v, folder, path + (i,), errors) for i, v in enumerate(data)]
+        return [_load_code_files(v, folder, path + (i,), errors, reads) for i, v in enumerate(data)]
     return data
 
 
@@ -361,7 +436,7 @@ def parse_recipe(text: str, source: Path) -> Recipe:
 
     folder = source.parent / str(data.get("id", source.stem))
     file_errors: list = []
-    data = _load_code_files(data, folder, (), file_errors)
+    data = _load_code_files(data, folder, (), file_errors, _Reads([source.resolve()], len(text.encode())))
     if file_errors:
         raise fail(*file_errors[0])
 
@@ -461,6 +536,8 @@ def _check_op(step: Any, loc: tuple, fail) -> None:
         hint = f"; did you mean `{guess[0]}`?" if guess else f"; one of: {', '.join(sorted(REGISTRY))}"
         raise fail(loc + ("op",), f"unknown operation `{kind}`{hint}")
     file = step.get("file")
+    if isinstance(file, str) and (not file.isprintable() or not file.strip()):
+        raise fail(loc + ("file",), f"step file {file!r} is empty or holds a NUL or control character")
     if isinstance(file, str) and not _inside(Path("."), file):
         raise fail(loc + ("file",), f"step file `{file}` is outside the package (use a path relative to it)")
 
@@ -473,6 +550,28 @@ def _check_semantics(recipe: Recipe, fail) -> None:
             for i, s in enumerate(v.steps):
                 yield ("variants", vi, "steps", i), s
 
+    lists = [(("steps",), recipe.steps)]
+    lists += [(("variants", vi, "steps"), v.steps) for vi, v in enumerate(recipe.variants)]
+    for loc, steps in lists:
+        seen: dict[str, int] = {}
+        for i, step in enumerate(steps):
+            if step.name is None:
+                continue
+            if step.name in seen:
+                raise fail(loc + (i, "name"), f"two steps are named `{step.name}` (steps {seen[step.name] + 1} and "
+                                              f"{i + 1}); step names are unique")
+            seen[step.name] = i
+    if not recipe.variants and not recipe.steps:
+        raise fail(("steps",), "the recipe has no steps: it would change nothing")
+    for vi, variant in enumerate(recipe.variants):
+        if not variant.refuse and not (variant.steps or recipe.steps):
+            raise fail(("variants", vi), f"variant `{variant.name}` has no steps (and the recipe none to inherit); "
+                                         f"give it steps or `refuse`")
+    for name, param in recipe.params.items():
+        try:
+            check_value(name, param.type, param.default)
+        except ParamError as exc:
+            raise fail(("params", name, "default"), f"default of {exc.message}") from None
     for loc, step in steps_with_loc():
         unknown = step.placeholders() - set(recipe.params)
         if unknown:

@@ -39,8 +39,23 @@ def make_console(*, stderr: bool = False, quiet: bool = False) -> Console:
     console = Console(stderr=stderr, quiet=quiet, no_color=plain, color_system=None if plain else "auto",
                       highlight=False, soft_wrap=True)
     if not console.is_terminal and not os.environ.get("COLUMNS"):
-        console.width = 120  # logs and pipes: rich's default of 80 columns folds every table
+        # logs and pipes: no width at all, so that no table cuts or folds a name, a path or a hash that someone
+        # will grep for (rich's default of 80 columns would end them in "…"); tables are as wide as their content
+        console.width = PIPE_WIDTH
     return console
+
+
+PIPE_WIDTH = 100_000  #: the width of a console that is not a terminal: wide enough never to cut
+
+
+def release_of(target: Any) -> str:
+    """`sglang 0.5.9`, or `sglang (unknown release)`."""
+    return f"{target.package} {target.version or '(unknown release)'}"
+
+
+def release_source(target: Any) -> str:
+    """` [release 0.5.9 from sglang-0.5.9.dist-info]`: the release and where it came from, ending every report."""
+    return f" [release {target.version} from {target.version_source}]" if target.version is not None else ""
 
 
 @dataclass
@@ -287,6 +302,9 @@ def render_apply(ui: UI, result: Any, *, fmt: str = "text") -> None:
         _recovered(ui, result.recovery)
     if p.selection.variant:
         ui.info.print(f"variant [bold]{escape(p.selection.variant)}[/bold]: {escape(p.selection.reason)}")
+        described = _variant_description(p)
+        if described:
+            ui.info.print(f"  {escape(described)}")
     if result.dry_run and p.ok and not p.selection.refuse:
         print_diff(ui.out, p.diff())
     if p.steps and (ui.verbose or not result.dry_run or not p.ok):
@@ -300,16 +318,30 @@ def render_apply(ui: UI, result: Any, *, fmt: str = "text") -> None:
         _check_details(ui, result.checks)
     for note in result.notes:
         ui.info.print(f"note: {escape(note)}")
-    version = f"{p.target.package} {p.target.version or '(unknown release)'}"
+    version = release_of(p.target)
+    if result.unverified:
+        ran = [c for c in result.checks if c.status in ("passed", "failed", "timeout")]
+        done = f"checked: {', '.join(sorted({c.kind for c in ran}))}" if ran else "nothing checked"
+        changed = (f"applied {p.recipe.id} to {version} ({len(p.changed_files)} file(s)); NOT verified: {done}; "
+                   f"did not run: {', '.join(result.unverified)}")
+    else:
+        changed = f"applied {p.recipe.id} to {version} ({len(p.changed_files)} file(s)) and verified"
     messages = {
         "would_change": f"dry run: {len(p.changed_files)} file(s) would change; nothing written",
         "already_applied": f"{p.recipe.id} is already applied to {version}: nothing to do",
-        "changed": f"applied {p.recipe.id} to {version} ({len(p.changed_files)} file(s)) and verified",
+        "changed": changed,
         "cannot_apply": f"cannot apply {p.recipe.id} to {version}: nothing was written",
         "refused": f"{p.recipe.id} refuses {version}: nothing was written",
         "verify_failed": f"verification failed: {p.recipe.id} was rolled back, the target is unchanged",
     }
-    ui.summary(result.exit_code == 0, messages.get(result.outcome, result.outcome))
+    ui.summary(result.exit_code == 0, messages.get(result.outcome, result.outcome) + release_source(p.target))
+
+
+def _variant_description(p: Any) -> str:
+    """The first line of the selected variant's description (what it does on this release), if it has one."""
+    variant = next((v for v in p.recipe.variants if v.name == p.selection.variant), None)
+    text = (variant.description or "").strip() if variant else ""
+    return text.splitlines()[0] if text else ""
 
 
 def render_check(ui: UI, result: Any, *, as_json: bool = False) -> None:
@@ -326,11 +358,12 @@ def render_check(ui: UI, result: Any, *, as_json: bool = False) -> None:
     if result.files and (ui.verbose or result.state == "drift"):
         table = Table("file", "state", "recorded sha256", "current sha256")
         colors = {"intact": "green", "modified": "yellow", "missing": "red"}
+        cut = 12 if ui.err.is_terminal else None  # a log or a pipe gets whole hashes
         for f in result.files:
             table.add_row(escape(f["file"]), Text(f["state"], style=colors.get(f["state"], "")),
-                          (f.get("expected_sha256") or "")[:12], (f.get("sha256") or "-")[:12])
+                          (f.get("expected_sha256") or "")[:cut], (f.get("sha256") or "-")[:cut])
         (ui.info if result.exit_code == 0 else ui.err).print(table)
-    ui.summary(result.exit_code == 0, f"{result.state}: {result.message}")
+    ui.summary(result.exit_code == 0, f"{result.state}: {result.message}" + release_source(result.plan.target))
 
 
 def render_fixture_result(ui: UI, r: Any) -> None:
@@ -390,7 +423,9 @@ def render_verify(ui: UI, result: Any, *, as_json: bool = False) -> None:
         _check_details(ui, r.checks)
         for note in r.notes:
             ui.info.print(f"note: {escape(note)}")
-    ui.summary(result.exit_code == 0, result.message)
+    for note in getattr(result, "notes", []):
+        ui.info.print(f"note: {escape(note)}")
+    ui.summary(result.exit_code == 0, result.message + release_source(result.target))
 
 
 def render_rollback(ui: UI, report: Any, *, as_json: bool = False) -> None:
@@ -401,20 +436,36 @@ def render_rollback(ui: UI, report: Any, *, as_json: bool = False) -> None:
         print_json(data)
         return
     _recovered(ui, getattr(report, "recovery", None))
+    for retired in getattr(report, "retired", []):
+        r = retired.record
+        ui.info.print(f"note: retired the record of {escape(r.recipe)} (applied {escape(r.applied_at)} to "
+                      f"{escape(r.package)} {escape(str(r.release))}): {escape(retired.reason)}; kept in the "
+                      f"ledger's history, never replayed")
     for rel in report.restored:
         ui.out.print(f"restored {escape(rel)}")
     for path in report.kept:
         ui.out.print(f"kept your version in {escape(path)}")
     for pyc in report.removed_bytecode:
         ui.out.print(f"removed stale bytecode {escape(pyc)}", style="dim")
-    ui.summary(report.exit_code == 0, report.message)
+    source = getattr(report, "release_source", "")
+    release = getattr(report, "release", None)
+    ui.summary(report.exit_code == 0, report.message + (f" [release {release} from {source}]" if release else ""))
 
 
 def render_status(ui: UI, report: Any, *, as_json: bool = False) -> None:
     if as_json:
         print_json(report.to_dict())
         return
-    ui.out.print(f"target {escape(str(report.target))}: {escape(report.package)} {escape(str(report.release))}")
+    source = f" (read from {report.version_source})" if report.release and report.version_source else ""
+    ui.out.print(f"target {escape(str(report.target))}: {escape(report.package)} "
+                 f"{escape(str(report.release or '(unknown release)'))}{escape(source)}")
+    for retired in report.retired:
+        r = retired.record
+        ui.out.print(f"retired (history, never replayed): {escape(r.recipe)} v{r.recipe_version} applied "
+                     f"{escape(r.applied_at)} to {escape(str(r.release))}: {escape(retired.reason)}")
+    for seq, why in report.stale.items():
+        ui.err.print(f"[yellow]stale: entry {seq} no longer describes the tree ({escape(why)}); the next apply, "
+                     f"verify or rollback retires it[/yellow]")
     if report.pending is not None:
         p = report.pending
         ui.err.print(f"[yellow]unfinished {p.kind} of {escape(p.record.recipe)} started {escape(p.started)} "
@@ -424,7 +475,8 @@ def render_status(ui: UI, report: Any, *, as_json: bool = False) -> None:
         return
     table = Table("#", "recipe", "version", "variant", "release", "params", "applied", "files")
     for r in report.applied:
-        files = "\n".join(f"{f.rel} {f.sha_before[:10]}→{f.sha_after[:10]}" for f in r.files)
+        cut = 10 if ui.out.is_terminal else None  # a log or a pipe gets whole hashes: they are grepped for
+        files = "\n".join(f"{f.rel} {f.sha_before[:cut]}→{f.sha_after[:cut]}" for f in r.files)
         params = ", ".join(f"{k}={v}" for k, v in r.params.items())
         table.add_row(str(r.seq), escape(r.recipe), str(r.recipe_version), escape(r.variant or ""),
                       escape(str(r.release)), escape(params), escape(r.applied_at), escape(files))
@@ -439,6 +491,8 @@ def render_try(ui: UI, result: Any, *, as_json: bool = False) -> None:
         p = result.apply.plan
         if p.selection.variant:
             ui.info.print(f"variant [bold]{escape(p.selection.variant)}[/bold]: {escape(p.selection.reason)}")
+            if _variant_description(p):
+                ui.info.print(f"  {escape(_variant_description(p))}")
         print_diff(ui.out, p.diff())
         if p.steps:
             ui.info.print(steps_table(p.steps, verbose=ui.verbose))

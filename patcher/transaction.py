@@ -11,7 +11,8 @@ State folder `TARGET/.specpatch/` (git ignores it through its own `.gitignore` o
 
     .gitignore              "*"
     lock                    the file lock (filelock): one specpatch at a time per target
-    ledger.json             the applied recipes, oldest first, and the next sequence number
+    ledger.json             the applied recipes, oldest first, the next sequence number, and the retired entries
+                            (history: records of another release or of bytes no longer there, never replayed)
     journal.json            the transaction in progress (apply or rollback); absent when there is none
     records/NNNN-RECIPE/    one folder per applied recipe, NNNN its sequence number
         before/<rel>        the original bytes of each file the recipe changed (the backup)
@@ -28,6 +29,10 @@ if the ledger has the entry, or every file has its "after" hash, the apply is co
 back to its "before" bytes and mode. **Rollback** checks for local changes, keeps them under `kept/` when forced,
 writes a rollback journal, restores every file, removes the ledger entry, removes the journal; a recovery of a
 rollback journal always finishes it. Recovery is idempotent: a crash during it is recovered by the next command.
+An undo, a rollback and a recovery hold SIGINT and SIGTERM back while they restore files (`signals_deferred`): an
+interrupt is handled once the tree is whole. **Retirement** (`retire_stale`, after `recover`): a ledger entry made on
+another release than the target's, or none of whose files has its patched bytes any more, moves to the retired list;
+rollback retires before it chooses what to restore, so it never writes another release's bytes into the tree.
 
 Fault-injection labels (`_fault`), in order: ``apply:backups-written``, ``apply:journal-written``, then per file
 ``apply:temp-written:<rel>`` and ``apply:after-write:<rel>``, ``apply:ledger-written``, ``apply:journal-removed``;
@@ -50,9 +55,10 @@ import filelock
 
 from .diff import unified_diff
 from .engine import Plan
-from .errors import DriftError, ExitCode, Location, LockTimeout, RollbackBlocked, StateError, VersionUnsupported
-from .ledger import (AppliedRecord, FileRecord, Journal, State, atomic_write, file_mode, makedirs, now_utc, sha256,
-                     temp_path)
+from .errors import (DriftError, ExitCode, Location, LockTimeout, RollbackBlocked, StateDamaged, StateError,
+                     VersionUnsupported, os_failure)
+from .ledger import (AppliedRecord, FileRecord, Journal, RetiredRecord, State, atomic_write, file_mode, makedirs,
+                     now_utc, sha256, temp_path)
 from .target import Target
 
 __all__ = [
@@ -71,6 +77,40 @@ _fault: Callable[[str], None] | None = None
 def _step(label: str) -> None:
     if _fault is not None:
         _fault(label)
+
+
+@contextmanager
+def signals_deferred() -> Iterator[None]:
+    """Hold SIGINT and SIGTERM back while the files of a transaction are put back (an undo, a rollback): the
+    restore finishes in this process, and the signal is handled right after it, with the tree whole. Only the main
+    thread can hold them (elsewhere, and off POSIX, this does nothing: the journal still lets the next command
+    finish the work)."""
+    import signal
+
+    if not hasattr(signal, "pthread_sigmask") or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held = {signal.SIGINT, signal.SIGTERM}
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+def note_interrupt(exc: BaseException, note: str) -> None:
+    """Tell an interrupt what this transaction did about it (the CLI prints these lines)."""
+    from .errors import Interrupted
+
+    if isinstance(exc, (Interrupted, KeyboardInterrupt)):
+        notes = getattr(exc, "notes", None)
+        if notes is None:
+            notes = []
+            try:
+                exc.notes = notes  # type: ignore[attr-defined]
+            except AttributeError:
+                return
+        notes.append(note)
 
 
 # --------------------------------------------------------------------------------------------------- lock
@@ -207,6 +247,10 @@ class RollbackReport:
     kept: list[str] = field(default_factory=list)  #: absolute paths of local versions kept by --force
     removed_bytecode: list[str] = field(default_factory=list)  #: stale .pyc files removed
     exit_code: ExitCode = ExitCode.OK
+    retired: list[RetiredRecord] = field(default_factory=list)  #: entries retired first (upgrade, reinstall)
+    already_original: list[str] = field(default_factory=list)  #: files that had their original bytes already
+    release: str | None = None  #: the target's release
+    release_source: str = ""  #: where it was read
 
     @property
     def noop(self) -> bool:
@@ -216,7 +260,9 @@ class RollbackReport:
         return {"target": str(self.target), "noop": self.noop, "message": self.message,
                 "recipe": self.record.recipe if self.record else None,
                 "record": self.record.to_dict() if self.record else None, "restored": self.restored,
-                "kept": self.kept, "removed_bytecode": self.removed_bytecode, "exit_code": int(self.exit_code)}
+                "kept": self.kept, "removed_bytecode": self.removed_bytecode, "exit_code": int(self.exit_code),
+                "retired": [r.to_dict() for r in self.retired], "already_original": self.already_original,
+                "release": self.release, "release_source": self.release_source}
 
 
 @dataclass
@@ -229,6 +275,9 @@ class StatusReport:
     applied: list[AppliedRecord]
     pending: Journal | None  #: an interrupted transaction the next command will recover
     exit_code: ExitCode = ExitCode.OK
+    version_source: str = ""  #: where the release was read
+    retired: list[RetiredRecord] = field(default_factory=list)  #: history: entries that no longer describe the tree
+    stale: dict[int, str] = field(default_factory=dict)  #: seq -> why the next command will retire that entry
 
     def to_dict(self) -> dict[str, Any]:
         pending = None
@@ -237,7 +286,9 @@ class StatusReport:
                        "started": self.pending.started, "pid": self.pending.pid,
                        "files": [f.rel for f in self.pending.record.files]}
         return {"target": str(self.target), "package": self.package, "release": self.release,
-                "applied": [r.to_dict() for r in self.applied], "pending": pending}
+                "release_source": self.version_source,
+                "applied": [{**r.to_dict(), "stale": self.stale.get(r.seq)} for r in self.applied],
+                "retired": [r.to_dict() for r in self.retired], "pending": pending}
 
 
 # --------------------------------------------------------------------------------------------------- apply
@@ -295,10 +346,16 @@ def commit(plan: Plan, lock: TargetLock) -> AppliedRecord | None:
         state.write_ledger(ledger.with_record(record))  # the commit point
     except BaseException as exc:
         try:
-            _undo_apply(state, record, "undo")
+            with signals_deferred():
+                _undo_apply(state, record, "undo")
+            note_interrupt(exc, f"the apply of {recipe.id} was undone: every file has its original bytes")
         except BaseException as undo_exc:
-            raise StateError(f"applying {recipe.id} failed ({exc!r}) and restoring the files failed too "
-                             f"({undo_exc!r})", location=Location(recipe=recipe.id),
+            doing = f"applying {recipe.id} failed ({_why(exc)}) and restoring the files failed too"
+            if isinstance(undo_exc, OSError):
+                err = os_failure(undo_exc, doing)
+                err.hint = "the journal is kept: the next specpatch command finishes the rollback; " + err.hint
+                raise err from exc
+            raise StateError(f"{doing} ({undo_exc!r})", location=Location(recipe=recipe.id),
                              hint="the journal is kept: the next specpatch command finishes the rollback") from exc
         raise
     _step("apply:ledger-written")
@@ -345,16 +402,21 @@ def recover(target: Target, *, timeout: float = DEFAULT_LOCK_TIMEOUT) -> Recover
         journal = state.read_journal()
         report = None
         if journal is not None:
-            if journal.kind == "apply":
-                report = _recover_apply(state, journal)
-            elif journal.kind == "rollback":
-                restored, kept, _ = _finish_rollback(state, journal, "recover")
-                report = RecoveryReport("rollback", journal.record.recipe, journal.started, "rolled_back",
-                                        [f.rel for f in journal.record.files], restored, _abs(state, kept))
-            else:
-                raise StateError(f"{state.journal_path} has an unknown kind `{journal.kind}`")
-        state.sweep({r.record_dir for r in state.read_ledger().applied})
+            with signals_deferred():
+                report = _recover(state, journal)
+        ledger = state.read_ledger()
+        state.sweep({r.record_dir for r in ledger.applied} | {r.record.record_dir for r in ledger.retired})
         return report
+
+
+def _recover(state: State, journal: Journal) -> RecoveryReport:
+    if journal.kind == "apply":
+        return _recover_apply(state, journal)
+    if journal.kind == "rollback":
+        restored, kept, _ = _finish_rollback(state, journal, "recover")
+        return RecoveryReport("rollback", journal.record.recipe, journal.started, "rolled_back",
+                              [f.rel for f in journal.record.files], restored, _abs(state, kept))
+    raise StateDamaged(f"{state.journal_path} has an unknown kind `{journal.kind}`")
 
 
 def _recover_apply(state: State, journal: Journal) -> RecoveryReport:
@@ -392,21 +454,26 @@ def rollback(target: Target, recipe_id: str | None = None, *, force: bool = Fals
     Raises RollbackBlocked if a later recipe changed one of the same files. Nothing applied is a no-op report.
     """
     state = State.of(target)
+    release = {"release": str(target.version) if target.version is not None else None,
+               "release_source": target.version_source}
 
     def nothing(applied: list[AppliedRecord]) -> RollbackReport:
         what = "no recipe is" if recipe_id is None else f"`{recipe_id}` is not"
         names = ", ".join(r.recipe for r in applied) or "none"
         return RollbackReport(target.root, None, f"nothing to roll back: {what} applied to {target.root} "
-                                                 f"(applied: {names})")
+                                                 f"(applied: {names})", **release)
 
     if not state.exists():
         return nothing([])
     with target_lock(target, timeout):
         _refuse_pending(state)
+        retired = retire_stale(target)  # never replay a record of another release, or of bytes no longer there
         ledger = state.read_ledger()
         matches = [r for r in ledger.applied if recipe_id is None or r.recipe == recipe_id]
         if not matches:
-            return nothing(ledger.applied)
+            report = nothing(ledger.applied)
+            report.retired = retired
+            return report
         record = matches[-1]
         later = [r for r in ledger.applied if r.seq > record.seq and r.rels & record.rels]
         if later:
@@ -417,7 +484,9 @@ def rollback(target: Target, recipe_id: str | None = None, *, force: bool = Fals
                                   hint=f"roll back {names} first, then `{record.recipe}`")
         pristine_files(target, record)  # the backups must be whole before anything is touched
         states = file_states(target, record)
-        local = [s for s in states if s.state != "intact"]
+        # a file with its original bytes already (`git checkout -- FILE`) is not a local change: nothing to undo
+        original = [s.rel for s in states if s.state == "modified" and s.sha == s.record.sha_before]
+        local = [s for s in states if s.state != "intact" and s.rel not in original]
         if local and not force:
             raise _drift_error(target, record, local)
         stamp, kept = _stamp(), []
@@ -427,14 +496,19 @@ def rollback(target: Target, recipe_id: str | None = None, *, force: bool = Fals
         _step("rollback:kept-written")
         journal = Journal("rollback", now_utc().isoformat(), os.getpid(), record,
                           start_shas={s.rel: s.sha for s in states}, kept=tuple(kept))
-        state.write_journal(journal)
-        _step("rollback:journal-written")
-        _, _, pycs = _finish_rollback(state, journal, "rollback")
+        # from the journal on, the rollback finishes here even on SIGINT/SIGTERM (handled once the tree is whole)
+        with signals_deferred():
+            state.write_journal(journal)
+            _step("rollback:journal-written")
+            _, _, pycs = _finish_rollback(state, journal, "rollback")
         rels = [f.rel for f in record.files]
         message = f"rolled back {record.recipe}: {len(rels)} files have their original bytes and mode again"
+        if original:
+            message += f" ({', '.join(original)} had them already)"
         if kept:
             message += f"; your local versions are kept in {', '.join(_abs(state, kept))}"
-        return RollbackReport(target.root, record, message, rels, _abs(state, kept), pycs)
+        return RollbackReport(target.root, record, message, [r for r in rels if r not in original],
+                              _abs(state, kept), pycs, retired=retired, already_original=original, **release)
 
 
 def _finish_rollback(state: State, journal: Journal, prefix: str) -> tuple[list[str], list[str], list[str]]:
@@ -477,10 +551,67 @@ def _drift_error(target: Target, record: AppliedRecord, local: list[FileState]) 
 def status(target: Target) -> StatusReport:
     """The applied recipes and any unfinished transaction; reads only, takes no lock."""
     state = State.of(target)
-    applied = state.read_ledger().applied if state.exists() else []
+    ledger = state.read_ledger() if state.exists() else None
+    applied = ledger.applied if ledger else []
     pending = state.read_journal() if state.exists() else None
+    originals = _originals(applied)
+    stale = {r.seq: why for r in applied if (why := stale_reason(target, r, originals))}
     return StatusReport(target.root, target.package, str(target.version) if target.version is not None else None,
-                        applied, pending)
+                        applied, pending, version_source=target.version_source,
+                        retired=ledger.retired if ledger else [], stale=stale)
+
+
+def _originals(records: list[AppliedRecord]) -> dict[str, str]:
+    """{file: sha256 before the first recipe that wrote it} (records oldest first: recipes may stack)."""
+    out: dict[str, str] = {}
+    for r in records:
+        for f in r.files:
+            out.setdefault(f.rel, f.sha_before)
+    return out
+
+
+def stale_reason(target: Target, record: AppliedRecord, originals: dict[str, str] | None = None) -> str | None:
+    """Why `record` no longer describes the target, or None while it does. A record is bound to the release and the
+    bytes it was made on: it is stale when the target is now another release (an upgrade or a downgrade: its
+    backups are another release's bytes), or when none of its files has its patched bytes any more, every one being
+    original again or gone (a reinstall, an uninstall, a `git checkout` of the files)."""
+    from packaging.version import InvalidVersion, Version
+
+    if record.release and target.version is not None:
+        try:
+            if Version(record.release) != target.version:
+                return (f"it was applied to {record.package} {record.release}; the target is now "
+                        f"{target.package} {target.version} (read from {target.version_source})")
+        except InvalidVersion:
+            pass
+    states = file_states(target, record)
+    originals = originals or {}
+    if states and all(s.state == "missing" or s.sha in (s.record.sha_before, originals.get(s.rel))
+                      for s in states):
+        gone = all(s.state == "missing" for s in states)
+        return ("its files are gone (the package was uninstalled or moved)" if gone else
+                "every file it changed has its original bytes again (a reinstall, or `git checkout` of the files)")
+    return None
+
+
+def retire_stale(target: Target) -> list[RetiredRecord]:
+    """Move the ledger entries that no longer describe the target (see `stale_reason`) to its retired history, so
+    that no command replays them: a rollback would otherwise write another release's bytes into the tree. Call it
+    with the target's lock held, after `recover`. Returns what was retired."""
+    state = State.of(target)
+    if not state.exists():
+        return []
+    ledger = state.read_ledger()
+    retired = []
+    originals = _originals(ledger.applied)
+    for record in list(ledger.applied):
+        reason = stale_reason(target, record, originals)
+        if reason is not None:
+            ledger = ledger.retiring(record, reason)
+            retired.append(ledger.retired[-1])
+    if retired:
+        state.write_ledger(ledger)
+    return retired
 
 
 def applied_records(target: Target) -> list[AppliedRecord]:
@@ -525,6 +656,12 @@ def _read(path: Path) -> bytes | None:
         return None
 
 
+def _why(exc: BaseException) -> str:
+    if isinstance(exc, OSError):
+        return f"{exc.strerror or exc} on {exc.filename}" if exc.filename else str(exc.strerror or exc)
+    return repr(exc)
+
+
 def _sha_of(path: Path) -> str | None:
     data = _read(path)
     return None if data is None else sha256(data)
@@ -533,7 +670,7 @@ def _sha_of(path: Path) -> str | None:
 def _read_copy(state: State, fr: FileRecord, rel_to_state: str, sha: str) -> bytes:
     data = _read(state.path(rel_to_state))
     if data is None or sha256(data) != sha:
-        raise StateError(f"the saved copy of `{fr.rel}` ({state.path(rel_to_state)}) is "
+        raise StateDamaged(f"the saved copy of `{fr.rel}` ({state.path(rel_to_state)}) is "
                          f"{'missing' if data is None else 'damaged'}", location=Location(file=fr.rel))
     return data
 

@@ -484,7 +484,8 @@ def _run(python: str | os.PathLike, config: dict[str, Any], *, timeout: float,
         cwd.mkdir()
         results.touch()
         (work / "config.json").write_text(json.dumps({**config, "results": str(results)}), encoding="utf-8")
-        argv = [os.fspath(python), "-I", "-u", str(RUNNER), str(work / "config.json")]
+        # -B: no __pycache__ in the target (nor in the recipe folder) from the smoke test and the probes
+        argv = [os.fspath(python), "-I", "-B", "-u", str(RUNNER), str(work / "config.json")]
         start = time.monotonic()
         with out.open("wb") as sink:
             try:
@@ -497,6 +498,10 @@ def _run(python: str | os.PathLike, config: dict[str, Any], *, timeout: float,
                 proc.wait(timeout=timeout)
             except subprocess.TimeoutExpired:
                 timed_out = True
+            except BaseException:  # an interrupt while waiting: the child's own session would outlive us
+                _kill_group(proc)
+                proc.wait()
+                raise
             _kill_group(proc)
             proc.wait()
         seconds = time.monotonic() - start

@@ -20,7 +20,8 @@ from typing import ClassVar, Literal
 
 import libcst as cst
 
-from ..anchors import find_class, insert_after, near, parse_statements, same_code, code_of, walk_statements
+from ..anchors import (class_members, code_of, find_class, ident, insert_after, near, parse_statements, same_code,
+                       walk_statements)
 from ..errors import AnchorAmbiguous, AnchorNotFound, Candidate, Conflict, RecipeError
 from ..model import option
 from .base import AlreadyApplied, Changed, Operation, Outcome, attempt, register
@@ -66,14 +67,19 @@ class AddDataclassField(Operation):
         new, name = self.new_field(module)
         cpath = find_class(module, self.cls)
         fields = [p for p in walk_statements(cpath) if field_name(p[-1]) is not None]
-        existing = [p for p in fields if field_name(p[-1]) == name]
+        # names compare as Python compares them (NFKC): a fullwidth letter names the same field
+        existing = [p for p in fields if ident(field_name(p[-1])) == ident(name)]
         if existing:
             have = code_of(module, existing[0][-1])
             if same_code(have, self.code):
                 return AlreadyApplied(existing[0][-1])
             raise Conflict(f"`{self.cls}` already has a field `{name}` that differs: `{have.strip()}`",
                            candidates=[Candidate(have.strip(), node=existing[0][-1])])
-        anchors = [p for p in fields if field_name(p[-1]) == self.after]
+        other = class_members(cpath).get(ident(name))
+        if other is not None:  # a method or nested class of that name: the field would replace it
+            raise Conflict(f"`{self.cls}` already binds `{name}` (not as a field): the field would replace it",
+                           candidates=[Candidate(code_of(module, other).strip().splitlines()[0], node=other)])
+        anchors = [p for p in fields if ident(field_name(p[-1])) == ident(self.after)]
         if not anchors:
             by_name = {field_name(p[-1]): p[-1] for p in fields}
             raise AnchorNotFound(

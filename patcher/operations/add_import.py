@@ -61,11 +61,13 @@ class Binding:
 
 def bindings(stmt: ast.stmt) -> list[Binding]:
     """The names an `ast.Import` / `ast.ImportFrom` binds (empty for any other statement)."""
+    from ..anchors import ident  # names bind as Python compares them (NFKC)
+
     if isinstance(stmt, ast.Import):
-        return [Binding(a.asname or a.name.split(".")[0], ("import", a.name), a.asname,
+        return [Binding(ident(a.asname or a.name.split(".")[0]), ("import", a.name), a.asname,
                         f"{a.name} as {a.asname}" if a.asname else a.name) for a in stmt.names]
     if isinstance(stmt, ast.ImportFrom):
-        return [Binding(a.asname or a.name, ("from", stmt.level, stmt.module or "", a.name), a.asname,
+        return [Binding(ident(a.asname or a.name), ("from", stmt.level, stmt.module or "", a.name), a.asname,
                         f"{a.name} as {a.asname}" if a.asname else a.name) for a in stmt.names]
     return []
 

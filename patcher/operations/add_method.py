@@ -29,8 +29,8 @@ from typing import ClassVar, Literal
 
 import libcst as cst
 
-from ..anchors import (NodePath, body_of, code_of, find_class, insert_after, near, parse_statements, same_code,
-                       set_block_body, walk_statements)
+from ..anchors import (NodePath, body_of, class_members, code_of, find_class, ident, insert_after, near,
+                       parse_statements, same_code, set_block_body, walk_statements)
 from ..errors import AnchorAmbiguous, AnchorNotFound, Candidate, Conflict, RecipeError
 from ..model import option
 from .base import AlreadyApplied, Changed, Operation, Outcome, attempt, register
@@ -89,18 +89,23 @@ class AddMethod(Operation):
         name = new.name.value
         cpath = find_class(module, self.cls)
         methods = methods_of(cpath)
-        existing = [p for p in methods if p[-1].name.value == name]
+        # names compare as Python compares them (NFKC): `def ｆorward` would replace `forward`
+        existing = [p for p in methods if ident(p[-1].name.value) == ident(name)]
         for p in existing:
             if same_code(code_of(module, p[-1]), self.code):
                 return AlreadyApplied(p[-1])
         if existing:
             have = code_of(module, existing[0][-1])
-            raise Conflict(f"`{self.cls}` already has a method `{name}` with other code",
+            raise Conflict(f"`{self.cls}` already has a method `{existing[0][-1].name.value}` with other code",
                            candidates=[Candidate(_signature(have), node=existing[0][-1])])
+        other = class_members(cpath).get(ident(name))
+        if other is not None:  # a field, attribute or nested class of that name: the method would replace it
+            raise Conflict(f"`{self.cls}` already binds `{name}` (not as a method): the method would replace it",
+                           candidates=[Candidate(code_of(module, other).strip().splitlines()[0], node=other)])
         if self.after is None:
             statements = list(body_of(cpath[-1]))
             return Changed(set_block_body(cpath, [*statements, new]), inserted=(new,), anchor=cpath[-1])
-        anchors = [p for p in methods if p[-1].name.value == self.after]
+        anchors = [p for p in methods if ident(p[-1].name.value) == ident(self.after)]
         if not anchors:
             by_name = {p[-1].name.value: p[-1] for p in methods}
             raise AnchorNotFound(

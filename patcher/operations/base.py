@@ -8,7 +8,7 @@ from typing import ClassVar, Literal, Union, get_args, get_origin
 
 import libcst as cst
 
-from ..errors import SpecpatchError
+from ..errors import Location, SpecpatchError
 from ..model import option, options
 
 _PARAM = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
@@ -68,12 +68,18 @@ class Operation:
         raise NotImplementedError
 
     def render_params(self, params: dict[str, object]) -> "Operation":
-        """A copy with {{param}} placeholders in the templated options replaced by their values."""
+        """A copy with each {{param}} placeholder of the templated options replaced by its value's literal, placed
+        through libcst (`patcher.params`): never pasted as text."""
+        from ..params import render
+
         update = {}
         for name in self.templated:
             value = getattr(self, name)
-            if isinstance(value, str):
-                update[name] = _PARAM.sub(lambda m: str(params[m.group(1)]), value)
+            if isinstance(value, str) and _PARAM.search(value):
+                try:
+                    update[name] = render(value, dict(params), what=name)
+                except SpecpatchError as exc:
+                    raise exc.at(Location(step=None, op=self.op, file=self.file)) from None
         return replace(self, **update) if update else self
 
     def placeholders(self) -> set[str]:

@@ -1,0 +1,587 @@
+"""Issue 12, through the real command line on files of the real sglang 0.5.9 release: one identity per target file,
+no write through a link out of the package, parameters as literals, names compared as Python compares them, a
+strict YAML loader, OS errors and interrupts with their documented exit codes, and a deleted state folder seen from
+the tree.
+
+Each test builds a small site-packages tree from the release's own bytes (`sglang/__init__.py`, `_version.py`,
+`srt/server_args.py`, the dist-info) and a recipe in tmp_path written for the case.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import os
+import resource
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+OK, INTERNAL, BAD_INPUT, CANNOT_APPLY, DRIFT, SYSTEM = 0, 1, 2, 3, 5, 8
+SERVER_ARGS = "sglang/srt/server_args.py"
+
+
+def specpatch(*args: str, recipes: Path | None = None, preexec=None, env: dict | None = None,
+              code: str | None = None) -> subprocess.CompletedProcess:
+    """`python -m patcher ARGS` (or `python -c CODE ARGS`), no colour, the recipe folder on the recipe path."""
+    full_env = {**os.environ, "NO_COLOR": "1", "PYTHONPATH": str(REPO), **(env or {})}
+    if recipes is not None:
+        full_env["SPECPATCH_RECIPE_PATH"] = str(recipes)
+    cmd = [sys.executable, "-m", "patcher", *args] if code is None else [sys.executable, "-c", code, *args]
+    return subprocess.run(cmd, capture_output=True, text=True, env=full_env, timeout=600, cwd=REPO,
+                          preexec_fn=preexec)
+
+
+@pytest.fixture
+def site(tmp_path, sglang_release) -> Path:
+    """A site-packages folder holding the real 0.5.9 files a recipe of these tests touches."""
+    release = sglang_release("0.5.9")
+    dest = tmp_path / "site"
+    for rel in ("sglang/__init__.py", "sglang/_version.py", "sglang/version.py", "sglang/srt/__init__.py",
+                SERVER_ARGS):
+        if (release / rel).exists():
+            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(release / rel, dest / rel)
+    shutil.copytree(next(release.glob("sglang-*.dist-info")), dest / "sglang-0.5.9.dist-info")
+    return dest
+
+
+def snapshot(root: Path) -> dict[str, str]:
+    """sha256 and mode of every file outside the state folder."""
+    return {p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest() + oct(p.stat().st_mode)
+            for p in sorted(root.rglob("*")) if p.is_file() and ".specpatch" not in p.parts
+            and "__pycache__" not in p.parts}
+
+
+def recipe(folder: Path, body: str, name: str = "case", files: dict[str, str | bytes] | None = None) -> Path:
+    """Write `folder/name.yaml` (id and target added) and its files beside it; returns the folder."""
+    folder.mkdir(parents=True, exist_ok=True)
+    head = f"id: {name}\ntitle: a test case\ntarget: {{package: sglang}}\n"
+    (folder / f"{name}.yaml").write_text(head + textwrap.dedent(body), encoding="utf-8")
+    for rel, data in (files or {}).items():
+        path = folder / name / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data if isinstance(data, bytes) else data.encode())
+    return folder
+
+
+FIELD = """\
+  - op: add_dataclass_field
+    file: {file}
+    class: ServerArgs
+    after: {after}
+    code: "{code}"
+"""
+
+
+def fields(*items: tuple[str, str, str]) -> str:
+    return "steps:\n" + "".join(FIELD.format(file=f, after=a, code=c) for f, a, c in items)
+
+
+def assert_error(done: subprocess.CompletedProcess, code: int, *texts: str) -> None:
+    assert done.returncode == code, (done.returncode, done.stdout, done.stderr)
+    assert "internal error" not in done.stderr and "Traceback" not in done.stderr, done.stderr
+    for text in texts:
+        assert text in done.stderr, (text, done.stderr)
+
+
+# --------------------------------------------------------------------------------------------------- identity
+
+
+def test_one_file_spelled_two_ways_is_planned_once_and_rolls_back(site, tmp_path):
+    recipes = recipe(tmp_path / "r", fields(("./srt/server_args.py", "speculative_accept_threshold_acc", "aa: int = 1"),
+                                            ("srt/server_args.py", "speculative_accept_threshold_single",
+                                             "bb: int = 2"),
+                                            ("srt//server_args.py", "speculative_num_draft_tokens", "cc: int = 3")))
+    before = snapshot(site)
+    done = specpatch("apply", "case", "--target", str(site), "--no-smoke", recipes=recipes)
+    assert done.returncode == OK, done.stderr
+    text = (site / SERVER_ARGS).read_text()
+    assert all(f"    {f}: int = {n}\n" in text for f, n in (("aa", 1), ("bb", 2), ("cc", 3)))  # no edit lost
+    assert specpatch("verify", "--target", str(site), "--no-smoke", recipes=recipes).returncode == OK
+    done = specpatch("rollback", "--target", str(site), recipes=recipes)
+    assert done.returncode == OK, done.stderr
+    assert snapshot(site) == before
+
+
+def test_a_link_inside_the_package_is_the_file_it_points_to(site, tmp_path):
+    (site / "sglang/srt/args_link.py").symlink_to("server_args.py")
+    recipes = recipe(tmp_path / "r", fields(("srt/args_link.py", "speculative_accept_threshold_acc", "aa: int = 1"),
+                                            ("srt/server_args.py", "speculative_accept_threshold_single",
+                                             "bb: int = 2")))
+    done = specpatch("apply", "case", "--target", str(site), "--no-smoke", recipes=recipes)
+    assert done.returncode == OK, done.stderr
+    text = (site / SERVER_ARGS).read_text()
+    assert "    aa: int = 1\n" in text and "    bb: int = 2\n" in text
+    assert (site / "sglang/srt/args_link.py").is_symlink()
+
+
+def test_rollback_never_writes_through_a_link_out_of_the_package(site, tmp_path):
+    recipes = recipe(tmp_path / "r", fields(("srt/server_args.py", "speculative_accept_threshold_acc", "aa: int = 1")))
+    assert specpatch("apply", "case", "--target", str(site), "--no-smoke", recipes=recipes).returncode == OK
+    outside = tmp_path / "elsewhere.py"
+    outside.write_bytes((site / SERVER_ARGS).read_bytes())  # the patched bytes: a plain rollback would match them
+    (site / SERVER_ARGS).unlink()
+    (site / SERVER_ARGS).symlink_to(outside)
+    for force in ([], ["--force"]):
+        done = specpatch("rollback", "--target", str(site), *force, recipes=recipes)
+        assert_error(done, BAD_INPUT, "leads out of the package", "server_args.py")
+        assert outside.read_bytes() == (site / SERVER_ARGS).read_bytes()
+        assert b"aa: int = 1" in outside.read_bytes()  # not written through
+    done = specpatch("verify", "--target", str(site), "--no-smoke", recipes=recipes)
+    assert_error(done, BAD_INPUT, "leads out of the package")
+
+
+def test_apply_refuses_a_step_file_that_leaves_the_package_through_a_link(site, tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    shutil.copy2(site / SERVER_ARGS, outside / "server_args.py")
+    (site / "sglang/srt/ext").symlink_to(outside)
+    recipes = recipe(tmp_path / "r", fields(("srt/ext/server_args.py", "speculative_accept_threshold_acc",
+                                             "aa: int = 1")))
+    before = (outside / "server_args.py").read_bytes()
+    done = specpatch("apply", "case", "--target", str(site), "--no-smoke", recipes=recipes)
+    assert_error(done, BAD_INPUT, "resolves outside the package")
+    assert (outside / "server_args.py").read_bytes() == before
+
+
+# --------------------------------------------------------------------------------------------------- parameters
+
+
+PARAMS = """\
+params:
+  mode: {type: str, default: padded}
+  ratio: {type: float, default: 0.5}
+  n: {type: int, default: 0}
+steps:
+  - op: add_dataclass_field
+    file: srt/server_args.py
+    class: ServerArgs
+    after: speculative_accept_threshold_acc
+    code: 'spec_mode: str = "{{mode}}"'
+  - op: add_dataclass_field
+    file: srt/server_args.py
+    class: ServerArgs
+    after: speculative_accept_threshold_single
+    code: "spec_ratio: float = {{ratio}}"
+  - op: add_dataclass_field
+    file: srt/server_args.py
+    class: ServerArgs
+    after: speculative_num_draft_tokens
+    code: "spec_n: int = {{n}}"
+"""
+
+
+def _field_values(path: Path) -> dict[str, object]:
+    tree = ast.parse(path.read_bytes())
+    cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "ServerArgs")
+    out = {}
+    for node in cls.body:
+        if isinstance(node, ast.AnnAssign) and node.target.id.startswith("spec_"):
+            out[node.target.id] = ast.literal_eval(node.value)  # a literal, or this raises
+    return out
+
+
+@pytest.mark.parametrize("value", ['padded") or __import__("os").system("touch PWNED") or ("',
+                                   "a\\\" + str(__import__('os').getpid()) + \"", 'two\nlines', "ünïcode ' \""])
+def test_a_str_parameter_is_a_string_literal_whatever_its_value(site, tmp_path, value):
+    recipes = recipe(tmp_path / "r", PARAMS)
+    done = specpatch("apply", "case", "--target", str(site), "--no-smoke", "--param", f"mode={value}",
+                     "--param", "n=-3", recipes=recipes)
+    assert done.returncode == OK, done.stderr
+    assert _field_values(site / SERVER_ARGS) == {"spec_mode": value, "spec_ratio": 0.5, "spec_n": -3}
+    assert not (REPO / "PWNED").exists() and not (tmp_path / "PWNED").exists()
+
+
+@pytest.mark.parametrize("given", ["nan", "inf", "-inf", "1e999"])
+def test_a_float_parameter_that_no_literal_writes_is_refused(site, tmp_path, given):
+    recipes = recipe(tmp_path / "r", PARAMS)
+    before = snapshot(site)
+    done = specpatch("apply", "case", "--target", str(site), "--no-smoke", "--param", f"ratio={given}",
+                     recipes=recipes)
+    assert_error(done, BAD_INPUT, "ratio", "not a finite number")
+    assert snapshot(site) == before
+
+
+@pytest.mark.parametrize("default, type_", [('"os.getpid()"', "int"), ("true", "int"), ('"x"', "float"),
+                                            ("1", "str"), ("1", "bool")])
+def test_a_parameter_default_of_the_wrong_type_is_refused_at_load(site, tmp_path, default, type_):
+    body = PARAMS.replace("  n: {type: int, default: 0}", f"  n: {{type: {type_}, default: {default}}}")
+    recipes = recipe(tmp_path / "r", body)
+    done = specpatch("apply", "case", "--target", str(site), "--no-smoke", "--dry-run", recipes=recipes)
+    assert_error(done, BAD_INPUT, "invalid recipe", "default of parameter `n`", f"declared `{type_}`")
+    assert "case.yaml:" in done.stderr  # the recipe's line
+
+
+def test_a_parameter_where_no_value_can_go_is_refused(site, tmp_path):
+    body = PARAMS.replace('code: "spec_n: int = {{n}}"', 'code: "spec_{{mode}}: int = 1"')
+    recipes = recipe(tmp_path / "r", body)
+    done = specpatch("apply", "case", "--target", str(site), "--no-smoke", "--param", "mode=a = 1; import os; b",
+                     recipes=recipes)
+    assert_error(done, BAD_INPUT, "bad parameter value", "not an identifier")
+
+
+# --------------------------------------------------------------------------------------------------- names
+
+
+def test_a_method_name_that_python_reads_as_an_existing_one_conflicts(site, tmp_path):
+    body = """\
+    steps:
+      - op: add_method
+        file: srt/server_args.py
+        class: ServerArgs
+        code: |
+          def __post_ini\uff54__(self):
+              pass
+    """  # FULLWIDTH LATIN SMALL LETTER T: Python reads `__post_iniｔ__` as `__post_init__` (NFKC)
+    recipes = recipe(tmp_path / "r", body)
+    before = snapshot(site)
+    done = specpatch("apply", "case", "--target", str(site), "--no-smoke", recipes=recipes)
+    assert_error(done, CANNOT_APPLY, "conflicting definition", "already has a method `__post_init__`")
+    assert snapshot(site) == before
+
+
+def test_a_fullwidth_field_name_is_the_existing_field(site, tmp_path):
+    name = "speculative_accept_threshold_\uff41cc"  # fullwidth "a": the existing field for Python
+    recipes = recipe(tmp_path / "r", fields(("srt/server_args.py", "speculative_accept_threshold_single",
+                                             f"{name}: int = 7")))
+    before = snapshot(site)
+    done = specpatch("apply", "case", "--target", str(site), "--no-smoke", recipes=recipes)
+    assert_error(done, CANNOT_APPLY, "conflicting definition", "already has a field")
+    assert snapshot(site) == before
+
+
+def test_a_field_named_like_a_method_and_a_method_named_like_a_field_conflict(site, tmp_path):
+    field = fields(("srt/server_args.py", "speculative_accept_threshold_acc", "add_cli_args: int = 1"))
+    method = """\
+    steps:
+      - op: add_method
+        file: srt/server_args.py
+        class: ServerArgs
+        code: |
+          def speculative_accept_threshold_acc(self):
+              return 1.0
+    """
+    for text in (field, method):
+        recipes = recipe(tmp_path / "r", text)
+        before = snapshot(site)
+        done = specpatch("apply", "case", "--target", str(site), "--no-smoke", recipes=recipes)
+        assert_error(done, CANNOT_APPLY, "conflicting definition", "would replace it")
+        assert snapshot(site) == before
+
+
+# --------------------------------------------------------------------------------------------------- recipes
+
+
+ONE = fields(("srt/server_args.py", "speculative_accept_threshold_acc", "aa: int = 1"))
+
+
+@pytest.mark.parametrize("case, body, files, message", [
+    ("duplicate code", ONE + '    code: "bb: int = 2"\n', None, "key `code` is given twice"),
+    ("duplicate steps", ONE + ONE, None, "key `steps` is given twice"),
+    ("duplicate nested", "params:\n  a: {type: int, default: 1, default: 2}\n" + ONE, None,
+     "key `default` is given twice"),
+    ("deep flow", "extra: " + "[" * 5000 + "]" * 5000 + "\n" + ONE, None, "nested deeper than"),
+    ("deep block", "".join("  " * i + f"k{i}:\n" for i in range(200)) + "  " * 200 + "v: 1\n" + ONE, None,
+     "nested deeper than"),
+    ("self include", "variants_file: v.yaml\n" + ONE, {"v.yaml": "- name: a\n  versions: '>=0'\n  steps_file: "
+                                                                  "v.yaml\n"}, "includes itself"),
+    ("include chain", "variants_file: v.yaml\n" + ONE, {"v.yaml": "- name: a\n  versions: '>=0'\n  steps_file: "
+                                                                  "w.yaml\n", "w.yaml": "- {op: add_import, "
+                                                                  "file: x.py, code_file: ../case.yaml}\n"},
+     "leaves the recipe's folder"),
+    ("package", ONE, None, None),
+    ("same names", ONE.replace("  - op:", "  - name: same\n    op:") * 1 + ONE.replace("steps:\n", "").replace(
+        "  - op:", "  - name: same\n    op:").replace("aa: int = 1", "bb: int = 2"), None,
+     "two steps are named `same`"),
+    ("no steps", "steps: []\n", None, "has no steps"),
+    ("negative timeout", ONE + "verify:\n  timeout: -1\n", None, "positive number of seconds"),
+    ("negative probe timeout", ONE + "verify:\n  probes: [{path: p.py, timeout: -5}]\n", {"p.py": "pass\n"},
+     "positive number of seconds"),
+    ("nul in file", ONE.replace("file: srt/server_args.py", 'file: "srt/server\\0args.py"'), None,
+     "NUL or control character"),
+    ("non-utf8 code", "steps:\n  - op: add_method\n    file: srt/server_args.py\n    class: ServerArgs\n"
+                      "    code_file: m.py\n", {"m.py": b"def f(self):\n    return '\xff\xfe'\n"}, "is not UTF-8"),
+    ("too big included", "steps:\n  - op: add_method\n    file: srt/server_args.py\n    class: ServerArgs\n"
+                         "    code_file: m.py\n", {"m.py": "# x\n" * 300_000}, "larger than"),
+])
+def test_an_ambiguous_or_wrong_recipe_is_refused_with_its_line(site, tmp_path, case, body, files, message):
+    if case == "package":
+        recipes = recipe(tmp_path / "r", body)
+        text = (recipes / "case.yaml").read_text().replace("package: sglang", "package: vllm")
+        (recipes / "case.yaml").write_text(text)
+    else:
+        recipes = recipe(tmp_path / "r", body, files=files)
+    before = snapshot(site)
+    done = specpatch("apply", "case", "--target", str(site), "--no-smoke", "--package", "sglang", recipes=recipes)
+    if case == "package":
+        assert_error(done, BAD_INPUT, "patches the package `vllm`; the target is `sglang`")
+    else:
+        assert_error(done, BAD_INPUT, "invalid recipe", message)
+    assert snapshot(site) == before
+    assert not (site / ".specpatch" / "ledger.json").exists()
+
+
+def test_a_target_file_that_is_not_utf8_is_bad_input(site, tmp_path):
+    path = site / SERVER_ARGS
+    path.write_bytes(path.read_bytes().replace(b"class ServerArgs:", b"class ServerArgs:  # \xff\xfe", 1))
+    recipes = recipe(tmp_path / "r", ONE)
+    done = specpatch("apply", "case", "--target", str(site), "--no-smoke", recipes=recipes)
+    assert_error(done, BAD_INPUT, "server_args.py")
+
+
+# --------------------------------------------------------------------------------------------------- the machine
+
+
+def _fsize(limit: int):
+    def set_limit() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))  # Python ignores SIGXFSZ: writes get EFBIG
+
+    return set_limit
+
+
+@pytest.mark.parametrize("verb", ["apply", "rollback"])
+def test_a_write_the_system_refuses_exits_8_with_the_file_and_errno_and_the_tree_whole(site, tmp_path, verb):
+    recipes = recipe(tmp_path / "r", ONE)
+    original = snapshot(site)
+    if verb == "rollback":
+        assert specpatch("apply", "case", "--target", str(site), "--no-smoke", recipes=recipes).returncode == OK
+    before = snapshot(site)
+    args = ("apply", "case", "--no-smoke") if verb == "apply" else ("rollback",)
+    done = specpatch(*args, "--target", str(site), recipes=recipes, preexec=_fsize(64 * 1024))
+    assert_error(done, SYSTEM, "File too large [EFBIG]", "server_args.py", "the tree was left whole")
+    assert snapshot(site) == before  # untouched (apply) or still patched (rollback): never half-written
+    if verb == "rollback":
+        assert specpatch("rollback", "--target", str(site), recipes=recipes).returncode == OK
+        assert snapshot(site) == original
+
+
+def _chattr(flag: str, *paths: Path) -> bool:
+    try:
+        return subprocess.run(["chattr", flag, *map(str, paths)], capture_output=True).returncode == 0
+    except OSError:
+        return False
+
+
+def test_an_immutable_file_is_an_unusable_target_and_nothing_is_written(site, tmp_path):
+    recipes = recipe(tmp_path / "r", ONE)
+    path = site / SERVER_ARGS
+    folder = path.parent
+    if os.geteuid() != 0 and not _chattr("+i", path):
+        os.chmod(folder, 0o555)  # not root: a read-only folder refuses the atomic replace the same way
+    else:
+        assert _chattr("+i", folder), "chattr +i is needed for this test (root on a file system that has it)"
+    try:
+        before = snapshot(site)
+        done = specpatch("apply", "case", "--target", str(site), "--no-smoke", recipes=recipes)
+        assert_error(done, BAD_INPUT, "Operation not permitted" if os.geteuid() == 0 else "Permission denied",
+                     "srt")
+        assert snapshot(site) == before
+    finally:
+        _chattr("-i", folder)
+        os.chmod(folder, 0o755)
+
+
+@pytest.mark.parametrize("damage", ["ledger", "journal", "backup", "state-file"])
+def test_a_damaged_state_folder_is_bad_input_not_a_bug(site, tmp_path, damage):
+    recipes = recipe(tmp_path / "r", ONE)
+    assert specpatch("apply", "case", "--target", str(site), "--no-smoke", recipes=recipes).returncode == OK
+    state = site / ".specpatch"
+    if damage == "ledger":
+        (state / "ledger.json").write_text("{not json")
+    elif damage == "journal":
+        (state / "journal.json").write_text('{"format": 1, "kind": "apply"}')
+    elif damage == "backup":
+        next((state / "records").rglob("before/**/server_args.py")).write_bytes(b"damaged")
+    else:
+        shutil.rmtree(state)
+        state.write_text("not a folder")
+    done = specpatch("rollback", "--target", str(site), recipes=recipes)
+    assert_error(done, BAD_INPUT, "the state folder is damaged" if damage != "state-file" else "is not a folder")
+
+
+# --------------------------------------------------------------------------------------------------- interrupts
+
+
+RUNNER = """\
+import os, signal, sys
+from patcher import transaction
+from patcher.cli import main
+label, signame = os.environ["AT"], os.environ["SIG"]
+def hook(step):
+    if step == label:
+        os.kill(os.getpid(), getattr(signal, signame))
+transaction._fault = hook
+sys.argv = ["specpatch", *sys.argv[1:]]
+main()
+"""
+
+
+@pytest.mark.parametrize("signame, code", [("SIGINT", 130), ("SIGTERM", 143)])
+def test_an_interrupted_apply_undoes_itself_and_says_so(site, tmp_path, signame, code):
+    recipes = recipe(tmp_path / "r", ONE)
+    before = snapshot(site)
+    done = specpatch("apply", "case", "--target", str(site), "--no-smoke", recipes=recipes, code=RUNNER,
+                     env={"AT": f"apply:after-write:{SERVER_ARGS}", "SIG": signame})
+    assert done.returncode == code, done.stderr
+    assert f"interrupted ({signame}): the apply of case was undone" in done.stderr
+    assert snapshot(site) == before
+    assert not (site / ".specpatch" / "journal.json").exists()
+
+
+@pytest.mark.parametrize("signame, code", [("SIGINT", 130), ("SIGTERM", 143)])
+def test_an_interrupted_rollback_finishes_in_process(site, tmp_path, signame, code):
+    recipes = recipe(tmp_path / "r", fields(("srt/server_args.py", "speculative_accept_threshold_acc", "aa: int = 1"),
+                                            ("srt/server_args.py", "speculative_accept_threshold_single",
+                                             "bb: int = 2")))
+    before = snapshot(site)
+    assert specpatch("apply", "case", "--target", str(site), "--no-smoke", recipes=recipes).returncode == OK
+    done = specpatch("rollback", "--target", str(site), recipes=recipes, code=RUNNER,
+                     env={"AT": "rollback:journal-written", "SIG": signame})
+    assert done.returncode == code, done.stderr
+    assert f"interrupted ({signame})" in done.stderr
+    assert snapshot(site) == before  # finished here, not left to the next command
+    assert not (site / ".specpatch" / "journal.json").exists()
+
+
+def test_ctrl_c_during_planning_prints_a_clear_line(site, tmp_path):
+    recipes = recipe(tmp_path / "r", ONE)
+    code = ("import os, signal, sys\nfrom patcher import engine\nfrom patcher.cli import main\n"
+            "real = engine._plan_file\n"
+            "def slow(*a, **k):\n    os.kill(os.getpid(), signal.SIGINT)\n    return real(*a, **k)\n"
+            "engine._plan_file = slow\nsys.argv = ['specpatch', *sys.argv[1:]]\nmain()\n")
+    done = specpatch("apply", "case", "--target", str(site), "--no-smoke", recipes=recipes, code=code,
+                     env={"SPECPATCH_JOBS": "1"})
+    assert done.returncode == 130, done.stderr
+    assert "interrupted (SIGINT)" in done.stderr and "Aborted" not in done.stderr
+
+
+# --------------------------------------------------------------------------------------------------- lost state
+
+
+def test_a_deleted_state_folder_on_a_patched_tree_is_not_a_clean_tree(site, tmp_path):
+    recipes = recipe(tmp_path / "r", ONE)
+    assert specpatch("apply", "case", "--target", str(site), "--no-smoke", recipes=recipes).returncode == OK
+    shutil.rmtree(site / ".specpatch")
+    for args in (("rollback",), ("rollback", "case"), ("verify", "--no-smoke")):
+        done = specpatch(*args, "--target", str(site), recipes=recipes)
+        assert_error(done, DRIFT, "the edits of case are in", "no record of them")
+    pristine = tmp_path / "pristine"
+    shutil.copytree(site, pristine)
+    (pristine / SERVER_ARGS).write_bytes(
+        (pristine / SERVER_ARGS).read_bytes().replace(b"    aa: int = 1\n", b""))
+    done = specpatch("rollback", "--target", str(pristine), recipes=recipes)
+    assert done.returncode == OK and "nothing to roll back" in done.stderr, done.stderr
+
+
+def test_ctrl_c_during_a_probe_kills_it_and_rolls_the_apply_back(tmp_path):
+    target = tmp_path / "t"
+    shutil.copytree(REPO / "tests/recipes/fixtures/toy-greeting/baseline/before", target)
+    pid_file = tmp_path / "probe.pid"
+    recipes = recipe(tmp_path / "r", f"""\
+    steps:
+      - op: add_dataclass_field
+        file: srt/greeter.py
+        class: Greeter
+        after: punctuation
+        code: "volume: int = 1"
+    verify:
+      probes: [{{path: slow.py}}]
+    """, files={"slow.py": f"import os, time\nopen({str(pid_file)!r}, 'w').write(str(os.getpid()))\n"
+                           f"time.sleep(120)\n"})
+    before = snapshot(target)
+    env = {**os.environ, "NO_COLOR": "1", "PYTHONPATH": str(REPO), "SPECPATCH_RECIPE_PATH": str(recipes)}
+    proc = subprocess.Popen([sys.executable, "-m", "patcher", "apply", "case", "--target", str(target)], cwd=REPO,
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    for _ in range(600):
+        if pid_file.exists() and pid_file.read_text():
+            break
+        time.sleep(0.1)
+    assert pid_file.exists(), proc.communicate(timeout=60)
+    probe = int(pid_file.read_text())
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "interrupted (SIGINT): case was applied, then rolled back before its checks had finished" in err
+    assert snapshot(target) == before
+    with pytest.raises(ProcessLookupError):
+        os.kill(probe, 0)  # the probe's process group went with it
+
+
+def test_an_output_file_that_cannot_be_written_is_bad_input(site, tmp_path):
+    recipes = recipe(tmp_path / "r", ONE)
+    done = specpatch("apply", "case", "--target", str(site), "--dry-run", "--diff-out",
+                     str(tmp_path / "no-such-folder" / "x.diff"), recipes=recipes)
+    assert_error(done, BAD_INPUT, "No such file or directory [ENOENT]", "no-such-folder")
+
+
+def test_a_link_in_the_state_folder_that_leads_out_is_refused(site, tmp_path):
+    recipes = recipe(tmp_path / "r", ONE)
+    assert specpatch("apply", "case", "--target", str(site), "--no-smoke", recipes=recipes).returncode == OK
+    records = site / ".specpatch" / "records"
+    record = next(records.iterdir())
+    outside = tmp_path / "outside-record"
+    shutil.move(record, outside)
+    record.symlink_to(outside)
+    done = specpatch("rollback", "--target", str(site), recipes=recipes)
+    assert_error(done, BAD_INPUT, "leads out of it")
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """`small_disk(kib)`: a tmpfs of that size mounted in tmp_path (root only: said in the skip reason), unmounted
+    at the end; yields the mount point."""
+    mounts = []
+
+    def make(kib: int) -> Path:
+        point = tmp_path / f"disk{len(mounts)}"
+        point.mkdir()
+        done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={kib}k", "tmpfs", str(point)],
+                              capture_output=True, text=True)
+        if done.returncode != 0:
+            pytest.skip(f"cannot mount a tmpfs here ({done.stderr.strip()}): a real ENOSPC/EROFS needs root")
+        mounts.append(point)
+        return point
+
+    yield make
+    for point in mounts:
+        subprocess.run(["umount", "-l", str(point)], capture_output=True)
+
+
+def _size_kib(root: Path) -> int:
+    return sum(p.stat().st_size for p in root.rglob("*") if p.is_file()) // 1024
+
+
+def test_no_space_left_during_apply_is_exit_8_and_the_tree_is_untouched(site, tmp_path, small_disk):
+    disk = small_disk(_size_kib(site) + 120)  # room for the tree, not for the backups of server_args.py
+    target = disk / "site"
+    shutil.copytree(site, target)
+    recipes = recipe(tmp_path / "r", ONE)
+    before = snapshot(target)
+    done = specpatch("apply", "case", "--target", str(target), "--no-smoke", recipes=recipes)
+    assert_error(done, SYSTEM, "No space left on device [ENOSPC]", "free some space")
+    assert snapshot(target) == before
+
+
+def test_a_read_only_file_system_is_an_unusable_target_for_apply_and_rollback(site, tmp_path, small_disk):
+    disk = small_disk(_size_kib(site) * 4 + 512)
+    target = disk / "site"
+    shutil.copytree(site, target)
+    recipes = recipe(tmp_path / "r", ONE)
+    assert specpatch("apply", "case", "--target", str(target), "--no-smoke", recipes=recipes).returncode == OK
+    patched = snapshot(target)
+    subprocess.run(["mount", "-o", "remount,ro", str(disk)], check=True)
+    try:
+        done = specpatch("rollback", "--target", str(target), recipes=recipes)
+        assert_error(done, BAD_INPUT, "Read-only file system [EROFS]", "read-only file system")
+        assert snapshot(target) == patched  # still fully patched: nothing half-restored
+    finally:
+        subprocess.run(["mount", "-o", "remount,rw", str(disk)], check=True)
+    assert specpatch("rollback", "--target", str(target), recipes=recipes).returncode == OK
