@@ -7,6 +7,7 @@ from . import (  # noqa: F401  (registration side effect)
     add_import,
     add_method,
     insert_statements,
+    replace_statements,
 )
 from .base import REGISTRY, AlreadyApplied, CannotApply, Changed, Operation, Outcome
 

@@ -1,0 +1,116 @@
+"""Helpers shared by the code-matching operations: scopes, blocks at any depth, code fingerprints, expressions."""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+from typing import Iterator, Sequence
+
+import libcst as cst
+
+from ..anchors import NodePath, body_of, code_of, find_def, normalized, parsing_config, walk_statements
+from ..errors import RecipeError
+
+
+def scope_path(module: cst.Module, within: str | None) -> NodePath:
+    """The path of the class or function `within` names (dotted), or of the module when it is None."""
+    return (module,) if not within else find_def(module, within)
+
+
+def blocks_under(path: NodePath) -> Iterator[tuple[NodePath, Sequence[cst.CSTNode]]]:
+    """Every statement block under `path[-1]`, itself included, at any depth (nested defs too), as
+    (path of the block's owner, its statements), in source order."""
+    yield path, body_of(path[-1])
+    seen: set[int] = {id(path[-1])}
+    for spath in walk_statements(path, into_defs=True):
+        owner = spath[-2]
+        if id(owner) not in seen:
+            seen.add(id(owner))
+            yield spath[:-1], body_of(owner)
+
+
+def fingerprint(module: cst.Module, node: cst.CSTNode) -> str | None:
+    """The code of a statement up to formatting and comments (an AST dump), None if `ast` cannot read it."""
+    return normalized(code_of(module, node))
+
+
+def parse_block(code: str, module: cst.Module, *, what: str = "code") -> list[cst.BaseStatement]:
+    """Recipe statements parsed for `module` (its newline and indentation); unlike `anchors.parse_statements`, blank
+    lines at the top of the code are kept (they belong to the first statement, as its leading lines)."""
+    text = textwrap.dedent(code.replace("\r\n", "\n")).rstrip()
+    if not text.strip():
+        return []
+    try:
+        parsed = cst.parse_module((text + "\n").replace("\n", module.default_newline), config=parsing_config(module))
+    except cst.ParserSyntaxError as exc:
+        raise RecipeError(f"the step's {what} is not valid Python: {exc.message} (line {exc.raw_line})") from None
+    body = list(parsed.body)
+    if body and parsed.header:
+        body[0] = body[0].with_changes(leading_lines=(*parsed.header, *body[0].leading_lines))
+    return body
+
+
+def parse_expression(code: str, *, what: str = "code") -> cst.BaseExpression:
+    """One expression of recipe code; it may span lines (it is read inside parentheses)."""
+    text = textwrap.dedent(code.replace("\r\n", "\n")).strip()
+    try:
+        ast.parse(text, mode="eval")
+    except SyntaxError as exc:
+        raise RecipeError(f"the step's {what} must be one Python expression, got {text[:80]!r}: {exc.msg}") from None
+    if "\n" not in text:
+        return cst.parse_expression(text)
+    wrapped = cst.parse_expression(f"({text})")
+    # drop only the parentheses added here
+    return wrapped.with_changes(lpar=wrapped.lpar[1:], rpar=wrapped.rpar[:-1])
+
+
+def expression_key(code: str) -> str | None:
+    """An expression up to formatting and comments (an AST dump), None if it does not parse."""
+    try:
+        return ast.dump(ast.parse(textwrap.dedent(code).strip(), mode="eval").body)
+    except SyntaxError:
+        try:  # continuation lines of a multi-line expression read alone
+            return ast.dump(ast.parse(f"({textwrap.dedent(code).strip()})", mode="eval").body)
+        except SyntaxError:
+            return None
+
+
+def node_key(module: cst.Module, node: cst.CSTNode) -> str | None:
+    return expression_key(module.code_for_node(node))
+
+
+class _Collector(cst.CSTVisitor):
+    def __init__(self, kinds: tuple[type, ...]) -> None:
+        self.kinds = kinds
+        self.found: list[cst.CSTNode] = []
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if isinstance(node, self.kinds):
+            self.found.append(node)
+        return True
+
+
+def nodes_under(node: cst.CSTNode, kinds: tuple[type, ...]) -> list[cst.CSTNode]:
+    """Every node of one of `kinds` under `node` (itself included), in source order."""
+    visitor = _Collector(kinds)
+    node.visit(visitor)
+    return visitor.found
+
+
+def contains(outer: cst.CSTNode, inner: cst.CSTNode) -> bool:
+    """Is `inner` (by identity) `outer` or one of its descendants?"""
+    if outer is inner:
+        return True
+    return any(contains(child, inner) for child in outer.children)
+
+
+def first_line(module: cst.Module, node: cst.CSTNode) -> str:
+    """The first line of a node's code, stripped (for candidate lists)."""
+    text = code_of(module, node).strip()
+    return text.splitlines()[0] if text else text
+
+
+def line_text(code: str) -> str:
+    """A snippet shown on one line in messages."""
+    text = " ".join(code.split())
+    return text if len(text) <= 80 else text[:77] + "..."
