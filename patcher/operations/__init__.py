@@ -4,9 +4,13 @@ from . import (  # noqa: F401  (registration side effect)
     add_argparse_argument,
     add_branch,
     add_dataclass_field,
+    add_element,
     add_import,
+    add_keyword_argument,
     add_method,
+    add_parameter,
     insert_statements,
+    replace_expression,
     replace_statements,
 )
 from .base import REGISTRY, AlreadyApplied, CannotApply, Changed, Operation, Outcome

@@ -114,3 +114,59 @@ def line_text(code: str) -> str:
     """A snippet shown on one line in messages."""
     text = " ".join(code.split())
     return text if len(text) <= 80 else text[:77] + "..."
+
+
+class _Expressions(cst.CSTVisitor):
+    """Collects expression nodes of some kinds, leaving out names that are not expressions (the `attr` of
+    `a.attr`, a keyword's name, the name of a def, class, parameter or import)."""
+
+    def __init__(self, kinds: tuple[type, ...]) -> None:
+        self.kinds = kinds
+        self.found: list[cst.CSTNode] = []
+        self.skip: set[int] = set()
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if isinstance(node, cst.Attribute):
+            self.skip.add(id(node.attr))
+        elif isinstance(node, cst.Arg) and node.keyword is not None:
+            self.skip.add(id(node.keyword))
+        elif isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Param)):
+            self.skip.add(id(node.name))
+        elif isinstance(node, (cst.Import, cst.ImportFrom)):
+            return False
+        if isinstance(node, self.kinds) and id(node) not in self.skip:
+            self.found.append(node)
+        return True
+
+
+def expressions_under(node: cst.CSTNode, kinds: tuple[type, ...]) -> list[cst.CSTNode]:
+    """Expression nodes of `kinds` under `node`, in source order (see `_Expressions` for what is left out)."""
+    visitor = _Expressions(kinds)
+    node.visit(visitor)
+    return visitor.found
+
+
+def insert_item(items: Sequence, index: int, new, opening: object = None) -> list:
+    """A copy of a comma-separated list of nodes (call arguments, literal elements, parameters) with `new` at
+    `index`, its commas laid out like those of its neighbours; `opening` is the whitespace after the opening
+    bracket (it says how items of a multi-line list are indented)."""
+    items = list(items)
+    space = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+    if not items:
+        return [new.with_changes(comma=cst.MaybeSentinel.DEFAULT)]
+    if index < len(items):
+        ref = items[index - 1] if index > 0 else items[0]
+        comma = ref.comma if isinstance(ref.comma, cst.Comma) else space
+        items.insert(index, new.with_changes(comma=comma))
+        return items
+    last = items[-1]
+    if len(items) >= 2 and isinstance(items[-2].comma, cst.Comma):
+        sep = items[-2].comma
+    elif isinstance(opening, cst.ParenthesizedWhitespace):
+        sep = cst.Comma(whitespace_after=opening)
+    else:
+        sep = space
+    trailing = last.comma if isinstance(last.comma, cst.Comma) else cst.MaybeSentinel.DEFAULT
+    items[-1] = last.with_changes(comma=sep)
+    items.append(new.with_changes(comma=trailing))
+    return items
