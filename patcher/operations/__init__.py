@@ -4,6 +4,7 @@ from . import (  # noqa: F401  (registration side effect)
     add_argparse_argument,
     add_branch,
     add_dataclass_field,
+    add_definition,
     add_element,
     add_import,
     add_keyword_argument,
@@ -12,6 +13,7 @@ from . import (  # noqa: F401  (registration side effect)
     insert_statements,
     replace_expression,
     replace_statements,
+    unexpressed_hunk,
 )
 from .base import REGISTRY, AlreadyApplied, CannotApply, Changed, Operation, Outcome
 
