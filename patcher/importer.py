@@ -40,6 +40,7 @@ from .operations.add_argparse_argument import flags_of
 from .operations.add_dataclass_field import field_name
 from .operations.add_definition import defined_names
 from .operations.add_import import _is_import_line
+from .operations._code import caching
 from .operations.base import REGISTRY, AlreadyApplied, Changed, Operation
 
 # --------------------------------------------------------------------------------------------------- the diff
@@ -279,7 +280,11 @@ def lift(package_dir: Path, patch_text: str, *, package: str = "sglang") -> Lift
             skipped.append((fp.path, "not a Python file"))
             reports += [HunkReport(fp.path, h, reason="not a Python file") for h in fp.hunks]
             continue
-        file_steps, file_reports, final = _lift_file(fp, raw)
+        with caching():
+            try:
+                file_steps, file_reports, final = _lift_file(fp, raw)
+            finally:
+                _TEXTS.clear()
         steps += file_steps
         reports += file_reports
         expected[fp.path] = final
@@ -372,19 +377,113 @@ class _Site:
     j2: int
 
 
-def _express(old: cst.Module, new: cst.Module, new_text: str) -> tuple[list[dict], cst.Module] | None:
+def _express(old: cst.Module, new: cst.Module, new_text: str, *,
+             depth: int = 0) -> tuple[list[dict], cst.Module] | None:
     """The first candidate list of steps that turns `old` into exactly `new_text`, with the module it gives."""
     site = _site(old, (old,), new, (new,))
     if site is None:
         return None
+    pieces = _pieces(old, new, site) if depth < 2 else None
+    if pieces:
+        steps: list[dict] = []
+        current = old
+        for piece in pieces:
+            done = _express(current, piece, piece.code, depth=depth + 1)
+            if done is None:
+                break
+            steps += done[0]
+            current = done[1]
+        else:
+            if current.code == new_text:
+                return steps, current
+    if len(site.mpath) == 1:
+        top = range(site.i1, site.i2)
+    else:
+        top = range(list(old.body).index(site.mpath[1]), list(old.body).index(site.mpath[1]) + 1)
     for candidate in _candidates(old, new, site):
-        result = _try(candidate, old, new_text)
+        result = _try(candidate, old, new, new_text, top)
         if result is not None:
             return candidate, result
     return None
 
 
-def _try(candidate: list[dict], module: cst.Module, want: str) -> cst.Module | None:
+def _key(module: cst.Module, stmt: cst.CSTNode) -> str:
+    """What pairs two versions of a statement: a def's or class's name, else its kind and first words."""
+    if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
+        return f"def {stmt.name.value}"
+    words = re.split(r"[^\w.]+", module.code_for_node(stmt.with_changes(leading_lines=())
+                                                     if hasattr(stmt, "leading_lines") else stmt).strip())
+    return f"{type(stmt).__name__} {' '.join(words[:2])}"
+
+
+def _pieces(m: cst.Module, n: cst.Module, site: _Site) -> list[cst.Module] | None:
+    """When a site holds several changes (a changed def beside a new one), the modules after each of them in turn,
+    so that each is lifted on its own (and by its most robust operation); None when it is one change."""
+    ms, ns = list(body_of(site.mpath[-1])), list(body_of(site.npath[-1]))
+    old, new = ms[site.i1:site.i2], ns[site.j1:site.j2]
+    if len(old) == 1 and len(new) == 1 and type(old[0]) is type(new[0]) and _one_block(old[0]) \
+            and _one_block(new[0]) and m.code_for_node(old[0].body) != n.code_for_node(new[0].body):
+        # its header (signature, decorators, test) and its body both changed: first the header, then the body
+        header = new[0].with_changes(body=old[0].body)
+        if _texts(m, [header]) != _texts(m, old):
+            body = list(ms)
+            body[site.i1] = header
+            return [_with_block(site.mpath, body), _with_block(site.mpath, [*ms[:site.i1], new[0], *ms[site.i2:]])]
+    if len(old) + len(new) <= 2 and (len(old) == 1 or not old):
+        return None
+    ops = difflib.SequenceMatcher(None, [_key(m, s) for s in old], [_key(n, s) for s in new],
+                                  autojunk=False).get_opcodes()
+    chunks = []
+    for tag, a1, a2, b1, b2 in ops:
+        if tag == "equal":
+            chunks += [(a, a + 1, b, b + 1) for a, b in zip(range(a1, a2), range(b1, b2))]
+        else:
+            chunks.append((a1, a2, b1, b2))
+    chunks = [c for c in chunks if _texts(m, old[c[0]:c[1]]) != _texts(n, new[c[2]:c[3]])]
+    if len(chunks) < 2:
+        return None
+    out, shift, body = [], 0, list(ms)
+    for a1, a2, b1, b2 in chunks:
+        at = site.i1 + a1 + shift
+        body[at:at + (a2 - a1)] = new[b1:b2]
+        shift += (b2 - b1) - (a2 - a1)
+        out.append(_with_block(site.mpath, body))
+    return out
+
+
+def _one_block(stmt: cst.CSTNode) -> bool:
+    """A compound statement with one block of statements (a def, a class, a `with`, a loop without `else`)."""
+    if isinstance(stmt, (cst.FunctionDef, cst.ClassDef, cst.With)):
+        return isinstance(stmt.body, cst.IndentedBlock)
+    if isinstance(stmt, (cst.For, cst.While)):
+        return stmt.orelse is None and isinstance(stmt.body, cst.IndentedBlock)
+    return False
+
+
+def _with_block(path: NodePath, statements: list) -> cst.Module:
+    from .anchors import replace_at
+
+    owner = path[-1]
+    if isinstance(owner, cst.Module):
+        return owner.with_changes(body=tuple(statements))
+    return replace_at(path, owner.with_changes(body=owner.body.with_changes(body=tuple(statements))))
+
+
+def _renders_as(current: cst.Module, old: cst.Module, new: cst.Module, want: str, top: range) -> bool:
+    """Does `current` (`old` after a candidate) render as `want` (the text of `new`)? Top-level statements the
+    candidate left alone, outside the site, are the same in all three: only the others are rendered."""
+    if len(current.body) != len(new.body) or len(old.body) != len(new.body) \
+            or not current.with_changes(body=()).deep_equals(new.with_changes(body=())):
+        return current.code == want
+    for i, (c, o, n) in enumerate(zip(current.body, old.body, new.body)):
+        if c is o and i not in top:
+            continue
+        if current.code_for_node(c) != new.code_for_node(n):
+            return False
+    return True
+
+
+def _try(candidate: list[dict], module: cst.Module, new: cst.Module, want: str, top: range) -> cst.Module | None:
     try:
         ops = [validate(REGISTRY[c["op"]], {"file": "x.py", **c}) for c in candidate]
     except Exception:  # noqa: BLE001 - a candidate the model refuses (bad code for that op) is just not taken
@@ -398,9 +497,9 @@ def _try(candidate: list[dict], module: cst.Module, want: str) -> cst.Module | N
         if not isinstance(out, Changed):
             return None
         current = out.module
-    if current.code != want:
+    if not _renders_as(current, module, new, want, top):
         return None
-    again = cst.parse_module(current.bytes)
+    again = new  # the same text, parsed
     for o in ops:  # a second run must find every step applied
         try:
             if not isinstance(o.apply(again), AlreadyApplied):
@@ -410,17 +509,35 @@ def _try(candidate: list[dict], module: cst.Module, want: str) -> cst.Module | N
     return current
 
 
+_TEXTS: dict[int, tuple[cst.CSTNode, str]] = {}
+
+
 def _texts(module: cst.Module, stmts: Sequence[cst.CSTNode]) -> list[str]:
-    return [module.code_for_node(s) for s in stmts]
+    """The code of statements (remembered by node while a file is lifted: most nodes live through many units)."""
+    out = []
+    for s in stmts:
+        hit = _TEXTS.get(id(s))
+        if hit is None or hit[0] is not s:
+            hit = _TEXTS[id(s)] = (s, module.code_for_node(s))
+        out.append(hit[1])
+    return out
 
 
 def _site(m: cst.Module, mpath: NodePath, n: cst.Module, npath: NodePath) -> _Site | None:
     ms, ns = list(body_of(mpath[-1])), list(body_of(npath[-1]))
-    ops = [o for o in difflib.SequenceMatcher(None, _texts(m, ms), _texts(n, ns), autojunk=False).get_opcodes()
+    # the statements before and after the change are equal as trees: cheaper to see than rendering them
+    pre = 0
+    while pre < min(len(ms), len(ns)) and ms[pre].deep_equals(ns[pre]):
+        pre += 1
+    post = 0
+    while post < min(len(ms), len(ns)) - pre and ms[-1 - post].deep_equals(ns[-1 - post]):
+        post += 1
+    mid_m, mid_n = ms[pre:len(ms) - post], ns[pre:len(ns) - post]
+    ops = [o for o in difflib.SequenceMatcher(None, _texts(m, mid_m), _texts(n, mid_n), autojunk=False).get_opcodes()
            if o[0] != "equal"]
     if not ops:
         return None
-    i1, i2, j1, j2 = ops[0][1], ops[-1][2], ops[0][3], ops[-1][4]
+    i1, i2, j1, j2 = ops[0][1] + pre, ops[-1][2] + pre, ops[0][3] + pre, ops[-1][4] + pre
     if i2 - i1 == 1 and j2 - j1 == 1 and type(ms[i1]) is type(ns[j1]) \
             and isinstance(ms[i1], cst.BaseCompoundStatement):
         inner = _inside_compound(m, mpath + (ms[i1],), n, npath + (ns[j1],))
@@ -441,9 +558,9 @@ def _inside_compound(m: cst.Module, mpath: NodePath, n: cst.Module, npath: NodeP
     mo, no = _owners(mpath[-1]), _owners(npath[-1])
     if len(mo) != len(no) or any(not isinstance(getattr(b, "body", None), cst.IndentedBlock) for b in mo + no):
         return None
-    if _skeleton(m, mpath[-1], mo) != _skeleton(n, npath[-1], no):
+    if not all(_same_header(a, b) for a, b in zip(mo, no)):
         return None
-    differ = [(a, b) for a, b in zip(mo, no) if m.code_for_node(a.body) != n.code_for_node(b.body)]
+    differ = [(a, b) for a, b in zip(mo, no) if not a.body.deep_equals(b.body)]
     if len(differ) != 1:
         return None
     a, b = differ[0]
@@ -452,13 +569,27 @@ def _inside_compound(m: cst.Module, mpath: NodePath, n: cst.Module, npath: NodeP
     return _site(m, ma, n, nb)
 
 
-def _skeleton(module: cst.Module, stmt: cst.CSTNode, owners: list[cst.CSTNode]) -> str:
-    """A compound statement's code with its blocks' statements left out (its headers, decorators, comments)."""
-    text = module.code_for_node(stmt)
-    for owner in owners:
-        block = module.code_for_node(owner.body)
-        text = text.replace(block, "\0", 1)
-    return text
+_BLOCK_FIELDS = frozenset({"body", "orelse", "handlers", "finalbody", "cases"})
+
+
+def _same_header(a: cst.CSTNode, b: cst.CSTNode) -> bool:
+    """Are two block owners equal but for their blocks (the test, signature, decorators, comments, layout)?"""
+    if type(a) is not type(b):
+        return False
+    for name in a.__dataclass_fields__:
+        if name in _BLOCK_FIELDS:
+            continue
+        va, vb = getattr(a, name), getattr(b, name)
+        if isinstance(va, cst.CSTNode):
+            if not isinstance(vb, cst.CSTNode) or not va.deep_equals(vb):
+                return False
+        elif isinstance(va, (list, tuple)):
+            if not isinstance(vb, (list, tuple)) or len(va) != len(vb) or not all(
+                    x.deep_equals(y) if isinstance(x, cst.CSTNode) else x == y for x, y in zip(va, vb)):
+                return False
+        elif va != vb:
+            return False
+    return True
 
 
 def _dotted(path: NodePath) -> str | None:
@@ -815,6 +946,15 @@ def port(recipe, package_dir: Path) -> Ported:
     """Plan every step of `recipe` on the package at `package_dir` (nothing is written): a step that cannot apply
     is reported and left out, the others go on. This is a report, not an apply: `specpatch apply` still applies a
     recipe whole or not at all."""
+    from .anchors import lines_of
+    from .errors import Candidate, Location
+    from .operations.base import CannotApply
+
+    with caching():
+        return _port(recipe, package_dir)
+
+
+def _port(recipe, package_dir: Path) -> Ported:
     from .anchors import lines_of
     from .errors import Candidate, Location
     from .operations.base import CannotApply

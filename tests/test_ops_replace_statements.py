@@ -149,3 +149,8 @@ def test_an_added_statement_already_elsewhere_is_a_conflict_unless_allowed():
 
 def test_emptying_a_block_is_refused():
     cannot(rep("out = None"), BEFORE, Conflict, mentions=("empty block",))
+
+
+def test_a_change_of_comments_only_is_told_apart_by_the_text():
+    check(rep("out = None", "out = None  # nothing to verify"), BEFORE,
+          BEFORE.replace("out = None", "out = None  # nothing to verify"))

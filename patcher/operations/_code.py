@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import contextlib
 import textwrap
 from typing import Iterator, Sequence
 
@@ -29,9 +30,32 @@ def blocks_under(path: NodePath) -> Iterator[tuple[NodePath, Sequence[cst.CSTNod
             yield spath[:-1], body_of(owner)
 
 
+#: node id -> (node, fingerprint) while `caching()` is on: libcst trees are immutable and an edit rebuilds only the
+#: nodes on its path, so the importer, which tries many steps on one file, reads each statement once
+_CACHE: dict[int, tuple[cst.CSTNode, str | None]] | None = None
+
+
+@contextlib.contextmanager
+def caching() -> Iterator[None]:
+    """Remember statement fingerprints by node for the duration (the nodes are kept alive meanwhile)."""
+    global _CACHE
+    saved, _CACHE = _CACHE, {}
+    try:
+        yield
+    finally:
+        _CACHE = saved
+
+
 def fingerprint(module: cst.Module, node: cst.CSTNode) -> str | None:
     """The code of a statement up to formatting and comments (an AST dump), None if `ast` cannot read it."""
-    return normalized(code_of(module, node))
+    if _CACHE is None:
+        return normalized(code_of(module, node))
+    hit = _CACHE.get(id(node))
+    if hit is not None and hit[0] is node:
+        return hit[1]
+    value = normalized(code_of(module, node))
+    _CACHE[id(node)] = (node, value)
+    return value
 
 
 def parse_block(code: str, module: cst.Module, *, what: str = "code") -> list[cst.BaseStatement]:
@@ -123,9 +147,15 @@ class _Expressions(cst.CSTVisitor):
     def __init__(self, kinds: tuple[type, ...]) -> None:
         self.kinds = kinds
         self.found: list[cst.CSTNode] = []
+        self.paths: dict[int, tuple[cst.CSTNode, ...]] = {}
         self.skip: set[int] = set()
+        self.stack: list[cst.CSTNode] = []
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        self.stack.pop()
 
     def on_visit(self, node: cst.CSTNode) -> bool:
+        self.stack.append(node)
         if isinstance(node, cst.Attribute):
             self.skip.add(id(node.attr))
         elif isinstance(node, cst.Arg) and node.keyword is not None:
@@ -133,17 +163,39 @@ class _Expressions(cst.CSTVisitor):
         elif isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Param)):
             self.skip.add(id(node.name))
         elif isinstance(node, (cst.Import, cst.ImportFrom)):
-            return False
+            return False  # on_leave still runs: it pops
         if isinstance(node, self.kinds) and id(node) not in self.skip:
             self.found.append(node)
+            self.paths[id(node)] = tuple(self.stack)
         return True
 
 
-def expressions_under(node: cst.CSTNode, kinds: tuple[type, ...]) -> list[cst.CSTNode]:
-    """Expression nodes of `kinds` under `node`, in source order (see `_Expressions` for what is left out)."""
+class Expressions(list):
+    """The expression nodes found under a scope, with the path to each (to replace one without a full-tree pass)."""
+
+    def __init__(self, found: list[cst.CSTNode], paths: dict[int, tuple[cst.CSTNode, ...]],
+                 scope: tuple[cst.CSTNode, ...]) -> None:
+        super().__init__(found)
+        self._paths, self._scope = paths, scope
+
+    def replace(self, node: cst.CSTNode, new: cst.CSTNode) -> cst.Module:
+        """The module with `node` (one of these) replaced by `new`; only the nodes above it are rebuilt."""
+        from ..anchors import _replace_child
+
+        path = self._scope[:-1] + self._paths[id(node)]
+        replacement: cst.CSTNode = new
+        for depth in range(len(path) - 1, 0, -1):
+            replacement = _replace_child(path[depth - 1], path[depth], replacement)
+        assert isinstance(replacement, cst.Module)
+        return replacement
+
+
+def expressions_under(scope: tuple[cst.CSTNode, ...], kinds: tuple[type, ...]) -> Expressions:
+    """Expression nodes of `kinds` under `scope[-1]` (a path from the module), in source order (see `_Expressions`
+    for what is left out)."""
     visitor = _Expressions(kinds)
-    node.visit(visitor)
-    return visitor.found
+    scope[-1].visit(visitor)
+    return Expressions(visitor.found, visitor.paths, scope)
 
 
 def insert_item(items: Sequence, index: int, new, opening: object = None) -> list:

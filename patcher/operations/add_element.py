@@ -68,7 +68,7 @@ class AddElement(Operation):
         value = parse_expression(self.code)
         after_key, new_key = expression_key(self.after), expression_key(self.code)
         scope = scope_path(module, self.within)
-        literals = expressions_under(scope[-1], _LITERALS)
+        literals = expressions_under(scope, _LITERALS)
         found = []
         for lit in literals:
             keys = [node_key(module, e.value) for e in lit.elements]
@@ -90,7 +90,7 @@ class AddElement(Operation):
         elements = insert_item(lit.elements, keys.index(after_key) + 1, new, _opening(lit))
         if isinstance(lit, cst.Tuple) and len(elements) == 2 and not lit.lpar:
             return self._refuse_bare_tuple(lit)
-        return Changed(module.deep_replace(lit, lit.with_changes(elements=elements)), inserted=(), anchor=lit)
+        return Changed(literals.replace(lit, lit.with_changes(elements=elements)), inserted=(), anchor=lit)
 
     def _refuse_bare_tuple(self, lit: cst.CSTNode) -> Outcome:
         from .base import CannotApply

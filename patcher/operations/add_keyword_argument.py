@@ -85,7 +85,7 @@ class AddKeywordArgument(Operation):
         name = new.keyword.value
         pattern = Pattern.parse(self.call)
         scope = scope_path(module, self.within)
-        calls = expressions_under(scope[-1], (cst.Call,))
+        calls = expressions_under(scope, (cst.Call,))
         found = []
         for call in calls:
             tree = expression_ast(module, call)
@@ -124,4 +124,4 @@ class AddKeywordArgument(Operation):
                                      candidates=[Candidate(f"`{k}`") for k in near(self.after, [k for k in keys if k])])
             index = keys.index(self.after) + 1
         changed = call.with_changes(args=insert_item(args, index, new, call.whitespace_before_args))
-        return Changed(module.deep_replace(call, changed), inserted=(), anchor=call)
+        return Changed(calls.replace(call, changed), inserted=(), anchor=call)

@@ -63,13 +63,14 @@ class ReplaceExpression(Operation):
         scope = scope_path(module, self.within)
         root = scope[-1]
         old_key, new_key = expression_key(self.match), expression_key(self.code)
-        found = [n for n in expressions_under(root, (type(old),)) if node_key(module, n) == old_key]
-        placed = [n for n in expressions_under(root, (type(new),)) if node_key(module, n) == new_key]
+        candidates = expressions_under(scope, (type(old),))
+        found = [n for n in candidates if node_key(module, n) == old_key]
+        placed = [n for n in expressions_under(scope, (type(new),)) if node_key(module, n) == new_key]
         anchors = [n for n in found if not any(contains(p, n) for p in placed)]
         if not anchors:
             if placed:
                 return AlreadyApplied(placed[0])
-            alike = {line_text(module.code_for_node(n)): n for n in expressions_under(root, (type(old),))}
+            alike = {line_text(module.code_for_node(n)): n for n in expressions_under(scope, (type(old),))}
             raise AnchorNotFound(
                 f"no expression `{line_text(self.match)}` in {f'`{self.within}`' if self.within else 'the module'}",
                 candidates=[Candidate(f"`{t}`", node=alike[t]) for t in near(line_text(self.match), list(alike))])
@@ -77,4 +78,4 @@ class ReplaceExpression(Operation):
             raise AnchorAmbiguous(f"{len(anchors)} expressions match `{line_text(self.match)}`",
                                   candidates=[Candidate(f"`{line_text(module.code_for_node(n))}`", node=n)
                                               for n in anchors])
-        return Changed(module.deep_replace(anchors[0], new), inserted=(), anchor=anchors[0])
+        return Changed(candidates.replace(anchors[0], new), inserted=(), anchor=anchors[0])

@@ -22,7 +22,8 @@ included). It matches a run of consecutive statements of one block, at any depth
 (compared as ASTs, statement by statement). It must match exactly one run. `code` replaces the run, with the run's
 indentation; it may be empty (the run is deleted), or wrap the match (`with ctx:` + the matched statements, indented).
 The comment lines above the first matched statement stay above the replacement; comment lines at the top of `code`
-go below them. Blank lines at the top of `code` are kept. There are no wildcards: a recipe that needs one uses
+go below them. Blank lines at the top of `code` are kept. When `match` and `code` are the same code and differ only
+in comments or layout, the runs are told apart by their text (without the comment lines above the run). There are no wildcards: a recipe that needs one uses
 `insert_statements` or `replace_expression`.
 
 Answers: *changed*; *already applied* (no run matches `match` outside the code that replaced it, and `code` is
@@ -87,6 +88,11 @@ class ReplaceStatements(Operation):
             raise RecipeError("`match` and `code` must be complete statements that Python can parse")
         runs = _runs(module, scope, old, old_keys)
         placed = _runs(module, scope, new, new_keys) if new else []
+        if old_keys == new_keys:
+            # a change of comments or layout only: the code is the same, so the text tells the runs apart
+            text = _text(cst.Module(body=new), new)
+            placed = [r for r in placed if _text(module, r[1]) == text]
+            runs = [r for r in runs if _text(module, r[1]) != text]
         # a match inside the replacement is ours (the code wraps the match or keeps it): not an anchor
         anchors = [r for r in runs if not any(_inside(r, p) for p in placed)]
         if not anchors:
@@ -161,6 +167,15 @@ def _runs(module: cst.Module, scope: NodePath, stmts: list, keys: list) -> list[
             if all(fingerprint(module, statements[i + j]) == keys[j] for j in range(k)):
                 out.append((owner, tuple(statements[i:i + k])))
     return out
+
+
+def _text(module: cst.Module, stmts: Sequence[cst.CSTNode]) -> str:
+    """Statements as text at column 0, without the comment lines above the first one (kept by a replacement)."""
+    import textwrap
+
+    first = stmts[0].with_changes(leading_lines=()) if hasattr(stmts[0], "leading_lines") else stmts[0]
+    code = "".join(module.code_for_node(s) for s in (first, *stmts[1:]))
+    return textwrap.dedent(code.replace("\r\n", "\n")).strip("\n")
 
 
 def _inside(run: tuple[NodePath, tuple], placed: tuple[NodePath, tuple]) -> bool:
