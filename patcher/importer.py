@@ -299,6 +299,14 @@ def _lift_file(fp: FilePatch, raw: bytes) -> tuple[list[LiftedStep], list[HunkRe
     for hunk, why in bad:
         reports[hunk.number].reason = why
     expected = "".join(_apply_units(_split(text), units)).encode(module.encoding)
+    try:
+        final = cst.parse_module(expected)
+    except cst.ParserSyntaxError as exc:
+        for r in reports.values():
+            r.reason = r.reason or f"the patched file does not parse (line {exc.raw_line})"
+        return [LiftedStep(fp.path, h, {"op": "unexpressed_hunk", "hunk": h.header, "diff": h.text,
+                                        "reason": "the patched file does not parse"}) for h in fp.hunks], \
+            list(reports.values()), expected
     steps: list[LiftedStep] = []
     lines = _split(text)
     k = 0
@@ -328,7 +336,7 @@ def _lift_file(fp: FilePatch, raw: bytes) -> tuple[list[LiftedStep], list[HunkRe
                     after_module = cst.parse_module(after_text.encode(module.encoding))
                 except cst.ParserSyntaxError:
                     continue
-            chosen = _express(module, after_module, after_text)
+            chosen = _express(module, after_module, after_text, final=final)
             if chosen is not None:
                 j = end
                 break
@@ -377,7 +385,7 @@ class _Site:
     j2: int
 
 
-def _express(old: cst.Module, new: cst.Module, new_text: str, *,
+def _express(old: cst.Module, new: cst.Module, new_text: str, *, final: cst.Module,
              depth: int = 0) -> tuple[list[dict], cst.Module] | None:
     """The first candidate list of steps that turns `old` into exactly `new_text`, with the module it gives."""
     site = _site(old, (old,), new, (new,))
@@ -388,7 +396,7 @@ def _express(old: cst.Module, new: cst.Module, new_text: str, *,
         steps: list[dict] = []
         current = old
         for piece in pieces:
-            done = _express(current, piece, piece.code, depth=depth + 1)
+            done = _express(current, piece, piece.code, final=final, depth=depth + 1)
             if done is None:
                 break
             steps += done[0]
@@ -401,7 +409,7 @@ def _express(old: cst.Module, new: cst.Module, new_text: str, *,
     else:
         top = range(list(old.body).index(site.mpath[1]), list(old.body).index(site.mpath[1]) + 1)
     for candidate in _candidates(old, new, site):
-        result = _try(candidate, old, new, new_text, top)
+        result = _try(candidate, old, new, new_text, top, final)
         if result is not None:
             return candidate, result
     return None
@@ -483,7 +491,8 @@ def _renders_as(current: cst.Module, old: cst.Module, new: cst.Module, want: str
     return True
 
 
-def _try(candidate: list[dict], module: cst.Module, new: cst.Module, want: str, top: range) -> cst.Module | None:
+def _try(candidate: list[dict], module: cst.Module, new: cst.Module, want: str, top: range,
+         final: cst.Module) -> cst.Module | None:
     try:
         ops = [validate(REGISTRY[c["op"]], {"file": "x.py", **c}) for c in candidate]
     except Exception:  # noqa: BLE001 - a candidate the model refuses (bad code for that op) is just not taken
@@ -499,7 +508,9 @@ def _try(candidate: list[dict], module: cst.Module, new: cst.Module, want: str, 
         current = out.module
     if not _renders_as(current, module, new, want, top):
         return None
-    again = new  # the same text, parsed
+    # a second apply of the whole recipe must find every step applied: checked on the fully patched file (a step
+    # that describes a state some later step changes again would refuse there, and never be seen upstream)
+    again = final
     for o in ops:  # a second run must find every step applied
         try:
             if not isinstance(o.apply(again), AlreadyApplied):
@@ -845,14 +856,16 @@ def write_recipe(lifted: Lifted, out: Path, *, package: str, release: str, sourc
         for key, value in s.options.items():
             if key == "op":
                 continue
-            if isinstance(value, str) and ("\n" in value.strip("\n") or value != value.strip() or len(value) > 100):
-                rel = PurePosixPath(PurePosixPath(s.file).with_suffix("").as_posix()) / f"{name}.{key}{_ext(key)}"
+            one_line = value.rstrip("\n") if isinstance(value, str) else value
+            if isinstance(value, str) and ("\n" in one_line or one_line != one_line.strip() or len(one_line) > 100):
+                short = name[len(base) + 1:]
+                rel = PurePosixPath(PurePosixPath(s.file).with_suffix("").as_posix()) / f"{short}.{key}{_ext(key)}"
                 path = folder / rel
                 path.parent.mkdir(parents=True, exist_ok=True)
                 path.write_bytes(value.encode("utf-8"))
                 step[f"{key}_file"] = rel.as_posix()
             else:
-                step[key] = value
+                step[key] = one_line
         steps.append(step)
     lifted_n = lifted.lifted
     description = (f"Lifted by `specpatch import` from {source} on {package} {release}: {len(lifted.hunks)} hunks, "
