@@ -343,6 +343,9 @@ def _lift_file(fp: FilePatch, raw: bytes) -> tuple[list[LiftedStep], list[HunkRe
         hunks = list(dict.fromkeys(u.hunk.number for u in units[k:j + 1]))
         first = units[k].hunk
         if chosen is None:
+            # go on from the text after units k..j only (the loop above may have tried more)
+            lines_after = _apply_units(lines, units[k:j + 1])
+            after_module = cst.parse_module("".join(lines_after).encode(module.encoding))
             reports[first.number].reason = reports[first.number].reason or "no operation reproduces it exactly"
             steps.append(LiftedStep(fp.path, first, {
                 "op": "unexpressed_hunk", "hunk": first.header, "reason": "no operation reproduces it exactly",
