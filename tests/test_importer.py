@@ -287,3 +287,38 @@ def test_cli_import_exit_codes(tmp_path, sglang_release):
     done = run("import", "note.patch", "--release", "0.5.9", "-o", "note.yaml", cwd=tmp_path)
     assert done.returncode == 3, done.stdout + done.stderr
     assert "not expressed" in done.stderr
+
+
+@pytest.mark.sglang
+def test_bench_import_scores_a_port_against_the_teams_port(tmp_path, sglang_release):
+    """bench/import.py on a patch made here: upstream's own 0.5.9 -> 0.5.10 change of one file (so 0.5.10 has it),
+    a method the team carries to 0.5.10, and a change the team dropped. specpatch lands the carried hunk as the
+    team did, reports the upstream hunks as already there and applies none of them twice."""
+    old9, new10 = (sglang_release(v) / "sglang" for v in ("0.5.9", "0.5.10"))
+    utils = "srt/disaggregation/utils.py"
+    checker = "srt/utils/weight_checker.py"
+    method = ("    def _reset_tensors(self):", "    def _noop(self):\n        return None\n\n"
+                                             "    def _reset_tensors(self):")
+    dropped = ("    info_messages = []\n", '    info_messages = ["x"]\n')
+    text = (old9 / checker).read_text()
+    assert text == (new10 / checker).read_text()  # the file is the same in both releases
+    ours = git_diff((old9 / utils).read_text(), (new10 / utils).read_text(), utils) + git_diff(
+        text, edited(text, [method, dropped]), checker)
+    team = git_diff(text, edited(text, [method]), checker)
+    (tmp_path / "ours.patch").write_text(ours)
+    (tmp_path / "team.patch").write_text(team)
+    bench = Path(__file__).resolve().parent.parent / "bench" / "import.py"
+    done = subprocess.run([sys.executable, str(bench), str(tmp_path / "ours.patch"), "--base", "0.5.9", "--later",
+                           "0.5.10", "--truth", str(tmp_path / "team.patch"), "--json", str(tmp_path / "out.json")],
+                          capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stdout + done.stderr
+    import json
+
+    out = json.loads((tmp_path / "out.json").read_text())
+    assert out["lifted"] == out["hunks"] and out["round_trip_identical_files"] == out["round_trip_files"] == 2
+    classes = out["truth"]["classes"]
+    assert classes.get("carried") == 1 and classes.get("dropped") == 1 and classes.get("upstream", 0) >= 3
+    spec = out["truth"]["tools"]["specpatch"]
+    assert spec["carried"]["landed"] == 1 and spec["carried"]["wrong"] == 0
+    assert spec["upstream"]["already_upstream"] == classes["upstream"] and spec["upstream"]["wrong"] == 0
+    assert "patch --fuzz 2" in out["truth"]["tools"] and "landed as the team's port" in done.stdout
