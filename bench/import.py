@@ -12,7 +12,8 @@ Prints, in one run:
   put in a class and scored, for specpatch and for `patch -p2 --fuzz 2` applied to the same pristine release:
 
   class of a hunk, by comparing it with the team's patch and the later release:
-    carried   the team's patch has the same changed lines (its `-` and `+` lines, whitespace aside) for that file
+    carried   a hunk of the team's patch for that file has the same changed lines, in a row (its `-` and `+` lines,
+              whitespace aside; the team's hunk may hold more)
     adapted   not carried, but at least half of its added lines are in the team's patch for that file
     upstream  not in the team's patch, and at least 80% of its added lines are already in the later release's file
     dropped   the rest (the team did not port it)
@@ -29,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -61,6 +63,30 @@ class HunkInfo:
     klass: str = ""
 
 
+def _lifted_from_recipe(recipe, files: list[importer.FilePatch], base_pkg: Path) -> importer.Lifted:
+    """What `importer.lift` returned, read back from a recipe it wrote (step names carry the hunk numbers)."""
+    hunks = {(fp.path, h.number): h for fp in files for h in fp.hunks}
+    steps, reports = [], {}
+    for s in recipe.steps:
+        number = int(re.search(r"-h(\d+)-", s.name).group(1))
+        hunk = hunks[(s.file, number)]
+        steps.append(importer.LiftedStep(s.file, hunk, {"op": s.op}))
+        report = reports.setdefault((s.file, number), importer.HunkReport(s.file, hunk))
+        report.steps.append(s.op)
+        if s.op == "unexpressed_hunk":
+            report.reason = getattr(s, "reason", "") or "not expressed"
+    expected = {}
+    for fp in files:
+        path = base_pkg / fp.path
+        if fp.old and path.is_file():
+            text = path.read_bytes().decode()
+            units, _ = importer.units_of(text, fp)
+            expected[fp.path] = "".join(importer._apply_units(importer._split(text), units)).encode()
+        for h in fp.hunks:
+            reports.setdefault((fp.path, h.number), importer.HunkReport(fp.path, h, reason="no step"))
+    return importer.Lifted(steps, list(reports.values()), expected, [])
+
+
 def hunk_info(fp: importer.FilePatch, h: importer.Hunk) -> HunkInfo:
     info = HunkInfo(fp.path, h)
     lines = [ln for ln in h.lines if not ln.startswith("\\")]
@@ -81,6 +107,12 @@ def hunk_info(fp: importer.FilePatch, h: importer.Hunk) -> HunkInfo:
         else:
             i += 1
     return info
+
+
+def _contains(seq: tuple, sub: tuple) -> bool:
+    """Is `sub` a contiguous part of `seq` (a team hunk may hold a base hunk and more)?"""
+    n = len(sub)
+    return n > 0 and any(seq[k:k + n] == sub for k in range(len(seq) - n + 1))
 
 
 def count(text_lines: list[str], group: str) -> int:
@@ -116,7 +148,12 @@ def main() -> int:
     ap.add_argument("--later", required=True)
     ap.add_argument("--truth", type=Path, help="the team's own patch for the later release")
     ap.add_argument("--json", type=Path, help="write the figures and the per-hunk table here")
+    ap.add_argument("--keep", type=Path, help="keep the lifted recipe (and its code files) in this folder")
+    ap.add_argument("--recipe", type=Path, help="score this recipe, lifted from PATCH by an earlier run (--keep), "
+                    "instead of lifting again")
     args = ap.parse_args()
+    args.patch = args.patch.resolve()  # patch(1) runs in scratch folders
+    args.truth = args.truth.resolve() if args.truth else None
     scratch = Path(tempfile.mkdtemp(prefix="bench-import-"))
     try:
         return run(args, scratch)
@@ -129,11 +166,17 @@ def run(args, scratch: Path) -> int:
     files = importer.parse_patch(text, PACKAGE)
     base_pkg = fetch_release(PACKAGE, args.base) / PACKAGE
     t0 = time.perf_counter()
-    lifted = importer.lift(base_pkg, text, package=PACKAGE)
+    if args.recipe:  # a recipe lifted by an earlier run (--keep): its steps name their hunks
+        recipe_path = args.recipe
+        lifted = _lifted_from_recipe(load_recipe(recipe_path), files, base_pkg)
+    else:
+        lifted = importer.lift(base_pkg, text, package=PACKAGE)
+        recipe_path = importer.write_recipe(lifted, scratch / "recipes" / "bench-lifted.yaml", package=PACKAGE,
+                                            release=args.base, source=args.patch.name)
     lift_s = time.perf_counter() - t0
-    recipe_path = importer.write_recipe(lifted, scratch / "recipes" / "bench-lifted.yaml", package=PACKAGE,
-                                        release=args.base, source=args.patch.name)
     rt = importer.round_trip(recipe_path, base_pkg, lifted.expected)
+    if args.keep:
+        shutil.copytree(recipe_path.parent, args.keep, dirs_exist_ok=True)
     recipe = load_recipe(recipe_path)
     later_pkg = fetch_release(PACKAGE, args.later) / PACKAGE
     t0 = time.perf_counter()
@@ -194,7 +237,7 @@ def score(args, infos: list[HunkInfo], ported, answer, scratch: Path) -> dict:
     rels = {i.file for i in infos}
     later_lines = normalized_files(later_pkg, rels)
     for info in infos:
-        if info.changed in truth_changed.get(info.file, set()):
+        if any(_contains(t, info.changed) for t in truth_changed.get(info.file, set())):
             info.klass = "carried"
         elif info.added and sum(a in truth_added.get(info.file, set()) for a in info.added) * 2 >= len(info.added):
             info.klass = "adapted"
@@ -249,6 +292,8 @@ def score(args, infos: list[HunkInfo], ported, answer, scratch: Path) -> dict:
                              "missing_files": sum(1 for ln in fuzz_log.splitlines() if "No file to patch" in ln
                                                   or "can't find file" in ln)}
     print(f"  patch --fuzz 2 said: {fuzz_failed} hunks FAILED, {fuzz_fuzzed} applied with fuzz")
+    if team_rc != 0:
+        print("  the team's patch did not apply cleanly:\n" + "\n".join(team_log.splitlines()[-10:]))
     result["hunks"] = rows
     return result
 

@@ -308,13 +308,20 @@ def test_bench_import_scores_a_port_against_the_teams_port(tmp_path, sglang_rele
     (tmp_path / "ours.patch").write_text(ours)
     (tmp_path / "team.patch").write_text(team)
     bench = Path(__file__).resolve().parent.parent / "bench" / "import.py"
-    done = subprocess.run([sys.executable, str(bench), str(tmp_path / "ours.patch"), "--base", "0.5.9", "--later",
-                           "0.5.10", "--truth", str(tmp_path / "team.patch"), "--json", str(tmp_path / "out.json")],
+    argv = [sys.executable, str(bench), str(tmp_path / "ours.patch"), "--base", "0.5.9", "--later", "0.5.10",
+            "--truth", str(tmp_path / "team.patch")]
+    done = subprocess.run([*argv, "--json", str(tmp_path / "out.json"), "--keep", str(tmp_path / "kept")],
                           capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stdout + done.stderr
     import json
 
     out = json.loads((tmp_path / "out.json").read_text())
+    # scoring the kept recipe again (without lifting) gives the same figures
+    again = subprocess.run([*argv, "--json", str(tmp_path / "again.json"), "--recipe",
+                            str(tmp_path / "kept" / "bench-lifted.yaml")], capture_output=True, text=True, timeout=900)
+    assert again.returncode == 0, again.stdout + again.stderr
+    second = json.loads((tmp_path / "again.json").read_text())
+    assert second["truth"]["tools"] == out["truth"]["tools"] and second["lifted"] == out["lifted"]
     assert out["lifted"] == out["hunks"] and out["round_trip_identical_files"] == out["round_trip_files"] == 2
     classes = out["truth"]["classes"]
     assert classes.get("carried") == 1 and classes.get("dropped") == 1 and classes.get("upstream", 0) >= 3
