@@ -385,6 +385,49 @@ def try_(
     raise typer.Exit(int(result.exit_code))
 
 
+@app.command("import")
+def import_(
+    patch: Annotated[Path, typer.Argument(help="a unified diff (git or GNU), paths a/python/PKG/... or package-relative")],
+    release: Annotated[str, typer.Option("--release", help="the release the patch was made against (fetched)")],
+    package: Annotated[str, typer.Option("--package", help="the package the patch changes")] = "sglang",
+    out: Annotated[Optional[Path], typer.Option("--out", "-o", help="the recipe to write (NAME.yaml; its code goes "
+                                                "in NAME/ beside it)")] = None,
+    json: JsonOpt = False,
+) -> None:
+    """Lift PATCH into a recipe of semantic steps, and check that it reproduces the patched files byte for byte."""
+    from . import importer
+    from .report import render_import
+
+    ui = _ui()
+    with reported_errors(ui, json):
+        with ui.status(f"lifting {patch.name} on {package} {release}"):
+            result = importer.import_patch(patch, package=package, release=release, out=out)
+    render_import(ui, result, as_json=json)
+    raise typer.Exit(result.exit_code)
+
+
+@app.command()
+def port(
+    recipe: RecipeArg,
+    release: Annotated[str, typer.Option("--release", help="the release to port to (fetched from the registry)")],
+    json: JsonOpt = False,
+    recipe_path: RecipePathOpt = None,
+) -> None:
+    """Plan RECIPE step by step on a pristine release: applied, already upstream, or refused (with near candidates)."""
+    from . import api, importer
+    from .fetch import fetch_release
+    from .report import render_port
+
+    ui = _ui()
+    with reported_errors(ui, json):
+        loaded = api.load(recipe, recipe_path)
+        package = loaded.target.package
+        with ui.status(f"planning {loaded.id} on {package} {release}"):
+            result = importer.port(loaded, fetch_release(package, release) / package)
+    render_port(ui, result, f"{package} {release}", as_json=json)
+    raise typer.Exit(3 if result.count("refused") else 0)
+
+
 @app.command()
 def test(
     recipe: Annotated[Optional[str], typer.Argument(help="a recipe (default: every recipe with fixtures)",

@@ -166,6 +166,12 @@ class Conflict(SpecpatchError):
     exit_code = ExitCode.CANNOT_APPLY
 
 
+class HunkNotExpressed(SpecpatchError):
+    title = "hunk not expressed"
+    hint = "`specpatch import` could not turn this hunk into a semantic edit; port it by hand (see docs/import.md)"
+    exit_code = ExitCode.CANNOT_APPLY
+
+
 class RenderError(SpecpatchError):
     title = "patched file does not compile"
     hint = "the recipe's code is wrong for this release; nothing was written"

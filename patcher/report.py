@@ -510,3 +510,52 @@ def render_try(ui: UI, result: Any, *, as_json: bool = False) -> None:
     if result.folder:
         ui.info.print(f"patched tree kept in {escape(str(result.folder))}")
     ui.summary(result.exit_code == 0, f"{result.outcome}: {result.message} ({result.seconds:.1f} s)")
+
+
+def render_import(ui: UI, result: Any, *, as_json: bool = False) -> None:
+    """`specpatch import`: what each hunk became, the files it could not touch, and the round trip."""
+    if as_json:
+        print_json(result.to_dict())
+        return
+    lifted = result.lifted
+    table = Table(title="hunks", show_lines=False)
+    for col in ("file", "hunk", "steps"):
+        table.add_column(col)
+    for h in lifted.hunks:
+        ops = ", ".join(dict.fromkeys(h.steps)) if h.lifted else f"[red]not expressed: {escape(h.reason or '')}[/red]"
+        table.add_row(escape(h.file), escape(h.hunk.header.split("@@")[1].strip()), ops)
+    if ui.verbose or not all(h.lifted for h in lifted.hunks):
+        ui.info.print(table)
+    for path, why in lifted.skipped:
+        ui.err.print(f"[red]not lifted[/red]: {escape(path)}: {escape(why)}")
+    rt = result.round_trip
+    for rel in rt.different:
+        ui.err.print(f"[red]round trip differs[/red]: {escape(rel)}")
+    for line in rt.errors:
+        ui.err.print(f"[red]refused on the base release[/red]: {escape(line)}")
+    ui.summary(result.exit_code == 0,
+               f"wrote {result.recipe}: {lifted.lifted}/{len(lifted.hunks)} hunks as {len(lifted.steps)} steps; "
+               f"round trip {'byte-identical' if rt.ok else 'NOT identical'} on {len(rt.identical)}/"
+               f"{len(rt.identical) + len(rt.different)} files")
+
+
+def render_port(ui: UI, result: Any, release: str, *, as_json: bool = False) -> None:
+    """`specpatch port`: each step's answer on the release."""
+    if as_json:
+        print_json({"release": release, "steps": [
+            {"step": s.index, "name": s.name, "op": s.op, "file": s.file, "status": s.status, "message": s.message,
+             "candidates": list(s.candidates)} for s in result.steps],
+            "applied": result.count("applied"), "already_upstream": result.count("already_upstream"),
+            "refused": result.count("refused")})
+        return
+    table = Table(title=f"steps on {release}")
+    for col in ("step", "name", "status", "why / near"):
+        table.add_column(col)
+    colour = {"applied": "green", "already_upstream": "cyan", "refused": "red"}
+    for s in result.steps:
+        why = s.message + (f"; near: {', '.join(s.candidates[:3])}" if s.candidates else "")
+        table.add_row(str(s.index), escape(s.name or s.op), f"[{colour[s.status]}]{s.status}[/]", escape(why))
+    ui.out.print(table)
+    refused = result.count("refused")
+    ui.summary(refused == 0, f"{result.count('applied')} applied, {result.count('already_upstream')} already upstream, "
+                             f"{refused} refused on {release} (nothing written)")

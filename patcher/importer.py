@@ -1,0 +1,1063 @@
+"""`specpatch import`: lift a unified diff into a recipe of semantic steps, and port a recipe to another release.
+
+How a patch is lifted (`lift`):
+
+1. The diff is read (`parse_patch`: git or GNU format; `a/python/sglang/x.py`, `sglang/x.py` or package-relative
+   paths) and its hunks are applied, exactly (no fuzz; a hunk may sit at another line), to the pristine release.
+2. Each hunk is cut into *units*: its runs of changed lines (merged with the next run while the file between them
+   does not parse). For each unit, the file before and after it are parsed, and the statements that differ are
+   located by walking both trees down to the innermost block that holds the whole difference.
+3. Candidate steps are built for that difference, the most robust first: `add_method`, `add_dataclass_field`,
+   `add_import`, `add_argparse_argument`, `add_definition` for insertions; `add_keyword_argument`,
+   `add_element`, `add_parameter`, then `replace_expression` for a change inside one statement; then
+   `replace_statements` with more and more context, then with the whole enclosing statement. The first candidate
+   that, applied to the file before the unit, renders *exactly* the file after it, and finds itself already
+   applied on a second run, is kept. So a lifted recipe round-trips by construction: applied to the release it was
+   lifted from, it reproduces the patched files byte for byte (`lift` checks this again with the written recipe).
+4. A unit with no such candidate becomes an `unexpressed_hunk` step that refuses with the hunk's header: never a
+   silent drop.
+
+`port` plans a recipe on another release step by step, and says per step: applied, already present upstream (the
+step found its change already there, so it is never applied twice), or refused, with the error and near candidates.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import shutil
+import textwrap
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any, Iterator, Sequence
+
+import libcst as cst
+
+from .anchors import NodePath, body_of, child_blocks, indent_of, _path_to_block
+from .errors import RecipeError, SpecpatchError, UsageError
+from .model import validate
+from .operations.add_argparse_argument import flags_of
+from .operations.add_dataclass_field import field_name
+from .operations.add_definition import defined_names
+from .operations.add_import import _is_import_line
+from .operations._code import caching
+from .operations.base import REGISTRY, AlreadyApplied, Changed, Operation
+
+# --------------------------------------------------------------------------------------------------- the diff
+
+_HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@(.*)$")
+
+
+@dataclass
+class Hunk:
+    """One hunk of a file's diff."""
+
+    old_start: int
+    old_len: int
+    new_start: int
+    new_len: int
+    header: str  #: the `@@ ... @@ context` line
+    lines: list[str]  #: ' ', '-', '+' lines and `\\ No newline` markers, without their "\n"
+    number: int = 0  #: 1-based, in the file
+
+    @property
+    def text(self) -> str:
+        return "\n".join([self.header, *self.lines]) + "\n"
+
+
+@dataclass
+class FilePatch:
+    """The hunks of one file; paths relative to the package folder (None for /dev/null)."""
+
+    old: str | None
+    new: str | None
+    hunks: list[Hunk] = field(default_factory=list)
+
+    @property
+    def path(self) -> str:
+        return self.new or self.old or "?"
+
+
+def package_relative(raw: str, package: str = "sglang") -> str | None:
+    """`a/python/sglang/srt/x.py`, `sglang/srt/x.py` or `srt/x.py` -> `srt/x.py`; None for /dev/null."""
+    path = raw.split("\t")[0].strip()
+    if path == "/dev/null":
+        return None
+    if path.startswith(("a/", "b/")):
+        path = path[2:]
+    marker = f"{package}/"
+    if path.startswith(f"python/{marker}"):
+        return path[len("python/") + len(marker):]
+    if path.startswith(marker):
+        return path[len(marker):]
+    return path
+
+
+def parse_patch(text: str, package: str = "sglang") -> list[FilePatch]:
+    """The files and hunks of a unified diff; UsageError (exit 2) when it holds none or a hunk is cut short."""
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    files: list[FilePatch] = []
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if line.startswith("--- ") and i + 1 < len(lines) and lines[i + 1].startswith("+++ "):
+            current = FilePatch(package_relative(line[4:], package), package_relative(lines[i + 1][4:], package))
+            files.append(current)
+            i += 2
+            continue
+        m = _HUNK.match(line)
+        if m and files:
+            old_len = int(m.group(2)) if m.group(2) is not None else 1
+            new_len = int(m.group(4)) if m.group(4) is not None else 1
+            hunk = Hunk(int(m.group(1)), old_len, int(m.group(3)), new_len, line, [],
+                        len(files[-1].hunks) + 1)
+            i += 1
+            old_seen = new_seen = 0
+            while i < len(lines) and (old_seen < old_len or new_seen < new_len or lines[i].startswith("\\")):
+                body = lines[i]
+                tag = body[:1]
+                if tag == "\\":
+                    hunk.lines.append(body)
+                elif tag in (" ", "-", "+") or body == "":
+                    body = body or " "  # some tools strip the space of an empty context line
+                    hunk.lines.append(body)
+                    old_seen += body[0] in " -"
+                    new_seen += body[0] in " +"
+                else:
+                    break
+                i += 1
+            if old_seen != old_len or new_seen != new_len:
+                raise UsageError(f"hunk `{line}` of `{files[-1].path}` is cut short: expected {old_len} old and "
+                                 f"{new_len} new lines, found {old_seen} and {new_seen}")
+            files[-1].hunks.append(hunk)
+            continue
+        i += 1
+    files = [f for f in files if f.hunks]
+    if not files:
+        raise UsageError("the patch holds no hunk: is it a unified diff (`git diff`, `diff -u`)?")
+    return files
+
+
+# --------------------------------------------------------------------------------------------------- applying
+
+
+@dataclass
+class Unit:
+    """A run of changed lines of one hunk (or a few runs merged), applied to the file in order."""
+
+    hunk: Hunk
+    start: int  #: 0-based index of the first old line it replaces, in the file as it is before the unit
+    old: list[str]  #: the lines it removes (with their line ends)
+    new: list[str]  #: the lines it adds
+
+
+def _split(text: str) -> list[str]:
+    """Lines with their line ends (only "\\n" ends a line, as in diffs)."""
+    parts = text.split("\n")
+    out = [p + "\n" for p in parts[:-1]]
+    if parts[-1]:
+        out.append(parts[-1])
+    return out
+
+
+def units_of(text: str, fp: FilePatch) -> tuple[list[Unit], list[tuple[Hunk, str]]]:
+    """The file's hunks cut into units, positioned on `text` (each after the previous ones); hunks whose old lines
+    are not in the file come back apart, with why."""
+    lines = _split(text)
+    units: list[Unit] = []
+    bad: list[tuple[Hunk, str]] = []
+    delta = 0
+    for hunk in fp.hunks:
+        old = [ln[1:] for ln in hunk.lines if ln[:1] in " -"]
+        at = _find(lines, old, hunk.old_start - 1 + delta if hunk.old_len else hunk.old_start + delta)
+        if at is None:
+            bad.append((hunk, "its old lines are not in the file"))
+            continue
+        pos, run_old, run_new = at, [], []
+        runs: list[tuple[int, list[str], list[str]]] = []
+        body = hunk.lines
+        for k, ln in enumerate(body):
+            tag = ln[:1]
+            if tag == "\\":
+                continue
+            no_eol = k + 1 < len(body) and body[k + 1].startswith("\\")
+            if tag == " ":
+                if run_old or run_new:
+                    runs.append((pos - len(run_old), run_old, run_new))
+                    run_old, run_new = [], []
+                pos += 1
+            elif tag == "-":
+                run_old.append(lines[pos])
+                pos += 1
+            else:
+                run_new.append(ln[1:] + ("" if no_eol else "\n"))
+        if run_old or run_new:
+            runs.append((pos - len(run_old), run_old, run_new))
+        shift = 0
+        for start, o, n in runs:
+            units.append(Unit(hunk, start + shift, o, n))
+            lines[start + shift:start + shift + len(o)] = n
+            shift += len(n) - len(o)
+        delta += shift
+    return units, bad
+
+
+def _find(lines: list[str], old: list[str], guess: int) -> int | None:
+    """Where the old lines of a hunk sit: at `guess`, else the nearest place they match exactly."""
+    def at(i: int) -> bool:
+        return 0 <= i and i + len(old) <= len(lines) and all(
+            lines[i + k].rstrip("\n").rstrip("\r") == old[k].rstrip("\r") for k in range(len(old)))
+
+    guess = max(0, min(guess, len(lines)))
+    for d in range(0, len(lines) + 1):
+        for i in (guess - d, guess + d):
+            if at(i):
+                return i
+    return None
+
+
+# --------------------------------------------------------------------------------------------------- lifting
+
+
+@dataclass
+class LiftedStep:
+    """A step of the lifted recipe, with the hunk it came from."""
+
+    file: str
+    hunk: Hunk
+    options: dict[str, Any]  #: the step's YAML options (op included)
+    operation: Operation | None = None
+
+
+@dataclass
+class HunkReport:
+    file: str
+    hunk: Hunk
+    steps: list[str] = field(default_factory=list)  #: ops that express it
+    reason: str | None = None  #: why (a part of) it was not expressed
+
+    @property
+    def lifted(self) -> bool:
+        return self.reason is None
+
+
+@dataclass
+class Lifted:
+    """The outcome of lifting a patch on one release: the steps, and per hunk what expresses it."""
+
+    steps: list[LiftedStep]
+    hunks: list[HunkReport]
+    expected: dict[str, bytes]  #: package-relative path -> the file patched with the diff
+    skipped: list[tuple[str, str]]  #: (path, why) of files the recipe cannot touch
+
+    @property
+    def lifted(self) -> int:
+        return sum(h.lifted for h in self.hunks)
+
+
+def lift(package_dir: Path, patch_text: str, *, package: str = "sglang") -> Lifted:
+    """Lift `patch_text` against the pristine package at `package_dir` (not modified)."""
+    files = parse_patch(patch_text, package)
+    steps: list[LiftedStep] = []
+    reports: list[HunkReport] = []
+    expected: dict[str, bytes] = {}
+    skipped: list[tuple[str, str]] = []
+    for fp in files:
+        if fp.old is None or fp.new is None or fp.old != fp.new:
+            why = "new file" if fp.old is None else "deleted file" if fp.new is None else "renamed file"
+            skipped.append((fp.path, f"{why}: recipes edit existing files only"))
+            reports += [HunkReport(fp.path, h, reason=why) for h in fp.hunks]
+            continue
+        path = package_dir / fp.old
+        if not path.is_file():
+            skipped.append((fp.path, "not in this release"))
+            reports += [HunkReport(fp.path, h, reason="file not in this release") for h in fp.hunks]
+            continue
+        raw = path.read_bytes()
+        if not fp.path.endswith(".py"):
+            skipped.append((fp.path, "not a Python file"))
+            reports += [HunkReport(fp.path, h, reason="not a Python file") for h in fp.hunks]
+            continue
+        with caching():
+            try:
+                file_steps, file_reports, final = _lift_file(fp, raw)
+            finally:
+                _TEXTS.clear()
+        steps += file_steps
+        reports += file_reports
+        expected[fp.path] = final
+    return Lifted(steps, reports, expected, skipped)
+
+
+def _lift_file(fp: FilePatch, raw: bytes) -> tuple[list[LiftedStep], list[HunkReport], bytes]:
+    module = cst.parse_module(raw)
+    text = module.code
+    units, bad = units_of(text, fp)
+    reports = {h.number: HunkReport(fp.path, h) for h in fp.hunks}
+    for hunk, why in bad:
+        reports[hunk.number].reason = why
+    expected = "".join(_apply_units(_split(text), units)).encode(module.encoding)
+    try:
+        final = cst.parse_module(expected)
+    except cst.ParserSyntaxError as exc:
+        for r in reports.values():
+            r.reason = r.reason or f"the patched file does not parse (line {exc.raw_line})"
+        return [LiftedStep(fp.path, h, {"op": "unexpressed_hunk", "hunk": h.header, "diff": h.text,
+                                        "reason": "the patched file does not parse"}) for h in fp.hunks], \
+            list(reports.values()), expected
+    steps: list[LiftedStep] = []
+    lines = _split(text)
+    k = 0
+    while k < len(units):
+        # the text after units k..j: merge the next units while the file does not parse in between
+        j, target = k, None
+        while j < len(units):
+            lines_after = _apply_units(lines, units[k:j + 1])
+            try:
+                target_module = cst.parse_module("".join(lines_after).encode(module.encoding),
+                                                 config=cst.PartialParserConfig(encoding=module.encoding))
+                target = ("".join(lines_after), target_module, lines_after)
+                break
+            except cst.ParserSyntaxError:
+                j += 1
+        if target is None:
+            for u in units[k:]:
+                reports[u.hunk.number].reason = "the patched file does not parse"
+            break
+        after_text, after_module, lines_after = target
+        chosen = None
+        for end in range(j, min(j + 3, len(units))):  # a unit that no candidate expresses: try with the next
+            if end > j:
+                lines_after = _apply_units(lines, units[k:end + 1])
+                after_text = "".join(lines_after)
+                try:
+                    after_module = cst.parse_module(after_text.encode(module.encoding))
+                except cst.ParserSyntaxError:
+                    continue
+            chosen = _express(module, after_module, after_text, final=final)
+            if chosen is not None:
+                j = end
+                break
+        hunks = list(dict.fromkeys(u.hunk.number for u in units[k:j + 1]))
+        first = units[k].hunk
+        if chosen is None:
+            # go on from the text after units k..j only (the loop above may have tried more)
+            lines_after = _apply_units(lines, units[k:j + 1])
+            after_module = cst.parse_module("".join(lines_after).encode(module.encoding))
+            reports[first.number].reason = reports[first.number].reason or "no operation reproduces it exactly"
+            steps.append(LiftedStep(fp.path, first, {
+                "op": "unexpressed_hunk", "hunk": first.header, "reason": "no operation reproduces it exactly",
+                "diff": first.text}))
+            module = after_module  # go on from the patched text: later hunks are still lifted
+        else:
+            ops, module = chosen
+            for o in ops:
+                steps.append(LiftedStep(fp.path, first, o))
+                for h in hunks:
+                    reports[h].steps.append(o["op"])
+        lines = _split(module.code) if chosen is not None else lines_after
+        k = j + 1
+    for hunk, why in bad:  # never a silent drop: a step that refuses, named after the hunk
+        steps.append(LiftedStep(fp.path, hunk, {"op": "unexpressed_hunk", "hunk": hunk.header, "reason": why,
+                                                "diff": hunk.text}))
+    return steps, list(reports.values()), expected
+
+
+def _apply_units(lines: list[str], units: Sequence[Unit]) -> list[str]:
+    out = list(lines)
+    for u in units:
+        out[u.start:u.start + len(u.old)] = u.new
+    return out
+
+
+# --------------------------------------------------------------------------------------------------- expressing
+
+
+@dataclass
+class _Site:
+    """Where two versions of a file differ: statements [i1:i2] of the block owned by `mpath[-1]` in the old module
+    became statements [j1:j2] of the block owned by `npath[-1]` in the new one."""
+
+    mpath: NodePath
+    i1: int
+    i2: int
+    npath: NodePath
+    j1: int
+    j2: int
+
+
+def _express(old: cst.Module, new: cst.Module, new_text: str, *, final: cst.Module,
+             depth: int = 0) -> tuple[list[dict], cst.Module] | None:
+    """The first candidate list of steps that turns `old` into exactly `new_text`, with the module it gives."""
+    site = _site(old, (old,), new, (new,))
+    if site is None:
+        return None
+    pieces = _pieces(old, new, site) if depth < 2 else None
+    if pieces:
+        steps: list[dict] = []
+        current = old
+        for piece in pieces:
+            done = _express(current, piece, piece.code, final=final, depth=depth + 1)
+            if done is None:
+                break
+            steps += done[0]
+            current = done[1]
+        else:
+            if current.code == new_text:
+                return steps, current
+    if len(site.mpath) == 1:
+        top = range(site.i1, site.i2)
+    else:
+        top = range(list(old.body).index(site.mpath[1]), list(old.body).index(site.mpath[1]) + 1)
+    for candidate in _candidates(old, new, site):
+        result = _try(candidate, old, new, new_text, top, final)
+        if result is not None:
+            return candidate, result
+    return None
+
+
+def _key(module: cst.Module, stmt: cst.CSTNode) -> str:
+    """What pairs two versions of a statement: a def's or class's name, else its kind and first words."""
+    if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
+        return f"def {stmt.name.value}"
+    words = re.split(r"[^\w.]+", module.code_for_node(stmt.with_changes(leading_lines=())
+                                                     if hasattr(stmt, "leading_lines") else stmt).strip())
+    return f"{type(stmt).__name__} {' '.join(words[:2])}"
+
+
+def _pieces(m: cst.Module, n: cst.Module, site: _Site) -> list[cst.Module] | None:
+    """When a site holds several changes (a changed def beside a new one), the modules after each of them in turn,
+    so that each is lifted on its own (and by its most robust operation); None when it is one change."""
+    ms, ns = list(body_of(site.mpath[-1])), list(body_of(site.npath[-1]))
+    old, new = ms[site.i1:site.i2], ns[site.j1:site.j2]
+    if len(old) == 1 and len(new) == 1 and type(old[0]) is type(new[0]) and _one_block(old[0]) \
+            and _one_block(new[0]) and m.code_for_node(old[0].body) != n.code_for_node(new[0].body):
+        # its header (signature, decorators, test) and its body both changed: first the header, then the body
+        header = new[0].with_changes(body=old[0].body)
+        if _texts(m, [header]) != _texts(m, old):
+            body = list(ms)
+            body[site.i1] = header
+            return [_with_block(site.mpath, body), _with_block(site.mpath, [*ms[:site.i1], new[0], *ms[site.i2:]])]
+    if len(old) + len(new) <= 2 and (len(old) == 1 or not old):
+        return None
+    ops = difflib.SequenceMatcher(None, [_key(m, s) for s in old], [_key(n, s) for s in new],
+                                  autojunk=False).get_opcodes()
+    chunks = []
+    for tag, a1, a2, b1, b2 in ops:
+        if tag == "equal":
+            chunks += [(a, a + 1, b, b + 1) for a, b in zip(range(a1, a2), range(b1, b2))]
+        else:
+            chunks.append((a1, a2, b1, b2))
+    chunks = [c for c in chunks if _texts(m, old[c[0]:c[1]]) != _texts(n, new[c[2]:c[3]])]
+    if len(chunks) < 2:
+        return None
+    out, shift, body = [], 0, list(ms)
+    for a1, a2, b1, b2 in chunks:
+        at = site.i1 + a1 + shift
+        body[at:at + (a2 - a1)] = new[b1:b2]
+        shift += (b2 - b1) - (a2 - a1)
+        out.append(_with_block(site.mpath, body))
+    return out
+
+
+def _one_block(stmt: cst.CSTNode) -> bool:
+    """A compound statement with one block of statements (a def, a class, a `with`, a loop without `else`)."""
+    if isinstance(stmt, (cst.FunctionDef, cst.ClassDef, cst.With)):
+        return isinstance(stmt.body, cst.IndentedBlock)
+    if isinstance(stmt, (cst.For, cst.While)):
+        return stmt.orelse is None and isinstance(stmt.body, cst.IndentedBlock)
+    return False
+
+
+def _with_block(path: NodePath, statements: list) -> cst.Module:
+    from .anchors import replace_at
+
+    owner = path[-1]
+    if isinstance(owner, cst.Module):
+        return owner.with_changes(body=tuple(statements))
+    return replace_at(path, owner.with_changes(body=owner.body.with_changes(body=tuple(statements))))
+
+
+def _renders_as(current: cst.Module, old: cst.Module, new: cst.Module, want: str, top: range) -> bool:
+    """Does `current` (`old` after a candidate) render as `want` (the text of `new`)? Top-level statements the
+    candidate left alone, outside the site, are the same in all three: only the others are rendered."""
+    if len(current.body) != len(new.body) or len(old.body) != len(new.body) \
+            or not current.with_changes(body=()).deep_equals(new.with_changes(body=())):
+        return current.code == want
+    for i, (c, o, n) in enumerate(zip(current.body, old.body, new.body)):
+        if c is o and i not in top:
+            continue
+        if current.code_for_node(c) != new.code_for_node(n):
+            return False
+    return True
+
+
+def _try(candidate: list[dict], module: cst.Module, new: cst.Module, want: str, top: range,
+         final: cst.Module) -> cst.Module | None:
+    try:
+        ops = [validate(REGISTRY[c["op"]], {"file": "x.py", **c}) for c in candidate]
+    except Exception:  # noqa: BLE001 - a candidate the model refuses (bad code for that op) is just not taken
+        return None
+    current = module
+    for o in ops:
+        try:
+            out = o.apply(current)
+        except SpecpatchError:
+            return None
+        if not isinstance(out, Changed):
+            return None
+        current = out.module
+    if not _renders_as(current, module, new, want, top):
+        return None
+    # a second apply of the whole recipe must find every step applied: checked on the fully patched file (a step
+    # that describes a state some later step changes again would refuse there, and never be seen upstream)
+    again = final
+    for o in ops:  # a second run must find every step applied
+        try:
+            if not isinstance(o.apply(again), AlreadyApplied):
+                return None
+        except SpecpatchError:
+            return None
+    return current
+
+
+_TEXTS: dict[int, tuple[cst.CSTNode, str]] = {}
+
+
+def _texts(module: cst.Module, stmts: Sequence[cst.CSTNode]) -> list[str]:
+    """The code of statements (remembered by node while a file is lifted: most nodes live through many units)."""
+    out = []
+    for s in stmts:
+        hit = _TEXTS.get(id(s))
+        if hit is None or hit[0] is not s:
+            hit = _TEXTS[id(s)] = (s, module.code_for_node(s))
+        out.append(hit[1])
+    return out
+
+
+def _site(m: cst.Module, mpath: NodePath, n: cst.Module, npath: NodePath) -> _Site | None:
+    ms, ns = list(body_of(mpath[-1])), list(body_of(npath[-1]))
+    # the statements before and after the change are equal as trees: cheaper to see than rendering them
+    pre = 0
+    while pre < min(len(ms), len(ns)) and ms[pre].deep_equals(ns[pre]):
+        pre += 1
+    post = 0
+    while post < min(len(ms), len(ns)) - pre and ms[-1 - post].deep_equals(ns[-1 - post]):
+        post += 1
+    mid_m, mid_n = ms[pre:len(ms) - post], ns[pre:len(ns) - post]
+    ops = [o for o in difflib.SequenceMatcher(None, _texts(m, mid_m), _texts(n, mid_n), autojunk=False).get_opcodes()
+           if o[0] != "equal"]
+    if not ops:
+        return None
+    i1, i2, j1, j2 = ops[0][1] + pre, ops[-1][2] + pre, ops[0][3] + pre, ops[-1][4] + pre
+    if i2 - i1 == 1 and j2 - j1 == 1 and type(ms[i1]) is type(ns[j1]) \
+            and isinstance(ms[i1], cst.BaseCompoundStatement):
+        inner = _inside_compound(m, mpath + (ms[i1],), n, npath + (ns[j1],))
+        if inner is not None:
+            return inner
+    return _Site(mpath, i1, i2, npath, j1, j2)
+
+
+def _owners(stmt: cst.CSTNode) -> list[cst.CSTNode]:
+    """The nodes that own the statement blocks of a compound statement, in order."""
+    if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
+        return [stmt]
+    return [b for b in child_blocks(stmt)]
+
+
+def _inside_compound(m: cst.Module, mpath: NodePath, n: cst.Module, npath: NodePath) -> _Site | None:
+    """The site inside two versions of one compound statement, when only one of its blocks differs."""
+    mo, no = _owners(mpath[-1]), _owners(npath[-1])
+    if len(mo) != len(no) or any(not isinstance(getattr(b, "body", None), cst.IndentedBlock) for b in mo + no):
+        return None
+    if not all(_same_header(a, b) for a, b in zip(mo, no)):
+        return None
+    differ = [(a, b) for a, b in zip(mo, no) if not a.body.deep_equals(b.body)]
+    if len(differ) != 1:
+        return None
+    a, b = differ[0]
+    ma = mpath if a is mpath[-1] else _path_to_block(mpath, a)
+    nb = npath if b is npath[-1] else _path_to_block(npath, b)
+    return _site(m, ma, n, nb)
+
+
+_BLOCK_FIELDS = frozenset({"body", "orelse", "handlers", "finalbody", "cases"})
+
+
+def _same_header(a: cst.CSTNode, b: cst.CSTNode) -> bool:
+    """Are two block owners equal but for their blocks (the test, signature, decorators, comments, layout)?"""
+    if type(a) is not type(b):
+        return False
+    for name in a.__dataclass_fields__:
+        if name in _BLOCK_FIELDS:
+            continue
+        va, vb = getattr(a, name), getattr(b, name)
+        if isinstance(va, cst.CSTNode):
+            if not isinstance(vb, cst.CSTNode) or not va.deep_equals(vb):
+                return False
+        elif isinstance(va, (list, tuple)):
+            if not isinstance(vb, (list, tuple)) or len(va) != len(vb) or not all(
+                    x.deep_equals(y) if isinstance(x, cst.CSTNode) else x == y for x, y in zip(va, vb)):
+                return False
+        elif va != vb:
+            return False
+    return True
+
+
+def _dotted(path: NodePath) -> str | None:
+    names = [p.name.value for p in path if isinstance(p, (cst.FunctionDef, cst.ClassDef))]
+    return ".".join(names) or None
+
+
+def _innermost_def(path: NodePath) -> NodePath | None:
+    for k in range(len(path) - 1, -1, -1):
+        if isinstance(path[k], (cst.FunctionDef, cst.ClassDef)):
+            return path[:k + 1]
+    return None
+
+
+def _code(module: cst.Module, path: NodePath, stmts: Sequence[cst.CSTNode], *, lead: bool = True) -> str:
+    """The statements as recipe code: at column 0, multi-line strings moved left with them (an operation puts them
+    back at the block's indentation, strings included)."""
+    indent = indent_of(path + (stmts[0],)) if stmts else ""
+    out = []
+    for k, s in enumerate(stmts):
+        if not lead and k == 0 and hasattr(s, "leading_lines"):
+            s = s.with_changes(leading_lines=())
+        if indent:
+            s = s.visit(_StringDedent(indent))
+        out.append(module.code_for_node(s))
+    return "".join(out)
+
+
+class _StringDedent(cst.CSTTransformer):
+    def __init__(self, indent: str) -> None:
+        self.indent = indent
+
+    def leave_SimpleString(self, original: cst.SimpleString, updated: cst.SimpleString) -> cst.SimpleString:
+        if "\n" not in updated.value:
+            return updated
+        first, *rest = updated.value.split("\n")
+        rest = [ln[len(self.indent):] if ln.startswith(self.indent) else ln for ln in rest]
+        return updated.with_changes(value="\n".join([first, *rest]))
+
+    def leave_FormattedStringText(self, original, updated):
+        if "\n" not in updated.value:
+            return updated
+        first, *rest = updated.value.split("\n")
+        rest = [ln[len(self.indent):] if ln.startswith(self.indent) else ln for ln in rest]
+        return updated.with_changes(value="\n".join([first, *rest]))
+
+
+def _lead_text(module: cst.Module, stmt: cst.CSTNode) -> str:
+    return "".join(module.code_for_node(line) for line in getattr(stmt, "leading_lines", ()))
+
+
+def _candidates(m: cst.Module, n: cst.Module, site: _Site) -> Iterator[list[dict]]:
+    ms, ns = list(body_of(site.mpath[-1])), list(body_of(site.npath[-1]))
+    old, new = ms[site.i1:site.i2], ns[site.j1:site.j2]
+    owner = site.mpath[-1]
+    scope_path = _innermost_def(site.mpath)
+    scope = _dotted(scope_path) if scope_path else None
+    if not old and new:
+        yield from _insertions(m, n, site, ms, new, owner, scope)
+    if len(old) == 1 and len(new) == 1 and type(old[0]) is type(new[0]) \
+            and _lead_text(m, old[0]) == _lead_text(n, new[0]):
+        yield from _expression_edits(m, n, site.mpath + (old[0],), old[0], new[0], scope)
+    yield from _replacements(m, n, site, ms, ns, scope)
+    # the whole enclosing statement, up to the def that holds the site
+    path, npath = site.mpath, site.npath
+    while len(path) > 1 and not isinstance(path[-1], (cst.Module, cst.ClassDef)):
+        stmt_m, stmt_n = _statement_of(path), _statement_of(npath)
+        if stmt_m is None or stmt_n is None:
+            return
+        (pm, im), (pn, jn) = stmt_m, stmt_n
+        up = _Site(pm, im, im + 1, pn, jn, jn + 1)
+        up_scope_path = _innermost_def(pm)
+        yield from _replacements(m, n, up, list(body_of(pm[-1])), list(body_of(pn[-1])),
+                                 _dotted(up_scope_path) if up_scope_path else None)
+        if isinstance(path[-1], cst.FunctionDef):
+            return
+        path, npath = pm, pn
+
+
+def _statement_of(path: NodePath) -> tuple[NodePath, int] | None:
+    """The block owner and index of the statement that holds the block owned by `path[-1]`."""
+    for k in range(len(path) - 2, -1, -1):
+        statements = list(body_of(path[k]))
+        for i, s in enumerate(statements):
+            if s is path[k + 1]:
+                return path[:k + 1], i
+    return None
+
+
+def _insertions(m, n, site, ms, new, owner, scope) -> Iterator[list[dict]]:
+    i = site.i1
+    prev = ms[i - 1] if i > 0 else None
+    if isinstance(owner, cst.ClassDef):
+        cls = _dotted(site.mpath)
+        if all(isinstance(s, cst.FunctionDef) for s in new):
+            if isinstance(prev, cst.FunctionDef) or i == len(ms):
+                steps, after = [], prev.name.value if isinstance(prev, cst.FunctionDef) else None
+                for s in new:
+                    step = {"op": "add_method", "class": cls, "code": _code(n, site.npath, [s])}
+                    if after:
+                        step["after"] = after
+                    steps.append(step)
+                    after = s.name.value
+                yield steps
+        if all(field_name(s) for s in new) and prev is not None and field_name(prev):
+            steps, after = [], field_name(prev)
+            for s in new:
+                steps.append({"op": "add_dataclass_field", "class": cls, "after": after,
+                              "code": _code(n, site.npath, [s], lead=False).strip()})
+                after = field_name(s)
+            yield steps
+    if isinstance(owner, cst.Module):
+        if all(_is_import_line(s) for s in new):
+            yield [{"op": "add_import", "code": _code(n, site.npath, [s], lead=False).strip()} for s in new]
+        code = _code(n, site.npath, new)
+        if prev is not None and defined_names(prev):
+            yield [{"op": "add_definition", "after": defined_names(prev)[0], "code": code}]
+        if i < len(ms) and defined_names(ms[i]):
+            yield [{"op": "add_definition", "before": defined_names(ms[i])[0], "code": code}]
+        if i == len(ms):
+            yield [{"op": "add_definition", "code": code}]
+    fn = _innermost_def(site.mpath)
+    if prev is not None and fn is not None and isinstance(fn[-1], cst.FunctionDef) and flags_of(prev) \
+            and all(flags_of(s) for s in new):
+        steps, after = [], flags_of(prev)[0]
+        for s in new:
+            steps.append({"op": "add_argparse_argument", "function": _dotted(fn), "after_flag": after,
+                          "code": _code(n, site.npath, [s], lead=False)})
+            after = flags_of(s)[0]
+        yield steps
+
+
+def _expression_edits(m, n, spath, old, new, scope) -> Iterator[list[dict]]:
+    """Edits inside one statement: the smallest differing nodes, then the expressions around them."""
+    chain = _differing_chain(old, new)
+    if not chain:
+        return
+    mo, no = chain[-1]
+    within = {"within": scope} if scope else {}
+    if isinstance(mo, cst.Call) and isinstance(no, cst.Call) and mo.func.deep_equals(no.func):
+        added = _one_added(mo.args, no.args)
+        if added is not None and no.args[added].keyword is not None:
+            arg = no.args[added]
+            step = {"op": "add_keyword_argument", "call": f"{_flat(m, mo.func)}(...)",
+                    "code": _flat(n, arg.with_changes(comma=cst.MaybeSentinel.DEFAULT)), **within}
+            before = no.args[added - 1] if added > 0 else None
+            if added < len(no.args) - 1 and before is not None and before.keyword is not None:
+                step["after"] = before.keyword.value
+            if added == len(no.args) - 1 or "after" in step:
+                yield [step]
+                yield [{**step, "call": _flat(m, mo)}]
+    if isinstance(mo, (cst.List, cst.Tuple, cst.Set)) and type(mo) is type(no):
+        added = _one_added(mo.elements, no.elements)
+        if added:
+            yield [{"op": "add_element", "after": _flat(m, mo.elements[added - 1].value),
+                    "code": _flat(n, no.elements[added].value), **within}]
+    if isinstance(mo, cst.Parameters) and isinstance(no, cst.Parameters) and isinstance(old, cst.FunctionDef):
+        added = _one_added(mo.params, no.params)
+        fn = _dotted(spath)
+        if added is not None:
+            step = {"op": "add_parameter", "function": fn,
+                    "code": _flat(n, no.params[added].with_changes(comma=cst.MaybeSentinel.DEFAULT))}
+            if added > 0:
+                step["after"] = no.params[added - 1].name.value
+            yield [step]
+    exprs = [(a, b) for a, b in chain if isinstance(a, cst.BaseExpression) and isinstance(b, cst.BaseExpression)]
+    for a, b in reversed(exprs[-4:]):
+        yield [{"op": "replace_expression", "match": _flat(m, a), "code": n.code_for_node(b), **within}]
+
+
+def _flat(module: cst.Module, node: cst.CSTNode) -> str:
+    """A node's code; when it spans lines, it is kept as written (the operations read it inside parentheses)."""
+    return module.code_for_node(node).strip()
+
+
+def _one_added(old: Sequence[cst.CSTNode], new: Sequence[cst.CSTNode]) -> int | None:
+    """The index of the one item `new` adds to `old` (commas and layout aside), else None."""
+    if len(new) != len(old) + 1:
+        return None
+    def same(a, b):
+        return a.with_changes(comma=cst.MaybeSentinel.DEFAULT).deep_equals(b.with_changes(comma=cst.MaybeSentinel.DEFAULT))
+    for k in range(len(new)):
+        if all(same(a, b) for a, b in zip(old, [*new[:k], *new[k + 1:]])):
+            return k
+    return None
+
+
+def _differing_chain(a: cst.CSTNode, b: cst.CSTNode) -> list[tuple[cst.CSTNode, cst.CSTNode]]:
+    """Pairs of nodes from `a`/`b` down to the smallest pair that holds every difference."""
+    chain = [(a, b)]
+    while True:
+        if type(a) is not type(b):
+            return chain[:-1] if len(chain) > 1 else chain
+        ca, cb = a.children, b.children
+        if len(ca) != len(cb):
+            return chain
+        diff = [(x, y) for x, y in zip(ca, cb) if not x.deep_equals(y)]
+        if len(diff) != 1:
+            return chain
+        a, b = diff[0]
+        chain.append((a, b))
+
+
+def _replacements(m, n, site, ms, ns, scope) -> Iterator[list[dict]]:
+    """`replace_statements` of the site, then with 1-2 statements of context on each side."""
+    within = {"within": scope} if scope else {}
+    seen = set()
+    for above, below in ((0, 0), (1, 0), (0, 1), (1, 1), (2, 0), (2, 1)):
+        i1, i2 = site.i1 - above, site.i2 + below
+        j1, j2 = site.j1 - above, site.j2 + below
+        if i1 < 0 or j1 < 0 or i2 > len(ms) or j2 > len(ns) or i2 <= i1:
+            continue
+        if (i1, i2) in seen:
+            continue
+        seen.add((i1, i2))
+        old, new = ms[i1:i2], ns[j1:j2]
+        old_lead, new_lead = (_lead_text(m, old[0]), _lead_text(n, new[0]) if new else "")
+        if new and not new_lead.startswith(old_lead):
+            continue
+        match = _code(m, site.mpath, old, lead=False)
+        code = ""
+        if new:
+            first = new[0].with_changes(leading_lines=tuple(new[0].leading_lines)[len(old[0].leading_lines):])
+            code = _code(n, site.npath, [first, *new[1:]])
+        step = {"op": "replace_statements", "match": match, "code": code, **within}
+        yield [step]
+        yield [{**step, "if_present_elsewhere": "apply"}]
+
+
+# --------------------------------------------------------------------------------------------------- the recipe
+
+
+def write_recipe(lifted: Lifted, out: Path, *, package: str, release: str, source: str) -> Path:
+    """Write the recipe (`out`, a .yaml path) and its code files (in the folder named after it, beside it)."""
+    import yaml
+
+    recipe_id = out.stem
+    folder = out.parent / recipe_id
+    if folder.exists():
+        shutil.rmtree(folder)
+    taken: set[str] = set()
+    steps = []
+    for s in lifted.steps:
+        parts = PurePosixPath(s.file).with_suffix("").parts
+        base = "-".join(parts[-2:]).replace("_", "-").lower()
+        name = f"{base}-h{s.hunk.number}-{_what(s.options)}"
+        count = 1
+        while (name if count == 1 else f"{name}-{count}") in taken:
+            count += 1
+        name = name if count == 1 else f"{name}-{count}"
+        taken.add(name)
+        step: dict[str, Any] = {"name": name, "op": s.options["op"], "file": s.file}
+        for key, value in s.options.items():
+            if key == "op":
+                continue
+            one_line = value.rstrip("\n") if isinstance(value, str) else value
+            if isinstance(value, str) and ("\n" in one_line or one_line != one_line.strip() or len(one_line) > 100):
+                short = name[len(base) + 1:]
+                rel = PurePosixPath(PurePosixPath(s.file).with_suffix("").as_posix()) / f"{short}.{key}{_ext(key)}"
+                path = folder / rel
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_bytes(value.encode("utf-8"))
+                step[f"{key}_file"] = rel.as_posix()
+            else:
+                step[key] = one_line
+        steps.append(step)
+    lifted_n = lifted.lifted
+    description = (f"Lifted by `specpatch import` from {source} on {package} {release}: {len(lifted.hunks)} hunks, "
+                   f"{lifted_n} expressed as semantic steps, {len(lifted.hunks) - lifted_n} not "
+                   "(each such hunk is a step that refuses, named after it).")
+    if lifted.skipped:
+        description += " Files the recipe cannot touch: " + "; ".join(f"{p} ({why})" for p, why in lifted.skipped)
+    data = {"id": recipe_id, "version": 1, "title": f"{source} as semantic steps", "description": description,
+            "target": {"package": package, "versions": f">={release}"}, "steps": steps}
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(yaml.safe_dump(data, sort_keys=False, width=120, allow_unicode=True), encoding="utf-8")
+    return out
+
+
+def _ext(key: str) -> str:
+    return ".diff" if key == "diff" else ".py"
+
+
+def _what(options: dict[str, Any]) -> str:
+    """A short, readable part of a step name: the op and the name it adds, when it has one."""
+    op = options["op"].replace("_", "-")
+    for key in ("code",):
+        text = options.get(key) or ""
+        found = re.search(r"\b(?:def|class)\s+([A-Za-z_]\w*)", text) or re.match(r"\s*([A-Za-z_]\w*)\s*[:=]", text)
+        if found and options["op"] in ("add_method", "add_definition", "add_dataclass_field", "add_parameter",
+                                         "add_keyword_argument"):
+            return f"{op}-{found.group(1).replace('_', '-').lower()}"[:60]
+    return op
+
+
+# --------------------------------------------------------------------------------------------------- round trip
+
+
+@dataclass
+class RoundTrip:
+    """The written recipe planned on the release it was lifted from, file by file against the patched files."""
+
+    identical: list[str]
+    different: list[str]
+    errors: list[str]
+
+    @property
+    def ok(self) -> bool:
+        return not self.different and not self.errors
+
+
+def round_trip(recipe_path: Path, package_dir: Path, expected: dict[str, bytes]) -> RoundTrip:
+    """Plan the recipe (as loaded from disk) on the pristine package and compare each file with `expected`."""
+    from .recipe import load_recipe
+
+    recipe = load_recipe(recipe_path)
+    results = port(recipe, package_dir)
+    identical, different = [], []
+    for rel, want in expected.items():
+        got = results.files.get(rel)
+        (identical if got == want else different).append(rel)
+    errors = [f"{s.file} [{s.name}]: {s.message}" for s in results.steps if s.status == "refused"]
+    return RoundTrip(identical, different, errors)
+
+
+# --------------------------------------------------------------------------------------------------- porting
+
+
+@dataclass
+class PortedStep:
+    index: int
+    name: str | None
+    op: str
+    file: str
+    status: str  #: applied | already_upstream | refused
+    message: str = ""
+    candidates: tuple[str, ...] = ()
+    error: SpecpatchError | None = None
+
+
+@dataclass
+class Ported:
+    """A recipe planned step by step on a release: each step's answer, and the files with the steps that applied."""
+
+    steps: list[PortedStep]
+    files: dict[str, bytes]  #: package-relative path -> bytes after the applied steps (unchanged files too)
+
+    def count(self, status: str) -> int:
+        return sum(s.status == status for s in self.steps)
+
+
+_STATUS = {"changed": "applied", "already_applied": "already_upstream", "cannot_apply": "refused"}
+
+
+def port(recipe, package_dir: Path) -> Ported:
+    """Plan every step of `recipe` on the package at `package_dir` (nothing is written): a step that cannot apply
+    is reported and left out, the others go on. This is a report, not an apply: `specpatch apply` still applies a
+    recipe whole or not at all."""
+    from .anchors import lines_of
+    from .errors import Candidate, Location
+    from .operations.base import CannotApply
+
+    with caching():
+        return _port(recipe, package_dir)
+
+
+def _port(recipe, package_dir: Path) -> Ported:
+    from .anchors import lines_of
+    from .errors import Candidate, Location
+    from .operations.base import CannotApply
+
+    selection = recipe.select(None)
+    values = recipe.resolve_params({})
+    steps: list[PortedStep] = []
+    modules: dict[str, cst.Module] = {}
+    originals: dict[str, bytes] = {}
+    for index, op in enumerate((s.render_params(values) for s in selection.steps), start=1):
+        path = package_dir / op.file
+        if op.file not in modules:
+            if not path.is_file():
+                steps.append(PortedStep(index, op.name, op.op, op.file, "refused", f"`{op.file}` is not in the release"))
+                continue
+            originals[op.file] = path.read_bytes()
+            try:
+                modules[op.file] = cst.parse_module(originals[op.file])
+            except cst.ParserSyntaxError as exc:
+                steps.append(PortedStep(index, op.name, op.op, op.file, "refused", f"does not parse: {exc.message}"))
+                continue
+        module = modules[op.file]
+        try:
+            outcome = op.apply(module)
+        except SpecpatchError as exc:
+            outcome = CannotApply(exc)
+        status = _STATUS[outcome.status]
+        if isinstance(outcome, Changed):
+            modules[op.file] = outcome.module
+            steps.append(PortedStep(index, op.name, op.op, op.file, status))
+        elif isinstance(outcome, CannotApply):
+            err = outcome.error
+            nodes = [c.node for c in err.candidates if c.node is not None]
+            lines = dict(zip(map(id, nodes), lines_of(module, nodes))) if nodes else {}
+            cands = tuple(Candidate(c.text, lines.get(id(c.node), c.line)).render() for c in err.candidates)
+            err.at(Location(recipe=recipe.id, step=index, op=op.op, file=op.file, anchor=op.anchor()))
+            steps.append(PortedStep(index, op.name, op.op, op.file, status, f"{err.title}: {err.message}", cands, err))
+        else:
+            steps.append(PortedStep(index, op.name, op.op, op.file, status))
+    files = {rel: m.bytes for rel, m in modules.items()}
+    return Ported(steps, files)
+
+
+# --------------------------------------------------------------------------------------------------- the command
+
+
+@dataclass
+class ImportResult:
+    recipe: Path
+    lifted: Lifted
+    round_trip: RoundTrip
+
+    @property
+    def exit_code(self) -> int:
+        if not self.round_trip.ok or self.lifted.lifted < len(self.lifted.hunks) or self.lifted.skipped:
+            return 3
+        return 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "recipe": str(self.recipe), "hunks": len(self.lifted.hunks), "lifted": self.lifted.lifted,
+            "steps": len(self.lifted.steps),
+            "not_lifted": [{"file": h.file, "hunk": h.hunk.header, "reason": h.reason}
+                           for h in self.lifted.hunks if not h.lifted],
+            "skipped_files": [{"file": p, "reason": why} for p, why in self.lifted.skipped],
+            "round_trip": {"identical": self.round_trip.identical, "different": self.round_trip.different,
+                           "errors": self.round_trip.errors},
+            "exit_code": self.exit_code,
+        }
+
+
+def import_patch(patch: Path, *, package: str, release: str, out: Path | None = None) -> ImportResult:
+    """Read the patch, fetch the pristine release, lift, write the recipe, check its round trip."""
+    from .fetch import fetch_release
+
+    try:
+        text = patch.read_text(encoding="utf-8", errors="surrogateescape")
+    except OSError as exc:
+        raise UsageError(f"cannot read the patch {patch}: {exc.strerror}") from None
+    out = out or Path(f"{_slug(patch.stem)}.yaml")
+    if out.suffix not in (".yaml", ".yml") or not re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", out.stem):
+        raise UsageError(f"-o must be a .yaml path whose name is kebab-case (the recipe id), got {out}")
+    package_dir = fetch_release(package, release) / package
+    lifted = lift(package_dir, text, package=package)
+    write_recipe(lifted, out, package=package, release=release, source=patch.name)
+    return ImportResult(out, lifted, round_trip(out, package_dir, lifted.expected))
+
+
+def _slug(name: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "imported"

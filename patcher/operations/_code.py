@@ -1,0 +1,224 @@
+"""Helpers shared by the code-matching operations: scopes, blocks at any depth, code fingerprints, expressions."""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import textwrap
+from typing import Iterator, Sequence
+
+import libcst as cst
+
+from ..anchors import NodePath, body_of, code_of, find_def, normalized, parsing_config, walk_statements
+from ..errors import RecipeError
+
+
+def scope_path(module: cst.Module, within: str | None) -> NodePath:
+    """The path of the class or function `within` names (dotted), or of the module when it is None."""
+    return (module,) if not within else find_def(module, within)
+
+
+def blocks_under(path: NodePath) -> Iterator[tuple[NodePath, Sequence[cst.CSTNode]]]:
+    """Every statement block under `path[-1]`, itself included, at any depth (nested defs too), as
+    (path of the block's owner, its statements), in source order."""
+    yield path, body_of(path[-1])
+    seen: set[int] = {id(path[-1])}
+    for spath in walk_statements(path, into_defs=True):
+        owner = spath[-2]
+        if id(owner) not in seen:
+            seen.add(id(owner))
+            yield spath[:-1], body_of(owner)
+
+
+#: node id -> (node, fingerprint) while `caching()` is on: libcst trees are immutable and an edit rebuilds only the
+#: nodes on its path, so the importer, which tries many steps on one file, reads each statement once
+_CACHE: dict[int, tuple[cst.CSTNode, str | None]] | None = None
+
+
+@contextlib.contextmanager
+def caching() -> Iterator[None]:
+    """Remember statement fingerprints by node for the duration (the nodes are kept alive meanwhile)."""
+    global _CACHE
+    saved, _CACHE = _CACHE, {}
+    try:
+        yield
+    finally:
+        _CACHE = saved
+
+
+def fingerprint(module: cst.Module, node: cst.CSTNode) -> str | None:
+    """The code of a statement up to formatting and comments (an AST dump), None if `ast` cannot read it."""
+    if _CACHE is None:
+        return normalized(code_of(module, node))
+    hit = _CACHE.get(id(node))
+    if hit is not None and hit[0] is node:
+        return hit[1]
+    value = normalized(code_of(module, node))
+    _CACHE[id(node)] = (node, value)
+    return value
+
+
+def parse_block(code: str, module: cst.Module, *, what: str = "code") -> list[cst.BaseStatement]:
+    """Recipe statements parsed for `module` (its newline and indentation); unlike `anchors.parse_statements`, blank
+    lines at the top of the code are kept (they belong to the first statement, as its leading lines)."""
+    text = textwrap.dedent(code.replace("\r\n", "\n")).rstrip()
+    if not text.strip():
+        return []
+    try:
+        parsed = cst.parse_module((text + "\n").replace("\n", module.default_newline), config=parsing_config(module))
+    except cst.ParserSyntaxError as exc:
+        raise RecipeError(f"the step's {what} is not valid Python: {exc.message} (line {exc.raw_line})") from None
+    body = list(parsed.body)
+    if body and parsed.header:
+        body[0] = body[0].with_changes(leading_lines=(*parsed.header, *body[0].leading_lines))
+    return body
+
+
+def parse_expression(code: str, *, what: str = "code") -> cst.BaseExpression:
+    """One expression of recipe code; it may span lines (it is read inside parentheses)."""
+    text = textwrap.dedent(code.replace("\r\n", "\n")).strip()
+    try:
+        ast.parse(text, mode="eval")
+    except SyntaxError as exc:
+        raise RecipeError(f"the step's {what} must be one Python expression, got {text[:80]!r}: {exc.msg}") from None
+    if "\n" not in text:
+        return cst.parse_expression(text)
+    wrapped = cst.parse_expression(f"({text})")
+    # drop only the parentheses added here
+    return wrapped.with_changes(lpar=wrapped.lpar[1:], rpar=wrapped.rpar[:-1])
+
+
+def expression_key(code: str) -> str | None:
+    """An expression up to formatting and comments (an AST dump), None if it does not parse."""
+    try:
+        return ast.dump(ast.parse(textwrap.dedent(code).strip(), mode="eval").body)
+    except SyntaxError:
+        try:  # continuation lines of a multi-line expression read alone
+            return ast.dump(ast.parse(f"({textwrap.dedent(code).strip()})", mode="eval").body)
+        except SyntaxError:
+            return None
+
+
+def node_key(module: cst.Module, node: cst.CSTNode) -> str | None:
+    return expression_key(module.code_for_node(node))
+
+
+class _Collector(cst.CSTVisitor):
+    def __init__(self, kinds: tuple[type, ...]) -> None:
+        self.kinds = kinds
+        self.found: list[cst.CSTNode] = []
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if isinstance(node, self.kinds):
+            self.found.append(node)
+        return True
+
+
+def nodes_under(node: cst.CSTNode, kinds: tuple[type, ...]) -> list[cst.CSTNode]:
+    """Every node of one of `kinds` under `node` (itself included), in source order."""
+    visitor = _Collector(kinds)
+    node.visit(visitor)
+    return visitor.found
+
+
+def contains(outer: cst.CSTNode, inner: cst.CSTNode) -> bool:
+    """Is `inner` (by identity) `outer` or one of its descendants?"""
+    if outer is inner:
+        return True
+    return any(contains(child, inner) for child in outer.children)
+
+
+def first_line(module: cst.Module, node: cst.CSTNode) -> str:
+    """The first line of a node's code, stripped (for candidate lists)."""
+    text = code_of(module, node).strip()
+    return text.splitlines()[0] if text else text
+
+
+def line_text(code: str) -> str:
+    """A snippet shown on one line in messages."""
+    text = " ".join(code.split())
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+class _Expressions(cst.CSTVisitor):
+    """Collects expression nodes of some kinds, leaving out names that are not expressions (the `attr` of
+    `a.attr`, a keyword's name, the name of a def, class, parameter or import)."""
+
+    def __init__(self, kinds: tuple[type, ...]) -> None:
+        self.kinds = kinds
+        self.found: list[cst.CSTNode] = []
+        self.paths: dict[int, tuple[cst.CSTNode, ...]] = {}
+        self.skip: set[int] = set()
+        self.stack: list[cst.CSTNode] = []
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        self.stack.pop()
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        self.stack.append(node)
+        if isinstance(node, cst.Attribute):
+            self.skip.add(id(node.attr))
+        elif isinstance(node, cst.Arg) and node.keyword is not None:
+            self.skip.add(id(node.keyword))
+        elif isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Param)):
+            self.skip.add(id(node.name))
+        elif isinstance(node, (cst.Import, cst.ImportFrom)):
+            return False  # on_leave still runs: it pops
+        if isinstance(node, self.kinds) and id(node) not in self.skip:
+            self.found.append(node)
+            self.paths[id(node)] = tuple(self.stack)
+        return True
+
+
+class Expressions(list):
+    """The expression nodes found under a scope, with the path to each (to replace one without a full-tree pass)."""
+
+    def __init__(self, found: list[cst.CSTNode], paths: dict[int, tuple[cst.CSTNode, ...]],
+                 scope: tuple[cst.CSTNode, ...]) -> None:
+        super().__init__(found)
+        self._paths, self._scope = paths, scope
+
+    def replace(self, node: cst.CSTNode, new: cst.CSTNode) -> cst.Module:
+        """The module with `node` (one of these) replaced by `new`; only the nodes above it are rebuilt."""
+        from ..anchors import _replace_child
+
+        path = self._scope[:-1] + self._paths[id(node)]
+        replacement: cst.CSTNode = new
+        for depth in range(len(path) - 1, 0, -1):
+            replacement = _replace_child(path[depth - 1], path[depth], replacement)
+        assert isinstance(replacement, cst.Module)
+        return replacement
+
+
+def expressions_under(scope: tuple[cst.CSTNode, ...], kinds: tuple[type, ...]) -> Expressions:
+    """Expression nodes of `kinds` under `scope[-1]` (a path from the module), in source order (see `_Expressions`
+    for what is left out)."""
+    visitor = _Expressions(kinds)
+    scope[-1].visit(visitor)
+    return Expressions(visitor.found, visitor.paths, scope)
+
+
+def insert_item(items: Sequence, index: int, new, opening: object = None) -> list:
+    """A copy of a comma-separated list of nodes (call arguments, literal elements, parameters) with `new` at
+    `index`, its commas laid out like those of its neighbours; `opening` is the whitespace after the opening
+    bracket (it says how items of a multi-line list are indented)."""
+    items = list(items)
+    space = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+    if not items:
+        return [new.with_changes(comma=cst.MaybeSentinel.DEFAULT)]
+    if index < len(items):
+        ref = items[index - 1] if index > 0 else items[0]
+        comma = ref.comma if isinstance(ref.comma, cst.Comma) else space
+        items.insert(index, new.with_changes(comma=comma))
+        return items
+    last = items[-1]
+    if len(items) >= 2 and isinstance(items[-2].comma, cst.Comma):
+        sep = items[-2].comma
+    elif isinstance(opening, cst.ParenthesizedWhitespace):
+        sep = cst.Comma(whitespace_after=opening)
+    else:
+        sep = space
+    trailing = last.comma if isinstance(last.comma, cst.Comma) else cst.MaybeSentinel.DEFAULT
+    items[-1] = last.with_changes(comma=sep)
+    items.append(new.with_changes(comma=trailing))
+    return items

@@ -1,0 +1,112 @@
+"""`add_definition`: add module-level code (functions, classes, assignments, any statements) after or before a
+named module-level definition, or at the end of the module.
+
+Example (sglang 0.5.9, `srt/disaggregation/utils.py`)::
+
+    - op: add_definition
+      file: srt/disaggregation/utils.py
+      after: poll_and_all_reduce                 # or before: NAME; neither: the end of the module
+      code: |
+
+
+        def is_slime_profiling_enabled() -> bool:
+            return get_bool_env_var("SLIME_PROFILING")
+
+`after` and `before` name a definition of the module body: a `def`, a `class`, or the target of an assignment
+(`X = ...`, `X: T = ...`). The code goes right after that whole statement (or right before it, below its comment
+lines), at column 0; its blank lines at the top are kept, so it brings its own spacing (PEP 8's two blank lines).
+
+Answers: *changed*; *already applied* (for a single `def` or `class`: the module defines that name with the same
+code, up to formatting and comments; otherwise the same statements, compared as code, are already in the module
+body); *cannot apply* (the anchor is missing or defined twice, with near names; or a conflict: the module already
+defines the function or class with other code).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import libcst as cst
+
+from ..anchors import code_of, insert_after, insert_before, near, same_code
+from ..errors import AnchorAmbiguous, AnchorNotFound, Candidate, Conflict, RecipeError
+from ..model import option
+from ._code import fingerprint, first_line, line_text, parse_block
+from .base import AlreadyApplied, Changed, Operation, Outcome, attempt, register
+
+
+def defined_names(stmt: cst.CSTNode) -> list[str]:
+    """The names a module-level statement defines: a def's or class's name, an assignment's plain targets."""
+    if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
+        return [stmt.name.value]
+    out: list[str] = []
+    if isinstance(stmt, cst.SimpleStatementLine):
+        for small in stmt.body:
+            if isinstance(small, cst.Assign):
+                out += [t.target.value for t in small.targets if isinstance(t.target, cst.Name)]
+            elif isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name):
+                out.append(small.target.value)
+    return out
+
+
+@register
+@dataclass(frozen=True, kw_only=True)
+class AddDefinition(Operation):
+    """Add functions, classes or statements to the module body, after/before a named definition or at the end."""
+
+    op: Literal["add_definition"]
+    code: str = option(description="the module-level code to add: defs, classes, statements")
+    after: str | None = option(default=None, description="the module-level name the code follows")
+    before: str | None = option(default=None, description="the module-level name the code precedes")
+
+    def __post_init__(self) -> None:
+        if self.after is not None and self.before is not None:
+            raise ValueError("give `after` or `before`, not both")
+        if not self.code.strip():
+            raise ValueError("`code` is empty")
+
+    def describe(self) -> str:
+        where = f"after `{self.after}`" if self.after else f"before `{self.before}`" if self.before else "at the end"
+        return f"add `{self._what()}` to the module {where}"
+
+    def anchor(self) -> str:
+        return self.after or self.before or "the end of the module"
+
+    def _what(self) -> str:
+        lines = [ln for ln in self.code.strip().splitlines() if ln.strip() and not ln.lstrip().startswith(("#", "@"))]
+        return line_text(lines[0].rstrip(":")) if lines else "?"
+
+    @attempt
+    def apply(self, module: cst.Module) -> Outcome:
+        new = parse_block(self.code, module)
+        if not new:
+            raise RecipeError("`code` holds no statement")
+        body = list(module.body)
+        if len(new) == 1 and isinstance(new[0], (cst.FunctionDef, cst.ClassDef)):
+            name = new[0].name.value
+            same = [s for s in body if isinstance(s, (cst.FunctionDef, cst.ClassDef)) and s.name.value == name]
+            if same:
+                if same_code(code_of(module, same[0]), code_of(cst.Module(body=new), new[0])):
+                    return AlreadyApplied(same[0])
+                raise Conflict(f"the module already defines `{name}` with other code",
+                               candidates=[Candidate(f"`{first_line(module, same[0])}`", node=same[0])])
+        else:
+            keys = [fingerprint(module, s) for s in new]
+            for i in range(len(body) - len(new) + 1):
+                if all(fingerprint(module, body[i + j]) == keys[j] for j in range(len(new))):
+                    return AlreadyApplied(body[i])
+        name = self.after or self.before
+        if name is None:
+            return Changed(module.with_changes(body=(*body, *new)), inserted=tuple(new))
+        anchors = [s for s in body if name in defined_names(s)]
+        if not anchors:
+            names = [n for s in body for n in defined_names(s)]
+            by_name = {n: s for s in body for n in defined_names(s)}
+            raise AnchorNotFound(f"no module-level definition `{name}`",
+                                 candidates=[Candidate(f"`{n}`", node=by_name[n]) for n in near(name, names)])
+        if len(anchors) > 1:
+            raise AnchorAmbiguous(f"`{name}` is defined {len(anchors)} times in the module body",
+                                  candidates=[Candidate(f"`{first_line(module, s)}`", node=s) for s in anchors])
+        edit = insert_after if self.after else insert_before
+        return Changed(edit((module, anchors[0]), new), inserted=tuple(new), anchor=anchors[0])

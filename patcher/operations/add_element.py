@@ -1,0 +1,99 @@
+"""`add_element`: add an element to the one list, tuple or set literal that holds a named element.
+
+Example (sglang 0.5.9, `ModelConfig.__init__`: one more draft-model architecture)::
+
+    - op: add_element
+      file: srt/configs/model_config.py
+      within: ModelConfig.__init__               # optional: a class or function, dotted; default: the module
+      after: '"DeepseekV3ForCausalLM"'           # an element of the literal; the new one follows it
+      code: '"DeepseekV32ForCausalLM"'
+
+The literal is found by what it holds: the one list, tuple or set literal under `within` (any depth) that has an
+element equal to `after` (compared as code). Anchoring on an element, not on the whole literal, survives upstream
+adding or removing other elements. The new element takes the layout of its neighbours (one per line in a literal
+written one element per line, a trailing comma kept).
+
+Answers: *changed*; *already applied* (that literal already holds `code`, anywhere in it); *cannot apply* (no literal
+or several literals hold `after`, with the literals that hold something alike as candidates).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import libcst as cst
+
+from ..anchors import near
+from ..errors import AnchorAmbiguous, AnchorNotFound, Candidate
+from ..model import option
+from ._code import expression_key, expressions_under, insert_item, line_text, node_key, parse_expression, scope_path
+from .base import AlreadyApplied, Changed, Operation, Outcome, attempt, register
+
+_LITERALS = (cst.List, cst.Tuple, cst.Set)
+
+
+def _expression(code: str) -> None:
+    if expression_key(code) is None:
+        raise ValueError(f"must be one Python expression, got {line_text(code)!r}")
+
+
+def _opening(literal: cst.CSTNode) -> object:
+    bracket = getattr(literal, "lbracket", None) or getattr(literal, "lbrace", None)
+    if bracket is None and getattr(literal, "lpar", None):
+        bracket = literal.lpar[0]
+    return getattr(bracket, "whitespace_after", None)
+
+
+@register
+@dataclass(frozen=True, kw_only=True)
+class AddElement(Operation):
+    """Add an element right after `after` in the one list/tuple/set literal that holds `after`."""
+
+    op: Literal["add_element"]
+    after: str = option(check=_expression, description="an element of the literal; the new one follows it")
+    code: str = option(check=_expression, description="the new element, an expression")
+    within: str | None = option(default=None, description="the class or function to search, dotted; default: "
+                                "the whole module")
+
+    def describe(self) -> str:
+        return f"add `{line_text(self.code)}` after `{line_text(self.after)}` in its literal" + (
+            f" in `{self.within}`" if self.within else "")
+
+    def anchor(self) -> str:
+        return f"{self.within or 'the module'}: literal holding `{line_text(self.after)}`"
+
+    @attempt
+    def apply(self, module: cst.Module) -> Outcome:
+        value = parse_expression(self.code)
+        after_key, new_key = expression_key(self.after), expression_key(self.code)
+        scope = scope_path(module, self.within)
+        literals = expressions_under(scope, _LITERALS)
+        found = []
+        for lit in literals:
+            keys = [node_key(module, e.value) for e in lit.elements]
+            if after_key in keys:
+                found.append((lit, keys))
+        if not found:
+            texts = {line_text(module.code_for_node(e.value)): lit for lit in literals for e in lit.elements}
+            raise AnchorNotFound(f"no list, tuple or set literal holds `{line_text(self.after)}`",
+                                 candidates=[Candidate(f"`{t}`", node=texts[t])
+                                             for t in near(line_text(self.after), list(texts))])
+        if len(found) > 1:
+            raise AnchorAmbiguous(f"{len(found)} literals hold `{line_text(self.after)}`",
+                                  candidates=[Candidate(f"`{line_text(module.code_for_node(lit))}`", node=lit)
+                                              for lit, _ in found])
+        lit, keys = found[0]
+        if new_key in keys:
+            return AlreadyApplied(lit)
+        new = cst.Element(value=value)
+        elements = insert_item(lit.elements, keys.index(after_key) + 1, new, _opening(lit))
+        if isinstance(lit, cst.Tuple) and len(elements) == 2 and not lit.lpar:
+            return self._refuse_bare_tuple(lit)
+        return Changed(literals.replace(lit, lit.with_changes(elements=elements)), inserted=(), anchor=lit)
+
+    def _refuse_bare_tuple(self, lit: cst.CSTNode) -> Outcome:
+        from .base import CannotApply
+
+        return CannotApply(AnchorNotFound("a one-element tuple without parentheses cannot take a new element here",
+                                          candidates=[Candidate("use replace_expression", node=lit)]))

@@ -1,0 +1,127 @@
+"""`add_keyword_argument`: add a keyword argument to the one call that matches a pattern.
+
+Example (sglang 0.5.9, `Scheduler.init_disaggregation`)::
+
+    - op: add_keyword_argument
+      file: srt/managers/scheduler.py
+      within: Scheduler.init_disaggregation       # optional: a class or function, dotted; default: the module
+      call: DecodePreallocQueue(...)              # a pattern of the call (see `patcher.patterns`)
+      after: transfer_backend                     # optional: the keyword the new one follows; default: the end
+      code: enable_profiling=self.enable_profiling
+
+`call` is a code pattern of one call expression: `f(...)` matches every call of `f` whatever its arguments, and
+`f(a, ...)` only those whose other arguments match; it is compared with the calls under `within` (any depth) once
+the keyword being added is left out of them, so the pattern still matches after the step has run. It must match
+exactly one call. The new argument takes the layout of its neighbours (one per line in a call written one argument
+per line, a trailing comma kept).
+
+Answers: *changed*; *already applied* (the call has that keyword with the same value, compared as code);
+*cannot apply* (no call or several calls match, with the calls of the same function as candidates; `after` is not
+a keyword of the call; or a conflict: the call already passes that keyword with another value).
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from typing import Literal
+
+import libcst as cst
+
+from ..anchors import expression_ast, near
+from ..errors import AnchorAmbiguous, AnchorNotFound, Candidate, Conflict, RecipeError
+from ..model import option
+from ..patterns import Pattern
+from ._code import expressions_under, insert_item, line_text, node_key, parse_expression, scope_path
+from .base import AlreadyApplied, Changed, Operation, Outcome, attempt, register
+
+
+def _call_pattern(code: str) -> None:
+    pattern = Pattern.parse(code)
+    if not isinstance(pattern.node, ast.Call):
+        raise ValueError(f"`call` must be a pattern of a call such as `f(...)`, got {line_text(code)!r}")
+
+
+def _keyword(code: str) -> cst.Arg:
+    try:
+        arg = parse_expression(f"f({code.strip()})", what="code").args
+    except (RecipeError, AttributeError):
+        arg = ()
+    if len(arg) != 1 or arg[0].keyword is None:
+        raise RecipeError(f"`code` must be one keyword argument `name=value`, got {line_text(code)!r}")
+    return arg[0]
+
+
+def _valid(parse, code: str) -> None:
+    """Option check at load time: the recipe error as a ValueError, reported with the step's line."""
+    try:
+        parse(code)
+    except RecipeError as exc:
+        raise ValueError(exc.message) from None
+
+
+@register
+@dataclass(frozen=True, kw_only=True)
+class AddKeywordArgument(Operation):
+    """Add `name=value` to the one call that matches the pattern `call`."""
+
+    op: Literal["add_keyword_argument"]
+    call: str = option(check=_call_pattern, description="a pattern of the call, e.g. DecodePreallocQueue(...)")
+    code: str = option(check=lambda c: _valid(_keyword, c), description="the keyword argument, e.g. enable_profiling=True")
+    after: str | None = option(default=None, description="the keyword the new one follows; default: the end")
+    within: str | None = option(default=None, description="the class or function to search, dotted; default: "
+                                "the whole module")
+
+    def describe(self) -> str:
+        return f"add `{line_text(self.code)}` to the call `{Pattern.parse(self.call)}`" + (
+            f" in `{self.within}`" if self.within else "")
+
+    def anchor(self) -> str:
+        return f"{self.within or 'the module'}: `{Pattern.parse(self.call)}`"
+
+    @attempt
+    def apply(self, module: cst.Module) -> Outcome:
+        new = _keyword(self.code)
+        name = new.keyword.value
+        pattern = Pattern.parse(self.call)
+        scope = scope_path(module, self.within)
+        calls = expressions_under(scope, (cst.Call,))
+        found = []
+        for call in calls:
+            tree = expression_ast(module, call)
+            if isinstance(tree, ast.Call):
+                tree.keywords = [k for k in tree.keywords if k.arg != name]
+                if pattern.matches_expression(tree):
+                    found.append(call)
+        if not found:
+            callee = ast.unparse(pattern.node.func)
+            texts = {line_text(module.code_for_node(c)): c for c in calls}
+            same = [t for t, c in texts.items() if line_text(module.code_for_node(c.func)) == callee]
+            alike = same[:5] or near(str(pattern), list(texts))
+            raise AnchorNotFound(f"no call matching `{pattern}`",
+                                 candidates=[Candidate(f"`{t}`", node=texts[t]) for t in alike])
+        if len(found) > 1:
+            raise AnchorAmbiguous(f"{len(found)} calls match `{pattern}`",
+                                  candidates=[Candidate(f"`{line_text(module.code_for_node(c))}`", node=c)
+                                              for c in found])
+        call = found[0]
+        args = list(call.args)
+        have = [a for a in args if a.keyword is not None and a.keyword.value == name]
+        if have:
+            if node_key(module, have[0].value) == node_key(module, new.value):
+                return AlreadyApplied(call)
+            raise Conflict(f"the call already passes `{name}` with another value: "
+                           f"`{line_text(module.code_for_node(have[0]))}`",
+                           candidates=[Candidate(f"`{line_text(module.code_for_node(call))}`", node=call)])
+        if self.after is None:
+            index = len(args)
+            while index and args[index - 1].star == "**":
+                index -= 1
+        else:
+            keys = [a.keyword.value if a.keyword is not None else None for a in args]
+            if self.after not in keys:
+                raise AnchorNotFound(f"the call `{pattern}` has no keyword `{self.after}`",
+                                     candidates=[Candidate(f"`{k}`") for k in near(self.after, [k for k in keys if k])])
+            index = keys.index(self.after) + 1
+        changed = call.with_changes(args=insert_item(args, index, new, call.whitespace_before_args))
+        return Changed(calls.replace(call, changed), inserted=(), anchor=call)

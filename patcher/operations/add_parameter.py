@@ -1,0 +1,116 @@
+"""`add_parameter`: add a parameter to a function, after a named parameter or at the end of its parameters.
+
+Example (sglang 0.5.9)::
+
+    - op: add_parameter
+      file: srt/managers/scheduler.py
+      function: Scheduler.process_batch_result     # dotted, as in insert_statements
+      after: batch                                  # optional; default: after the last plain parameter
+      code: "launch_done: Optional[threading.Event] = None"
+
+`code` is one parameter as written in a `def` (annotation and default allowed). It goes right after `after` (a
+positional or keyword-only parameter: the new one is of the same kind), or, without `after`, after the last plain
+parameter (before `*args`, keyword-only parameters and `**kwargs`). Its layout follows its neighbours (one per line in
+a signature written one parameter per line). The patched file must compile: a parameter without a default after one
+with a default is refused then, with nothing written.
+
+Answers: *changed*; *already applied* (the function has a parameter of that name whose code is the same);
+*cannot apply* (the function or `after` is missing, or a conflict: a parameter of that name with other code).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import libcst as cst
+
+from ..anchors import find_function, near, same_code
+from ..errors import AnchorNotFound, Candidate, Conflict, RecipeError
+from ..model import option
+from ._code import insert_item, line_text
+from .base import AlreadyApplied, Changed, Operation, Outcome, attempt, register
+
+
+def _parameter(code: str) -> cst.Param:
+    try:
+        params = cst.parse_statement(f"def f({code.strip()}):\n    pass\n").params
+    except cst.ParserSyntaxError:
+        raise RecipeError(f"`code` must be one parameter, e.g. `x: int = 0`, got {line_text(code)!r}") from None
+    plain = [*params.posonly_params, *params.params, *params.kwonly_params]
+    if len(plain) != 1 or params.star_arg is not cst.MaybeSentinel.DEFAULT or params.star_kwarg is not None:
+        raise RecipeError(f"`code` must be one parameter, e.g. `x: int = 0`, got {line_text(code)!r}")
+    return plain[0]
+
+
+def _valid(parse, code: str) -> None:
+    """Option check at load time: the recipe error as a ValueError, reported with the step's line."""
+    try:
+        parse(code)
+    except RecipeError as exc:
+        raise ValueError(exc.message) from None
+
+
+@register
+@dataclass(frozen=True, kw_only=True)
+class AddParameter(Operation):
+    """Add a parameter to a function's signature."""
+
+    op: Literal["add_parameter"]
+    function: str = option(description="the function, dotted, e.g. Scheduler.process_batch_result")
+    code: str = option(check=lambda c: _valid(_parameter, c), description="the parameter, e.g. 'x: int = 0'")
+    after: str | None = option(default=None, description="the parameter the new one follows; default: the last "
+                               "plain one")
+
+    def describe(self) -> str:
+        where = f"after `{self.after}`" if self.after else "at the end"
+        return f"add parameter `{line_text(self.code)}` to `{self.function}` {where}"
+
+    def anchor(self) -> str:
+        return f"{self.function}({self.after or ''})"
+
+    @attempt
+    def apply(self, module: cst.Module) -> Outcome:
+        new = _parameter(self.code)
+        fpath = find_function(module, self.function)
+        fn = fpath[-1]
+        params = fn.params
+        everything = [*params.posonly_params, *params.params, *params.kwonly_params]
+        for extra in (params.star_arg, params.star_kwarg):
+            if isinstance(extra, cst.Param):
+                everything.append(extra)
+        have = [p for p in everything if p.name.value == new.name.value]
+        if have:
+            text = module.code_for_node(have[0].with_changes(comma=cst.MaybeSentinel.DEFAULT))
+            if same_code(f"def f({text}): pass", f"def f({self.code.strip()}): pass"):
+                return AlreadyApplied(fn)
+            raise Conflict(f"`{self.function}` already has a parameter `{new.name.value}`: `{line_text(text)}`",
+                           candidates=[Candidate(f"`{line_text(text)}`", node=fn)])
+        field = "params"
+        if self.after is None:
+            index = len(params.params)
+        else:
+            for field in ("posonly_params", "params", "kwonly_params"):
+                names = [p.name.value for p in getattr(params, field)]
+                if self.after in names:
+                    index = names.index(self.after) + 1
+                    break
+            else:
+                raise AnchorNotFound(f"`{self.function}` has no parameter `{self.after}`",
+                                     candidates=[Candidate(f"`{n}`") for n in
+                                                 near(self.after, [p.name.value for p in everything])])
+        items = insert_item(getattr(params, field), index, new, fn.whitespace_before_params)
+        if field == "params" and index == len(params.params) and len(items) > 1 and (
+                params.star_arg is not cst.MaybeSentinel.DEFAULT or params.kwonly_params or params.star_kwarg):
+            # something follows the plain parameters: the new last one needs its comma
+            last = items[-1]
+            if not isinstance(last.comma, cst.Comma):
+                items[-1] = last.with_changes(comma=items[-2].comma)
+        try:
+            changed = fn.with_changes(params=params.with_changes(**{field: items}))
+        except cst.CSTValidationError as exc:
+            raise Conflict(f"`{self.code.strip()}` cannot go there: {exc}",
+                           candidates=[Candidate(f"`def {fn.name.value}(...)`", node=fn)]) from None
+        from ..anchors import replace_at
+
+        return Changed(replace_at(fpath, changed), inserted=(), anchor=fn)

@@ -1,0 +1,81 @@
+"""`replace_expression`: replace the one expression, in a class, a function or the module, whose code is `match`.
+
+Example (sglang 0.5.9, `ModelConfig.__init__`)::
+
+    - op: replace_expression
+      file: srt/configs/model_config.py
+      within: ModelConfig.__init__              # optional: a class or function, dotted; default: the module
+      match: self.hf_config.architectures[0] == "DeepseekV3ForCausalLM"
+      code: self.hf_config.architectures[0] in ("DeepseekV3ForCausalLM", "DeepseekV32ForCausalLM")
+
+`match` is one expression, compared as an AST (formatting, parentheses and comments do not matter) with every
+expression under `within`, at any depth (nested functions included); names that are not expressions (the `attr` of
+`a.attr`, a keyword's name, a parameter's name, imports) are not compared. It must match exactly one expression.
+`code`, one expression, replaces it where it stands. This is the general expression edit; the narrower ones
+(`add_keyword_argument`, `add_element`, `add_parameter`) survive upstream changes around the edit better, and the
+importer prefers them when they express a change.
+
+Answers: *changed*; *already applied* (no expression matches `match` outside the ones that replaced it, and `code` is
+there); *cannot apply* (neither `match` nor `code` is found, with the expressions of the same kind that look most
+alike as candidates; several expressions match).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import libcst as cst
+
+from ..anchors import near
+from ..errors import AnchorAmbiguous, AnchorNotFound, Candidate
+from ..model import option
+from ._code import contains, expression_key, expressions_under, line_text, node_key, parse_expression, scope_path
+from .base import AlreadyApplied, Changed, Operation, Outcome, attempt, register
+
+
+def _expression(code: str) -> None:
+    if expression_key(code) is None:
+        raise ValueError(f"must be one Python expression, got {line_text(code)!r}")
+
+
+@register
+@dataclass(frozen=True, kw_only=True)
+class ReplaceExpression(Operation):
+    """Replace the one expression whose code equals `match` by `code`."""
+
+    op: Literal["replace_expression"]
+    match: str = option(check=_expression, description="the expression to replace, compared as code")
+    code: str = option(check=_expression, description="the expression that replaces it")
+    within: str | None = option(default=None, description="the class or function to search, dotted; default: "
+                                "the whole module")
+
+    def describe(self) -> str:
+        return f"replace `{line_text(self.match)}` by `{line_text(self.code)}`" + (
+            f" in `{self.within}`" if self.within else "")
+
+    def anchor(self) -> str:
+        return f"{self.within or 'the module'}: `{line_text(self.match)}`"
+
+    @attempt
+    def apply(self, module: cst.Module) -> Outcome:
+        old, new = parse_expression(self.match, what="match"), parse_expression(self.code)
+        scope = scope_path(module, self.within)
+        root = scope[-1]
+        old_key, new_key = expression_key(self.match), expression_key(self.code)
+        candidates = expressions_under(scope, (type(old),))
+        found = [n for n in candidates if node_key(module, n) == old_key]
+        placed = [n for n in expressions_under(scope, (type(new),)) if node_key(module, n) == new_key]
+        anchors = [n for n in found if not any(contains(p, n) for p in placed)]
+        if not anchors:
+            if placed:
+                return AlreadyApplied(placed[0])
+            alike = {line_text(module.code_for_node(n)): n for n in expressions_under(scope, (type(old),))}
+            raise AnchorNotFound(
+                f"no expression `{line_text(self.match)}` in {f'`{self.within}`' if self.within else 'the module'}",
+                candidates=[Candidate(f"`{t}`", node=alike[t]) for t in near(line_text(self.match), list(alike))])
+        if len(anchors) > 1:
+            raise AnchorAmbiguous(f"{len(anchors)} expressions match `{line_text(self.match)}`",
+                                  candidates=[Candidate(f"`{line_text(module.code_for_node(n))}`", node=n)
+                                              for n in anchors])
+        return Changed(candidates.replace(anchors[0], new), inserted=(), anchor=anchors[0])

@@ -1,0 +1,197 @@
+"""`replace_statements`: replace one statement, or a run of consecutive statements, found by its code.
+
+Example (sglang 0.5.9, `DecodePreallocQueue.pop_preallocated`: replace a `pass` placeholder by a timeout check)::
+
+    - op: replace_statements
+      file: srt/disaggregation/decode.py
+      within: DecodePreallocQueue._update_handshake_waiters   # optional: a class or function, dotted
+      match: |
+        if poll == KVPoll.Bootstrapping:
+            pass
+        elif poll == KVPoll.WaitingForInput:
+            ...
+      code: |
+        if poll == KVPoll.Bootstrapping:
+            self._check_bootstrap_timeout(decode_req)
+        elif poll == KVPoll.WaitingForInput:
+            ...
+
+`match` is the source of one or more statements, simple or compound (a whole `if`/`for`/`with`/`try`, its blocks
+included). It matches a run of consecutive statements of one block, at any depth under `within` (the module when
+`within` is not given; nested functions and classes included), whose code is the same up to formatting and comments
+(compared as ASTs, statement by statement). It must match exactly one run. `code` replaces the run, with the run's
+indentation; it may be empty (the run is deleted), or wrap the match (`with ctx:` + the matched statements, indented).
+The comment lines above the first matched statement stay above the replacement; comment lines at the top of `code`
+go below them. Blank lines at the top of `code` are kept. When `match` and `code` are the same code and differ only
+in comments or layout, the runs are told apart by their text (without the comment lines above the run). There are no wildcards: a recipe that needs one uses
+`insert_statements` or `replace_expression`.
+
+Answers: *changed*; *already applied* (no run matches `match` outside the code that replaced it, and `code` is
+there; with an empty `code`: no run matches `match`); *cannot apply* (nothing matches `match` nor `code`, with the
+statements that look most alike as candidates; several runs match; the replacement would empty a block; or a
+conflict: a statement that `code` adds, and `match` does not have, is already in `within`, so the release probably
+has the change in another form and applying it would duplicate it: `if_present_elsewhere: apply` allows it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal, Sequence
+
+import libcst as cst
+
+from ..anchors import NodePath, near, set_block_body
+from ..errors import AnchorAmbiguous, AnchorNotFound, Candidate, Conflict, RecipeError
+from ..model import option
+from ._code import blocks_under, contains, fingerprint, first_line, line_text, parse_block, scope_path
+from .base import AlreadyApplied, Changed, Operation, Outcome, attempt, register
+
+#: statements too common to say anything about where they are (`return`, `pass`, ...): never a conflict
+_COMMON = (cst.Pass, cst.Return, cst.Break, cst.Continue, cst.Expr)
+
+
+@register
+@dataclass(frozen=True, kw_only=True)
+class ReplaceStatements(Operation):
+    """Replace the one run of statements whose code equals `match` by `code` (empty: delete it)."""
+
+    op: Literal["replace_statements"]
+    match: str = option(description="the statements to replace: one statement or a run, compared as code")
+    code: str = option(default="", description="the replacement statements; empty deletes the match")
+    within: str | None = option(default=None, description="the class or function to search, dotted; default: "
+                                "the whole module")
+    if_present_elsewhere: Literal["refuse", "apply"] = option(
+        default="refuse", description="when a statement that `code` adds is already in `within`: refuse | apply")
+
+    def __post_init__(self) -> None:
+        if not self.match.strip():
+            raise ValueError("`match` is empty: it must hold the statements to replace")
+
+    def describe(self) -> str:
+        what = "delete" if not self.code.strip() else "replace"
+        where = f" in `{self.within}`" if self.within else ""
+        return f"{what} `{line_text(self.match)}`{where}"
+
+    def anchor(self) -> str:
+        return f"{self.within or 'the module'}: `{line_text(self.match)}`"
+
+    @attempt
+    def apply(self, module: cst.Module) -> Outcome:
+        old = parse_block(self.match, module, what="match")
+        new = parse_block(self.code, module)
+        if not old:
+            raise RecipeError("`match` holds no statement")
+        scope = scope_path(module, self.within)
+        old_keys = [fingerprint(module, s) for s in old]
+        new_keys = [fingerprint(module, s) for s in new]
+        if None in old_keys or None in new_keys:
+            raise RecipeError("`match` and `code` must be complete statements that Python can parse")
+        runs = _runs(module, scope, old, old_keys)
+        placed = _runs(module, scope, new, new_keys) if new else []
+        if old_keys == new_keys:
+            # a change of comments or layout only: the code is the same, so the text tells the runs apart
+            text = _text(cst.Module(body=new), new)
+            placed = [r for r in placed if _text(module, r[1]) == text]
+            runs = [r for r in runs if _text(module, r[1]) != text]
+        # a match inside the replacement is ours (the code wraps the match or keeps it): not an anchor
+        anchors = [r for r in runs if not any(_inside(r, p) for p in placed)]
+        if not anchors:
+            if new and placed:
+                return AlreadyApplied(placed[0][1][0])
+            if not new:
+                return AlreadyApplied(None)
+            raise AnchorNotFound(f"no statements matching `{line_text(self.match)}` in "
+                                 f"{f'`{self.within}`' if self.within else 'the module'}",
+                                 candidates=_near(module, scope, old[0]))
+        if len(anchors) > 1:
+            raise AnchorAmbiguous(f"{len(anchors)} runs of statements match `{line_text(self.match)}`",
+                                  candidates=[Candidate(f"`{first_line(module, r[1][0])}`", node=r[1][0])
+                                              for r in anchors])
+        owner, run = anchors[0]
+        if self.if_present_elsewhere == "refuse":
+            self._refuse_duplicates(module, scope, old_keys, new, new_keys)
+        return self._replace(module, owner, run, new)
+
+    def _refuse_duplicates(self, module: cst.Module, scope: NodePath, old_keys: list, new: list,
+                           new_keys: list) -> None:
+        added = [(s, k) for s, k in zip(new, new_keys) if k not in old_keys and not _common(s)]
+        if not added:
+            return
+        keys = {k for _, k in added}
+        for _, statements in blocks_under(scope):
+            for stmt in statements:
+                if fingerprint(module, stmt) in keys:
+                    where = f"`{self.within}`" if self.within else "the module"
+                    raise Conflict(f"{where} already has `{first_line(module, stmt)}`, which this step adds: the "
+                                   "release may have the change in another form",
+                                   hint="compare with the release; `if_present_elsewhere: apply` adds it anyway",
+                                   candidates=[Candidate(f"`{first_line(module, stmt)}`", node=stmt)])
+
+    def _replace(self, module: cst.Module, owner: NodePath, run: Sequence[cst.CSTNode],
+                 new: list[cst.BaseStatement]) -> Outcome:
+        statements = list(_body(owner))
+        i = next(j for j, s in enumerate(statements) if s is run[0])
+        lead = tuple(getattr(run[0], "leading_lines", ()))
+        if new:
+            new = [new[0].with_changes(leading_lines=(*lead, *new[0].leading_lines)), *new[1:]]
+        body = [*statements[:i], *new, *statements[i + len(run):]]
+        if not body and not isinstance(owner[-1], cst.Module):
+            raise Conflict("the replacement would leave an empty block",
+                           candidates=[Candidate(f"`{first_line(module, run[0])}`", node=run[0])])
+        if isinstance(owner[-1], cst.Module):
+            from ..anchors import replace_at
+
+            changed = replace_at(owner, owner[-1].with_changes(body=tuple(body))) if len(owner) > 1 \
+                else owner[-1].with_changes(body=tuple(body))
+        else:
+            changed = set_block_body(owner, body)
+        return Changed(changed, inserted=tuple(new), anchor=run[0])
+
+
+def _body(owner: NodePath) -> Sequence[cst.CSTNode]:
+    from ..anchors import body_of
+
+    return body_of(owner[-1])
+
+
+def _runs(module: cst.Module, scope: NodePath, stmts: list, keys: list) -> list[tuple[NodePath, tuple]]:
+    """(owner path, statements) of every run of consecutive statements whose fingerprints are `keys`."""
+    want = type(stmts[0])
+    out = []
+    k = len(keys)
+    for owner, statements in blocks_under(scope):
+        statements = list(statements)
+        for i in range(len(statements) - k + 1):
+            if type(statements[i]) is not want:  # cheap filter before rendering and parsing
+                continue
+            if all(fingerprint(module, statements[i + j]) == keys[j] for j in range(k)):
+                out.append((owner, tuple(statements[i:i + k])))
+    return out
+
+
+def _text(module: cst.Module, stmts: Sequence[cst.CSTNode]) -> str:
+    """Statements as text at column 0, without the comment lines above the first one (kept by a replacement)."""
+    import textwrap
+
+    first = stmts[0].with_changes(leading_lines=()) if hasattr(stmts[0], "leading_lines") else stmts[0]
+    code = "".join(module.code_for_node(s) for s in (first, *stmts[1:]))
+    return textwrap.dedent(code.replace("\r\n", "\n")).strip("\n")
+
+
+def _inside(run: tuple[NodePath, tuple], placed: tuple[NodePath, tuple]) -> bool:
+    """Is the run `run` part of (or nested in) the statements of `placed`?"""
+    return any(contains(p, run[1][0]) for p in placed[1])
+
+
+def _common(stmt: cst.CSTNode) -> bool:
+    return isinstance(stmt, cst.SimpleStatementLine) and all(isinstance(s, _COMMON) for s in stmt.body) \
+        and not any(isinstance(s, cst.Expr) and isinstance(s.value, cst.Call) for s in stmt.body)
+
+
+def _near(module: cst.Module, scope: NodePath, first: cst.CSTNode) -> list[Candidate]:
+    want = first_line(cst.Module(body=[first]), first) if isinstance(first, cst.BaseStatement) else ""
+    by_text: dict[str, cst.CSTNode] = {}
+    for _, statements in blocks_under(scope):
+        for stmt in statements:
+            by_text.setdefault(first_line(module, stmt), stmt)
+    return [Candidate(f"`{t}`", node=by_text[t]) for t in near(want, list(by_text))]

@@ -1,0 +1,331 @@
+"""`specpatch import` and `specpatch port`: diffs written or generated here, never another project's patches."""
+
+from __future__ import annotations
+
+import difflib
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from patcher import importer
+from patcher.errors import UsageError
+from patcher.recipe import load_recipe
+
+BEFORE = '''\
+"""Module doc."""
+
+import os
+from typing import (
+    List,
+    Optional,
+)
+
+LIMIT = 4
+
+
+def poll(a, b):
+    return a + b
+
+
+@dataclass
+class KVArgs:
+    kv_data_ptrs: List[int]
+    aux_data_ptrs: List[int]
+
+
+class Queue:
+    def __init__(self, size):
+        self.size = size
+        self.items = make(
+            size,
+            mode="a",
+        )
+
+    def pop(self):
+        if self.items:
+            pass
+        else:
+            return None
+        return self.items.pop()
+
+    def add(self, x):
+        """Add."""
+        self.items.append(x)
+
+
+def add_cli_args(parser):
+    parser.add_argument("--a", type=int)
+    parser.add_argument("--b", type=int)
+
+
+# end of module
+'''
+
+EDITS = [
+    ("def poll(a, b):\n    return a + b\n", "def poll(a, b, c=0):\n    return a + b + c\n\n\ndef helper():\n    return 1\n"),
+    ("    kv_data_ptrs: List[int]\n", "    kv_data_ptrs: List[int]\n    aux_buffer_names: List[str]\n"),
+    ('            mode="a",\n', '            mode="a",\n            fast=True,\n'),
+    ("            pass\n", "            # wait for the next batch\n            self.check()\n"),
+    ("    def add(self, x):", '    def clear(self):\n        """Clear\n        all."""\n        self.items.clear()\n\n'
+                            "    def add(self, x):"),
+    ('    parser.add_argument("--a", type=int)\n',
+     '    parser.add_argument("--a", type=int)\n    parser.add_argument("--a2", type=int)\n'),
+]
+
+
+def edited(text: str, edits=EDITS) -> str:
+    for old, new in edits:
+        assert old in text, old
+        text = text.replace(old, new, 1)
+    return text
+
+
+def git_diff(before: str, after: str, rel: str, prefix: str = "python/sglang/") -> str:
+    lines = difflib.unified_diff(before.splitlines(True), after.splitlines(True), f"a/{prefix}{rel}",
+                                 f"b/{prefix}{rel}", n=3)
+    return f"diff --git a/{prefix}{rel} b/{prefix}{rel}\nindex 1111111..2222222 100644\n" + "".join(lines)
+
+
+def package(root: Path, files: dict[str, str]) -> Path:
+    pkg = root / "sglang"
+    for rel, text in files.items():
+        (pkg / rel).parent.mkdir(parents=True, exist_ok=True)
+        (pkg / rel).write_bytes(text.encode())
+    return pkg
+
+
+def lift_and_write(tmp_path: Path, pkg: Path, patch: str, name: str = "lifted"):
+    lifted = importer.lift(pkg, patch)
+    out = importer.write_recipe(lifted, tmp_path / "recipes" / f"{name}.yaml", package="sglang", release="0.0.1",
+                                source="test.patch")
+    return lifted, out
+
+
+# --------------------------------------------------------------------------------------------------- the diff
+
+
+def test_parse_patch_reads_git_and_gnu_diffs_with_any_path_style():
+    gnu = ("--- sglang/srt/a.py\t2026-01-01 00:00:00.000000000 +0000\n+++ sglang/srt/a.py\t2026-01-02 00:00:00.0 +0000\n"
+           "@@ -1,2 +1,2 @@\n x = 1\n-y = 2\n+y = 3\n\\ No newline at end of file\n")
+    rel = "--- srt/b.py\n+++ srt/b.py\n@@ -3 +3,2 @@\n z\n+w\n"
+    files = importer.parse_patch(git_diff("a\n", "b\n", "srt/c.py") + gnu + rel)
+    assert [(f.old, f.new, len(f.hunks)) for f in files] == [("srt/c.py", "srt/c.py", 1), ("srt/a.py", "srt/a.py", 1),
+                                                            ("srt/b.py", "srt/b.py", 1)]
+    assert files[1].hunks[0].lines[-1].startswith("\\ No newline")
+    assert (files[2].hunks[0].old_len, files[2].hunks[0].new_len) == (1, 2)
+    assert importer.parse_patch("--- /dev/null\n+++ b/python/sglang/n.py\n@@ -0,0 +1 @@\n+x = 1\n")[0].old is None
+
+
+@pytest.mark.parametrize("text, message", [
+    ("just some text\n", "holds no hunk"),
+    ("--- a/x.py\n+++ b/x.py\n@@ -1,3 +1,3 @@\n a\n-b\n+c\n", "cut short"),
+])
+def test_parse_patch_refuses_what_is_not_a_whole_diff(text, message):
+    with pytest.raises(UsageError, match=message) as info:
+        importer.parse_patch(text)
+    assert info.value.exit_code == 2
+
+
+def test_a_hunk_sits_where_its_lines_are_even_at_another_line():
+    text = "a\nb\nc\nd\ne\n"
+    fp = importer.parse_patch("--- x.py\n+++ x.py\n@@ -1,2 +1,2 @@\n d\n-e\n+E\n")[0]
+    units, bad = importer.units_of(text, fp)
+    assert not bad and [(u.start, u.old, u.new) for u in units] == [(4, ["e\n"], ["E\n"])]
+
+
+# --------------------------------------------------------------------------------------------------- lifting
+
+
+def test_lift_chooses_the_robust_operation_per_hunk_and_round_trips(tmp_path):
+    pkg = package(tmp_path / "base", {"srt/mod.py": BEFORE})
+    after = edited(BEFORE)
+    lifted, out = lift_and_write(tmp_path, pkg, git_diff(BEFORE, after, "srt/mod.py"))
+    ops = [s.options["op"] for s in lifted.steps]
+    assert ops == ["add_parameter", "replace_expression", "add_definition", "add_dataclass_field",
+                   "add_keyword_argument", "replace_statements", "add_method", "add_argparse_argument"]
+    assert lifted.lifted == len(lifted.hunks) and not lifted.skipped
+    method = next(s for s in lifted.steps if s.options["op"] == "add_method")
+    assert (method.options["class"], method.options["after"]) == ("Queue", "pop")
+    # the recipe is readable: named steps, multi-line code in files beside it
+    recipe = load_recipe(out)
+    assert all(s.name and s.name.startswith("srt-mod-h") for s in recipe.steps)
+    code_files = sorted(p.name for p in (out.parent / "lifted").rglob("*.py"))
+    assert any(name.endswith("add-method-clear.code.py") for name in code_files)
+    rt = importer.round_trip(out, pkg, lifted.expected)
+    assert rt.ok and rt.identical == ["srt/mod.py"]
+    assert lifted.expected["srt/mod.py"] == after.encode()
+
+
+def test_applying_the_lifted_recipe_to_the_patched_file_changes_nothing(tmp_path):
+    pkg = package(tmp_path / "base", {"srt/mod.py": BEFORE})
+    lifted, out = lift_and_write(tmp_path, pkg, git_diff(BEFORE, edited(BEFORE), "srt/mod.py"))
+    patched = package(tmp_path / "patched", {"srt/mod.py": edited(BEFORE)})
+    ported = importer.port(load_recipe(out), patched)
+    assert {s.status for s in ported.steps} == {"already_upstream"}
+    assert ported.files["srt/mod.py"] == edited(BEFORE).encode()
+
+
+def test_crlf_file_round_trips(tmp_path):
+    before = BEFORE.replace("\n", "\r\n")
+    after = edited(BEFORE).replace("\n", "\r\n")
+    pkg = package(tmp_path / "base", {"srt/mod.py": before})
+    lifted, out = lift_and_write(tmp_path, pkg, git_diff(before, after, "srt/mod.py"))
+    assert lifted.lifted == len(lifted.hunks)
+    assert importer.round_trip(out, pkg, lifted.expected).ok
+    assert lifted.expected["srt/mod.py"] == after.encode()
+
+
+def test_a_hunk_no_operation_reproduces_becomes_a_step_that_refuses_with_its_place(tmp_path):
+    pkg = package(tmp_path / "base", {"srt/mod.py": BEFORE})
+    after = BEFORE.replace("# end of module", "# the end")  # a comment after the last statement
+    lifted, out = lift_and_write(tmp_path, pkg, git_diff(BEFORE, after, "srt/mod.py"))
+    assert [s.options["op"] for s in lifted.steps] == ["unexpressed_hunk"]
+    assert lifted.lifted == 0 and lifted.hunks[0].reason
+    ported = importer.port(load_recipe(out), pkg)
+    step = ported.steps[0]
+    assert step.status == "refused" and "hunk not expressed" in step.message
+    assert "@@ -" in step.message and step.error.exit_code == 3
+    assert not importer.round_trip(out, pkg, lifted.expected).ok
+
+
+def test_a_hunk_that_is_not_for_this_release_is_a_refusing_step_not_a_drop(tmp_path):
+    pkg = package(tmp_path / "base", {"srt/mod.py": BEFORE})
+    patch = git_diff(BEFORE.replace("LIMIT = 4", "LIMIT = 5"), BEFORE.replace("LIMIT = 4", "LIMIT = 6"), "srt/mod.py")
+    lifted, out = lift_and_write(tmp_path, pkg, patch)
+    assert [(s.options["op"], s.options["reason"]) for s in lifted.steps] == [
+        ("unexpressed_hunk", "its old lines are not in the file")]
+    assert importer.port(load_recipe(out), pkg).steps[0].status == "refused"
+
+
+def test_files_the_recipe_cannot_touch_are_reported(tmp_path):
+    pkg = package(tmp_path / "base", {"srt/mod.py": BEFORE})
+    patch = "--- /dev/null\n+++ b/python/sglang/srt/new.py\n@@ -0,0 +1 @@\n+x = 1\n"
+    lifted = importer.lift(pkg, patch)
+    assert lifted.skipped == [("srt/new.py", "new file: recipes edit existing files only")]
+    assert lifted.lifted == 0
+
+
+# --------------------------------------------------------------------------------------------------- porting
+
+
+def test_port_says_applied_already_upstream_or_refused_and_never_applies_twice(tmp_path):
+    pkg = package(tmp_path / "base", {"srt/mod.py": BEFORE})
+    lifted, out = lift_and_write(tmp_path, pkg, git_diff(BEFORE, edited(BEFORE), "srt/mod.py"))
+    # the next release: upstream adopted `clear` (same code, other layout), renamed `pop` away, kept the rest
+    later = edited(BEFORE, [EDITS[4]]).replace('"""Clear\n        all."""', '"""Clear\n        all."""  # upstream')
+    later = later.replace("    def pop(self):\n        if self.items:\n            pass\n",
+                          "    def take(self):\n        if self.items:\n            pass\n")
+    release = package(tmp_path / "later", {"srt/mod.py": later})
+    ported = importer.port(load_recipe(out), release)
+    by_op = {s.op: s for s in ported.steps}
+    assert by_op["add_method"].status == "already_upstream"
+    assert by_op["replace_statements"].status == "refused"
+    assert "Queue.pop" in by_op["replace_statements"].message
+    assert {by_op[k].status for k in ("add_dataclass_field", "add_keyword_argument", "add_argparse_argument",
+                                      "add_parameter")} == {"applied"}
+    assert ported.files["srt/mod.py"].count(b"def clear(self)") == 1
+
+
+def test_port_refuses_code_upstream_already_has_elsewhere(tmp_path):
+    before = "def f(self):\n    self.a()\n    return 1\n"
+    after = "def f(self):\n    self.a()\n    self.flush()\n    return 1\n"
+    pkg = package(tmp_path / "base", {"srt/m.py": before})
+    lifted, out = lift_and_write(tmp_path, pkg, git_diff(before, after, "srt/m.py"))
+    later = "def f(self):\n    self.flush()\n    self.a()\n    return 1\n"  # upstream has it, in another place
+    ported = importer.port(load_recipe(out), package(tmp_path / "later", {"srt/m.py": later}))
+    assert [s.status for s in ported.steps] == ["refused"]
+    assert "self.flush()" in ported.steps[0].message and "another form" in ported.steps[0].message
+    assert ported.files["srt/m.py"].count(b"self.flush()") == 1
+
+
+# --------------------------------------------------------------------------------------------------- real releases
+
+
+def run(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "200",
+           "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    return subprocess.run([sys.executable, "-m", "patcher", *args], capture_output=True, text=True, cwd=cwd, env=env,
+                          timeout=900)
+
+
+@pytest.mark.sglang
+def test_cli_lifts_upstreams_own_change_between_two_releases_and_ports_it(tmp_path, sglang_release):
+    """The diff of one file from sglang 0.5.9 to 0.5.10, made here: lifted on 0.5.9 it round-trips byte for byte;
+    ported to 0.5.10, every step finds its change already there (exit 0, nothing applied twice)."""
+    rel = "srt/disaggregation/utils.py"
+    old = (sglang_release("0.5.9") / "sglang" / rel).read_text()
+    new = (sglang_release("0.5.10") / "sglang" / rel).read_text()
+    (tmp_path / "up.patch").write_text(git_diff(old, new, rel))
+    done = run("import", "up.patch", "--release", "0.5.9", "-o", "recipes/upstream-utils.yaml", "--json",
+               cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    import json
+
+    report = json.loads(done.stdout)
+    assert report["lifted"] == report["hunks"] > 3 and report["round_trip"]["identical"] == [rel]
+    ops = {s.op for s in load_recipe(tmp_path / "recipes/upstream-utils.yaml").steps}
+    assert "add_definition" in ops  # new module-level functions are added by name, not as text
+    done = run("port", "recipes/upstream-utils.yaml", "--release", "0.5.10", "--json", cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    ported = json.loads(done.stdout)
+    assert ported["already_upstream"] == len(ported["steps"]) and ported["applied"] == 0
+
+
+@pytest.mark.sglang
+def test_cli_import_exit_codes(tmp_path, sglang_release):
+    sglang_release("0.5.9")
+    (tmp_path / "bad.patch").write_text("not a diff\n")
+    assert run("import", "bad.patch", "--release", "0.5.9", cwd=tmp_path).returncode == 2
+    rel = "srt/disaggregation/utils.py"
+    text = (sglang_release("0.5.9") / "sglang" / rel).read_text()
+    # a comment added after the last statement of the module: no operation expresses it
+    after = text + "# trailing note\n"
+    (tmp_path / "note.patch").write_text(git_diff(text, after, rel))
+    done = run("import", "note.patch", "--release", "0.5.9", "-o", "note.yaml", cwd=tmp_path)
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert "not expressed" in done.stderr
+
+
+@pytest.mark.sglang
+def test_bench_import_scores_a_port_against_the_teams_port(tmp_path, sglang_release):
+    """bench/import.py on a patch made here: upstream's own 0.5.9 -> 0.5.10 change of one file (so 0.5.10 has it),
+    a method the team carries to 0.5.10, and a change the team dropped. specpatch lands the carried hunk as the
+    team did, reports the upstream hunks as already there and applies none of them twice."""
+    old9, new10 = (sglang_release(v) / "sglang" for v in ("0.5.9", "0.5.10"))
+    utils = "srt/disaggregation/utils.py"
+    checker = "srt/utils/weight_checker.py"
+    method = ("    def _reset_tensors(self):", "    def _noop(self):\n        return None\n\n"
+                                             "    def _reset_tensors(self):")
+    dropped = ("    info_messages = []\n", '    info_messages = ["x"]\n')
+    text = (old9 / checker).read_text()
+    assert text == (new10 / checker).read_text()  # the file is the same in both releases
+    ours = git_diff((old9 / utils).read_text(), (new10 / utils).read_text(), utils) + git_diff(
+        text, edited(text, [method, dropped]), checker)
+    team = git_diff(text, edited(text, [method]), checker)
+    (tmp_path / "ours.patch").write_text(ours)
+    (tmp_path / "team.patch").write_text(team)
+    bench = Path(__file__).resolve().parent.parent / "bench" / "import.py"
+    argv = [sys.executable, str(bench), str(tmp_path / "ours.patch"), "--base", "0.5.9", "--later", "0.5.10",
+            "--truth", str(tmp_path / "team.patch")]
+    done = subprocess.run([*argv, "--json", str(tmp_path / "out.json"), "--keep", str(tmp_path / "kept")],
+                          capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stdout + done.stderr
+    import json
+
+    out = json.loads((tmp_path / "out.json").read_text())
+    # scoring the kept recipe again (without lifting) gives the same figures
+    again = subprocess.run([*argv, "--json", str(tmp_path / "again.json"), "--recipe",
+                            str(tmp_path / "kept" / "bench-lifted.yaml")], capture_output=True, text=True, timeout=900)
+    assert again.returncode == 0, again.stdout + again.stderr
+    second = json.loads((tmp_path / "again.json").read_text())
+    assert second["truth"]["tools"] == out["truth"]["tools"] and second["lifted"] == out["lifted"]
+    assert out["lifted"] == out["hunks"] and out["round_trip_identical_files"] == out["round_trip_files"] == 2
+    classes = out["truth"]["classes"]
+    assert classes.get("carried") == 1 and classes.get("dropped") == 1 and classes.get("upstream", 0) >= 3
+    spec = out["truth"]["tools"]["specpatch"]
+    assert spec["carried"]["landed"] == 1 and spec["carried"]["wrong"] == 0
+    assert spec["upstream"]["already_upstream"] == classes["upstream"] and spec["upstream"]["wrong"] == 0
+    assert "patch --fuzz 2" in out["truth"]["tools"] and "landed as the team's port" in done.stdout

@@ -1,0 +1,93 @@
+"""add_definition (module-level code after/before a named definition or at the end) and unexpressed_hunk."""
+
+from __future__ import annotations
+
+import pytest
+from op_helpers import cannot, check, op, unchanged
+
+from patcher.errors import AnchorAmbiguous, AnchorNotFound, Conflict, HunkNotExpressed
+from patcher.model import ValidationError
+
+BEFORE = """
+    import os
+
+    LIMIT = 4
+
+
+    def poll():
+        return 1
+
+
+    class Queue:
+        pass
+    """
+
+HELPER = "\n\ndef is_profiling() -> bool:\n    return os.environ.get('P') == '1'\n"
+
+
+def test_function_after_a_named_function_with_its_blank_lines():
+    check(op("add_definition", after="poll", code=HELPER), BEFORE, """
+        import os
+
+        LIMIT = 4
+
+
+        def poll():
+            return 1
+
+
+        def is_profiling() -> bool:
+            return os.environ.get('P') == '1'
+
+
+        class Queue:
+            pass
+        """)
+
+
+def test_statement_before_an_assignment_target_and_at_the_end():
+    check(op("add_definition", before="LIMIT", code="# the default\nDEFAULT = 2\n"), BEFORE,
+          BEFORE.replace("LIMIT = 4", "# the default\n    DEFAULT = 2\n    LIMIT = 4"))
+    check(op("add_definition", code="\n\n__all__ = ['poll']"), BEFORE, BEFORE + "\n\n    __all__ = ['poll']\n")
+
+
+def test_already_applied_and_conflict():
+    unchanged(op("add_definition", after="LIMIT", code="def poll():\n    return (1)  # same"), BEFORE)
+    cannot(op("add_definition", after="LIMIT", code="def poll():\n    return 2"), BEFORE, Conflict,
+           mentions=("poll",), candidates=("def poll():",))
+
+
+def test_near_miss_names():
+    cannot(op("add_definition", after="pol", code="X = 1"), BEFORE, AnchorNotFound, candidates=("poll",))
+    cannot(op("add_definition", after="X", code="Y = 1"), "X = 1\nX = 2\n", AnchorAmbiguous)
+    # a method of the same name is not a module-level definition
+    cannot(op("add_definition", after="run", code="Y = 1"), "class A:\n    def run(self):\n        pass\n",
+           AnchorNotFound)
+
+
+def test_after_and_before_together_is_a_recipe_error():
+    with pytest.raises(ValidationError, match="not both"):
+        op("add_definition", after="a", before="b", code="X = 1")
+
+
+def test_unexpressed_hunk_always_refuses_with_the_hunk():
+    err = cannot(op("unexpressed_hunk", hunk="@@ -3,2 +3,2 @@", reason="only comments", diff="-# a\n+# b\n"),
+                 BEFORE, HunkNotExpressed, mentions=("@@ -3,2 +3,2 @@", "only comments"), candidates=("+# b",))
+    assert err.exit_code == 3
+
+
+NEW_OPS = ("replace_statements", "replace_expression", "add_keyword_argument", "add_element", "add_parameter",
+           "add_definition", "unexpressed_hunk")
+
+
+@pytest.mark.parametrize("kind", NEW_OPS)
+def test_the_new_operations_are_registered_documented_and_in_the_schema(kind):
+    import importlib
+    import json
+
+    from patcher.operations import REGISTRY
+    from patcher.recipe import json_schema
+
+    cls = REGISTRY[kind]
+    assert importlib.import_module(cls.__module__).__doc__.startswith(f"`{kind}`")  # the user documentation
+    assert f'"const": "{kind}"' in json.dumps(json_schema()) or f'"{kind}"' in json.dumps(json_schema())

@@ -1,0 +1,158 @@
+"""The expression-level operations: replace_expression, add_keyword_argument, add_element, add_parameter."""
+
+from __future__ import annotations
+
+import pytest
+from op_helpers import cannot, check, op, unchanged
+
+from patcher.errors import AnchorAmbiguous, AnchorNotFound, Conflict
+from patcher.model import ValidationError
+
+CONFIG = """
+    class ModelConfig:
+        def __init__(self, hf_config, is_draft_model):
+            if is_draft_model and hf_config.architectures[0] in [
+                "DeepseekV3ForCausalLM",
+                "GlmMoeDsaForCausalLM",
+            ]:
+                hf_config.architectures[0] = "DeepseekV3ForCausalLMNextN"
+            self.queue = DecodePreallocQueue(
+                req_to_token_pool=self.req_to_token_pool,
+                transfer_backend=self.transfer_backend,
+            )
+            self.other = make(1, (2, 3), mode="a")
+
+        def other(self):
+            names = ["DeepseekV3ForCausalLM"]
+    """
+
+
+# ----------------------------------------------------------------------------------------------- replace_expression
+
+
+def test_replace_expression_in_a_nested_position():
+    check(op("replace_expression", within="ModelConfig.__init__", match='make(1, (2,3), mode = "a")',
+             code='make(1, (2, 3), mode="b")'), CONFIG, CONFIG.replace('mode="a"', 'mode="b"'))
+
+
+def test_replace_expression_wrapping_the_match_is_idempotent():
+    check(op("replace_expression", match="hf_config.architectures[0]", code="str(hf_config.architectures[0])",
+             within="ModelConfig.__init__"), """
+        class ModelConfig:
+            def __init__(self, hf_config):
+                return hf_config.architectures[0]
+        """, """
+        class ModelConfig:
+            def __init__(self, hf_config):
+                return str(hf_config.architectures[0])
+        """)
+
+
+def test_replace_expression_near_miss_and_attribute_names_are_not_expressions():
+    # `queue` as the attr of `self.queue` is not the expression `queue`
+    cannot(op("replace_expression", match="queue", code="q"), CONFIG, AnchorNotFound)
+    cannot(op("replace_expression", match='make(1, (2, 3), mode="c")', code="x"), CONFIG, AnchorNotFound,
+           candidates=('make(1, (2, 3), mode="a")',))
+
+
+def test_replace_expression_ambiguous():
+    cannot(op("replace_expression", match='"DeepseekV3ForCausalLM"', code='"X"'), CONFIG, AnchorAmbiguous)
+
+
+def test_replace_expression_already_applied():
+    unchanged(op("replace_expression", match='mode="z"', code='1') if False else
+              op("replace_expression", match='make(0)', code='make(1, (2, 3), mode="a")'), CONFIG)
+
+
+# ----------------------------------------------------------------------------------------------- add_keyword_argument
+
+
+def test_keyword_argument_in_a_call_written_one_argument_per_line():
+    check(op("add_keyword_argument", within="ModelConfig.__init__", call="DecodePreallocQueue(...)",
+             code="enable_profiling=True"), CONFIG, CONFIG.replace(
+        "transfer_backend=self.transfer_backend,\n",
+        "transfer_backend=self.transfer_backend,\n                enable_profiling=True,\n"))
+
+
+def test_keyword_argument_after_a_keyword_on_one_line():
+    check(op("add_keyword_argument", call="make(...)", after="mode", code="fast=False"), CONFIG,
+          CONFIG.replace('mode="a")', 'mode="a", fast=False)'))
+    check(op("add_keyword_argument", call="f(a)", code="b=2"), "x = f(a)\n", "x = f(a, b=2)\n")
+
+
+def test_keyword_argument_conflict_near_miss_and_ambiguity():
+    cannot(op("add_keyword_argument", call="make(...)", code='mode="b"'), CONFIG, Conflict, mentions=("mode",))
+    cannot(op("add_keyword_argument", call="make(2, ...)", code="fast=1"), CONFIG, AnchorNotFound,
+           candidates=('make(1, (2, 3), mode="a")',))
+    cannot(op("add_keyword_argument", call="f(...)", code="b=1"), "f(1)\nf(2)\n", AnchorAmbiguous)
+    unchanged(op("add_keyword_argument", call="make(1, ...)", code='mode = "a"'), CONFIG)
+
+
+def test_keyword_argument_recipe_errors():
+    with pytest.raises(ValidationError, match="keyword argument"):
+        op("add_keyword_argument", call="f(...)", code="1")
+    with pytest.raises(ValidationError, match="pattern of a call"):
+        op("add_keyword_argument", call="f", code="a=1")
+
+
+# ----------------------------------------------------------------------------------------------- add_element
+
+
+def test_element_after_a_named_one_in_a_multiline_list():
+    check(op("add_element", within="ModelConfig.__init__", after='"DeepseekV3ForCausalLM"',
+             code='"DeepseekV32ForCausalLM"'), CONFIG, CONFIG.replace(
+        '"DeepseekV3ForCausalLM",\n', '"DeepseekV3ForCausalLM",\n                "DeepseekV32ForCausalLM",\n', 1))
+
+
+def test_element_at_the_end_of_a_one_line_tuple_and_set():
+    check(op("add_element", after="3", code="4"), "x = (2, 3)\n", "x = (2, 3, 4)\n")
+    check(op("add_element", after="'a'", code="'b'"), "S = {'a'}\n", "S = {'a', 'b'}\n")
+
+
+def test_element_already_there_anywhere_in_the_literal():
+    unchanged(op("add_element", after="1", code="3"), "x = [3, 1, 2]\n")
+
+
+def test_element_near_miss_and_ambiguity():
+    cannot(op("add_element", within="ModelConfig.__init__", after='"DeepseekV4ForCausalLM"', code='"X"'), CONFIG,
+           AnchorNotFound, candidates=('"DeepseekV3ForCausalLM"',))
+    cannot(op("add_element", after='"DeepseekV3ForCausalLM"', code='"X"'), CONFIG, AnchorAmbiguous)
+
+
+# ----------------------------------------------------------------------------------------------- add_parameter
+
+
+def test_parameter_after_a_named_one_and_at_the_end():
+    check(op("add_parameter", function="ModelConfig.__init__", after="hf_config", code="revision"),
+          CONFIG, CONFIG.replace("(self, hf_config, is_draft_model)", "(self, hf_config, revision, is_draft_model)"))
+    check(op("add_parameter", function="f", code="c=None"), """
+        def f(
+            a,
+            b,
+        ):
+            pass
+        """, """
+        def f(
+            a,
+            b,
+            c=None,
+        ):
+            pass
+        """)
+
+
+def test_parameter_before_star_args():
+    check(op("add_parameter", function="f", code="c=1"), "def f(a, *args, **kw):\n    pass\n",
+          "def f(a, c=1, *args, **kw):\n    pass\n")
+
+
+def test_parameter_without_default_after_defaults_is_refused():
+    cannot(op("add_parameter", function="f", code="b"), "def f(a=1):\n    pass\n", Conflict, mentions=("default",))
+
+
+def test_parameter_conflict_and_near_miss():
+    unchanged(op("add_parameter", function="f", code="a : int=1"), "def f(a: int = 1):\n    pass\n")
+    cannot(op("add_parameter", function="f", code="a: int = 2"), "def f(a: int = 1):\n    pass\n", Conflict)
+    cannot(op("add_parameter", function="f", after="bb", code="c=1"), "def f(b):\n    pass\n", AnchorNotFound,
+           candidates=("b",))
+    cannot(op("add_parameter", function="g", code="c=1"), "def f(b):\n    pass\n", AnchorNotFound)
