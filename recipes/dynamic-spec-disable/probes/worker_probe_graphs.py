@@ -1012,6 +1012,81 @@ def check_refusals():
     return "the worker accepts padded/single/skip and refuses N < 0, topk != 1 and an unknown catch-up mode"
 
 
+def check_operator_counting():
+    # The steps without speculation, for the operator: counted from the results by the real (patched)
+    # process_batch_result_decode, shown (and reset) by the real log_decode_stats, totalled by get_internal_state.
+    from sglang.srt.disaggregation.utils import DisaggregationMode
+    from sglang.srt.managers import scheduler as scheduler_module
+    from sglang.srt.managers import scheduler_metrics_mixin
+    from sglang.srt.managers.scheduler_metrics_mixin import SchedulerMetricsMixin
+
+    class Stop(Exception):
+        pass
+
+    def stop():  # the first call after the counting: the rest of the processing needs a real scheduler
+        raise Stop()
+
+    w = make_worker(2, catch_up="skip")
+    fallback = w.forward_batch_generation(decode_batch(3))
+    speculative = w.forward_batch_generation(decode_batch(1))
+    assert getattr(fallback, "speculation_disabled", False) and not getattr(speculative, "speculation_disabled", False)
+    fake = SimpleNamespace(
+        num_generated_tokens=0, update_spec_metrics=lambda bs, accepted: None, enable_metrics=False,
+        token_to_kv_pool_allocator=SimpleNamespace(free_group_begin=stop),
+        _resolve_spec_overlap_token_ids=lambda result, batch: [])
+    batch = SimpleNamespace(reqs=[], spec_algorithm=EAGLE, is_spec_v2=True, batch_size=lambda: 0)
+    for result in (fallback, fallback, speculative):
+        try:
+            SchedulerOutputProcessorMixin.process_batch_result_decode(fake, batch, result)
+        except Stop:
+            pass
+    assert getattr(fake, "spec_disable_num_steps", 0) == 2 and getattr(fake, "spec_disable_total_steps", 0) == 2, \
+        f"process_batch_result_decode counted {getattr(fake, 'spec_disable_num_steps', 0)} steps without " \
+        "speculation for 2 fallback results and 1 speculative one"
+
+    fake.__dict__.update(
+        last_decode_stats_tic=0.0, is_hybrid_swa=False, is_hybrid_ssm=False, _get_token_info=lambda: (0, 0.0, 0, 0),
+        forward_ct=0, spec_algorithm=EAGLE, spec_num_accepted_tokens=0, spec_num_forward_ct=3,
+        spec_total_num_accepted_tokens=0, spec_total_num_forward_ct=0, disaggregation_mode=DisaggregationMode.NULL,
+        server_args=SimpleNamespace(speculative_num_steps=STEPS, speculative_num_draft_tokens=N_DRAFT,
+                                    language_only=False, decode_log_interval=40),
+        device="cpu", waiting_queue=[], running_batch=SimpleNamespace(reqs=[]), _publish_kv_events=lambda: None)
+    records = []
+    handler = logging.Handler()
+    handler.emit = records.append
+    logger = scheduler_metrics_mixin.logger
+    logger.addHandler(handler)
+    level = logger.level
+    logger.setLevel(logging.INFO)
+    try:
+        SchedulerMetricsMixin.log_decode_stats(fake, can_run_cuda_graph=True)
+        fake.spec_num_forward_ct = 1  # the next interval's verifies (the line divides by them)
+        SchedulerMetricsMixin.log_decode_stats(fake, can_run_cuda_graph=True)
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+    lines = [r.getMessage() for r in records if r.getMessage().startswith("Decode batch")]
+    assert len(lines) == 2, lines
+    assert "steps without speculation: 2" in lines[0], f"the decode log line does not say 2: {lines[0]}"
+    assert "steps without speculation" not in lines[1], f"the count was not reset after the line: {lines[1]}"
+
+    kvcache = SimpleNamespace(mem_usage=0.0)
+    fake.__dict__.update(
+        last_gen_throughput=0.0, max_total_num_tokens=1, max_running_requests=8,
+        tp_worker=SimpleNamespace(model_runner=SimpleNamespace(weight_load_mem_usage=0.0, graph_mem_usage=0.0)),
+        token_to_kv_pool_allocator=SimpleNamespace(get_kvcache=lambda: kvcache))
+    real_global_args = scheduler_module.get_global_server_args
+    scheduler_module.get_global_server_args = lambda: SimpleNamespace()
+    try:
+        state = scheduler_module.Scheduler.get_internal_state(fake, None).internal_state
+    finally:
+        scheduler_module.get_global_server_args = real_global_args
+    assert state.get("spec_disable_num_steps") == 2, \
+        f"get_internal_state reports spec_disable_num_steps {state.get('spec_disable_num_steps')!r}, not 2"
+    return "2 fallback results counted, 'steps without speculation: 2' in the decode log line (then reset), " \
+        "spec_disable_num_steps 2 in get_internal_state"
+
+
 def main():
     report.run("patched", check_patched)
     if report.failed:
@@ -1035,6 +1110,7 @@ def main():
     report.run("NaN detection", check_nan_detection)
     report.run("grammar", check_grammar)
     report.run("worker refusals", check_refusals)
+    report.run("operator counting", check_operator_counting)
     report.finish()
 
 
