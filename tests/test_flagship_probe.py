@@ -1,7 +1,10 @@
-"""The flagship's behaviour probe passes on sglang 0.5.9 patched by the recipe, and fails on broken fallbacks.
+"""The recipe's own steps (the eager fallback, base of the 0.5.4-0.5.12 ports but 0.5.9) and their behaviour probe,
+worker_probe.py, on sglang 0.5.9, the release they were written for: it passes on the patched release and fails on
+broken fallbacks. (0.5.9 itself gets the `fallback-0.5.9` variant, one-token CUDA graphs: tests/test_flagship_probe_graphs.py.)
 
-The recipe is applied with the engine to a copy of a pristine 0.5.9; the probe then runs as `specpatch verify` runs
-it (a subprocess of an interpreter in which sglang imports, the copy first on sys.path, GPU-only packages stubbed).
+The recipe's steps, without its variants, are applied with the engine to a copy of a pristine 0.5.9; the probe then
+runs as `specpatch verify` runs it (a subprocess of an interpreter in which sglang imports, the copy first on sys.path,
+GPU-only packages stubbed).
 Each broken variant edits one thing in the patched eagle_worker_v2.py (accept_lens of 2, draft() called, the graph
 runner not restored, ...) and the probe must report a PROBE-FAIL and exit non-zero.
 
@@ -11,6 +14,7 @@ release (fetched from the registry, cached).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -39,14 +43,20 @@ def cpu_python(cpuenv_python) -> str:
     return cpuenv_python
 
 
+def base_recipe():
+    """The recipe with its own steps and checks only (no variants): what the change_steps ports start from."""
+    return dataclasses.replace(load_recipe(str(RECIPE)), variants=())
+
+
 @pytest.fixture(scope="module")
 def patched(tmp_path_factory, sglang_release) -> Path:
-    """A copy of sglang 0.5.9 with the recipe applied by the engine; its root holds the `sglang` folder."""
+    """A copy of sglang 0.5.9 with the recipe's own steps applied by the engine; its root holds the `sglang` folder."""
     pristine = sglang_release("0.5.9")
     root = tmp_path_factory.mktemp("sglang-0.5.9-patched")
     shutil.copytree(pristine / "sglang", root / "sglang", ignore=shutil.ignore_patterns("__pycache__"))
-    result = plan(load_recipe(str(RECIPE)), find_target(root, assume_version="0.5.9"))
+    result = plan(base_recipe(), find_target(root, assume_version="0.5.9"))
     assert result.ok, [str(e) for e in result.errors]
+    assert result.selection.variant is None
     for f in result.changed_files:
         f.path.write_bytes(f.after)
     return root
@@ -134,7 +144,7 @@ def test_worker_probe_fails_on_a_broken_fallback(broken_runs, name, expected):
 def test_probe_through_specpatch_verify(cpu_python, patched):
     """The same probes through patcher.verify.run_probes, the runner `specpatch verify` uses (stubs included)."""
     from patcher import verify
-    recipe = load_recipe(str(RECIPE))
+    recipe = base_recipe()
     target = find_target(patched, assume_version="0.5.9")
     checks = verify.run_probes(target, recipe.verify, recipe.folder, python=cpu_python,
                                params=recipe.resolve_params({}))

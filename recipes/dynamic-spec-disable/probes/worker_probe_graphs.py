@@ -1,0 +1,1118 @@
+"""Behaviour probe of the dynamic speculation disable with one-token graphs (sglang 0.5.9), on CPU.
+
+The 0.5.13 design on 0.5.9's API: at start-up the worker builds a target attention backend and a target DECODE
+CUDA graph runner (one token per request, hidden states FULL) and, for the padded/single catch-up, a one-token
+draft-extend backend and graph, for the batch sizes above N; a step without speculation swaps them in, runs the
+target's DECODE and the speculative path's own draft extend at one token per request (or zero stubs: "skip"), and
+swaps the speculative state back, also when a forward raises.
+
+The worker is built without its __init__; the target and draft workers are fakes that record their calls (the draft
+worker is the real EagleDraftWorker with `draft` and the model runner faked, so its real `_draft_extend_for_decode`
+runs). The GPU-only constructors the patch calls (CudaGraphRunner, EAGLEDraftExtendCudaGraphRunner,
+DraftBackendFactory, ModelRunner._get_attention_backend) are replaced by recorders that read what the real 0.5.9
+ones read (the probe checks first that the real ones still read it) and remember what they were built with. Values
+are traceable: the target "samples" (input_id * 7 + seq_len) % V, the draft model answers (input_id + position) % V,
+hidden states carry their position and request. The fallback's result is handed to the real scheduler code:
+GenerationBatchResult.copy_to_cpu, Scheduler._resolve_spec_overlap_token_ids (stride: the worker's
+speculative_num_draft_tokens, as 0.5.9 reads it) and a FutureMap store/resolve round trip.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import logging
+import os
+import sys
+from types import SimpleNamespace
+
+sys.dont_write_bytecode = True  # no __pycache__ in the recipe folder
+sys.path.insert(1, os.path.dirname(os.path.abspath(__file__)))
+import _probe_env  # noqa: E402
+
+PARAMS = _probe_env.setup()
+report = _probe_env.Report()
+
+import torch  # noqa: E402
+
+from sglang.srt.environ import envs  # noqa: E402
+from sglang.srt.layers.logits_processor import LogitsProcessorOutput  # noqa: E402
+from sglang.srt.managers import overlap_utils  # noqa: E402
+from sglang.srt.managers.schedule_batch import ModelWorkerBatch  # noqa: E402
+from sglang.srt.managers.scheduler_output_processor_mixin import SchedulerOutputProcessorMixin  # noqa: E402
+from sglang.srt.managers.utils import GenerationBatchResult  # noqa: E402
+from sglang.srt.model_executor import cuda_graph_runner as real_cuda_graph_runner  # noqa: E402
+from sglang.srt.model_executor import forward_batch_info  # noqa: E402
+from sglang.srt.model_executor.forward_batch_info import CaptureHiddenMode, ForwardMode  # noqa: E402
+from sglang.srt.sampling.sampling_batch_info import SamplingBatchInfo  # noqa: E402
+from sglang.srt.speculative import eagle_draft_extend_cuda_graph_runner as real_draft_graph  # noqa: E402
+from sglang.srt.speculative import eagle_worker_v2  # noqa: E402
+from sglang.srt.speculative.eagle_info import EagleDraftInput  # noqa: E402
+from sglang.srt.speculative.eagle_worker_v2 import EagleDraftWorker, EAGLEWorkerV2  # noqa: E402
+from sglang.srt.speculative.spec_info import SpeculativeAlgorithm  # noqa: E402
+
+V = 97  # vocabulary
+H_TARGET = 6  # target hidden size handed to the draft (3 * hidden for EAGLE3: any width works here)
+H_DRAFT = 5
+STEPS = 3
+N_DRAFT = STEPS + 1  # num_draft_tokens with topk 1
+CUDA_GRAPH_BS = [1, 2, 4, 8, 16]
+POOL_ROWS, POOL_LEN = 12, 160
+SLOT_BASE = 10_000  # req_to_token[r, p] = SLOT_BASE + r * POOL_LEN + p: every slot tells its row and position
+EAGLE = SpeculativeAlgorithm.EAGLE
+
+# The distributed groups do not exist on CPU; ForwardBatch.init_new asks them whether to pad token counts.
+forward_batch_info.enable_num_token_non_padded = lambda server_args: False
+# FutureMap asks the global server args whether hidden states travel (yes, unless multi-layer EAGLE).
+overlap_utils.spec_need_hidden_states = lambda server_args=None: True
+# No GPU to measure.
+eagle_worker_v2.get_available_gpu_memory = lambda *args, **kwargs: 0.0
+
+
+def slot(row: int, pos: int) -> int:
+    return SLOT_BASE + row * POOL_LEN + pos
+
+
+def target_token(input_id: int, seq_len: int) -> int:
+    return (input_id * 7 + seq_len) % V
+
+
+def draft_token(input_id: int, position: int) -> int:
+    return (input_id + position) % V
+
+
+def draft_answer(fb) -> LogitsProcessorOutput:
+    """The draft model on a forward batch: logits for draft_token(input, position), hidden [pos, input, target row]."""
+    spec_hidden = getattr(fb.spec_info, "hidden_states", None)
+    rows = len(fb.input_ids)
+    answer = torch.tensor([draft_token(int(x), int(p)) for x, p in zip(fb.input_ids, fb.positions)],
+                          dtype=torch.int64)
+    logits = torch.full((rows, V), -5.0)
+    logits[torch.arange(rows), answer] = 5.0
+    hidden = torch.zeros((rows, H_DRAFT))
+    hidden[:, 0] = fb.positions.to(torch.float32)
+    hidden[:, 1] = fb.input_ids.to(torch.float32)
+    if spec_hidden is not None and rows:
+        hidden[:, 2] = spec_hidden[:, 1]  # which target row fed this draft row
+    return LogitsProcessorOutput(next_token_logits=logits, hidden_states=hidden)
+
+
+def record_forward(fb, log):
+    spec_hidden = getattr(fb.spec_info, "hidden_states", None)
+    log.append(SimpleNamespace(
+        mode=fb.forward_mode, input_ids=fb.input_ids.clone(), positions=fb.positions.clone(),
+        out_cache_loc=fb.out_cache_loc.clone(), seq_lens=fb.seq_lens.clone(), capture=fb.capture_hidden_mode,
+        spec_hidden=None if spec_hidden is None else spec_hidden.clone()))
+
+
+# ------------------------------------------------------------------------------ recorders of GPU-only constructors
+
+
+class Backend:
+    """An attention backend: only its name matters (which one the model runner holds when)."""
+
+    def __init__(self, name, **built_with):
+        self.name = name
+        self.built_with = built_with
+
+    def init_forward_metadata(self, forward_batch):
+        pass
+
+    def __repr__(self):
+        return f"<backend {self.name}>"
+
+
+class Sentinel:
+    """Stands for a speculative-path object (graph runner) that a step without speculation must never use."""
+
+    bs = 0
+
+    def __init__(self, name):
+        self.name = name
+
+    def can_run(self, forward_batch):
+        raise AssertionError(f"the speculative path's {self.name} was consulted by the fallback")
+
+    def replay(self, *args, **kwargs):
+        raise AssertionError(f"the speculative path's {self.name} was replayed by the fallback")
+
+    def __repr__(self):
+        return f"<{self.name}>"
+
+
+class SpeculativeDraftExtendGraph:
+    """Stands for the speculative path's draft-extend graph (n tokens per request): the speculative path consults
+    it (and, here, runs eagerly); a step without speculation must not."""
+
+    def __init__(self):
+        self.consulted = []
+
+    def can_run(self, forward_batch):
+        self.consulted.append(len(forward_batch.input_ids))
+        return False
+
+    def replay(self, *args, **kwargs):
+        raise AssertionError("the speculative draft-extend graph was replayed although can_run said no")
+
+    def __repr__(self):
+        return "<speculative draft-extend graph>"
+
+
+BUILT = SimpleNamespace(target_graphs=[], draft_graphs=[], draft_backends=[], fail_target_graph=False)
+
+
+class RecordingCudaGraphRunner:
+    """0.5.9's CudaGraphRunner(model_runner), as far as its mode goes: TARGET_VERIFY with num_draft_tokens per
+    request when the model runner's speculative algorithm is EAGLE, else DECODE with one; hidden states FULL when
+    server_args.enable_return_hidden_states; batch sizes from server_args.cuda_graph_bs; captured (and replayed) on
+    model_runner.attn_backend."""
+
+    def __init__(self, model_runner):
+        if BUILT.fail_target_graph:
+            raise RuntimeError("Capture cuda graph failed (probe)")
+        args = model_runner.server_args
+        algo = model_runner.spec_algorithm
+        if algo.is_eagle() or algo.is_standalone() or algo.is_ngram():
+            self.capture_forward_mode = ForwardMode.TARGET_VERIFY
+            self.num_tokens_per_bs = args.speculative_num_draft_tokens
+        else:
+            self.capture_forward_mode = ForwardMode.DECODE
+            self.num_tokens_per_bs = 1
+        self.capture_hidden_mode = (
+            CaptureHiddenMode.FULL if args.enable_return_hidden_states else CaptureHiddenMode.NULL)
+        self.capture_bs = sorted(set(args.cuda_graph_bs))
+        self.attn_backend = model_runner.attn_backend
+        self.model_runner = model_runner
+        self.bs = 0
+        BUILT.target_graphs.append(self)
+
+    def __repr__(self):
+        return f"<plain graph {self.capture_forward_mode.name} x{self.num_tokens_per_bs} bs {self.capture_bs}>"
+
+
+class RecordingDraftExtendGraph:
+    """0.5.9's EAGLEDraftExtendCudaGraphRunner(eagle_worker): speculative_num_steps + 1 tokens per request (from the
+    draft runner's server_args), batch sizes from its cuda_graph_bs, captured and replayed on the worker's
+    draft_extend_attn_backend. Replays run the fake draft model and are recorded."""
+
+    def __init__(self, eagle_worker):
+        args = eagle_worker.draft_runner.server_args
+        self.eagle_worker = eagle_worker
+        self.num_tokens_per_bs = args.speculative_num_steps + 1
+        self.capture_bs = sorted(set(args.cuda_graph_bs))
+        self.attn_backend = eagle_worker.draft_extend_attn_backend
+        self.replays = []
+        BUILT.draft_graphs.append(self)
+
+    def can_run(self, forward_batch):
+        return forward_batch.seq_lens.numel() <= max(self.capture_bs)
+
+    def replay(self, forward_batch):
+        bs = forward_batch.seq_lens.numel()
+        assert len(forward_batch.input_ids) == bs * self.num_tokens_per_bs, \
+            f"the draft-extend graph for {self.num_tokens_per_bs} tokens per request got " \
+            f"{len(forward_batch.input_ids)} tokens for {bs} requests"
+        assert self.eagle_worker.draft_extend_attn_backend is self.attn_backend, \
+            "the draft-extend graph was replayed with another attention backend than it was captured on"
+        record_forward(forward_batch, self.replays)
+        return draft_answer(forward_batch)
+
+    def __repr__(self):
+        return f"<draft-extend graph x{self.num_tokens_per_bs} bs {self.capture_bs}>"
+
+
+class RecordingBackendFactory:
+    def __init__(self, server_args, draft_model_runner, topk, speculative_num_steps):
+        self.built_with = dict(server_args=server_args, runner=draft_model_runner, topk=topk,
+                               steps=speculative_num_steps)
+
+    def create_draft_extend_backend(self):
+        backend = Backend("draft-extend-one-token", **self.built_with)
+        BUILT.draft_backends.append(backend)
+        return backend
+
+    def create_decode_backend(self):
+        raise AssertionError("a draft multi-step decode backend was built for the one-token state")
+
+
+eagle_worker_v2.CudaGraphRunner = RecordingCudaGraphRunner
+eagle_worker_v2.EAGLEDraftExtendCudaGraphRunner = RecordingDraftExtendGraph
+eagle_worker_v2.DraftBackendFactory = RecordingBackendFactory
+
+
+# ----------------------------------------------------------------------------------------------------- the fakes
+
+
+class FakeTargetRunner:
+    """The target ModelRunner's fields the patch reads and switches; _get_attention_backend records its context."""
+
+    def __init__(self):
+        self.spec_algorithm = EAGLE
+        self.init_new_workspace = False
+        self.verify_backend = Backend("target-speculative")
+        self.attn_backend = self.verify_backend
+        self.verify_graph = Sentinel("TARGET_VERIFY graph runner")
+        self.graph_runner = self.verify_graph
+        self.cuda_graph_bs = list(CUDA_GRAPH_BS)
+        self.server_args = SimpleNamespace(
+            disable_cuda_graph=False, cuda_graph_bs=self.cuda_graph_bs, enable_return_hidden_states=False,
+            speculative_num_draft_tokens=N_DRAFT, speculative_num_steps=STEPS)
+        self.backend_calls = []
+
+    def _get_attention_backend(self, init_new_workspace: bool = False):
+        self.init_new_workspace = init_new_workspace  # as _get_attention_backend_from_str leaves it
+        backend = Backend("target-plain")
+        self.backend_calls.append(SimpleNamespace(
+            init_new_workspace=init_new_workspace, spec_algorithm=self.spec_algorithm,
+            return_hidden=self.server_args.enable_return_hidden_states, backend=backend))
+        return backend
+
+
+class FakeTargetWorker:
+    def __init__(self):
+        self.model_runner = FakeTargetRunner()
+        self.model_config = SimpleNamespace(hidden_size=H_TARGET, dtype=torch.float32, vocab_size=V)
+        self.calls = []
+        self.nan_logits = False
+        self.fail_forward = False
+
+    def forward_batch_generation(self, model_worker_batch=None, forward_batch=None, is_verify=False,
+                                 skip_attn_backend_init=False, **kwargs):
+        b = model_worker_batch
+        assert b is not None, "the fallback must call the target with a ModelWorkerBatch"
+        mr = self.model_runner
+        self.calls.append(SimpleNamespace(
+            batch=b, mode=b.forward_mode, input_ids=b.input_ids.clone(), seq_lens=b.seq_lens.clone(),
+            seq_lens_cpu=None if b.seq_lens_cpu is None else b.seq_lens_cpu.clone(), seq_lens_sum=b.seq_lens_sum,
+            out_cache_loc=None if b.out_cache_loc is None else b.out_cache_loc.clone(),
+            spec_info_is_none=b.spec_info is None, capture=b.capture_hidden_mode, return_logprob=b.return_logprob,
+            sampling_info=b.sampling_info, graph_runner=mr.graph_runner, attn_backend=mr.attn_backend,
+            spec_algorithm=mr.spec_algorithm, is_verify=is_verify))
+        if self.fail_forward:
+            raise RuntimeError("target forward failed (probe)")
+        bs = len(b.seq_lens)
+        if b.forward_mode.is_decode():
+            tokens = [target_token(int(x), int(s)) for x, s in zip(b.input_ids, b.seq_lens)]
+        else:
+            tokens = [(3 * i + 1) % V for i in range(bs)]
+        tokens = torch.tensor(tokens, dtype=torch.int64)
+        logits = torch.full((bs, V), -5.0)
+        logits[torch.arange(bs), tokens] = 5.0
+        if self.nan_logits and bs:
+            logits[0, 0] = float("nan")
+        hidden = torch.zeros((bs, H_TARGET))
+        hidden[:, 0] = b.seq_lens.to(torch.float32) - 1  # the position of the row
+        hidden[:, 1] = 1000 + torch.arange(bs, dtype=torch.float32)  # the request's row in the batch
+        graph = mr.graph_runner
+        replayed = isinstance(graph, RecordingCudaGraphRunner) and b.forward_mode.is_decode() \
+            and bs <= max(graph.capture_bs)
+        return GenerationBatchResult(
+            logits_output=LogitsProcessorOutput(next_token_logits=logits, hidden_states=hidden),
+            next_token_ids=tokens, can_run_cuda_graph=replayed)
+
+
+class FakeDraftRunner:
+    """The draft model runner (eager): answers draft_answer; records every forward."""
+
+    def __init__(self, req_to_token_pool):
+        self.tp_group = None
+        self.device = "cpu"
+        self.req_to_token_pool = req_to_token_pool
+        self.token_to_kv_pool = None
+        self.attn_backend = Backend("draft-runner")
+        self.server_args = SimpleNamespace(attention_backend="torch_native", enable_lora=False,
+                                           speculative_num_steps=STEPS, cuda_graph_bs=list(CUDA_GRAPH_BS))
+        self.model_config = SimpleNamespace(hidden_size=H_DRAFT, dtype=torch.float32)
+        self.model_is_mrope = False
+        self.calls = []
+        self.fail_forward = False
+
+    def forward(self, forward_batch, skip_attn_backend_init=False, **kwargs):
+        record_forward(forward_batch, self.calls)
+        if self.fail_forward:
+            raise RuntimeError("draft forward failed (probe)")
+        return SimpleNamespace(logits_output=draft_answer(forward_batch))
+
+
+class FakeVerifyInput:
+    def is_verify_input(self):
+        return True
+
+
+class RecordingDraftWorker(EagleDraftWorker):
+    """The real EagleDraftWorker (its draft-extend code runs) with `draft` faked and every entry recorded."""
+
+    def __init__(self, req_to_token_pool, *, spec_draft_graph: bool):  # not the real __init__: no model to load
+        self.device = "cpu"
+        self.topk = 1
+        self.speculative_num_steps = STEPS
+        self.speculative_num_draft_tokens = N_DRAFT
+        self.server_args = SimpleNamespace(enable_nan_detection=False)
+        self.req_to_token_pool = req_to_token_pool
+        self.draft_runner = FakeDraftRunner(req_to_token_pool)
+        self.draft_tp_context = lambda group: contextlib.nullcontext()
+        self.plan_stream, self.plan_stream_ctx = None, contextlib.nullcontext()
+        self.cuda_graph_runner = Sentinel("draft multi-step graph runner")
+        self.spec_extend_backend = Backend("draft-extend-speculative")
+        self.draft_extend_attn_backend = self.spec_extend_backend
+        self.spec_extend_graph = SpeculativeDraftExtendGraph() if spec_draft_graph else None
+        self.cuda_graph_runner_for_draft_extend = self.spec_extend_graph
+        self.hot_token_id = None
+        self.draft_calls = []
+        self.extend_decode_calls = []
+        self.extend_prefill_calls = []
+
+    def draft(self, model_worker_batch):
+        self.draft_calls.append(model_worker_batch)
+        return FakeVerifyInput()
+
+    def _draft_extend_for_decode(self, batch, batch_result):
+        hidden = batch_result.logits_output.hidden_states
+        self.extend_decode_calls.append(SimpleNamespace(
+            out_cache_loc=None if batch.out_cache_loc is None else batch.out_cache_loc.clone(),
+            seq_lens_values=batch.seq_lens.clone(), next_token_ids=batch_result.next_token_ids.clone(),
+            accept_lens=batch_result.accept_lens.clone(), hidden_shape=None if hidden is None else tuple(hidden.shape),
+            steps=self.speculative_num_steps, draft_tokens=self.speculative_num_draft_tokens,
+            graph=self.cuda_graph_runner_for_draft_extend, backend=self.draft_extend_attn_backend))
+        return super()._draft_extend_for_decode(batch, batch_result)
+
+    def _draft_extend_for_prefill(self, batch, target_hidden_states, next_token_ids):
+        self.extend_prefill_calls.append(batch)
+        bs = len(batch.seq_lens)
+        return EagleDraftInput(topk_p=torch.ones((bs, 1)), topk_index=torch.zeros((bs, 1), dtype=torch.int64),
+                               hidden_states=torch.zeros((bs, H_DRAFT)), verified_id=next_token_ids,
+                               new_seq_lens=batch.seq_lens)
+
+
+def make_worker(threshold: int = 0, *, dp_attention: bool = False, nan_detection: bool = False,
+                catch_up: str | None = None, spec_draft_graph: bool = True, disable_cuda_graph: bool = False):
+    """An EAGLEWorkerV2 without its __init__; the patch's own init step reads N (and the environment) and builds."""
+    pool = SimpleNamespace(req_to_token=(SLOT_BASE + torch.arange(POOL_ROWS * POOL_LEN, dtype=torch.int32))
+                           .view(POOL_ROWS, POOL_LEN))
+    server_args = SimpleNamespace(speculative_disable_batch_threshold=threshold, enable_dp_attention=dp_attention,
+                                  dp_size=2 if dp_attention else 1, tp_size=2 if dp_attention else 1,
+                                  moe_dense_tp_size=None, enable_dp_lm_head=False, moe_a2a_backend="none",
+                                  speculative_num_draft_tokens=N_DRAFT, speculative_num_steps=STEPS)
+    w = EAGLEWorkerV2.__new__(EAGLEWorkerV2)
+    w.server_args = server_args
+    w.topk = 1
+    w.speculative_num_steps = STEPS
+    w.speculative_num_draft_tokens = N_DRAFT
+    w.enable_nan_detection = nan_detection
+    w.tp_rank = 0
+    w.gpu_id = 0
+    w.device = "cpu"
+    w.page_size = 1
+    w.speculative_algorithm = EAGLE
+    w.req_to_token_pool = pool
+    w.token_to_kv_pool_allocator = None
+    w.plan_stream, w.plan_stream_ctx = None, contextlib.nullcontext()
+    w._target_worker = FakeTargetWorker()
+    w._target_worker.model_runner.server_args.disable_cuda_graph = disable_cuda_graph
+    w._draft_worker = RecordingDraftWorker(pool, spec_draft_graph=spec_draft_graph)
+    w.verify_calls = []
+
+    def fake_verify(batch):  # the speculative path's verify, as far as the scheduler sees it
+        w.verify_calls.append(batch)
+        bs = len(batch.seq_lens)
+        starts = batch.seq_lens[:, None] + torch.arange(N_DRAFT)[None, :]
+        batch.out_cache_loc = pool.req_to_token[batch.req_pool_indices[:, None], starts].reshape(-1).to(torch.int64)
+        accept = torch.full((bs,), 2, dtype=torch.int32)
+        return GenerationBatchResult(
+            logits_output=LogitsProcessorOutput(next_token_logits=None,
+                                                hidden_states=torch.zeros((bs * N_DRAFT, H_TARGET))),
+            next_token_ids=torch.zeros((bs * N_DRAFT,), dtype=torch.int32), accept_lens=accept,
+            next_draft_input=EagleDraftInput(verified_id=torch.zeros((bs,), dtype=torch.int32),
+                                             new_seq_lens=batch.seq_lens + accept))
+
+    w.verify = fake_verify
+    # the speculative path's draft extend must not reach the speculative draft-extend graph in these fakes
+    w._draft_worker.cuda_graph_runner_for_draft_extend = w._draft_worker.spec_extend_graph
+    BUILT.target_graphs.clear()
+    BUILT.draft_graphs.clear()
+    BUILT.draft_backends.clear()
+    with catch_up_env(catch_up):
+        w._init_speculative_disable(server_args)
+    w.built = SimpleNamespace(target_graphs=list(BUILT.target_graphs), draft_graphs=list(BUILT.draft_graphs),
+                              draft_backends=list(BUILT.draft_backends))
+    return w
+
+
+@contextlib.contextmanager
+def catch_up_env(value: str | None):
+    """SGLANG_SPEC_DISABLE_CATCH_UP set to `value` (None: left as it is), put back also when the body raises
+    (Envs' own override does not restore on an exception, and several checks expect one)."""
+    name = envs.SGLANG_SPEC_DISABLE_CATCH_UP.name
+    before = os.environ.get(name)
+    if value is not None:
+        os.environ[name] = value
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = before
+
+
+def sampling_info(bs: int) -> SamplingBatchInfo:
+    return SamplingBatchInfo(
+        temperatures=torch.ones((bs, 1)), top_ps=torch.ones(bs), top_ks=torch.full((bs,), V), min_ps=torch.zeros(bs),
+        is_all_greedy=True, need_top_p_sampling=False, need_top_k_sampling=False, need_min_p_sampling=False,
+        vocab_size=V, acc_linear_penalties=torch.full((bs, V), -1e4), device="cpu")
+
+
+def decode_batch(bs: int, *, mode: ForwardMode = ForwardMode.DECODE, global_num_tokens=None,
+                 is_extend_in_batch: bool = False, has_grammar: bool = False, reqs=None) -> ModelWorkerBatch:
+    """A spec-v2 decode batch as it reaches the worker: stale input_ids and out_cache_loc, resolved spec_info."""
+    idle = mode.is_idle()
+    seq_lens = torch.tensor([20 + 9 * i for i in range(bs)], dtype=torch.int64)
+    verified = torch.tensor([(11 * i + 5) % V for i in range(bs)], dtype=torch.int32)
+    spec_info = None if idle else EagleDraftInput(
+        verified_id=verified, topk_p=torch.ones((bs, 1)), topk_index=torch.zeros((bs, 1), dtype=torch.int64),
+        hidden_states=torch.zeros((bs, H_DRAFT)), new_seq_lens=seq_lens.clone(), capture_hidden_mode=CaptureHiddenMode.FULL)
+    info = sampling_info(bs)
+    if has_grammar:
+        info.grammars = [object() for _ in range(bs)]
+    return ModelWorkerBatch(
+        forward_mode=mode,
+        input_ids=torch.full((3 * bs + 2,), -7, dtype=torch.int64),  # stale: the last prefill's, never read
+        req_pool_indices=torch.tensor([2 + i for i in range(bs)], dtype=torch.int64),
+        seq_lens=seq_lens,
+        out_cache_loc=None,  # stale after filter/merge
+        seq_lens_cpu=seq_lens.clone(),
+        seq_lens_sum=int(seq_lens.sum()),
+        return_logprob=True, top_logprobs_nums=[0] * bs, token_ids_logprobs=[None] * bs,
+        global_num_tokens=global_num_tokens,
+        global_num_tokens_for_logprob=global_num_tokens,
+        is_extend_in_batch=is_extend_in_batch, can_run_dp_cuda_graph=False, tbo_split_seq_index=None,
+        global_forward_mode=None, extend_num_tokens=None, extend_seq_lens=None, extend_prefix_lens=None,
+        extend_logprob_start_lens=None, extend_input_logprob_token_ids=None, multimodal_inputs=None,
+        encoder_cached=None, encoder_lens=None, encoder_lens_cpu=None, encoder_out_cache_loc=None,
+        lora_ids=[None] * bs, sampling_info=info, spec_algorithm=EAGLE, spec_info=spec_info,
+        capture_hidden_mode=CaptureHiddenMode.FULL,
+        reqs=reqs if reqs is not None else [SimpleNamespace(return_hidden_states=False) for _ in range(bs)],
+        has_grammar=has_grammar)
+
+
+def expected(batch: ModelWorkerBatch):
+    """Per request: the sampled token, its KV slot (position s), and the draft's answer at position s."""
+    out = []
+    for i in range(len(batch.seq_lens)):
+        s, row, v = int(batch.seq_lens[i]), int(batch.req_pool_indices[i]), int(batch.spec_info.verified_id[i])
+        t = target_token(v, s + 1)
+        out.append(SimpleNamespace(s=s, row=row, v=v, t=t, slot=slot(row, s), draft=draft_token(t, s)))
+    return out
+
+
+def took_speculative_path(w) -> bool:
+    return bool(w.draft_worker.draft_calls) and bool(w.verify_calls)
+
+
+def took_fallback(w) -> bool:
+    return not w.draft_worker.draft_calls and not w.verify_calls and len(w.target_worker.calls) == 1 \
+        and w.target_worker.calls[0].mode.is_decode()
+
+
+def speculative_state(w):
+    """The fields a step without speculation switches, as they must be outside it."""
+    dw, mr = w.draft_worker, w.target_worker.model_runner
+    return dict(
+        steps=(dw.speculative_num_steps, STEPS), draft_tokens=(dw.speculative_num_draft_tokens, N_DRAFT),
+        worker_draft_tokens=(w.speculative_num_draft_tokens, N_DRAFT),
+        draft_extend_backend=(dw.draft_extend_attn_backend, dw.spec_extend_backend),
+        draft_extend_graph=(dw.cuda_graph_runner_for_draft_extend, dw.spec_extend_graph),
+        draft_graph=(dw.cuda_graph_runner, dw.cuda_graph_runner),
+        target_backend=(mr.attn_backend, mr.verify_backend), target_graph=(mr.graph_runner, mr.verify_graph),
+        spec_algorithm=(mr.spec_algorithm, EAGLE),
+        return_hidden=(mr.server_args.enable_return_hidden_states, False),
+        target_cuda_graph_bs=(mr.server_args.cuda_graph_bs, CUDA_GRAPH_BS),
+        draft_server_steps=(dw.draft_runner.server_args.speculative_num_steps, STEPS),
+        draft_cuda_graph_bs=(dw.draft_runner.server_args.cuda_graph_bs, CUDA_GRAPH_BS),
+    )
+
+
+def assert_speculative_state(w, when: str):
+    wrong = {k: v[0] for k, v in speculative_state(w).items()
+             if not (v[0] == v[1] if isinstance(v[1], (list, int)) else v[0] is v[1])}
+    assert not wrong, f"{when}: not restored: {wrong}"
+
+
+# ----------------------------------------------------------------------------------------------------- checks
+
+
+def check_patched():
+    for name in ("_init_speculative_disable", "_speculation_disabled_for", "_forward_without_speculation",
+                 "_spec_disable_build_plain_state", "_spec_disable_swap"):
+        assert hasattr(EAGLEWorkerV2, name), f"EAGLEWorkerV2.{name} is missing: the target is not patched " \
+            "with the one-token-graph fallback"
+    return f"patched EAGLEWorkerV2 from {eagle_worker_v2.__file__}"
+
+
+def check_recorders_match_the_release():
+    # The recorders stand for the real constructors: pin what those read, so a release that reads otherwise fails
+    # here instead of passing on a wrong model of it.
+    init = inspect.getsource(real_cuda_graph_runner.CudaGraphRunner.__init__)
+    params = list(inspect.signature(real_cuda_graph_runner.CudaGraphRunner.__init__).parameters)
+    assert params == ["self", "model_runner"], f"CudaGraphRunner.__init__{params}: not 0.5.9's"
+    for text in ("model_runner.spec_algorithm.is_eagle()", "self.capture_forward_mode = ForwardMode.TARGET_VERIFY",
+                 "self.capture_forward_mode = ForwardMode.DECODE", "self.num_tokens_per_bs = 1",
+                 "server_args.enable_return_hidden_states", "self.model_runner.attn_backend.init_cuda_graph_state",
+                 "get_batch_sizes_to_capture("):
+        assert text in init, f"CudaGraphRunner.__init__ no longer has `{text}`"
+    assert "server_args.cuda_graph_bs" in inspect.getsource(real_cuda_graph_runner.get_batch_sizes_to_capture)
+    replay = inspect.getsource(real_cuda_graph_runner.CudaGraphRunner.replay_prepare)
+    assert "attn_backend = self.model_runner.attn_backend" in replay, "replay no longer uses the runner's backend"
+    dinit = inspect.getsource(real_draft_graph.EAGLEDraftExtendCudaGraphRunner.__init__)
+    for text in ("self.speculative_num_steps = model_runner.server_args.speculative_num_steps",
+                 "self.num_tokens_per_bs = self.speculative_num_steps + 1",
+                 "self.eagle_worker.draft_extend_attn_backend.init_cuda_graph_state",
+                 "get_batch_sizes_to_capture(model_runner)"):
+        assert text in dinit, f"EAGLEDraftExtendCudaGraphRunner.__init__ no longer has `{text}`"
+    return "the recorders read what 0.5.9's CudaGraphRunner and EAGLEDraftExtendCudaGraphRunner read"
+
+
+def check_plain_state_built():
+    w = make_worker(3, catch_up="padded")
+    mr, dw = w.target_worker.model_runner, w.draft_worker
+    assert len(w.built.target_graphs) == 1, f"{len(w.built.target_graphs)} target graph runners built, not one"
+    g = w.built.target_graphs[0]
+    assert g.capture_forward_mode == ForwardMode.DECODE, \
+        f"the plain target graph captures {g.capture_forward_mode.name}, not DECODE (spec_algorithm not set aside)"
+    assert g.num_tokens_per_bs == 1, f"the plain target graph has {g.num_tokens_per_bs} tokens per request"
+    assert g.capture_hidden_mode == CaptureHiddenMode.FULL, \
+        f"the plain target graph captures hidden mode {g.capture_hidden_mode.name}, not FULL"
+    assert g.capture_bs == [4, 8, 16], f"the plain target graph captures batch sizes {g.capture_bs}, not those > N 3"
+    assert len(mr.backend_calls) == 1, f"{len(mr.backend_calls)} target attention backends built, not one"
+    bc = mr.backend_calls[0]
+    assert bc.init_new_workspace, "the target's plain backend was not built with init_new_workspace=True"
+    assert bc.spec_algorithm.is_none(), "the target's plain backend was built with the speculative algorithm on"
+    assert g.attn_backend is bc.backend, \
+        f"the plain target graph was captured on {g.attn_backend}, not on its own backend {bc.backend}"
+    assert len(w.built.draft_backends) == 1 and w.built.draft_backends[0].built_with["steps"] == 0, \
+        "the one-token draft-extend backend was not built (with 0 steps)"
+    assert len(w.built.draft_graphs) == 1, f"{len(w.built.draft_graphs)} draft-extend graphs built, not one"
+    dg = w.built.draft_graphs[0]
+    assert dg.num_tokens_per_bs == 1, f"the draft-extend graph has {dg.num_tokens_per_bs} tokens per request"
+    assert dg.capture_bs == [4, 8, 16], f"the draft-extend graph captures batch sizes {dg.capture_bs}"
+    assert dg.attn_backend is w.built.draft_backends[0], "the draft-extend graph was not captured on its own backend"
+    assert_speculative_state(w, "after start-up")
+    assert mr.init_new_workspace is False, "model_runner.init_new_workspace was left changed"
+    assert mr.server_args.cuda_graph_bs is mr.cuda_graph_bs and mr.cuda_graph_bs == CUDA_GRAPH_BS, \
+        "server_args.cuda_graph_bs was changed"
+    state = w._spec_disable_plain
+    assert state is not None and g in state and dg in state and bc.backend in state, \
+        "the built graphs and backends are not the worker's one-token state"
+    return "DECODE x1 FULL target graph for bs [4, 8, 16] on its own backend, one-token draft-extend graph; " \
+        "spec_algorithm, server_args, backends and graphs restored"
+
+
+def check_plain_state_variants():
+    w = make_worker(3, catch_up="skip")
+    assert len(w.built.target_graphs) == 1, "skip: the target's plain graph was not built"
+    assert not w.built.draft_graphs and not w.built.draft_backends, "skip: a draft-extend graph or backend was built"
+    assert_speculative_state(w, "skip, after start-up")
+    w = make_worker(3, catch_up="single", spec_draft_graph=False)
+    assert len(w.built.target_graphs) == 1
+    assert not w.built.draft_graphs, "a one-token draft-extend graph was built where the speculative path has none"
+    w = make_worker(3, catch_up="padded", disable_cuda_graph=True)
+    assert not w.built.target_graphs and not w.built.draft_graphs, "graphs captured with --disable-cuda-graph"
+    assert len(w.target_worker.model_runner.backend_calls) == 1, "no plain backend without CUDA graphs"
+    w = make_worker(16, catch_up="padded")
+    assert not w.built.target_graphs and not w.built.draft_graphs, \
+        "graphs captured although no CUDA-graph batch size is above N 16"
+    assert_speculative_state(w, "N above every graph batch size, after start-up")
+    w = make_worker(0, catch_up="padded")
+    assert not w.built.target_graphs and not w.built.draft_graphs and w._spec_disable_plain is None
+    assert not w.target_worker.model_runner.backend_calls, "N = 0 built a backend"
+    return "skip: no draft graph; no draft graph without a speculative one; no graphs with --disable-cuda-graph, " \
+        "none above the largest graph batch size, nothing at N = 0"
+
+
+def check_build_restores_on_error():
+    BUILT.fail_target_graph = True
+    try:
+        make_worker(3, catch_up="padded")
+    except RuntimeError as exc:
+        assert "probe" in str(exc), str(exc)
+    else:
+        raise AssertionError("a failing capture was swallowed")
+    finally:
+        BUILT.fail_target_graph = False
+    # make_worker returned no worker: rebuild the scene and fail inside the build
+    w = make_worker(0)
+    w.spec_disable_catch_up = "padded"
+    BUILT.fail_target_graph = True
+    try:
+        w._spec_disable_build_plain_state(3)
+    except RuntimeError:
+        pass
+    else:
+        raise AssertionError("a failing capture was swallowed")
+    finally:
+        BUILT.fail_target_graph = False
+    assert_speculative_state(w, "after a failing capture")
+    assert w.target_worker.model_runner.init_new_workspace is False
+    return "a capture that raises leaves spec_algorithm, server_args, backends and graphs as they were"
+
+
+def check_threshold_zero():
+    w = make_worker(0)
+    w.forward_batch_generation(decode_batch(7))
+    assert w.spec_disable_batch_threshold == 0
+    assert took_speculative_path(w), "N = 0 must always speculate (draft, then verify)"
+    assert len(w.draft_worker.extend_decode_calls) == 1, "the speculative path's draft extend did not run"
+    return "N = 0: bs 7 ran draft, verify, draft extend"
+
+
+def check_small_batch_speculates():
+    for bs in (1, 4):
+        w = make_worker(4)
+        w.forward_batch_generation(decode_batch(bs))
+        assert took_speculative_path(w), f"bs {bs} <= N 4 must speculate"
+        assert not w.target_worker.calls, "the target ran a plain forward on the speculative path"
+        de = w.draft_worker.extend_decode_calls[0]
+        assert de.draft_tokens == N_DRAFT and de.graph is w.draft_worker.spec_extend_graph, \
+            "the speculative path's draft extend ran on the one-token state"
+    return "bs 1 and bs 4 with N = 4 ran draft then verify, on the speculative state"
+
+
+class FakeReq:
+    def __init__(self, committed):
+        self.kv_committed_len = committed
+        self.spec_verify_ct = 0
+        self.spec_accepted_tokens = 0
+        self.histogram = []
+
+    def update_spec_acceptance_histogram(self, accepted):
+        self.histogram.append(accepted)
+
+
+def check_scheduler_accepts(w, result, exp):
+    """The real scheduler code on the result: FutureMap, copy_to_cpu, _resolve_spec_overlap_token_ids."""
+    bs = len(exp)
+    fmap = overlap_utils.FutureMap(max_running_requests=8, chunked_prefill_size=64, context_len=128, device="cpu",
+                                   spec_algo=EAGLE)
+    prefill = EagleDraftInput(topk_p=torch.ones((bs, 1)), topk_index=torch.zeros((bs, 1), dtype=torch.int64),
+                              verified_id=torch.zeros((bs,), dtype=torch.int32),
+                              new_seq_lens=torch.ones(bs, dtype=torch.int64), hidden_states=torch.zeros((bs, H_DRAFT)))
+    fmap.store_to_map(fmap.alloc_future_indices(bs), SimpleNamespace(next_draft_input=prefill))
+    indices = fmap.alloc_future_indices(bs)
+    fmap.store_to_map(indices, result)
+    nd = result.next_draft_input
+    resolved = EagleDraftInput(future_indices=indices)
+    record_stream = torch.Tensor.record_stream
+    torch.Tensor.record_stream = lambda self, stream: None  # a CUDA-only call in resolve_future
+    try:
+        fmap.resolve_future(SimpleNamespace(spec_info=resolved))
+    finally:
+        torch.Tensor.record_stream = record_stream
+    assert resolved.verified_id.tolist() == nd.verified_id.tolist(), "FutureMap lost verified_id"
+    assert resolved.new_seq_lens.tolist() == nd.new_seq_lens.tolist(), "FutureMap lost new_seq_lens"
+    assert torch.equal(resolved.topk_index, nd.topk_index) and torch.equal(resolved.hidden_states, nd.hidden_states)
+
+    result.copy_done = torch.get_device_module("cpu").Event()
+    result.copy_to_cpu(return_logprob=True)
+    reqs = [FakeReq(e.s - 1) for e in exp]
+    scheduler = SimpleNamespace(draft_worker=w)  # 0.5.9 reads the stride from the worker, after the step
+    tokens = SchedulerOutputProcessorMixin._resolve_spec_overlap_token_ids(
+        scheduler, result, SimpleNamespace(reqs=reqs))
+    assert tokens == [[e.t] for e in exp], \
+        f"the scheduler read {tokens} (stride {w.speculative_num_draft_tokens}), not one sampled token per request"
+    assert [r.kv_committed_len for r in reqs] == [e.s for e in exp], "kv_committed_len did not advance by 1"
+    assert result.num_accepted_tokens == 0 and result.accept_length_per_req_cpu == [0] * bs
+    assert all(r.histogram == [0] for r in reqs)
+
+
+def check_fallback(catch_up: str, *, spec_draft_graph: bool = True):
+    def run():
+        # bs 5 and n 4: i * n is not i modulo bs, so a token at the wrong stride cannot land right by chance
+        bs, n = 5, N_DRAFT
+        w = make_worker(2, catch_up=catch_up, spec_draft_graph=spec_draft_graph)
+        assert w.spec_disable_catch_up == catch_up
+        plain_graph = w.built.target_graphs[0]
+        plain_backend = w.target_worker.model_runner.backend_calls[0].backend
+        one_token_graph = w.built.draft_graphs[0] if w.built.draft_graphs else None
+        batch = decode_batch(bs)
+        exp = expected(batch)
+        seq_lens_before, seq_lens_cpu_before = batch.seq_lens, batch.seq_lens_cpu
+        seq_lens_values = batch.seq_lens.clone()
+        seq_lens_cpu_values = batch.seq_lens_cpu.clone()
+        result = w.forward_batch_generation(batch)
+
+        # routing: no draft, no verify, one target forward
+        assert not w.draft_worker.draft_calls, "draft() was called for a batch larger than N"
+        assert not w.verify_calls, "verify() was called for a batch larger than N"
+        assert len(w.target_worker.calls) == 1, f"the target ran {len(w.target_worker.calls)} times, not once"
+        call = w.target_worker.calls[0]
+        assert call.mode == ForwardMode.DECODE, f"target forward mode {call.mode}, not DECODE"
+        assert call.spec_info_is_none, "the target forward got a spec_info (attention would read it as a draft)"
+        assert not call.is_verify, "the target forward was a verify forward"
+        assert call.graph_runner is plain_graph, \
+            f"the target forward ran with graph runner {call.graph_runner}, not the plain DECODE graph"
+        assert call.attn_backend is plain_backend, \
+            f"the target forward ran with attention backend {call.attn_backend}, not the plain one"
+        assert result.can_run_cuda_graph, "the result does not say the plain graph ran"
+        assert_speculative_state(w, "after a step without speculation")
+        assert call.capture == CaptureHiddenMode.FULL, f"target capture mode {call.capture}"
+        assert not call.return_logprob, "the target computed logprobs (the spec path does not, in 0.5.9)"
+        assert call.sampling_info.acc_linear_penalties is None, "stale penalties were applied"
+        assert batch.sampling_info.acc_linear_penalties is not None, "the batch's own sampling info was changed"
+        assert call.input_ids.tolist() == [e.v for e in exp], \
+            f"target input {call.input_ids.tolist()} is not the previous tokens {[e.v for e in exp]}"
+        assert call.input_ids.dtype == torch.int64
+        assert call.seq_lens.tolist() == [e.s + 1 for e in exp], "target seq_lens are not s + 1"
+        assert call.seq_lens_cpu.tolist() == [e.s + 1 for e in exp], "target seq_lens_cpu are not s + 1"
+        assert call.seq_lens_sum == int(seq_lens_values.sum()) + bs, "target seq_lens_sum is not sum(s) + bs"
+        assert call.out_cache_loc.tolist() == [e.slot for e in exp], \
+            f"target KV slots {call.out_cache_loc.tolist()} are not req_to_token[row, s]"
+        assert call.out_cache_loc.dtype == torch.int64
+        assert torch.equal(seq_lens_before, seq_lens_values), "seq_lens (shared with the scheduler) changed in place"
+        assert torch.equal(seq_lens_cpu_before, seq_lens_cpu_values), "seq_lens_cpu changed in place"
+
+        # the result contract of 0.5.9: the n-stride layout
+        assert result.next_token_ids.shape == (bs * n,), \
+            f"next_token_ids shape {tuple(result.next_token_ids.shape)}, not bs * num_draft_tokens"
+        assert result.next_token_ids.dtype == torch.int32
+        assert [int(result.next_token_ids[i * n]) for i in range(bs)] == [e.t for e in exp], \
+            "the sampled tokens are not at i * num_draft_tokens"
+        assert result.accept_lens.tolist() == [1] * bs and result.accept_lens.dtype == torch.int32, \
+            f"accept_lens {result.accept_lens.tolist()} are not all 1 (int32)"
+        assert result.delay_sample_func is None, "delay_sample_func would postpone store_to_map"
+        assert getattr(result, "speculation_disabled", False), "the result is not marked as a step without speculation"
+        assert result.logits_output.hidden_states is None, "the target's hidden states go to copy_to_cpu unasked"
+        nd = result.next_draft_input
+        assert isinstance(nd, EagleDraftInput), "next_draft_input is not an EagleDraftInput"
+        assert nd.verified_id.tolist() == [e.t for e in exp] and nd.verified_id.dtype == torch.int32
+        assert nd.new_seq_lens.tolist() == [e.s + 1 for e in exp], "new_seq_lens are not s + 1"
+        assert nd.new_seq_lens.data_ptr() != batch.seq_lens.data_ptr(), "new_seq_lens is not a new tensor"
+        assert nd.verify_done is not None and hasattr(nd.verify_done, "synchronize"), "no verify_done event"
+        assert nd.topk_p is not None and tuple(nd.topk_p.shape) == (bs, 1) and nd.topk_p.dtype == torch.float32
+        assert nd.topk_index is not None and tuple(nd.topk_index.shape) == (bs, 1) and nd.topk_index.dtype == torch.int64
+        assert nd.hidden_states is not None and tuple(nd.hidden_states.shape) == (bs, H_DRAFT)
+
+        dw = w.draft_worker
+        if catch_up == "skip":
+            assert not dw.extend_decode_calls, "skip: the draft extend ran"
+            assert not dw.draft_runner.calls, "skip: the draft model ran"
+            assert torch.count_nonzero(nd.topk_p) == 0 and torch.count_nonzero(nd.hidden_states) == 0, \
+                "skip: the draft input is not the zero stubs"
+            detail = "no draft catch-up, zero stubs"
+        else:
+            assert len(dw.extend_decode_calls) == 1, "_draft_extend_for_decode did not run (once)"
+            de = dw.extend_decode_calls[0]
+            assert (de.steps, de.draft_tokens) == (0, 1), \
+                f"the draft extend ran with {de.steps} steps / {de.draft_tokens} tokens, not the one-token state"
+            assert de.out_cache_loc.tolist() == [e.slot for e in exp], \
+                "the draft extend does not write the request's slot at position s"
+            assert de.accept_lens.tolist() == [1] * bs
+            assert de.next_token_ids.tolist() == [e.t for e in exp], \
+                f"the draft extend got tokens {de.next_token_ids.tolist()}, not one per request"
+            assert de.hidden_shape == (bs, H_TARGET), f"draft extend hidden states {de.hidden_shape}"
+            assert torch.equal(de.seq_lens_values, seq_lens_values), "the draft extend got modified seq_lens"
+            if dw.spec_extend_graph is not None:
+                assert not dw.spec_extend_graph.consulted, "the speculative draft-extend graph (n tokens) was " \
+                    "consulted by the fallback"
+            if one_token_graph is not None:
+                assert de.graph is one_token_graph and de.backend is one_token_graph.attn_backend, \
+                    f"the draft extend ran with {de.graph} / {de.backend}, not the one-token graph and its backend"
+                assert not dw.draft_runner.calls, "the draft model ran eagerly beside the one-token graph"
+                assert len(one_token_graph.replays) == 1, "the one-token draft-extend graph was not replayed"
+                rc = one_token_graph.replays[0]
+                detail = "one-token draft extend replayed from its graph"
+            else:
+                assert de.graph is None, f"the draft extend ran with {de.graph} where no one-token graph exists"
+                assert len(dw.draft_runner.calls) == 1, "the eager one-token draft extend did not run"
+                rc = dw.draft_runner.calls[0]
+                detail = "eager one-token draft extend (no draft-extend graph)"
+            assert rc.mode == ForwardMode.DRAFT_EXTEND_V2, f"draft catch-up mode {rc.mode}"
+            assert len(rc.input_ids) == bs, f"{len(rc.input_ids)} draft tokens for {bs} requests"
+            assert rc.input_ids.tolist() == [e.t for e in exp], "the draft did not get the sampled tokens"
+            assert rc.positions.tolist() == [e.s for e in exp], "the draft rows are not at position s"
+            assert rc.out_cache_loc.tolist() == [e.slot for e in exp]
+            assert [int(rc.spec_hidden[r, 1]) for r in range(bs)] == [1000 + i for i in range(bs)], \
+                "the draft rows do not carry the target hidden state of their own request"
+            assert nd.topk_index[:, 0].tolist() == [e.draft for e in exp], \
+                "next_draft_input.topk_index does not come from the draft's answer at position s"
+            assert nd.hidden_states[:, 0].tolist() == [float(e.s) for e in exp] and \
+                nd.hidden_states[:, 1].tolist() == [float(e.t) for e in exp], \
+                "next_draft_input.hidden_states is not the draft hidden state at position s"
+        check_scheduler_accepts(w, result, exp)
+        return f"bs {bs} > N 2 ({catch_up}): the plain DECODE graph and backend installed, {detail}, state " \
+            "restored, result at stride n accepted by the scheduler"
+    return run
+
+
+def check_hidden_states_kept_when_asked():
+    w = make_worker(1, catch_up="skip")
+    reqs = [SimpleNamespace(return_hidden_states=i == 1) for i in range(3)]
+    result = w.forward_batch_generation(decode_batch(3, reqs=reqs))
+    hidden = result.logits_output.hidden_states
+    assert hidden is not None and tuple(hidden.shape) == (3, H_TARGET), \
+        "a request asked for hidden states and they were dropped"
+    assert hidden[:, 1].tolist() == [1000.0, 1001.0, 1002.0], "hidden state row i is not request i's"
+    return "hidden states kept (row i = request i) when a request asks for them"
+
+
+def check_extend_untouched():
+    for mode, in_batch in ((ForwardMode.EXTEND, False), (ForwardMode.DECODE, True), (ForwardMode.IDLE, True)):
+        w = make_worker(1)
+        batch = decode_batch(0 if mode.is_idle() else 5, mode=mode, is_extend_in_batch=in_batch)
+        w.forward_batch_generation(batch)
+        assert len(w.draft_worker.extend_prefill_calls) == 1, f"{mode.name} (is_extend_in_batch={in_batch}) " \
+            "did not take the extend branch"
+        assert not w.draft_worker.draft_calls and not w.verify_calls
+        assert len(w.target_worker.calls) == 1 and w.target_worker.calls[0].mode == mode, \
+            "the extend branch's target forward was changed"
+        call = w.target_worker.calls[0]
+        assert call.graph_runner is w.target_worker.model_runner.verify_graph and \
+            call.attn_backend is w.target_worker.model_runner.verify_backend, \
+            "the extend branch ran on the one-token state"
+    return "EXTEND, and DECODE/IDLE with is_extend_in_batch, keep the prefill path even above N"
+
+
+def check_dp_attention():
+    # ranks with 3 and 40 requests, N = 16: the global size 43 decides, on the small rank and on an idle one
+    w = make_worker(16, dp_attention=True, catch_up="padded")
+    w.forward_batch_generation(decode_batch(3, global_num_tokens=[3, 40]))
+    assert took_fallback(w), "bs 3 of a global 43 > N 16 did not take the fallback (ranks would disagree)"
+    w = make_worker(16, dp_attention=True, catch_up="padded")
+    idle = decode_batch(0, mode=ForwardMode.IDLE, global_num_tokens=[0, 40])
+    result = w.forward_batch_generation(idle)
+    calls = w.target_worker.calls
+    assert not w.draft_worker.draft_calls and not w.verify_calls, "an idle rank speculated while the others did not"
+    assert len(calls) == 1 and calls[0].mode.is_idle() and calls[0].spec_info_is_none, "idle rank: no IDLE target"
+    assert calls[0].attn_backend is w.target_worker.model_runner.backend_calls[0].backend, \
+        "idle rank: the target did not run on the one-token state"
+    assert_speculative_state(w, "after an idle rank's step")
+    assert result.next_token_ids.shape == (0,) and result.accept_lens.shape == (0,)
+    assert result.next_draft_input.new_seq_lens.shape == (0,)
+    assert len(w.draft_worker.extend_decode_calls) == 1, \
+        "the idle rank skipped the draft catch-up (collectives would not match)"
+    w = make_worker(16, dp_attention=True)
+    w.forward_batch_generation(decode_batch(10, global_num_tokens=[3, 10]))
+    assert took_speculative_path(w), "a global 13 <= N 16 did not speculate"
+    return "DP attention: the summed global batch size decides on every rank, idle ranks included"
+
+
+def check_env_var():
+    env = envs.SGLANG_SPEC_DISABLE_BATCH_THRESHOLD
+    with env.override(2):
+        w = make_worker(0)
+        assert w.spec_disable_batch_threshold == 2, "SGLANG_SPEC_DISABLE_BATCH_THRESHOLD was not read when the flag is 0"
+        w.forward_batch_generation(decode_batch(3))
+        assert took_fallback(w), "bs 3 > N 2 (from the environment) did not take the fallback"
+        w = make_worker(5)
+        assert w.spec_disable_batch_threshold == 5, "the flag must win over the environment variable"
+        w.forward_batch_generation(decode_batch(3))
+        assert took_speculative_path(w)
+    default = PARAMS.get("catchup_mode_graphs")
+    if default:
+        assert make_worker(2).spec_disable_catch_up == default, \
+            f"SGLANG_SPEC_DISABLE_CATCH_UP defaults to {make_worker(2).spec_disable_catch_up!r}, " \
+            f"not the recipe's catchup_mode_graphs {default!r}"
+    return f"the variable sets N when the flag is 0; a non-zero flag wins; catch-up default {default!r}"
+
+
+def check_log_once():
+    records = []
+    handler = logging.Handler()
+    handler.emit = records.append
+    logger = logging.getLogger(eagle_worker_v2.__name__)
+    logger.addHandler(handler)
+    level = logger.level
+    logger.setLevel(logging.INFO)
+    try:
+        w = make_worker(6, catch_up="padded")
+        for _ in range(3):
+            w.forward_batch_generation(decode_batch(7))
+        make_worker(0)
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+    lines = [r.getMessage() for r in records if "speculation disable is on" in r.getMessage().lower()]
+    assert len(lines) == 1, f"expected one start-up line, got {lines}"
+    assert "6" in lines[0], f"the line does not say N: {lines[0]}"
+    assert w.spec_disable_steps == 3, f"{w.spec_disable_steps} steps without speculation counted, not 3"
+    return lines[0]
+
+
+def check_restored_on_error():
+    w = make_worker(1, catch_up="padded")
+    w.target_worker.fail_forward = True
+    try:
+        w.forward_batch_generation(decode_batch(2))
+    except RuntimeError:
+        pass
+    else:
+        raise AssertionError("the target's exception was swallowed")
+    assert_speculative_state(w, "after a target forward that raised")
+    w = make_worker(1, catch_up="padded", spec_draft_graph=False)
+    w.draft_worker.draft_runner.fail_forward = True
+    try:
+        w.forward_batch_generation(decode_batch(2))
+    except RuntimeError:
+        pass
+    else:
+        raise AssertionError("the draft's exception was swallowed")
+    assert_speculative_state(w, "after a draft extend that raised")
+    return "a target forward or draft extend that raises still gets the speculative state back"
+
+
+def check_nan_detection():
+    w = make_worker(1, nan_detection=True)
+    w.target_worker.nan_logits = True
+    try:
+        w.forward_batch_generation(decode_batch(2))
+    except ValueError as exc:
+        assert "NaN" in str(exc)
+    else:
+        raise AssertionError("NaN logits went through with --enable-nan-detection (verify raises)")
+    assert_speculative_state(w, "after NaN detection raised")
+    w = make_worker(1, nan_detection=False)
+    w.target_worker.nan_logits = True
+    w.forward_batch_generation(decode_batch(2))
+    return "NaN logits raise with --enable-nan-detection, as verify does"
+
+
+def check_grammar():
+    w = make_worker(1)
+    batch = decode_batch(2, has_grammar=True)
+    w.forward_batch_generation(batch)
+    info = w.target_worker.calls[0].sampling_info
+    assert info.grammars is batch.sampling_info.grammars, "the grammars did not reach the target's sampler"
+    return "grammar objects reach the target's sampler (it builds the vocab mask)"
+
+
+def check_refusals():
+    problems = []
+    for name, kwargs, expected_text in (
+        ("negative", dict(threshold=-1), ">= 0"),
+        ("catch-up", dict(threshold=2, catch_up="sideways"), "skip"),
+    ):
+        try:
+            make_worker(kwargs["threshold"], catch_up=kwargs.get("catch_up"))
+        except ValueError as exc:
+            if expected_text not in str(exc):
+                problems.append(f"{name}: {exc}")
+        else:
+            problems.append(f"{name}: accepted")
+    for mode in ("padded", "single", "skip"):
+        if make_worker(2, catch_up=mode).spec_disable_catch_up != mode:
+            problems.append(f"{mode}: not accepted")
+    w = EAGLEWorkerV2.__new__(EAGLEWorkerV2)
+    w.topk = 4
+    try:
+        w._init_speculative_disable(SimpleNamespace(speculative_disable_batch_threshold=3, enable_dp_attention=False))
+    except ValueError as exc:
+        assert "topk" in str(exc), str(exc)
+    else:
+        problems.append("topk 4: accepted")
+    assert not problems, "; ".join(problems)
+    return "the worker accepts padded/single/skip and refuses N < 0, topk != 1 and an unknown catch-up mode"
+
+
+def check_operator_counting():
+    # The steps without speculation, for the operator: counted from the results by the real (patched)
+    # process_batch_result_decode, shown (and reset) by the real log_decode_stats, totalled by get_internal_state.
+    from sglang.srt.disaggregation.utils import DisaggregationMode
+    from sglang.srt.managers import scheduler as scheduler_module
+    from sglang.srt.managers import scheduler_metrics_mixin
+    from sglang.srt.managers.scheduler_metrics_mixin import SchedulerMetricsMixin
+
+    class Stop(Exception):
+        pass
+
+    def stop():  # the first call after the counting: the rest of the processing needs a real scheduler
+        raise Stop()
+
+    w = make_worker(2, catch_up="skip")
+    fallback = w.forward_batch_generation(decode_batch(3))
+    speculative = w.forward_batch_generation(decode_batch(1))
+    assert getattr(fallback, "speculation_disabled", False) and not getattr(speculative, "speculation_disabled", False)
+    fake = SimpleNamespace(
+        num_generated_tokens=0, update_spec_metrics=lambda bs, accepted: None, enable_metrics=False,
+        token_to_kv_pool_allocator=SimpleNamespace(free_group_begin=stop),
+        _resolve_spec_overlap_token_ids=lambda result, batch: [])
+    batch = SimpleNamespace(reqs=[], spec_algorithm=EAGLE, is_spec_v2=True, batch_size=lambda: 0)
+    for result in (fallback, fallback, speculative):
+        try:
+            SchedulerOutputProcessorMixin.process_batch_result_decode(fake, batch, result)
+        except Stop:
+            pass
+    assert getattr(fake, "spec_disable_num_steps", 0) == 2 and getattr(fake, "spec_disable_total_steps", 0) == 2, \
+        f"process_batch_result_decode counted {getattr(fake, 'spec_disable_num_steps', 0)} steps without " \
+        "speculation for 2 fallback results and 1 speculative one"
+
+    fake.__dict__.update(
+        last_decode_stats_tic=0.0, is_hybrid_swa=False, is_hybrid_ssm=False, _get_token_info=lambda: (0, 0.0, 0, 0),
+        forward_ct=0, spec_algorithm=EAGLE, spec_num_accepted_tokens=0, spec_num_forward_ct=3,
+        spec_total_num_accepted_tokens=0, spec_total_num_forward_ct=0, disaggregation_mode=DisaggregationMode.NULL,
+        server_args=SimpleNamespace(speculative_num_steps=STEPS, speculative_num_draft_tokens=N_DRAFT,
+                                    language_only=False, decode_log_interval=40),
+        device="cpu", waiting_queue=[], running_batch=SimpleNamespace(reqs=[]), _publish_kv_events=lambda: None)
+    records = []
+    handler = logging.Handler()
+    handler.emit = records.append
+    logger = scheduler_metrics_mixin.logger
+    logger.addHandler(handler)
+    level = logger.level
+    logger.setLevel(logging.INFO)
+    try:
+        SchedulerMetricsMixin.log_decode_stats(fake, can_run_cuda_graph=True)
+        fake.spec_num_forward_ct = 1  # the next interval's verifies (the line divides by them)
+        SchedulerMetricsMixin.log_decode_stats(fake, can_run_cuda_graph=True)
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+    lines = [r.getMessage() for r in records if r.getMessage().startswith("Decode batch")]
+    assert len(lines) == 2, lines
+    assert "steps without speculation: 2" in lines[0], f"the decode log line does not say 2: {lines[0]}"
+    assert "steps without speculation" not in lines[1], f"the count was not reset after the line: {lines[1]}"
+
+    kvcache = SimpleNamespace(mem_usage=0.0)
+    fake.__dict__.update(
+        last_gen_throughput=0.0, max_total_num_tokens=1, max_running_requests=8,
+        tp_worker=SimpleNamespace(model_runner=SimpleNamespace(weight_load_mem_usage=0.0, graph_mem_usage=0.0)),
+        token_to_kv_pool_allocator=SimpleNamespace(get_kvcache=lambda: kvcache))
+    real_global_args = scheduler_module.get_global_server_args
+    scheduler_module.get_global_server_args = lambda: SimpleNamespace()
+    try:
+        state = scheduler_module.Scheduler.get_internal_state(fake, None).internal_state
+    finally:
+        scheduler_module.get_global_server_args = real_global_args
+    assert state.get("spec_disable_num_steps") == 2, \
+        f"get_internal_state reports spec_disable_num_steps {state.get('spec_disable_num_steps')!r}, not 2"
+    return "2 fallback results counted, 'steps without speculation: 2' in the decode log line (then reset), " \
+        "spec_disable_num_steps 2 in get_internal_state"
+
+
+def main():
+    report.run("patched", check_patched)
+    if report.failed:
+        report.finish()
+    report.run("recorders match the release", check_recorders_match_the_release)
+    report.run("one-token state built at start-up", check_plain_state_built)
+    report.run("one-token state: catch-up and graph options", check_plain_state_variants)
+    report.run("one-token state: a failing capture restores", check_build_restores_on_error)
+    report.run("threshold 0 always speculates", check_threshold_zero)
+    report.run("batch <= N speculates", check_small_batch_speculates)
+    report.run("batch > N falls back (padded catch-up)", check_fallback("padded"))
+    report.run("batch > N falls back (single catch-up)", check_fallback("single"))
+    report.run("batch > N falls back (skip catch-up)", check_fallback("skip"))
+    report.run("batch > N falls back (padded, no draft-extend graph)", check_fallback("padded", spec_draft_graph=False))
+    report.run("hidden states kept when asked", check_hidden_states_kept_when_asked)
+    report.run("extend batches untouched", check_extend_untouched)
+    report.run("DP attention decides on the global batch size", check_dp_attention)
+    report.run("environment variable", check_env_var)
+    report.run("start-up log line", check_log_once)
+    report.run("state restored on error", check_restored_on_error)
+    report.run("NaN detection", check_nan_detection)
+    report.run("grammar", check_grammar)
+    report.run("worker refusals", check_refusals)
+    report.run("operator counting", check_operator_counting)
+    report.finish()
+
+
+if __name__ == "__main__":
+    main()
