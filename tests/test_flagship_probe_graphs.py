@@ -108,7 +108,9 @@ BREAKAGES = [
     ("graph-without-hidden", r"\n\s*target_args\.enable_return_hidden_states = True", "", "not FULL"),
     ("graphs-for-every-bs", r"if bs > threshold\]", "]", "not those > N"),
     ("graph-on-speculative-backend", r"\n\s*model_runner\.attn_backend = target_backend", "", "its own backend"),
-    ("build-not-restored", r"\) = saved", ") = (*saved[:3], True, *saved[4:])", "not restored"),
+    ("build-not-restored", r"\) = saved\n", ") = (*saved[:3], True, *saved[4:])\n", "not restored"),
+    ("draft-backend-made-with-n", r"(\n\s*)draft_args\.speculative_num_steps = 0\n\s*draft_args\.speculative_num_draft_tokens = 1",
+     r"\1pass", "not 0 / 1"),
     ("one-token-state-with-n", r"return \(0, 1, draft_extend_backend",
      "return (self.speculative_num_steps, self.speculative_num_draft_tokens, draft_extend_backend",
      "falls back (padded catch-up)"),  # the real draft extend then breaks on n rows for one-token inputs
