@@ -860,9 +860,9 @@ def write_recipe(lifted: Lifted, out: Path, *, package: str, release: str, sourc
             if key == "op":
                 continue
             one_line = value.rstrip("\n") if isinstance(value, str) else value
-            if isinstance(value, str) and ("\n" in one_line or one_line != one_line.strip() or len(one_line) > 100):
+            if isinstance(value, str) and ("\n" in one_line or one_line != one_line.strip()):
                 short = name[len(base) + 1:]
-                rel = PurePosixPath(PurePosixPath(s.file).with_suffix("").as_posix()) / f"{short}.{key}{_ext(key)}"
+                rel = PurePosixPath(PurePosixPath(s.file).with_suffix("").as_posix()) / f"{short}{_ext(key)}"
                 path = folder / rel
                 path.parent.mkdir(parents=True, exist_ok=True)
                 path.write_bytes(value.encode("utf-8"))
@@ -884,7 +884,8 @@ def write_recipe(lifted: Lifted, out: Path, *, package: str, release: str, sourc
 
 
 def _ext(key: str) -> str:
-    return ".diff" if key == "diff" else ".py"
+    """The code file's ending: `h4-add-method-clear.code.py`, `h2-replace-statements.match.py`, `h7-....diff`."""
+    return ".diff" if key == "diff" else f".{key}.py"
 
 
 def _what(options: dict[str, Any]) -> str:

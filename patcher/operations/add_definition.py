@@ -9,8 +9,8 @@ Example (sglang 0.5.9, `srt/disaggregation/utils.py`)::
       code: |
 
 
-        def is_slime_profiling_enabled() -> bool:
-            return get_bool_env_var("SLIME_PROFILING")
+        def is_team_profiling_enabled() -> bool:
+            return get_bool_env_var("TEAM_PROFILING")
 
 `after` and `before` name a definition of the module body: a `def`, a `class`, or the target of an assignment
 (`X = ...`, `X: T = ...`). The code goes right after that whole statement (or right before it, below its comment

@@ -223,8 +223,11 @@ class RecordingDraftExtendGraph:
 
 class RecordingBackendFactory:
     def __init__(self, server_args, draft_model_runner, topk, speculative_num_steps):
+        # what a backend reads from server_args when it is made (triton: the tokens per request of its
+        # draft-extend graph metadata, speculative_num_steps + 1)
         self.built_with = dict(server_args=server_args, runner=draft_model_runner, topk=topk,
-                               steps=speculative_num_steps)
+                               steps=speculative_num_steps, args_steps=server_args.speculative_num_steps,
+                               args_draft_tokens=server_args.speculative_num_draft_tokens)
 
     def create_draft_extend_backend(self):
         backend = Backend("draft-extend-one-token", **self.built_with)
@@ -321,7 +324,8 @@ class FakeDraftRunner:
         self.token_to_kv_pool = None
         self.attn_backend = Backend("draft-runner")
         self.server_args = SimpleNamespace(attention_backend="torch_native", enable_lora=False,
-                                           speculative_num_steps=STEPS, cuda_graph_bs=list(CUDA_GRAPH_BS))
+                                           speculative_num_steps=STEPS, speculative_num_draft_tokens=N_DRAFT,
+                                           cuda_graph_bs=list(CUDA_GRAPH_BS))
         self.model_config = SimpleNamespace(hidden_size=H_DRAFT, dtype=torch.float32)
         self.model_is_mrope = False
         self.calls = []
@@ -528,6 +532,7 @@ def speculative_state(w):
         return_hidden=(mr.server_args.enable_return_hidden_states, False),
         target_cuda_graph_bs=(mr.server_args.cuda_graph_bs, CUDA_GRAPH_BS),
         draft_server_steps=(dw.draft_runner.server_args.speculative_num_steps, STEPS),
+        draft_server_tokens=(dw.draft_runner.server_args.speculative_num_draft_tokens, N_DRAFT),
         draft_cuda_graph_bs=(dw.draft_runner.server_args.cuda_graph_bs, CUDA_GRAPH_BS),
     )
 
@@ -564,6 +569,10 @@ def check_recorders_match_the_release():
     replay = inspect.getsource(real_cuda_graph_runner.CudaGraphRunner.replay_prepare)
     assert "attn_backend = self.model_runner.attn_backend" in replay, "replay no longer uses the runner's backend"
     dinit = inspect.getsource(real_draft_graph.EAGLEDraftExtendCudaGraphRunner.__init__)
+    from sglang.srt.layers.attention.triton_backend import TritonAttnBackend
+    tinit = inspect.getsource(TritonAttnBackend.__init__)
+    assert "self.speculative_num_steps = model_runner.server_args.speculative_num_steps" in tinit, \
+        "TritonAttnBackend no longer reads the step count from server_args when it is made"
     for text in ("self.speculative_num_steps = model_runner.server_args.speculative_num_steps",
                  "self.num_tokens_per_bs = self.speculative_num_steps + 1",
                  "self.eagle_worker.draft_extend_attn_backend.init_cuda_graph_state",
@@ -591,6 +600,10 @@ def check_plain_state_built():
         f"the plain target graph was captured on {g.attn_backend}, not on its own backend {bc.backend}"
     assert len(w.built.draft_backends) == 1 and w.built.draft_backends[0].built_with["steps"] == 0, \
         "the one-token draft-extend backend was not built (with 0 steps)"
+    made = w.built.draft_backends[0].built_with
+    assert (made["args_steps"], made["args_draft_tokens"]) == (0, 1), \
+        f"the one-token draft-extend backend was made while server_args said {made['args_steps']} steps / " \
+        f"{made['args_draft_tokens']} draft tokens (it sizes its graph metadata from them), not 0 / 1"
     assert len(w.built.draft_graphs) == 1, f"{len(w.built.draft_graphs)} draft-extend graphs built, not one"
     dg = w.built.draft_graphs[0]
     assert dg.num_tokens_per_bs == 1, f"the draft-extend graph has {dg.num_tokens_per_bs} tokens per request"

@@ -21,34 +21,49 @@ def _spec_disable_build_plain_state(self, threshold: int) -> tuple:
     capture_bs = []
     if not target_args.disable_cuda_graph:
         capture_bs = [bs for bs in (target_args.cuda_graph_bs or []) if bs > threshold]
+    draft_extend_backend = dw.draft_extend_attn_backend
+    draft_extend_graph = None
+    if (
+        self.spec_disable_catch_up != "skip"
+        and capture_bs
+        and dw.cuda_graph_runner_for_draft_extend is not None
+    ):
+        # The draft-extend backend reads the step count and draft tokens from server_args
+        # when it is made (triton: the tokens per request of its graph metadata), the graph
+        # runner when it is captured: both see the one-token values.
+        saved_draft = (
+            draft_args.speculative_num_steps,
+            draft_args.speculative_num_draft_tokens,
+            draft_args.cuda_graph_bs,
+            dw.draft_extend_attn_backend,
+        )
+        try:
+            draft_args.speculative_num_steps = 0
+            draft_args.speculative_num_draft_tokens = 1
+            draft_args.cuda_graph_bs = list(capture_bs)
+            draft_extend_backend = DraftBackendFactory(
+                draft_args, dw.draft_runner, self.topk, 0
+            ).create_draft_extend_backend()
+            dw.draft_extend_attn_backend = draft_extend_backend
+            draft_graph_cls = (
+                EAGLEDraftExtendNpuGraphRunner if _is_npu else EAGLEDraftExtendCudaGraphRunner
+            )
+            draft_extend_graph = draft_graph_cls(dw)
+        finally:
+            (
+                draft_args.speculative_num_steps,
+                draft_args.speculative_num_draft_tokens,
+                draft_args.cuda_graph_bs,
+                dw.draft_extend_attn_backend,
+            ) = saved_draft
     saved = (
         model_runner.spec_algorithm,
         model_runner.init_new_workspace,
         model_runner.attn_backend,
         target_args.enable_return_hidden_states,
         target_args.cuda_graph_bs,
-        draft_args.speculative_num_steps,
-        draft_args.cuda_graph_bs,
-        dw.draft_extend_attn_backend,
     )
-    draft_extend_backend = dw.draft_extend_attn_backend
-    draft_extend_graph = None
     try:
-        if (
-            self.spec_disable_catch_up != "skip"
-            and capture_bs
-            and dw.cuda_graph_runner_for_draft_extend is not None
-        ):
-            draft_extend_backend = DraftBackendFactory(
-                draft_args, dw.draft_runner, self.topk, 0
-            ).create_draft_extend_backend()
-            dw.draft_extend_attn_backend = draft_extend_backend
-            draft_args.speculative_num_steps = 0
-            draft_args.cuda_graph_bs = list(capture_bs)
-            draft_graph_cls = (
-                EAGLEDraftExtendNpuGraphRunner if _is_npu else EAGLEDraftExtendCudaGraphRunner
-            )
-            draft_extend_graph = draft_graph_cls(dw)
         model_runner.spec_algorithm = SpeculativeAlgorithm.NONE
         target_args.enable_return_hidden_states = True
         target_backend = model_runner._get_attention_backend(init_new_workspace=True)
@@ -65,9 +80,6 @@ def _spec_disable_build_plain_state(self, threshold: int) -> tuple:
             model_runner.attn_backend,
             target_args.enable_return_hidden_states,
             target_args.cuda_graph_bs,
-            draft_args.speculative_num_steps,
-            draft_args.cuda_graph_bs,
-            dw.draft_extend_attn_backend,
         ) = saved
     after_mem = get_available_gpu_memory(self.device, self.gpu_id)
     logger.info(
