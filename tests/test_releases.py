@@ -312,7 +312,10 @@ def test_apply_leaves_no_bytecode_in_the_tree(tmp_path):
     assert not list(target.rglob("__pycache__")) and not list(target.rglob("*.pyc"))
 
 
-def test_output_that_no_pipe_cuts(tmp_path, sglang_release):
+def test_output_that_no_pipe_cuts(tmp_path, sglang_release, monkeypatch):
+    # a plain pipe: none of the variables by which a user asks for a terminal or a width
+    for name in ("COLUMNS", "FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE"):
+        monkeypatch.delenv(name, raising=False)
     site = tmp_path / ("a-long-folder-name-" * 6) / "site-packages"
     shutil.copytree(sglang_release("0.5.9"), site)
     assert specpatch("apply", FLAGSHIP, "--target", str(site), "--no-smoke").returncode == OK
