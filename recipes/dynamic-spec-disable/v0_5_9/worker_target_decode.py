@@ -11,7 +11,17 @@ def _spec_disable_target_decode(
     # (min_new_tokens would mask EOS for ever), and the speculative path does not apply
     # them either. Grammar masks and the sampling parameters apply as in any decode;
     # logprobs are not computed, as on the speculative path of this release.
+    # The DP attention token counts are copied: the forward aligns them in place, and the
+    # scheduler's batch (and its draft catch-up) must keep its own.
     bs = len(batch.seq_lens)
+    dp_counts = dict(
+        global_num_tokens=None
+        if batch.global_num_tokens is None
+        else list(batch.global_num_tokens),
+        global_num_tokens_for_logprob=None
+        if batch.global_num_tokens_for_logprob is None
+        else list(batch.global_num_tokens_for_logprob),
+    )
     sampling_info = batch.sampling_info
     if sampling_info is not None:
         sampling_info = dataclasses.replace(sampling_info, acc_linear_penalties=None)
@@ -22,6 +32,7 @@ def _spec_disable_target_decode(
             capture_hidden_mode=CaptureHiddenMode.FULL,
             return_logprob=False,
             sampling_info=sampling_info,
+            **dp_counts,
         )
     else:
         target_batch = dataclasses.replace(
@@ -36,5 +47,6 @@ def _spec_disable_target_decode(
             capture_hidden_mode=CaptureHiddenMode.FULL,
             return_logprob=False,
             sampling_info=sampling_info,
+            **dp_counts,
         )
     return self.target_worker.forward_batch_generation(target_batch)
