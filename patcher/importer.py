@@ -329,7 +329,7 @@ def _lift_file(fp: FilePatch, raw: bytes) -> tuple[list[LiftedStep], list[HunkRe
             break
         after_text, after_module, lines_after = target
         chosen = None
-        for end in range(j, min(j + 3, len(units))):  # a unit that no candidate expresses: try with the next
+        for end in range(j, min(j + 6, len(units))):  # a unit that no candidate expresses: try with the next ones
             if end > j:
                 lines_after = _apply_units(lines, units[k:end + 1])
                 after_text = "".join(lines_after)
