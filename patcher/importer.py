@@ -24,6 +24,7 @@ but every line it adds is already in the file: `upstream_evidence`), or refused,
 
 from __future__ import annotations
 
+import ast
 import difflib
 import re
 import shutil
@@ -766,6 +767,42 @@ def _insertions(m, n, site, ms, new, owner, scope) -> Iterator[list[dict]]:
                           "code": _code(n, site.npath, [s], lead=False)})
             after = flags_of(s)[0]
         yield steps
+    if fn is not None and isinstance(fn[-1], cst.FunctionDef) and not isinstance(owner, (cst.Module, cst.ClassDef)):
+        yield from _statement_insertions(m, site, ms, _code(n, site.npath, new), fn)
+
+
+def _statement_insertions(m, site, ms, new_code: str, fn: NodePath) -> Iterator[list[dict]]:
+    """Statements inserted into a function: `insert_statements` after the statement above them, else before the one
+    below, each first as a pattern whose calls take any arguments (it survives upstream renaming an argument or
+    adding one), then as written. A pattern that matches more than one statement of the function is not taken."""
+    i = site.i1
+    function = _dotted(fn)
+    for at, stmt in (("after", ms[i - 1] if i > 0 else None), ("before", ms[i] if i < len(ms) else None)):
+        if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1):
+            continue
+        text = m.code_for_node(stmt.body[0]).strip()
+        for pattern in dict.fromkeys((_any_arguments(text), text)):
+            if pattern:
+                yield [{"op": "insert_statements", "function": function, "at": at, "match": pattern,
+                        "code": new_code, "if_present_elsewhere": "refuse"}]
+
+
+class _AnyArguments(ast.NodeTransformer):
+    def visit_Call(self, node: ast.Call) -> ast.Call:
+        node.func = self.visit(node.func)
+        node.args, node.keywords = [ast.Constant(...)], []
+        return node
+
+
+def _any_arguments(text: str) -> str | None:
+    """The statement as a pattern whose calls take any arguments (`polls = poll(...)`), or None without a call."""
+    try:
+        tree = ast.parse(textwrap.dedent(text))
+    except SyntaxError:
+        return None
+    if not any(isinstance(node, ast.Call) for node in ast.walk(tree)):
+        return None
+    return ast.unparse(_AnyArguments().visit(tree)).strip()
 
 
 def _expression_edits(m, n, spath, old, new, scope) -> Iterator[list[dict]]:

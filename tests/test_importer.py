@@ -261,6 +261,29 @@ def test_a_refusal_is_upstream_in_another_form_only_when_every_added_line_is_the
         or len(ported.steps[0].evidence) == 2
 
 
+def test_statements_inserted_in_a_function_anchor_on_a_pattern_that_survives_an_argument_rename(tmp_path):
+    before = ("def pop(self):\n    polls = poll_all(\n        [req.receiver for req in self.queue], self.group\n    )\n\n"
+              "    done = []\n    return done\n")
+    after = before.replace("    )\n\n", "    )\n\n    # a timeout\n    timeout = float(get_env(\"T\", \"600\"))\n\n")
+    pkg = package(tmp_path / "base", {"srt/m.py": before})
+    lifted, out = lift_and_write(tmp_path, pkg, git_diff(before, after, "srt/m.py"))
+    assert [(s.options["op"], s.options.get("match"), s.options.get("at")) for s in lifted.steps] == [
+        ("insert_statements", "polls = poll_all(...)", "after")]
+    assert importer.round_trip(out, pkg, lifted.expected).ok
+    recipe = load_recipe(out)
+    # upstream renamed the comprehension's variable and moved the call into a block: the step still lands
+    later = ("def pop(self):\n    if self.queue:\n        polls = poll_all(\n            [r.receiver for r in self.queue], "
+             "self.group\n        )\n\n    done = []\n    return done\n")
+    ported = importer.port(recipe, package(tmp_path / "later", {"srt/m.py": later}))
+    assert [s.status for s in ported.steps] == ["applied"]
+    assert b"        )\n\n        # a timeout\n        timeout = float(" in ported.files["srt/m.py"]
+    # a release that has the statement elsewhere in the function: not inserted twice
+    has = later.replace("    done = []\n", "    timeout = float(get_env(\"T\", \"600\"))\n    done = []\n")
+    ported = importer.port(recipe, package(tmp_path / "has", {"srt/m.py": has}))
+    assert [s.status for s in ported.steps] == ["upstream_other_form"]
+    assert ported.files["srt/m.py"].count(b"timeout = float(") == 1
+
+
 IMPORTS = '''\
 from sglang.srt.layers.utils import (
     can_split,
