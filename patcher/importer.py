@@ -1120,6 +1120,8 @@ def upstream_evidence(op: Operation, text: str) -> tuple[str, ...]:
     code = getattr(op, "code", None)
     if not isinstance(code, str) or not code.strip():
         return ()
+    if op.op == "add_import":
+        return _bound_elsewhere(code, text)
     added = _distinct(code)
     match = getattr(op, "match", None)
     if isinstance(match, str):
@@ -1136,6 +1138,24 @@ def upstream_evidence(op: Operation, text: str) -> tuple[str, ...]:
     hits = [f"line {n}: `{line}`" for line, n in found if n]
     need = len(added) if len(added) <= 3 else -(-4 * len(added) // 5)
     return tuple(hits) if len(hits) >= max(1, need) else ()
+
+
+def _bound_elsewhere(code: str, text: str) -> tuple[str, ...]:
+    """For an import that cannot apply: where the release's module-level imports already bind each of its names
+    (from another module: upstream moved the name), or () when one of them is not bound."""
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return ()
+    bound: dict[str, int] = {}
+    for stmt in tree.body:
+        for b in bindings(stmt):
+            bound.setdefault(b.bound, stmt.lineno)
+    wanted = [b.bound for b in bindings(ast.parse(textwrap.dedent(code).strip()).body[0])]
+    lines = text.splitlines()
+    if not wanted or any(name not in bound for name in wanted):
+        return ()
+    return tuple(f"line {bound[n]}: `{lines[bound[n] - 1].strip()}` binds `{n}`" for n in wanted)
 
 
 # --------------------------------------------------------------------------------------------------- the command

@@ -405,3 +405,17 @@ def test_bench_import_scores_a_port_against_the_teams_port(tmp_path, sglang_rele
     assert spec["carried"]["landed"] == 1 and spec["carried"]["wrong"] == 0
     assert spec["upstream"]["already_upstream"] == classes["upstream"] and spec["upstream"]["wrong"] == 0
     assert "patch --fuzz 2" in out["truth"]["tools"] and "landed as the team's port" in done.stdout
+
+
+def test_an_import_whose_name_upstream_now_imports_from_another_module_is_upstream_in_another_form(tmp_path):
+    after = IMPORTS.replace("    can_split,\n", "    can_split,\n    is_prefill_cp,\n")
+    pkg = package(tmp_path / "base", {"srt/m.py": IMPORTS})
+    lifted, out = lift_and_write(tmp_path, pkg, git_diff(IMPORTS, after, "srt/m.py"))
+    moved = IMPORTS.replace("from sglang.srt.utils import add_prefix",
+                            "from sglang.srt.utils import add_prefix\nfrom sglang.srt.layers.cp_utils import (\n"
+                            "    is_prefill_cp,\n)")
+    ported = importer.port(load_recipe(out), package(tmp_path / "moved", {"srt/m.py": moved}))
+    step = ported.steps[0]
+    assert step.status == "upstream_other_form"
+    assert step.evidence == ("line 6: `from sglang.srt.layers.cp_utils import (` binds `is_prefill_cp`",)
+    assert ported.files["srt/m.py"].count(b"is_prefill_cp") == 1
