@@ -6,8 +6,9 @@ Prints, in one run:
 
 - the hunks of PATCH, how many were lifted into semantic steps, and whether the recipe reproduces the patched base
   release byte for byte (file by file);
-- on the later release, per hunk: applied, already upstream (every step of the hunk found its change there), or
-  refused (a step refused, with the reason);
+- on the later release, per hunk: applied, already upstream (every step of the hunk found its change there),
+  upstream in another form (every step is already upstream or refused with all the lines it adds found in the
+  release), or refused (a step refused, with the reason);
 - with --truth (the team's own patch for the later release, the ground truth of a correct port), each hunk of PATCH
   put in a class and scored, for specpatch and for `patch -p2 --fuzz 2` applied to the same pristine release:
 
@@ -196,7 +197,9 @@ def run(args, scratch: Path) -> int:
         statuses = {s.status for s in steps}
         if statuses == {"already_upstream"}:
             return "already_upstream"
-        if "refused" in statuses:
+        if statuses <= {"already_upstream", "upstream_other_form"}:
+            return "upstream_other_form"  # a step refused, with every line it adds found in the release
+        if "refused" in statuses or "upstream_other_form" in statuses:
             return "refused"
         return "applied"
 
@@ -208,6 +211,7 @@ def run(args, scratch: Path) -> int:
         "round_trip_identical_files": len(rt.identical), "round_trip_files": len(rt.identical) + len(rt.different),
         "round_trip_refused_steps": len(rt.errors), "lift_seconds": round(lift_s, 1), "port_seconds": round(port_s, 1),
         "later": {"applied": answers["applied"], "already_upstream": answers["already_upstream"],
+                  "upstream_other_form": answers["upstream_other_form"],
                   "refused": answers["refused"]},
     }
     print(f"{args.patch.name}: {len(infos)} hunks in {len(files)} files; lifted {lifted.lifted} "
@@ -215,7 +219,8 @@ def run(args, scratch: Path) -> int:
     print(f"  round trip on {args.base}: {len(rt.identical)}/{len(rt.identical) + len(rt.different)} files "
           f"byte-identical; {len(rt.errors)} step(s) refused there")
     print(f"  on {args.later} (port, {port_s:.0f} s): {answers['applied']} hunks applied, "
-          f"{answers['already_upstream']} already upstream, {answers['refused']} refused")
+          f"{answers['already_upstream']} already upstream, {answers['upstream_other_form']} upstream in another "
+          f"form, {answers['refused']} refused")
 
     if args.truth:
         out["truth"] = score(args, infos, ported, answer, scratch)
@@ -275,7 +280,8 @@ def score(args, infos: list[HunkInfo], ported, answer, scratch: Path) -> dict:
                 tally[(info.klass, answer(info))] += 1
                 rows.append({"file": info.file, "hunk": info.hunk.header.split("@@")[1].strip(), "class": info.klass,
                              "specpatch": answer(info), "landed": landed, "wrong": wrong})
-        per = {k: {m: tally[(k, m)] for m in ("landed", "wrong", "applied", "already_upstream", "refused")}
+        per = {k: {m: tally[(k, m)] for m in ("landed", "wrong", "applied", "already_upstream", "upstream_other_form",
+                                               "refused")}
                for k in ("carried", "adapted", "upstream", "dropped")}
         result["tools"][tool] = per
         print(f"  {tool}:")
@@ -283,7 +289,7 @@ def score(args, infos: list[HunkInfo], ported, answer, scratch: Path) -> dict:
             extra = ""
             if tool == "specpatch":
                 extra = (f"; answers: {per[k]['applied']} applied, {per[k]['already_upstream']} already upstream, "
-                         f"{per[k]['refused']} refused")
+                         f"{per[k]['upstream_other_form']} upstream in another form, {per[k]['refused']} refused")
             print(f"    {k:9} {classes[k]:3}: {per[k]['landed']:3} landed as the team's port, "
                   f"{per[k]['wrong']:3} applied wrongly{extra}")
     fuzz_failed = sum(1 for ln in fuzz_log.splitlines() if "FAILED" in ln)

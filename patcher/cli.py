@@ -413,7 +413,8 @@ def port(
     json: JsonOpt = False,
     recipe_path: RecipePathOpt = None,
 ) -> None:
-    """Plan RECIPE step by step on a pristine release: applied, already upstream, or refused (with near candidates)."""
+    """Plan RECIPE step by step on a pristine release: applied, already upstream, upstream in another form, or
+    refused (with near candidates)."""
     from . import api, importer
     from .fetch import fetch_release
     from .report import render_port
@@ -425,7 +426,7 @@ def port(
         with ui.status(f"planning {loaded.id} on {package} {release}"):
             result = importer.port(loaded, fetch_release(package, release) / package)
     render_port(ui, result, f"{package} {release}", as_json=json)
-    raise typer.Exit(3 if result.count("refused") else 0)
+    raise typer.Exit(3 if result.count("refused") or result.count("upstream_other_form") else 0)
 
 
 @app.command()

@@ -18,11 +18,13 @@ How a patch is lifted (`lift`):
    silent drop.
 
 `port` plans a recipe on another release step by step, and says per step: applied, already present upstream (the
-step found its change already there, so it is never applied twice), or refused, with the error and near candidates.
+step found its change already there, so it is never applied twice), upstream in another form (the step cannot apply,
+but every line it adds is already in the file: `upstream_evidence`), or refused, with the error and near candidates.
 """
 
 from __future__ import annotations
 
+import ast
 import difflib
 import re
 import shutil
@@ -39,7 +41,7 @@ from .model import validate
 from .operations.add_argparse_argument import flags_of
 from .operations.add_dataclass_field import field_name
 from .operations.add_definition import defined_names
-from .operations.add_import import _is_import_line
+from .operations.add_import import _as_ast, _is_import_line, _statement, bindings
 from .operations._code import caching
 from .operations.base import REGISTRY, AlreadyApplied, Changed, Operation
 
@@ -328,7 +330,7 @@ def _lift_file(fp: FilePatch, raw: bytes) -> tuple[list[LiftedStep], list[HunkRe
             break
         after_text, after_module, lines_after = target
         chosen = None
-        for end in range(j, min(j + 3, len(units))):  # a unit that no candidate expresses: try with the next
+        for end in range(j, min(j + 6, len(units))):  # a unit that no candidate expresses: try with the next ones
             if end > j:
                 lines_after = _apply_units(lines, units[k:end + 1])
                 after_text = "".join(lines_after)
@@ -663,6 +665,8 @@ def _candidates(m: cst.Module, n: cst.Module, site: _Site) -> Iterator[list[dict
     scope = _dotted(scope_path) if scope_path else None
     if not old and new:
         yield from _insertions(m, n, site, ms, new, owner, scope)
+    if isinstance(owner, cst.Module) and len(old) == 1 and len(new) == 1:
+        yield from _import_merges(old[0], new[0])
     if len(old) == 1 and len(new) == 1 and type(old[0]) is type(new[0]) \
             and _lead_text(m, old[0]) == _lead_text(n, new[0]):
         yield from _expression_edits(m, n, site.mpath + (old[0],), old[0], new[0], scope)
@@ -681,6 +685,35 @@ def _candidates(m: cst.Module, n: cst.Module, site: _Site) -> Iterator[list[dict
         if isinstance(path[-1], cst.FunctionDef):
             return
         path, npath = pm, pn
+
+
+def _import_merges(old: cst.CSTNode, new: cst.CSTNode) -> Iterator[list[dict]]:
+    """Names added to a module's `from a.b import (...)` list: one `add_import` with `merge` a name, placed after
+    the name it follows, so that the step survives upstream adding or removing other names of that list."""
+    if not (_is_import_line(old) and _is_import_line(new) and len(old.body) == len(new.body) == 1):
+        return
+    a, b = old.body[0], new.body[0]
+    if not (isinstance(a, cst.ImportFrom) and isinstance(b, cst.ImportFrom)) \
+            or isinstance(a.names, cst.ImportStar) or isinstance(b.names, cst.ImportStar):
+        return
+    was, now = _as_ast(a), _as_ast(b)
+    if (was.module, was.level) != (now.module, now.level):
+        return
+    had = [bd.text for bd in bindings(was)]
+    got = bindings(now)
+    if [bd.text for bd in got if bd.text in had] != had or len(got) == len(had):
+        return  # a name removed or reordered: not only additions
+    steps, after = [], None
+    for bd in got:
+        if bd.text in had:
+            after = bd.source[3]
+            continue
+        step = {"op": "add_import", "code": _statement(now, [bd]), "merge": True}
+        if after:
+            step["after"] = after
+        steps.append(step)
+        after = bd.source[3]
+    yield steps
 
 
 def _statement_of(path: NodePath) -> tuple[NodePath, int] | None:
@@ -734,6 +767,42 @@ def _insertions(m, n, site, ms, new, owner, scope) -> Iterator[list[dict]]:
                           "code": _code(n, site.npath, [s], lead=False)})
             after = flags_of(s)[0]
         yield steps
+    if fn is not None and isinstance(fn[-1], cst.FunctionDef) and not isinstance(owner, (cst.Module, cst.ClassDef)):
+        yield from _statement_insertions(m, site, ms, _code(n, site.npath, new), fn)
+
+
+def _statement_insertions(m, site, ms, new_code: str, fn: NodePath) -> Iterator[list[dict]]:
+    """Statements inserted into a function: `insert_statements` after the statement above them, else before the one
+    below, each first as a pattern whose calls take any arguments (it survives upstream renaming an argument or
+    adding one), then as written. A pattern that matches more than one statement of the function is not taken."""
+    i = site.i1
+    function = _dotted(fn)
+    for at, stmt in (("after", ms[i - 1] if i > 0 else None), ("before", ms[i] if i < len(ms) else None)):
+        if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1):
+            continue
+        text = m.code_for_node(stmt.body[0]).strip()
+        for pattern in dict.fromkeys((_any_arguments(text), text)):
+            if pattern:
+                yield [{"op": "insert_statements", "function": function, "at": at, "match": pattern,
+                        "code": new_code, "if_present_elsewhere": "refuse"}]
+
+
+class _AnyArguments(ast.NodeTransformer):
+    def visit_Call(self, node: ast.Call) -> ast.Call:
+        node.func = self.visit(node.func)
+        node.args, node.keywords = [ast.Constant(...)], []
+        return node
+
+
+def _any_arguments(text: str) -> str | None:
+    """The statement as a pattern whose calls take any arguments (`polls = poll(...)`), or None without a call."""
+    try:
+        tree = ast.parse(textwrap.dedent(text))
+    except SyntaxError:
+        return None
+    if not any(isinstance(node, ast.Call) for node in ast.walk(tree)):
+        return None
+    return ast.unparse(_AnyArguments().visit(tree)).strip()
 
 
 def _expression_edits(m, n, spath, old, new, scope) -> Iterator[list[dict]]:
@@ -939,10 +1008,11 @@ class PortedStep:
     name: str | None
     op: str
     file: str
-    status: str  #: applied | already_upstream | refused
+    status: str  #: applied | already_upstream | upstream_other_form | refused
     message: str = ""
     candidates: tuple[str, ...] = ()
     error: SpecpatchError | None = None
+    evidence: tuple[str, ...] = ()  #: upstream_other_form: the step's added lines found in the release, with lines
 
 
 @dataclass
@@ -1008,11 +1078,84 @@ def _port(recipe, package_dir: Path) -> Ported:
             lines = dict(zip(map(id, nodes), lines_of(module, nodes))) if nodes else {}
             cands = tuple(Candidate(c.text, lines.get(id(c.node), c.line)).render() for c in err.candidates)
             err.at(Location(recipe=recipe.id, step=index, op=op.op, file=op.file, anchor=op.anchor()))
-            steps.append(PortedStep(index, op.name, op.op, op.file, status, f"{err.title}: {err.message}", cands, err))
+            message = f"{err.title}: {err.message}"
+            evidence = upstream_evidence(op, module.code)
+            if evidence:
+                status = "upstream_other_form"
+                message = (f"the release seems to have this change in another form: {len(evidence)} added "
+                           f"line(s) of the step are there ({'; '.join(evidence[:3])}); not applied. {message}")
+            steps.append(PortedStep(index, op.name, op.op, op.file, status, message, cands, err, evidence))
         else:
             steps.append(PortedStep(index, op.name, op.op, op.file, status))
     files = {rel: m.bytes for rel, m in modules.items()}
     return Ported(steps, files)
+
+
+_TRIVIAL = re.compile(r"^(?:[\W_]*|(?:else|try|finally|pass|return|break|continue|None|True|False|self|async|await)"
+                      r"\W*)$")
+
+
+def _norm(line: str) -> str:
+    """A line of code as the evidence compares it: comments and spacing aside, a trailing comma aside."""
+    line = line.split("  #", 1)[0] if "  #" in line else line
+    return " ".join(line.split()).rstrip(",").strip()
+
+
+def _distinct(code: str) -> list[str]:
+    """The lines of `code` that say something (not a bracket, a keyword alone, a comment or a short word)."""
+    out = []
+    for raw in textwrap.dedent(code).splitlines():
+        line = _norm(raw)
+        if len(line) < 8 or line.startswith("#") or _TRIVIAL.match(line) or not re.search(r"[A-Za-z_]\w", line):
+            continue
+        out.append(line)
+    return out
+
+
+def upstream_evidence(op: Operation, text: str) -> tuple[str, ...]:
+    """For a step that cannot apply: the lines it adds (its code less what it matches) that the release already has,
+    each with its line number, when they are all there (at least one, four fifths of them past three lines); else
+    (). A refusal whose added lines are all in the file is upstream having adopted the change in another form
+    (reordered, reformatted, moved within the file): reported as such, and still never applied."""
+    code = getattr(op, "code", None)
+    if not isinstance(code, str) or not code.strip():
+        return ()
+    if op.op == "add_import":
+        return _bound_elsewhere(code, text)
+    added = _distinct(code)
+    match = getattr(op, "match", None)
+    if isinstance(match, str):
+        matched = set(_distinct(match))
+        added = [line for line in added if line not in matched]
+    if not added:
+        return ()
+    where: dict[str, int] = {}
+    for number, raw in enumerate(text.splitlines(), start=1):
+        where.setdefault(_norm(raw), number)
+    # a one-line change inside a statement (a keyword, an element, a parameter) is found inside a line
+    found = [(line, where.get(line) or next((n for l, n in where.items() if len(line) >= 12 and line in l), None))
+             for line in added]
+    hits = [f"line {n}: `{line}`" for line, n in found if n]
+    need = len(added) if len(added) <= 3 else -(-4 * len(added) // 5)
+    return tuple(hits) if len(hits) >= max(1, need) else ()
+
+
+def _bound_elsewhere(code: str, text: str) -> tuple[str, ...]:
+    """For an import that cannot apply: where the release's module-level imports already bind each of its names
+    (from another module: upstream moved the name), or () when one of them is not bound."""
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return ()
+    bound: dict[str, int] = {}
+    for stmt in tree.body:
+        for b in bindings(stmt):
+            bound.setdefault(b.bound, stmt.lineno)
+    wanted = [b.bound for b in bindings(ast.parse(textwrap.dedent(code).strip()).body[0])]
+    lines = text.splitlines()
+    if not wanted or any(name not in bound for name in wanted):
+        return ()
+    return tuple(f"line {bound[n]}: `{lines[bound[n] - 1].strip()}` binds `{n}`" for n in wanted)
 
 
 # --------------------------------------------------------------------------------------------------- the command

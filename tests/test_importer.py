@@ -236,9 +236,85 @@ def test_port_refuses_code_upstream_already_has_elsewhere(tmp_path):
     lifted, out = lift_and_write(tmp_path, pkg, git_diff(before, after, "srt/m.py"))
     later = "def f(self):\n    self.flush()\n    self.a()\n    return 1\n"  # upstream has it, in another place
     ported = importer.port(load_recipe(out), package(tmp_path / "later", {"srt/m.py": later}))
-    assert [s.status for s in ported.steps] == ["refused"]
-    assert "self.flush()" in ported.steps[0].message and "another form" in ported.steps[0].message
+    step = ported.steps[0]
+    assert step.status == "upstream_other_form"  # refused, and every line it adds is in the file: said so
+    assert "self.flush()" in step.message and "another form" in step.message and "line 2" in step.message
+    assert step.evidence == ("line 2: `self.flush()`",)
     assert ported.files["srt/m.py"].count(b"self.flush()") == 1
+
+
+def test_a_refusal_is_upstream_in_another_form_only_when_every_added_line_is_there(tmp_path):
+    before = "def f(self):\n    self.a()\n    return 1\n"
+    after = "def f(self):\n    self.a()\n    self.flush(now=True)\n    self.count += 1\n    return 1\n"
+    pkg = package(tmp_path / "base", {"srt/m.py": before})
+    lifted, out = lift_and_write(tmp_path, pkg, git_diff(before, after, "srt/m.py"))
+    recipe = load_recipe(out)
+    # upstream moved `self.a()` away (the anchor is gone) and has one of the two added lines: refused
+    half = "def f(self):\n    self.b()\n    self.flush(now=True)\n    return 1\n"
+    ported = importer.port(recipe, package(tmp_path / "half", {"srt/m.py": half}))
+    assert [s.status for s in ported.steps] == ["refused"] and ported.steps[0].evidence == ()
+    # both added lines are there, reformatted and in another order: upstream in another form
+    both = "def f(self):\n    self.b()\n    self.count  +=  1\n    self.flush(now=True)  # first\n    return 1\n"
+    ported = importer.port(recipe, package(tmp_path / "both", {"srt/m.py": both}))
+    assert [s.status for s in ported.steps] == ["upstream_other_form"]
+    assert ported.steps[0].evidence == ("line 4: `self.flush(now=True`", "line 3: `self.count += 1`") \
+        or len(ported.steps[0].evidence) == 2
+
+
+def test_statements_inserted_in_a_function_anchor_on_a_pattern_that_survives_an_argument_rename(tmp_path):
+    before = ("def pop(self):\n    polls = poll_all(\n        [req.receiver for req in self.queue], self.group\n    )\n\n"
+              "    done = []\n    return done\n")
+    after = before.replace("    )\n\n", "    )\n\n    # a timeout\n    timeout = float(get_env(\"T\", \"600\"))\n\n")
+    pkg = package(tmp_path / "base", {"srt/m.py": before})
+    lifted, out = lift_and_write(tmp_path, pkg, git_diff(before, after, "srt/m.py"))
+    assert [(s.options["op"], s.options.get("match"), s.options.get("at")) for s in lifted.steps] == [
+        ("insert_statements", "polls = poll_all(...)", "after")]
+    assert importer.round_trip(out, pkg, lifted.expected).ok
+    recipe = load_recipe(out)
+    # upstream renamed the comprehension's variable and moved the call into a block: the step still lands
+    later = ("def pop(self):\n    if self.queue:\n        polls = poll_all(\n            [r.receiver for r in self.queue], "
+             "self.group\n        )\n\n    done = []\n    return done\n")
+    ported = importer.port(recipe, package(tmp_path / "later", {"srt/m.py": later}))
+    assert [s.status for s in ported.steps] == ["applied"]
+    assert b"        )\n\n        # a timeout\n        timeout = float(" in ported.files["srt/m.py"]
+    # a release that has the statement elsewhere in the function: not inserted twice
+    has = later.replace("    done = []\n", "    timeout = float(get_env(\"T\", \"600\"))\n    done = []\n")
+    ported = importer.port(recipe, package(tmp_path / "has", {"srt/m.py": has}))
+    assert [s.status for s in ported.steps] == ["upstream_other_form"]
+    assert ported.files["srt/m.py"].count(b"timeout = float(") == 1
+
+
+IMPORTS = '''\
+from sglang.srt.layers.utils import (
+    can_split,
+    gather_output,
+)
+from sglang.srt.utils import add_prefix
+
+
+def f():
+    return can_split()
+'''
+
+
+def test_a_name_added_to_an_import_list_is_lifted_as_a_merged_add_import_and_follows_the_list(tmp_path):
+    after = IMPORTS.replace("    can_split,\n", "    can_split,\n    is_prefill_cp,\n")
+    pkg = package(tmp_path / "base", {"srt/m.py": IMPORTS})
+    lifted, out = lift_and_write(tmp_path, pkg, git_diff(IMPORTS, after, "srt/m.py"))
+    assert [s.options for s in lifted.steps] == [{
+        "op": "add_import", "code": "from sglang.srt.layers.utils import is_prefill_cp", "merge": True,
+        "after": "can_split"}]
+    assert importer.round_trip(out, pkg, lifted.expected).ok
+    recipe = load_recipe(out)
+    # the next release reshaped the list (a name added, one removed): the step still lands, in the list
+    later = IMPORTS.replace("    gather_output,\n", "    rerange,\n    shard,\n")
+    ported = importer.port(recipe, package(tmp_path / "later", {"srt/m.py": later}))
+    assert [s.status for s in ported.steps] == ["applied"]
+    assert b"    can_split,\n    is_prefill_cp,\n    rerange,\n" in ported.files["srt/m.py"]
+    # a release that imports it already (in another statement): already upstream, not imported twice
+    has = IMPORTS.replace("import add_prefix", "import add_prefix\nfrom sglang.srt.layers.utils import is_prefill_cp")
+    ported = importer.port(recipe, package(tmp_path / "has", {"srt/m.py": has}))
+    assert [s.status for s in ported.steps] == ["already_upstream"]
 
 
 # --------------------------------------------------------------------------------------------------- real releases
@@ -329,3 +405,17 @@ def test_bench_import_scores_a_port_against_the_teams_port(tmp_path, sglang_rele
     assert spec["carried"]["landed"] == 1 and spec["carried"]["wrong"] == 0
     assert spec["upstream"]["already_upstream"] == classes["upstream"] and spec["upstream"]["wrong"] == 0
     assert "patch --fuzz 2" in out["truth"]["tools"] and "landed as the team's port" in done.stdout
+
+
+def test_an_import_whose_name_upstream_now_imports_from_another_module_is_upstream_in_another_form(tmp_path):
+    after = IMPORTS.replace("    can_split,\n", "    can_split,\n    is_prefill_cp,\n")
+    pkg = package(tmp_path / "base", {"srt/m.py": IMPORTS})
+    lifted, out = lift_and_write(tmp_path, pkg, git_diff(IMPORTS, after, "srt/m.py"))
+    moved = IMPORTS.replace("from sglang.srt.utils import add_prefix",
+                            "from sglang.srt.utils import add_prefix\nfrom sglang.srt.layers.cp_utils import (\n"
+                            "    is_prefill_cp,\n)")
+    ported = importer.port(load_recipe(out), package(tmp_path / "moved", {"srt/m.py": moved}))
+    step = ported.steps[0]
+    assert step.status == "upstream_other_form"
+    assert step.evidence == ("line 6: `from sglang.srt.layers.cp_utils import (` binds `is_prefill_cp`",)
+    assert ported.files["srt/m.py"].count(b"is_prefill_cp") == 1

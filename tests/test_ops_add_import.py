@@ -261,3 +261,88 @@ def test_imports_are_read_from_the_tree_as_ast_parse_reads_them():
     module = cst.parse_module(src)
     got = [ast.dump(_as_ast(small)) for line in module.body for small in line.body]
     assert got == [ast.dump(node) for node in ast.parse(src).body]
+
+
+# ---- merge: names added to the module's own `from` statement of that module
+
+
+def merge(code: str, **options):
+    return op("add_import", code=code, merge=True, **options)
+
+
+def test_merge_adds_the_name_after_the_one_it_follows_in_a_parenthesized_list():
+    check(merge("from a.b import e", after="c"), '''
+        import os
+        from a.b import (
+            c,
+            d,
+        )
+        ''', '''
+        import os
+        from a.b import (
+            c,
+            e,
+            d,
+        )
+        ''')
+
+
+def test_merge_appends_when_the_name_it_follows_is_gone_keeping_the_trailing_comma_style():
+    check(merge("from a.b import e", after="gone"), '''
+        from a.b import (
+            c,
+            d
+        )
+        ''', '''
+        from a.b import (
+            c,
+            d,
+            e
+        )
+        ''')
+
+
+def test_merge_into_a_one_line_list_and_several_names():
+    check(merge("from a.b import e, f as g", after="c"), '''
+        from a.b import c, d
+        ''', '''
+        from a.b import c, e, f as g, d
+        ''')
+
+
+def test_merge_without_a_statement_of_that_module_adds_a_new_one():
+    check(merge("from a.b import e"), '''
+        from a import b
+        from .a.b import x
+        ''', '''
+        from a import b
+        from .a.b import x
+        from a.b import e
+        ''')
+
+
+def test_merge_finds_the_name_already_imported_anywhere():
+    unchanged(merge("from a.b import d", after="c"), '''
+        from a.b import c
+        from a.b import (
+            x,
+            d,
+        )
+        ''')
+
+
+def test_merge_still_refuses_a_name_bound_elsewhere():
+    err = cannot(merge("from a.b import d"), '''
+        from a.b import c
+        from x import d
+        ''', Conflict)
+    assert "already imported from elsewhere" in err.message
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"code": "import os", "merge": True}, "for a `from"),
+    ({"code": "from a import b", "after": "c"}, "needs `merge: true`"),
+])
+def test_merge_options_are_checked_at_load_time(options, message):
+    with pytest.raises(ValidationError, match=message):
+        op("add_import", **options)

@@ -241,3 +241,45 @@ def test_tabs_in_with_and_try_blocks():
 def test_recipe_errors_at_load_time(options, message):
     with pytest.raises(ValidationError, match=message):
         op("insert_statements", function="f", code="x = 1", **options)
+
+
+def test_if_present_elsewhere_refuse_is_a_conflict_when_the_function_has_the_statement():
+    from patcher.errors import Conflict
+
+    step = op("insert_statements", function="W.f", at="after", match="self.a(...)", code="self.flush()",
+              if_present_elsewhere="refuse")
+    err = cannot(step, '''
+        class W:
+            def f(self):
+                if self.ready:
+                    self.flush()
+                self.a(1)
+                return 1
+        ''', Conflict, mentions=("self.flush()", "another form"))
+    assert err.candidates
+    # without the statement elsewhere it inserts; `return`/`pass` lines do not count as the change being there
+    check(step, '''
+        class W:
+            def f(self):
+                self.a(1)
+                return 1
+        ''', '''
+        class W:
+            def f(self):
+                self.a(1)
+                self.flush()
+                return 1
+        ''')
+    # the default (apply) keeps the old rule: equal statements elsewhere are not this step's business
+    check(op("insert_statements", function="W.f", at="after", match="self.a(...)", code="self.flush()"), '''
+        class W:
+            def f(self):
+                self.flush()
+                self.a(1)
+        ''', '''
+        class W:
+            def f(self):
+                self.flush()
+                self.a(1)
+                self.flush()
+        ''')

@@ -19,6 +19,17 @@ and `pass` (so `if TYPE_CHECKING:` blocks are passed over, while `logger = ...`,
 `except ImportError: x = None` fallback end the block). A module without imports gets the new one after its
 docstring (or at the top). A `from __future__ import ...` goes after the docstring and the other `__future__` imports.
 
+With `merge: true` (a `from` import only), the missing names join the module's own `from a.b import ...` statement
+of the same module instead, in its layout: `after: c` places them after the name `c` (at the end of the list when
+`c` is not in it), which is how a patch that adds one name to a parenthesized import list is carried to a release
+whose list has changed around it. Without such a statement, a new one is added as above. Example::
+
+    - op: add_import
+      file: srt/models/deepseek_nextn.py
+      code: "from sglang.srt.layers.attention.nsa.utils import is_nsa_enable_prefill_cp"
+      merge: true
+      after: cp_all_gather_rerange_output
+
 Answers: *changed*; *already applied* (every name is already imported so); *cannot apply* (a conflict: a requested
 name is already bound by another top-level import, e.g. `from x import c` when the recipe imports `c` from `a.b`;
 or the same thing is imported under another alias, e.g. `import numpy` when the recipe asks for
@@ -122,6 +133,16 @@ class AddImport(Operation):
     op: Literal["add_import"]
     code: str = option(check=lambda code: _parse_import(code),
                        description="one import statement: `import x`, `import x as y`, `from a.b import c, d as e`")
+    merge: bool = option(default=False, description="a `from` import: add the missing names to the module's own "
+                         "`from` statement of that module (if it has one) instead of a new statement")
+    after: str | None = option(default=None, description="with `merge`: the imported name the new names follow "
+                               "in that statement (default, or when it is not there: the end of its list)")
+
+    def __post_init__(self) -> None:
+        if (self.merge or self.after) and not isinstance(_parse_import(self.code), ast.ImportFrom):
+            raise ValueError("`merge` and `after` are for a `from ... import ...` statement")
+        if self.after and not self.merge:
+            raise ValueError("`after` places names in an existing import statement: it needs `merge: true`")
 
     def describe(self) -> str:
         return f"add `{' '.join(self.code.split())}`"
@@ -158,6 +179,10 @@ class AddImport(Operation):
             missing.append(want)
         if not missing:
             return AlreadyApplied(found[0] if found else None)
+        if self.merge:
+            merged = self._merge(module, wanted, missing)
+            if merged is not None:
+                return merged
         code = self.code if len(missing) == len(wanted.names) else _statement(wanted, missing)
         new = parse_statements(code, module, what="code")
         where = self._where(module, wanted)
@@ -166,6 +191,40 @@ class AddImport(Operation):
                 return Changed(module.with_changes(body=tuple(new)), inserted=tuple(new))
             return Changed(insert_before((module, module.body[0]), new), inserted=tuple(new))
         return Changed(insert_after((module, where), new), inserted=tuple(new), anchor=where)
+
+    def _merge(self, module: cst.Module, wanted: ast.ImportFrom, missing: list[Binding]) -> Outcome | None:
+        """The module with `missing` added to its own `from` statement of `wanted`'s module (the one that holds
+        `after`, else the first), or None when it has none."""
+        from ._code import insert_item
+
+        same = []
+        for stmt in module.body:
+            if _is_import_line(stmt) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.ImportFrom) \
+                    and not isinstance(stmt.body[0].names, cst.ImportStar):
+                have = _as_ast(stmt.body[0])
+                if have.module == wanted.module and have.level == wanted.level:
+                    same.append(stmt)
+        if not same:
+            return None
+
+        def names(stmt: cst.SimpleStatementLine) -> list[str]:
+            return [a.name for a in _as_ast(stmt.body[0]).names]
+
+        stmt = next((s for s in same if self.after in names(s)), same[0])
+        node: cst.ImportFrom = stmt.body[0]
+        listed = names(stmt)
+        index = listed.index(self.after) + 1 if self.after in listed else len(listed)
+        opening = node.lpar.whitespace_after if node.lpar else None
+        items = list(node.names)
+        for b in missing:
+            alias = cst.parse_statement(_statement(wanted, [b])).body[0].names[0]
+            items = insert_item(items, index, alias, opening)
+            index += 1
+        if not node.lpar and isinstance(items[-1].comma, cst.Comma):
+            items[-1] = items[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+        changed = stmt.with_changes(body=(node.with_changes(names=tuple(items)),))
+        body = tuple(changed if s is stmt else s for s in module.body)
+        return Changed(module.with_changes(body=body), inserted=(changed,), anchor=stmt)
 
     def _where(self, module: cst.Module, wanted: ast.stmt) -> cst.CSTNode | None:
         """The statement the new import follows: last import of the leading block, else the docstring, else None."""

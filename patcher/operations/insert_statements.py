@@ -19,13 +19,16 @@ function: at any block depth (inside `if`/`else`/`with`/`try`/`for` bodies), but
 classes, and not a statement written on its `if x: y` header line. A compound statement is matched with a block of
 `...` (`with ctx:` + an indented `...` line matches that whole `with`, whatever its body). The new statements go
 right before/after that statement, in its block, with its indentation; with `before`, the comment lines above the
-matched statement stay above the new code. `match` is refused at load time with `at: start`/`at: end`, and required
+matched statement stay above the new code. Blank lines at the top of `code` are kept. `match` is refused at load time with `at: start`/`at: end`, and required
 with `before`/`after`.
 
 Answers: *changed*; *already applied* (the new statements, compared as ASTs, already sit at the requested place:
 right before/after the matched statement, or first/last in the function); *cannot apply* (the function is missing or
-ambiguous; no statement or several statements match `match`). There is no conflict answer: equal statements
-elsewhere in the function are not this step's business (sglang's functions often `return batch_output` twice).
+ambiguous; no statement or several statements match `match`). By default there is no conflict answer: equal
+statements elsewhere in the function are not this step's business (sglang's functions often `return batch_output`
+twice). With `if_present_elsewhere: refuse` (what `specpatch import` writes), a statement the step adds that is
+already anywhere in the function (a plain assignment or a call, not a `return`/`pass`/`break`) is a conflict: the
+release probably has the change in another place or form.
 """
 
 from __future__ import annotations
@@ -37,7 +40,7 @@ import libcst as cst
 
 from ..anchors import (NodePath, body_of, code_of, find_function, insert_after, insert_before, is_docstring,
                        near_statements, normalized, parse_statements, set_block_body, statements_matching)
-from ..errors import AnchorAmbiguous, AnchorNotFound, Candidate, RecipeError
+from ..errors import AnchorAmbiguous, AnchorNotFound, Candidate, Conflict, RecipeError
 from ..model import option
 from ..patterns import Pattern
 from .base import AlreadyApplied, Changed, Operation, Outcome, attempt, register
@@ -53,6 +56,8 @@ class InsertStatements(Operation):
     code: str = option(description="the statements to insert (one or more)")
     at: Literal["start", "end", "before", "after"] = option(description="where: start | end | before | after")
     match: str | None = option(default=None, description="with before/after: a code pattern of the anchor statement")
+    if_present_elsewhere: Literal["apply", "refuse"] = option(
+        default="apply", description="when a statement that `code` adds is already in the function: apply | refuse")
 
     templated: ClassVar[tuple[str, ...]] = ("code",)
 
@@ -78,7 +83,9 @@ class InsertStatements(Operation):
 
     @attempt
     def apply(self, module: cst.Module) -> Outcome:
-        new = parse_statements(self.code, module)
+        from ._code import parse_block
+
+        new = parse_block(self.code, module)  # blank lines at the top of `code` are kept, above the new code
         if not new:
             raise RecipeError("`code` holds no statement to insert")
         fpath = find_function(module, self.function)
@@ -117,8 +124,23 @@ class InsertStatements(Operation):
         anchor = anchors[0]
         if id(anchor[-1]) in placed:
             return AlreadyApplied(placed[id(anchor[-1])][0])
+        if self.if_present_elsewhere == "refuse":
+            self._refuse_duplicates(module, fpath, new)
         edit = insert_after if self.at == "after" else insert_before
         return Changed(edit(anchor, new), inserted=tuple(new), anchor=anchor[-1])
+
+    def _refuse_duplicates(self, module: cst.Module, fpath: NodePath, new: Sequence[cst.BaseStatement]) -> None:
+        from ._code import blocks_under, fingerprint, first_line
+        from .replace_statements import _common
+
+        keys = {fingerprint(module, s) for s in new if not _common(s)} - {None}
+        for _, statements in blocks_under(fpath):
+            for stmt in statements:
+                if fingerprint(module, stmt) in keys:
+                    raise Conflict(f"`{self.function}` already has `{first_line(module, stmt)}`, which this step "
+                                   "adds: the release may have the change in another form",
+                                   hint="compare with the release; `if_present_elsewhere: apply` adds it anyway",
+                                   candidates=[Candidate(f"`{first_line(module, stmt)}`", node=stmt)])
 
     def _neighbours(self, module: cst.Module, spath: NodePath,
                     new: Sequence[cst.BaseStatement]) -> Sequence[cst.CSTNode] | None:
