@@ -398,7 +398,7 @@ def test_recipe_schema_refuses_what_the_loader_refuses(change):
 
 def test_recipe_models_keep_their_api():
     assert TargetSpec(package="sglang").versions == ""
-    assert [o.key for o in options(Recipe)] == ["id", "version", "title", "description", "target", "params",
+    assert [o.key for o in options(Recipe)] == ["id", "version", "title", "description", "target", "params", "constants",
                                                 "steps", "verify", "variants"]  # `source` is Python's only
 
 
