@@ -5,8 +5,8 @@ validate it) and gives every variant its expanded `steps` and `verify`, so that 
 variants. The rules (docs/writing-recipes.md, "Variants"):
 
 - a *root* variant has its own `steps` (and, when given, its own `verify`, which replaces the recipe's);
-- an *overlay* variant starts from the variant it `extends` (expanded first; a cycle is refused), or from the
-  recipe's steps and checks without `extends`, then: `remove_steps` drops steps by name, `change_steps` changes the
+- any other variant is an *overlay*: it starts from the variant it `extends` (expanded first; a cycle is
+  refused), or from the recipe's steps and checks without `extends`, then: `remove_steps` drops steps by name, `change_steps` changes the
   options of steps by name (a value replaces, null removes the option, `code` resets the inherited pieces), and
   `add_steps` inserts new steps (`after_step:` / `before_step:` a step name, else last); its `verify` is merged
   over the base's (mappings key by key, `probes` by name, other lists replaced);
@@ -45,7 +45,8 @@ class _Step:
         self.data = copy.deepcopy(data)
         self.loc = loc  #: the step's own place
         self.origin = {key: loc + (key,) for key in data}  #: option -> where its value was given
-        self.pieces: dict[str, tuple[str, tuple]] = {}  #: piece -> (code, where it was given)
+        #: piece -> (code, the indentation it was written at, where it was given)
+        self.pieces: dict[str, tuple[str, str, tuple]] = {}
 
     @property
     def name(self) -> Any:
@@ -79,14 +80,12 @@ def expand(data: dict, lines: dict[tuple, int], fail: Fail) -> None:
         variant = variants[vi]
         name = variant.get("name")
         where = ("variants", vi)
-        overlay = any(key in variant for key in _OVERLAY_KEYS)
-        if overlay and "steps" in variant:
-            raise fail(where + ("steps",), f"variant `{name}` has `steps` (its own list) and extends or changes "
-                                           f"steps ({', '.join(k for k in _OVERLAY_KEYS if k in variant)}): give one")
-        if not overlay:
-            own = variant.get("steps")
-            steps = _steps(own, where + ("steps",), fail) if own else [s.copy() for s in base_steps]
-            result = (steps, variant.get("verify"),
+        if "steps" in variant:  # a root: its own steps, and its own checks when it gives them
+            given = [k for k in _OVERLAY_KEYS if k in variant]
+            if given:
+                raise fail(where + ("steps",), f"variant `{name}` has `steps` (its own list) and extends or changes "
+                                               f"steps ({', '.join(given)}): give one")
+            result = (_steps(variant["steps"], where + ("steps",), fail), variant.get("verify"),
                       {**base_constants, **_constants(variant.get("constants"), where + ("constants",), fail)})
             done[vi] = result
             return result
@@ -228,11 +227,13 @@ def _take_pieces(step: _Step, raw: Any, loc: tuple, fail: Fail, variant: Any) ->
         if not found:
             raise fail(loc, f"variant `{variant}`, step `{step.name}`: the pieces file has no `# <piece NAME>` "
                             f"... `# </piece>` block")
-        raw = {name: text for name, (text, _indent, _start, _end) in found.items()}
+        for name, (text, indent, _start, _end) in found.items():
+            step.pieces[name] = (text, indent, loc + (name,))
+        return
     if not isinstance(raw, dict) or not all(isinstance(v, str) for v in raw.values()):
         raise fail(loc, "`pieces` maps piece names to code (or `pieces_file:` names a file of pieces)")
     for name, text in raw.items():
-        step.pieces[name] = (text, loc + (name,))
+        step.pieces[name] = (text, "", loc + (name,))
 
 
 def _pieces(text: str) -> dict[str, tuple[str, str, int, int]]:
@@ -261,15 +262,15 @@ def _pieces(text: str) -> dict[str, tuple[str, str, int, int]]:
     return found
 
 
-def _reindent(text: str, indent: str) -> str:
-    """`text` moved to `indent`: its common indentation replaced; blank lines stay empty."""
+def _reindent(text: str, written_at: str, indent: str) -> str:
+    """`text`, written at the indentation `written_at` (its marker's; "" inline), moved to `indent`."""
+    if written_at == indent:
+        return text
     rows = text.splitlines(keepends=True)
-    filled = [r for r in rows if r.strip()]
-    common = min((len(r) - len(r.lstrip(" \t")) for r in filled), default=0)
-    return "".join(indent + r[common:] if r.strip() else r.lstrip(" \t") for r in rows)
+    return "".join(indent + r[len(written_at):] if r.startswith(written_at) and r.strip() else r for r in rows)
 
 
-def _with_pieces(code: str, pieces: dict[str, tuple[str, tuple]], where: str, fail: Fail, loc: tuple
+def _with_pieces(code: str, pieces: dict[str, tuple[str, str, tuple]], where: str, fail: Fail, loc: tuple
                  ) -> tuple[str, set[str]]:
     """`code` with the given pieces put in place of its own, and every marker line dropped; and the names of the
     pieces it has."""
@@ -282,8 +283,8 @@ def _with_pieces(code: str, pieces: dict[str, tuple[str, tuple]], where: str, fa
     for name, (text, indent, start, end) in sorted(found.items(), key=lambda kv: kv[1][2]):
         out += rows[i:start]
         if name in pieces:
-            new = pieces[name][0]
-            out.append(_reindent(new if new.endswith("\n") or not new else new + "\n", indent))
+            new, written_at, _given = pieces[name]
+            out.append(_reindent(new if new.endswith("\n") or not new else new + "\n", written_at, indent))
         else:
             out.append(text)
         i = end
@@ -321,7 +322,7 @@ def _finish(step: _Step, loc: tuple, constants: dict, data: dict, lines: dict[tu
         if key in keys and constants and set(_PLACEHOLDER.findall(value)) & set(constants):
             value = _render_constants(value, constants, where, loc + (key,), fail)
         out[key] = value
-    for name, (_text, given) in step.pieces.items():
+    for name, (_text, _indent, given) in step.pieces.items():
         if name not in have:
             guess = difflib.get_close_matches(name, sorted(have), n=1)
             raise fail(given, f"{where}: no piece `{name}` in the step's code"
