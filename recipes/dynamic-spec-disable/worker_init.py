@@ -32,7 +32,9 @@ def _init_speculative_disable(self, server_args: ServerArgs) -> None:
             f"SGLANG_SPEC_DISABLE_CATCH_UP must be 'padded' or 'single', got {catch_up!r}."
     # </piece>
         )
-    # <piece checks>
+    # <piece adaptive-check>
+    # </piece>
+    # <piece hybrid-check>
     # </piece>
     if server_args.enable_dp_attention and not require_mlp_tp_gather(server_args):
         raise ValueError(

@@ -1,4 +1,4 @@
-    # <piece checks>
+    # <piece hybrid-check>
     model_runner = self.target_worker.model_runner
     if (
         getattr(model_runner, "hybrid_gdn_config", None) is not None

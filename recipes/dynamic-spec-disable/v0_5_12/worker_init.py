@@ -1,21 +1,9 @@
-    # <piece checks>
+    # <piece adaptive-check>
     if getattr(server_args, "speculative_adaptive", False):
         # Upstream adaptive speculation (0.5.12+) switches the step count, and with it the
         # draft-token stride and CUDA graphs, by acceptance rate; a fallback step would feed it
         # zero accepted drafts. The two are not combined.
         raise ValueError(
             "speculative_disable_batch_threshold cannot be combined with --speculative-adaptive."
-        )
-    model_runner = self.target_worker.model_runner
-    if (
-        getattr(model_runner, "hybrid_gdn_config", None) is not None
-        or getattr(model_runner, "mamba2_config", None) is not None
-    ):
-        # verify() keeps the mamba/GDN state of a speculative step (_mamba_verify_update);
-        # the fallback's plain decode has not been shown to leave that state as the next
-        # speculative step expects it.
-        raise ValueError(
-            "speculative_disable_batch_threshold does not support hybrid mamba/GDN target "
-            "models (their state is updated by verify in a way the fallback does not reproduce)."
         )
     # </piece>

@@ -4,7 +4,7 @@
     self.spec_disable_steps = 0
     self._spec_disable_plain = None
     # </piece>
-    # <piece checks>
+    # <piece adaptive-check>
     if getattr(server_args, "speculative_adaptive", False):
         # Upstream adaptive speculation switches the step count, and with it the draft-token
         # stride and CUDA graphs, by batch size and acceptance rate (its runtime states are
@@ -13,6 +13,8 @@
         raise ValueError(
             "speculative_disable_batch_threshold cannot be combined with --speculative-adaptive."
         )
+    # </piece>
+    # <piece hybrid-check>
     model_runner = self.target_worker.model_runner
     if (
         getattr(model_runner, "hybrid_gdn_config", None) is not None
