@@ -99,7 +99,7 @@ def expand(data: dict, lines: dict[tuple, int], fail: Fail) -> None:
                                                  f"recipe" + (f"; did you mean `{guess[0]}`?" if guess else ""))
             if parent in chain or parent == name:
                 cycle = " -> ".join([*(chain[chain.index(parent):] if parent in chain else ()), name, parent])
-                raise fail(where + ("extends",), f"variant `{name}` extends itself through a cycle: {cycle}")
+                raise fail(where + ("extends",), f"variant `{name}` extends `{parent}`, a cycle: {cycle}")
             steps, verify, constants = resolve(by_name[parent], chain + (name,))
         steps = _overlay_steps([s.copy() for s in steps], variant, where, fail)
         verify = _merge(copy.deepcopy(verify), variant["verify"]) if variant.get("verify") is not None else verify
