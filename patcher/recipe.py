@@ -73,15 +73,16 @@ def parse_recipe(text: str, source: Path) -> Recipe:
     if not isinstance(data, dict):
         raise RecipeError("a recipe is a YAML mapping (id, title, target, steps, ...)",
                           location=Location(recipe=where, file=where, line=1))
-    lines = ry.lines(node)
+    lines = ry.LineMap(ry.lines(node))
 
     def fail(loc: tuple, message: str) -> RecipeError:
         step = loc[1] + 1 if len(loc) > 1 and loc[0] == "steps" and isinstance(loc[1], int) else None
-        return RecipeError(message, location=Location(recipe=where, file=where, line=ry.line_for(lines, loc), step=step))
+        return RecipeError(message, location=Location(recipe=where, file=ry.file_for(lines, loc) or where,
+                                                      line=ry.line_for(lines, loc), step=step))
 
     folder = source.parent / str(data.get("id", source.stem))
     file_errors: list = []
-    data = ry.load_code_files(data, folder, (), file_errors, ry.Reads([source.resolve()], len(text.encode())))
+    data = ry.load_code_files(data, folder, (), file_errors, ry.Reads([source.resolve()], len(text.encode()), lines))
     if file_errors:
         raise fail(*file_errors[0])
 

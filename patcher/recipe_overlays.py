@@ -29,6 +29,7 @@ from typing import Any, Callable
 from .model import options
 from .operations.base import REGISTRY
 from .params import render
+from .recipe_yaml import LineMap
 
 _OVERLAY_KEYS = ("extends", "change_steps", "add_steps", "remove_steps")
 _PIECE_OPEN = re.compile(r"^(?P<indent>[ \t]*)# <piece (?P<name>[A-Za-z0-9_.-]+)>[ \t]*$")
@@ -59,7 +60,7 @@ class _Step:
         return new
 
 
-def expand(data: dict, lines: dict[tuple, int], fail: Fail) -> None:
+def expand(data: dict, lines: LineMap, fail: Fail) -> None:
     """Give every variant of `data` its expanded `steps`, `verify` and `constants`, and render the constants and
     pieces of the recipe's own steps; `lines` gets the line of every expanded option. Raises `fail(loc, message)`."""
     variants = data.get("variants") or []
@@ -210,12 +211,6 @@ def _change(step: _Step, change: dict, loc: tuple, fail: Fail, variant: Any) -> 
     _take_pieces(step, change.get("pieces"), loc + ("pieces",), fail, variant)
 
 
-def _line(lines: dict[tuple, int], loc: tuple) -> int | None:
-    """The line of an option, given as `X` or as `X_file` (the include convention has replaced the latter)."""
-    return lines.get(loc) or (lines.get(loc[:-1] + (f"{loc[-1]}_file",)) if loc and isinstance(loc[-1], str)
-                              else None)
-
-
 def _take_pieces(step: _Step, raw: Any, loc: tuple, fail: Fail, variant: Any) -> None:
     if raw is None:
         return
@@ -299,7 +294,7 @@ def _templated_keys(op: Any) -> set[str]:
     return {name for o in options(model) if o.name in model.templated for name in o.names}
 
 
-def _finish(step: _Step, loc: tuple, constants: dict, data: dict, lines: dict[tuple, int], fail: Fail,
+def _finish(step: _Step, loc: tuple, constants: dict, data: dict, lines: LineMap, fail: Fail,
             variant: Any) -> dict:
     """The step as plain data: pieces put in, marker lines gone, constants rendered; its lines mapped at `loc`."""
     where = f"variant `{variant}`, step `{step.name}`" if variant is not None else f"step `{step.name}`"
@@ -309,9 +304,11 @@ def _finish(step: _Step, loc: tuple, constants: dict, data: dict, lines: dict[tu
     clash = set(params) & set(constants)
     if clash:
         raise fail(("constants",), f"{', '.join(sorted(clash))} is a parameter and a constant; give one")
-    lines[loc] = lines.get(step.loc) or lines.get(loc[:-1]) or lines.get((), 1)
+    lines.copy_line(loc, step.loc, lines.get(loc[:-1]) or lines.get((), 1))
     for key in out:
-        lines[loc + (key,)] = _line(lines, step.origin.get(key, ())) or lines[loc]
+        lines.copy_line(loc + (key,), step.origin.get(key), lines[loc])
+        if loc + (key,) not in lines.files and loc in lines.files and step.origin.get(key) is None:
+            lines.files[loc + (key,)] = lines.files[loc]
     keys, have = _templated_keys(out.get("op")), set()
     for key, value in out.items():
         if not isinstance(value, str):

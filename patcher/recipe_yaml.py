@@ -109,6 +109,34 @@ def lines(node: yaml.Node, path: tuple = (), out: dict | None = None) -> dict[tu
     return out
 
 
+class LineMap(dict):
+    """{key path: line} of a recipe and the YAML files it includes; `files` names the included file of a path
+    that comes from one (the others are the recipe's)."""
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.files: dict[tuple, str] = {}
+
+    def copy_line(self, dst: tuple, src: tuple | None, default: int | None = None) -> None:
+        """Give `dst` the line (and file) of `src`, or of `src` given as `X_file`; else `default`."""
+        for loc in (src, src[:-1] + (f"{src[-1]}_file",) if src and isinstance(src[-1], str) else None):
+            if loc is not None and loc in self:
+                self[dst] = self[loc]
+                if loc in self.files:
+                    self.files[dst] = self.files[loc]
+                else:
+                    self.files.pop(dst, None)
+                return
+        if default is not None:
+            self[dst] = default
+
+    def include(self, at: tuple, node: yaml.Node, file: Path) -> None:
+        """The lines of an included YAML file whose data lands at `at`."""
+        for loc, line in lines(node).items():
+            self[at + loc] = line
+            self.files[at + loc] = str(file)
+
+
 def line_for(lines: dict[tuple, int], loc: tuple) -> int | None:
     loc = tuple(loc)
     while loc:
@@ -116,6 +144,17 @@ def line_for(lines: dict[tuple, int], loc: tuple) -> int | None:
             return lines[loc]
         loc = loc[:-1]
     return lines.get(())
+
+
+def file_for(lines: dict[tuple, int], loc: tuple) -> str | None:
+    """The included file a path comes from (None: the recipe itself), as `line_for` finds its line."""
+    files = getattr(lines, "files", {})
+    loc = tuple(loc)
+    while loc:
+        if loc in lines:
+            return files.get(loc)
+        loc = loc[:-1]
+    return None
 
 
 def inside(base: Path, rel: str) -> bool:
@@ -131,6 +170,7 @@ class Reads:
 
     open: list[Path]
     total: int = 0
+    lines: LineMap | None = None  #: where the lines of included YAML files go
 
 
 def load_code_files(data: Any, folder: Path, path: tuple, errors: list, reads: Reads | None = None) -> Any:
@@ -176,8 +216,10 @@ def load_code_files(data: Any, folder: Path, path: tuple, errors: list, reads: R
                 if real.suffix in (".yaml", ".yml"):  # structured options (e.g. `variants_file`) come as YAML
                     try:
                         reads.open.append(real)
-                        out[key[: -len("_file")]] = load_code_files(
-                            compose_and_load(text)[1], real.parent, here, errors, reads)
+                        node, included = compose_and_load(text)
+                        if reads.lines is not None and node is not None and len(reads.open) == 2:
+                            reads.lines.include(path + (key[: -len("_file")],), node, real)
+                        out[key[: -len("_file")]] = load_code_files(included, real.parent, here, errors, reads)
                     except yaml.YAMLError as exc:
                         errors.append((here, f"`{value}` is not valid YAML: {exc}"))
                     finally:

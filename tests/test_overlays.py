@@ -259,3 +259,18 @@ def test_the_flagship_is_overlays_all_through():
     assert roots == ["alias-0.5.14-annotated"], roots
     assert all("verify" not in v or "imports" not in v["verify"] or v["name"] in
                ("alias-0.5.14-annotated", "fallback-0.5.9", "fallback-0.5.13") for v in variants)
+
+
+def test_an_error_in_an_included_variants_file_points_into_that_file(tmp_path):
+    head, variants = RECIPE.split("variants:\n")
+    variants = textwrap.dedent(variants.replace("      field: {after: z}\n", "      feild: {after: z}\n"))
+    folder(tmp_path)
+    (tmp_path / "demo" / "variants.yaml").write_text(variants)
+    path = tmp_path / "demo.yaml"
+    path.write_text(head + "variants_file: variants.yaml\n")
+    with pytest.raises(RecipeError) as info:
+        load_recipe(path)
+    err = info.value
+    assert "variant `middle` changes step `feild`" in err.message
+    assert err.location.file == str(tmp_path / "demo" / "variants.yaml")
+    assert err.location.line == line_of(variants, "feild: {after: z}")
