@@ -22,14 +22,6 @@
     # scheduler's batch (and its draft catch-up) must keep its own.
     # </piece>
     # <piece sampling>
-    dp_counts = dict(
-        global_num_tokens=None
-        if batch.global_num_tokens is None
-        else list(batch.global_num_tokens),
-        global_num_tokens_for_logprob=None
-        if batch.global_num_tokens_for_logprob is None
-        else list(batch.global_num_tokens_for_logprob),
-    )
     # </piece>
             # <piece idle-tail>
             seq_lens_cpu_cache=None,

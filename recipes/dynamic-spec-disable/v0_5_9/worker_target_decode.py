@@ -13,7 +13,7 @@
     # The DP attention token counts are copied: the forward aligns them in place, and the
     # scheduler's batch (and its draft catch-up) must keep its own.
     # </piece>
-    # <piece sampling>
+    # <piece dp-counts>
     dp_counts = dict(
         global_num_tokens=None
         if batch.global_num_tokens is None
@@ -22,9 +22,6 @@
         if batch.global_num_tokens_for_logprob is None
         else list(batch.global_num_tokens_for_logprob),
     )
-    sampling_info = batch.sampling_info
-    if sampling_info is not None:
-        sampling_info = dataclasses.replace(sampling_info, acc_linear_penalties=None)
     # </piece>
             # <piece idle-tail>
             return_logprob=False,
