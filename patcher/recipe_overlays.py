@@ -176,16 +176,14 @@ def _overlay_steps(steps: list[_Step], variant: dict, where: tuple, fail: Fail) 
         if not isinstance(raw, dict):
             raise fail(loc, "a step is a mapping with `op`, `file` and the operation's options")
         raw = dict(raw)
-        after, before = raw.pop("after_step", None), raw.pop("before_step", None)
+        after, before, pieces = raw.pop("after_step", None), raw.pop("before_step", None), raw.pop("pieces", None)
         if after is not None and before is not None:
             raise fail(loc, f"variant `{name}`: a new step goes `after_step` or `before_step`, not both")
         if raw.get("name") in names:
             raise fail(loc + ("name",), f"variant `{name}` adds step `{raw['name']}`, which its base already has "
                                         f"(change it with `change_steps`)")
         step = _Step(raw, loc)
-        step.pieces = {}
-        _take_pieces(step, raw.pop("pieces", None), loc + ("pieces",), fail, name)
-        step.data.pop("pieces", None)
+        _take_pieces(step, pieces, loc + ("pieces",), fail, name)
         if after is not None:
             steps.insert(find(after, loc + ("after_step",), "places a new step after") + 1, step)
         elif before is not None:
