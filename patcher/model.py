@@ -334,20 +334,28 @@ def _describe(hint: Any) -> str:
 # --------------------------------------------------------------------------------------------------- JSON Schema
 
 
-def json_schema(model: type) -> dict:
+#: which options of which model may also be given as `X_file: path` (a loader's include convention): (model, option)
+FileOptions = Callable[[type, Option], bool]
+
+
+def json_schema(model: type, *, file_options: FileOptions | None = None) -> dict:
     """JSON Schema (2020-12) of the data `validate(model, ...)` accepts: the model's own object schema, with the
-    models it uses under `$defs` (by class name). Names are the data's (aliases), as are the defaults."""
+    models it uses under `$defs` (by class name). Names are the data's (aliases), as are the defaults.
+
+    With `file_options`, each option it accepts gets a twin `X_file` (a string: the path of a file that holds the
+    value); a required option is then required as `X` or as `X_file`, and `requires` accepts either spelling."""
     defs: dict[str, dict] = {}
-    schema = _object_schema(model, defs)
+    schema = _object_schema(model, defs, file_options)
     if defs:
         schema["$defs"] = dict(sorted(defs.items()))
     return schema
 
 
-def _object_schema(model: type, defs: dict[str, dict]) -> dict:
-    properties, required, dependent = {}, [], {}
+def _object_schema(model: type, defs: dict[str, dict], file_options: FileOptions | None = None) -> dict:
+    properties, required, dependent, either = {}, [], {}, []
+    from_file = {o.key for o in options(model) if file_options is not None and file_options(model, o)}
     for o in options(model):
-        prop = _type_schema(o.type, defs)
+        prop = _type_schema(o.type, defs, file_options)
         prop["title"] = o.key.replace("_", " ").title()
         if o.description:
             prop["description"] = o.description
@@ -355,11 +363,17 @@ def _object_schema(model: type, defs: dict[str, dict]) -> dict:
             prop["pattern"] = o.pattern
         if o.default is not MISSING:
             prop["default"] = _json(o.default)
-        if o.required:
+        if o.required and o.key in from_file:
+            either.append({"oneOf": [{"required": [o.key]}, {"required": [f"{o.key}_file"]}]})
+        elif o.required:
             required.append(o.key)
         if o.requires:
             dependent[o.key] = [p.key for p in options(model) if p.name == o.requires]
         properties[o.key] = prop
+        if o.key in from_file:
+            properties[f"{o.key}_file"] = {"type": "string", "title": f"{prop['title']} (from a file)",
+                                           "description": f"read `{o.key}` from this file, relative to the "
+                                                          f"recipe's folder"}
     schema: dict[str, Any] = {"title": model.__name__, "type": "object"}
     doc = (model.__doc__ or "").strip()
     if doc and not doc.startswith(f"{model.__name__}("):  # not the signature dataclasses writes when there is none
@@ -367,20 +381,26 @@ def _object_schema(model: type, defs: dict[str, dict]) -> dict:
     schema["properties"] = properties
     if required:
         schema["required"] = required
-    if dependent:
+    if either:
+        schema["allOf"] = either
+    if dependent and from_file:  # either spelling of the option and of what it needs
+        schema["dependentSchemas"] = {
+            name: {"allOf": [{"anyOf": [{"required": [n]}, {"required": [f"{n}_file"]}]} for n in needs]}
+            for key, needs in dependent.items() for name in (key, f"{key}_file")}
+    elif dependent:
         schema["dependentRequired"] = dependent
     schema["additionalProperties"] = False
     return schema
 
 
-def _type_schema(hint: Any, defs: dict[str, dict]) -> dict:
+def _type_schema(hint: Any, defs: dict[str, dict], file_options: FileOptions | None = None) -> dict:
     origin, args = typing.get_origin(hint), typing.get_args(hint)
     if origin is Annotated:
         tag = next((a for a in hint.__metadata__ if isinstance(a, Tagged)), None)
         if tag is None:
-            return _type_schema(args[0], defs)
+            return _type_schema(args[0], defs, file_options)
         table = _tags(args[0], tag.key)
-        refs = {t: _type_schema(m, defs)["$ref"] for t, m in table.items()}
+        refs = {t: _type_schema(m, defs, file_options)["$ref"] for t, m in table.items()}
         return {"oneOf": [{"$ref": r} for r in dict.fromkeys(refs.values())],
                 "discriminator": {"propertyName": tag.key, "mapping": refs}}
     simple = {str: "string", bool: "boolean", int: "integer", float: "number", _NONE: "null"}
@@ -395,15 +415,15 @@ def _type_schema(hint: Any, defs: dict[str, dict]) -> dict:
         out: dict[str, Any] = {"const": args[0]} if len(args) == 1 else {"enum": list(args)}
         return {**out, "type": kinds.pop()} if len(kinds) == 1 and None not in kinds else out
     if origin in (Union, types.UnionType):
-        return {"anyOf": [_type_schema(m, defs) for m in args]}
+        return {"anyOf": [_type_schema(m, defs, file_options) for m in args]}
     if origin is tuple:
-        return {"type": "array", "items": _type_schema(args[0], defs)}
+        return {"type": "array", "items": _type_schema(args[0], defs, file_options)}
     if origin is dict:
-        return {"type": "object", "additionalProperties": _type_schema(args[1], defs)}
+        return {"type": "object", "additionalProperties": _type_schema(args[1], defs, file_options)}
     if dataclasses.is_dataclass(hint):
         if hint.__name__ not in defs:
             defs[hint.__name__] = {}  # placed first: a model that refers to itself stops here
-            defs[hint.__name__] = _object_schema(hint, defs)
+            defs[hint.__name__] = _object_schema(hint, defs, file_options)
         return {"$ref": f"#/$defs/{hint.__name__}"}
     raise TypeError(f"patcher.model has no JSON Schema for the type {hint!r}")
 

@@ -348,6 +348,24 @@ def test_schema_of_a_model():
     assert outer["properties"]["value"]["anyOf"] == [{"type": t} for t in ("integer", "number", "string", "boolean")]
 
 
+def test_schema_with_file_options_is_generated_with_their_twins():
+    """`file_options` picks the options that may be read from a file: each gets an `X_file` twin, a required one is
+    required in either spelling, and `requires` accepts either; the others stay as they are."""
+    schema = json_schema(Outer, file_options=lambda model, o: o.key in ("class", "code"))
+    props = schema["properties"]
+    assert props["class_file"]["type"] == "string" and props["code_file"]["type"] == "string"
+    assert "kind_file" not in props and "required" not in schema
+    assert schema["allOf"] == [{"oneOf": [{"required": ["class"]}, {"required": ["class_file"]}]}]
+    check = _validator(schema)
+    assert check.is_valid({"class_file": "c.txt"}) and check.is_valid({"class": "C", "code_file": "c.txt"})
+    assert not check.is_valid({}) and not check.is_valid({"class": "C", "class_file": "c.txt"})
+    assert not check.is_valid({"class": "C", "kind_file": "k.txt"})
+    pets = json_schema(Pets, file_options=lambda model, o: o.key in ("mode", "target"))
+    assert "dependentRequired" not in pets
+    assert pets["dependentSchemas"]["mode_file"] == {
+        "allOf": [{"anyOf": [{"required": ["target"]}, {"required": ["target_file"]}]}]}
+
+
 @pytest.mark.parametrize("data", [
     {"class": "C", "kind": "b", "items": [1], "table": {"t": {"name": "n"}}, "inner": None, "value": "v", "code": "z"},
     {"class": "C", "kind": "c"}, {"class": "C", "items": ["1"]}, {"class": "C", "extra": 1}, {"kind": "a"},
@@ -398,7 +416,7 @@ def test_recipe_schema_refuses_what_the_loader_refuses(change):
 
 def test_recipe_models_keep_their_api():
     assert TargetSpec(package="sglang").versions == ""
-    assert [o.key for o in options(Recipe)] == ["id", "version", "title", "description", "target", "params",
+    assert [o.key for o in options(Recipe)] == ["id", "version", "title", "description", "target", "params", "constants",
                                                 "steps", "verify", "variants"]  # `source` is Python's only
 
 

@@ -234,8 +234,8 @@ def test_a_variant_changes_named_steps_of_the_recipe(tmp_path):
 
 
 @pytest.mark.parametrize("change, message, line", [
-    ("      the-feild: {after: z}\n", "no step named `the-feild` in the recipe; did you mean `the-field`?", 23),
-    ("      the-field: {op: add_method}\n", "its `op` and `name` stay", 23),
+    ("      the-feild: {after: z}\n", "variant `old` changes step `the-feild`, which the recipe does not have; did you mean `the-field`?", 23),
+    ("      the-field: {op: add_method}\n", "a change keeps them", 23),
     ("      the-field: {after: [y, z]}\n", "after", 23),
     ("      the-field: {aftr: z}\n", "unknown option `aftr`; did you mean `after`?", 23),
     ("      the-field: after z\n", "maps step names to the options they change", 22),
@@ -251,4 +251,4 @@ def test_a_variant_has_steps_or_change_steps_not_both(tmp_path):
     (tmp_path / "demo").mkdir()
     text = CHANGING.replace("    change_steps:\n", "    steps: []\n    change_steps:\n").replace(
         "{after: z, code_file: old_field.py}", "{after: z}")
-    assert "not both" in refused(tmp_path, text).message
+    assert "give one" in refused(tmp_path, text).message

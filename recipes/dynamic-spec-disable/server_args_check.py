@@ -4,7 +4,9 @@ def _handle_speculative_disable_batch_threshold(self):
     # SGLANG_SPEC_DISABLE_BATCH_THRESHOLD sets N; otherwise N is 0 and speculation is
     # always on. Runs last in __post_init__, once overlap, top-k and multi-layer EAGLE are
     # settled. A set-up that the EAGLEWorkerV2 fallback cannot serve stops the server
+    # <piece intro>
     # here, with the reasons.
+    # </piece>
     env = envs.SGLANG_SPEC_DISABLE_BATCH_THRESHOLD
     source = "--speculative-disable-batch-threshold"
     if self.speculative_disable_batch_threshold == 0 and env.is_set():
@@ -32,23 +34,29 @@ def _handle_speculative_disable_batch_threshold(self):
         return
 
     problems = []
+    # <piece algorithms>
     if self.speculative_algorithm not in ("EAGLE", "EAGLE3"):
         problems.append(
             f"--speculative-algorithm {self.speculative_algorithm}: only EAGLE, EAGLE3 "
             "(and NEXTN, an alias of EAGLE) run the EAGLEWorkerV2 fallback"
         )
+    # </piece>
     else:
+        # <piece v2-worker>
         if not envs.SGLANG_ENABLE_SPEC_V2.get() or self.disable_overlap_schedule:
             problems.append(
                 "the fallback lives in the spec-v2 worker (EAGLEWorkerV2), which runs only with "
                 "SGLANG_ENABLE_SPEC_V2=1 and the overlap scheduler on; here the v1 worker "
                 "would run and ignore the threshold"
             )
+        # </piece>
+        # <piece multi-layer>
         if self.enable_multi_layer_eagle:
             problems.append(
                 "multi-layer EAGLE (--enable-multi-layer-eagle, turned on by itself for "
                 "MiMo-V2-Flash and Step-3.5) runs MultiLayerEagleWorkerV2, which has no fallback"
             )
+        # </piece>
         if self.speculative_eagle_topk != 1:
             problems.append(
                 f"--speculative-eagle-topk is {self.speculative_eagle_topk}, the fallback needs 1; "
@@ -57,12 +65,14 @@ def _handle_speculative_disable_batch_threshold(self):
                 "--speculative-num-steps S --speculative-num-draft-tokens S+1"
             )
     if self.enable_dp_attention:
+        # <piece dp-all-gather>
         if envs.SGLANG_SCHEDULER_SKIP_ALL_GATHER.get():
             problems.append(
                 "SGLANG_SCHEDULER_SKIP_ALL_GATHER=1 with DP attention: the ranks would not "
                 "know the global batch size and could take different paths (a deadlock)"
             )
         elif not (
+        # </piece>
             self.moe_dense_tp_size is None
             or not self.enable_dp_lm_head
             or self.moe_a2a_backend == "none"
@@ -73,15 +83,19 @@ def _handle_speculative_disable_batch_threshold(self):
                 "--moe-a2a-backend combination skips the all-gather of the per-rank batch "
                 "sizes, so the ranks could take different paths (a deadlock)"
             )
+    # <piece adaptive>
+    # </piece>
     if self.enable_two_batch_overlap:
         problems.append("--enable-two-batch-overlap has not been validated with the fallback")
     if self.enable_pdmux:
         problems.append("--enable-pdmux has not been validated with the fallback")
+    # <piece catch-up-check>
     catch_up = envs.SGLANG_SPEC_DISABLE_CATCH_UP.get()
     if catch_up not in ("padded", "single"):
         problems.append(
             f"SGLANG_SPEC_DISABLE_CATCH_UP={catch_up!r}: the draft catch-up is 'padded' or 'single'"
         )
+    # </piece>
     if problems:
         raise ValueError(
             f"{source}={threshold} cannot be used with this configuration:\n  - "

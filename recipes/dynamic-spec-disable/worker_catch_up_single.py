@@ -16,7 +16,9 @@ def _spec_disable_catch_up_single(
         forward_mode=(
             ForwardMode.IDLE if batch.forward_mode.is_idle() else ForwardMode.EXTEND
         ),
+        # <piece input-ids>
         input_ids=next_draft_input.verified_id.to(torch.int64),
+        # </piece>
         out_cache_loc=out_cache_loc,
         seq_lens=batch.seq_lens + 1,
         seq_lens_cpu=batch.seq_lens_cpu + 1,
@@ -29,14 +31,18 @@ def _spec_disable_catch_up_single(
         capture_hidden_mode=CaptureHiddenMode.LAST,
         spec_info=EagleDraftInput(
             hidden_states=result.logits_output.hidden_states,
+            # <piece draft-token>
             verified_id=next_draft_input.verified_id,
-            num_tokens_per_req=1,
-            num_tokens_for_logprob_per_req=1,
+            # </piece>
+            num_tokens_per_{{counts}}=1,
+            num_tokens_for_logprob_per_{{counts}}=1,
         ),
     )
     draft_runner = self.draft_worker.draft_runner
     forward_batch = ForwardBatch.init_new(draft_batch, draft_runner)
+    # <piece forward>
     logits_output = draft_runner.forward(forward_batch).logits_output
+    # </piece>
     probs = torch.softmax(logits_output.next_token_logits, dim=-1)
     next_draft_input.topk_p, next_draft_input.topk_index = fast_topk(
         probs, self.topk, dim=-1

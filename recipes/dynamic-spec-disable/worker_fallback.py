@@ -17,8 +17,10 @@ def _forward_without_speculation(
     slots = self._spec_disable_kv_slots(batch)
     target_result = self._spec_disable_target_decode(batch, slots[:, 0].contiguous())
     logits_output = target_result.logits_output
+    # <piece nan-check>
     if self.enable_nan_detection:
         detect_nan(logits_output)
+    # </piece>
 
     tokens = target_result.next_token_ids.to(torch.int32)
     accept_lens = torch.ones_like(tokens)
@@ -30,11 +32,16 @@ def _forward_without_speculation(
         next_token_ids=tokens.repeat_interleave(self.speculative_num_draft_tokens),
         can_run_cuda_graph=False,
         next_draft_input=EagleDraftInput(
+            # <piece draft-input>
             verified_id=tokens, new_seq_lens=new_seq_lens, verify_done=verify_done
+            # </piece>
         ),
         accept_lens=accept_lens,
+        # <piece result-extra>
+        # </piece>
     )
 
+    # <piece draft-catch-up>
     with self.draft_worker.draft_tp_context(
         self.draft_worker.draft_runner.tp_group
     ), speculative_moe_backend_context(), speculative_moe_a2a_backend_context():
@@ -42,4 +49,5 @@ def _forward_without_speculation(
             self._spec_disable_catch_up_single(batch, slots[:, 0].contiguous(), result)
         else:
             self._spec_disable_catch_up_padded(batch, slots, result)
+    # </piece>
     return result

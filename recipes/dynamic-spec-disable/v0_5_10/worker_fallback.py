@@ -1,49 +1,8 @@
-def _forward_without_speculation(
-    self, model_worker_batch: ModelWorkerBatch
-) -> GenerationBatchResult:
-    """Decode with the target alone (no draft, no verify), then catch the draft model up."""
-    # To the scheduler this is a speculative step whose draft tokens were all rejected:
-    # accept_lens are 1, the token sampled for request i sits at i * num_draft_tokens of
-    # next_token_ids (padded with copies of it), and next_draft_input holds what the next
-    # speculative step starts from: the sampled token, the new sequence lengths (a new
-    # tensor) with the event recorded after them, and the draft model's top-k and hidden
-    # state.
-    batch = model_worker_batch
-    if batch.seq_lens.is_cuda:
-        # Allocated on the scheduler's stream: keep it alive for this one, as verify() does.
-        batch.seq_lens.record_stream(
-            torch.get_device_module(self.device).current_stream()
-        )
-    slots = self._spec_disable_kv_slots(batch)
-    target_result = self._spec_disable_target_decode(batch, slots[:, 0].contiguous())
-    logits_output = target_result.logits_output
+    # <piece nan-check>
     # As verify() does in this release (SGLANG_SPEC_NAN_DETECTION; the worker has no enable_nan_detection).
     maybe_detect_nan(logits_output.next_token_logits, "fallback: target model logits")
     if logits_output.next_token_logprobs is not None:
         # The spec-v2 scheduler reads a row of logprobs per request (one per accepted token) and indexes
         # the top-k / token-id lists at i * row length + j: one token per request makes rows of 1.
         logits_output.next_token_logprobs = logits_output.next_token_logprobs.reshape(-1, 1)
-
-    tokens = target_result.next_token_ids.to(torch.int32)
-    accept_lens = torch.ones_like(tokens)
-    new_seq_lens = batch.seq_lens + accept_lens
-    verify_done = torch.get_device_module(self.device).Event()
-    verify_done.record()
-    result = GenerationBatchResult(
-        logits_output=logits_output,
-        next_token_ids=tokens.repeat_interleave(self.speculative_num_draft_tokens),
-        can_run_cuda_graph=False,
-        next_draft_input=EagleDraftInput(
-            verified_id=tokens, new_seq_lens=new_seq_lens, verify_done=verify_done
-        ),
-        accept_lens=accept_lens,
-    )
-
-    with self.draft_worker.draft_tp_context(
-        self.draft_worker.draft_runner.tp_group
-    ), speculative_moe_backend_context(), speculative_moe_a2a_backend_context():
-        if self.spec_disable_catch_up == "single":
-            self._spec_disable_catch_up_single(batch, slots[:, 0].contiguous(), result)
-        else:
-            self._spec_disable_catch_up_padded(batch, slots, result)
-    return result
+    # </piece>

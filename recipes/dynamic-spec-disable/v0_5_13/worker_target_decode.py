@@ -1,11 +1,13 @@
-def _spec_disable_target_decode(
+    # <piece signature>
     self, batch: ScheduleBatch, out_cache_loc: torch.Tensor
-) -> GenerationBatchResult:
+    # </piece>
+    # <piece docstring>
     """One DECODE forward of the target with spec_info=None, sampling one token each."""
     # The target runs on a copy of the scheduler's ScheduleBatch (this release hands the
     # worker the ScheduleBatch itself, and ForwardBatch.init_new consumes its one-shot
     # fields), so the batch keeps the values the draft catch-up reads after this.
-    # spec_info must be None: in DECODE mode the attention backends read one as a draft
+    # </piece>
+    # <piece notes>
     # multi-step decode. The caller has swapped in the target's DECODE CUDA graph and its
     # attention backend (captured at start-up for one token per request with the hidden
     # states the draft catch-up reads). The penalties apply as in any decode: spec v2
@@ -18,35 +20,21 @@ def _spec_disable_target_decode(
     # does not need them (FutureMap's needs_cpu_seq_lens); they then stay None. The DP
     # attention token counts are copied: the forward aligns them in place, and the
     # scheduler's batch (and its draft catch-up) must keep its own.
-    bs = len(batch.seq_lens)
-    dp_counts = dict(
-        global_num_tokens=None
-        if batch.global_num_tokens is None
-        else list(batch.global_num_tokens),
-        global_num_tokens_for_logprob=None
-        if batch.global_num_tokens_for_logprob is None
-        else list(batch.global_num_tokens_for_logprob),
-    )
-    if batch.forward_mode.is_idle():
-        target_batch = dataclasses.replace(
-            batch,
-            spec_info=None,
-            capture_hidden_mode=CaptureHiddenMode.FULL,
+    # </piece>
+    # <piece sampling>
+    # </piece>
+            # <piece idle-tail>
             seq_lens_cpu_cache=None,
             **dp_counts,
-        )
-    else:
-        target_batch = dataclasses.replace(
-            batch,
-            forward_mode=ForwardMode.DECODE,
+            # </piece>
+            # <piece input-ids>
             input_ids=batch.spec_info.bonus_tokens.to(torch.int64),
-            out_cache_loc=out_cache_loc,
-            seq_lens=batch.seq_lens + 1,
+            # </piece>
+            # <piece seq-lens-cpu>
             seq_lens_cpu=None if batch.seq_lens_cpu is None else batch.seq_lens_cpu + 1,
             seq_lens_sum=None if batch.seq_lens_sum is None else batch.seq_lens_sum + bs,
-            spec_info=None,
-            capture_hidden_mode=CaptureHiddenMode.FULL,
+            # </piece>
+            # <piece decode-tail>
             seq_lens_cpu_cache=None,
             **dp_counts,
-        )
-    return self.target_worker.forward_batch_generation(target_batch)
+            # </piece>

@@ -1,92 +1,21 @@
-def _handle_speculative_disable_batch_threshold(self):
-    """Resolve and check --speculative-disable-batch-threshold (specpatch: dynamic-spec-disable)."""
-    # Precedence: a non-zero flag wins; when the flag is 0,
-    # SGLANG_SPEC_DISABLE_BATCH_THRESHOLD sets N; otherwise N is 0 and speculation is
-    # always on. Runs last in __post_init__, once overlap, top-k and multi-layer EAGLE are
-    # settled. A set-up that the EAGLEWorkerV2 fallback cannot serve stops the server
+    # <piece intro>
     # here, with the reasons.
     # This release's server_args.py does not import envs at module level.
     from sglang.srt.environ import envs
 
-    env = envs.SGLANG_SPEC_DISABLE_BATCH_THRESHOLD
-    source = "--speculative-disable-batch-threshold"
-    if self.speculative_disable_batch_threshold == 0 and env.is_set():
-        raw = os.environ[env.name]
-        try:
-            self.speculative_disable_batch_threshold = int(raw.strip())
-        except ValueError:
-            raise ValueError(
-                f"{env.name}={raw!r} is not an integer; it is the decode batch size "
-                "above which speculative decoding is disabled (0 = always speculate)."
-            ) from None
-        source = env.name
-    threshold = self.speculative_disable_batch_threshold
-    if threshold < 0:
-        raise ValueError(
-            f"{source} must be >= 0 (0 means always speculate), got {threshold}."
-        )
-    if threshold == 0:
-        return
-    if self.speculative_algorithm is None:
-        logger.warning(
-            f"{source}={threshold} has no effect: speculative decoding is not enabled."
-        )
-        self.speculative_disable_batch_threshold = 0
-        return
-
-    problems = []
+    # </piece>
+    # <piece algorithms>
     if self.speculative_algorithm != "EAGLE":
         problems.append(
             f"--speculative-algorithm {self.speculative_algorithm}: in this release only EAGLE "
             "(and NEXTN, an alias of it) runs the spec-v2 worker (EAGLEWorkerV2) that holds the fallback"
         )
-    else:
+    # </piece>
+        # <piece v2-worker>
         if not self.enable_beta_spec or self.disable_overlap_schedule:
             problems.append(
                 "the fallback lives in the spec-v2 worker (EAGLEWorkerV2), which runs only with "
                 "--enable-beta-spec and the overlap scheduler on; here the v1 worker would run "
                 "and ignore the threshold"
             )
-        if self.speculative_eagle_topk != 1:
-            problems.append(
-                f"--speculative-eagle-topk is {self.speculative_eagle_topk}, the fallback needs 1; "
-                "sglang picks topk 4 by itself for Llama and Grok models when "
-                "--speculative-num-steps is not given: pass --speculative-eagle-topk 1 "
-                "--speculative-num-steps S --speculative-num-draft-tokens S+1"
-            )
-    if self.enable_dp_attention:
-        problems.append(
-            "DP attention: this release's spec-v2 worker has no IDLE-batch handling (it came in 0.5.6)"
-        )
-    if self.enable_dp_attention:
-        if not (
-            self.moe_dense_tp_size is None
-            or not self.enable_dp_lm_head
-            or self.moe_a2a_backend == "none"
-            or self.moe_dense_tp_size > self.tp_size // self.dp_size
-        ):
-            problems.append(
-                "with DP attention, this --moe-dense-tp-size / --enable-dp-lm-head / "
-                "--moe-a2a-backend combination skips the all-gather of the per-rank batch "
-                "sizes, so the ranks could take different paths (a deadlock)"
-            )
-    if self.enable_two_batch_overlap:
-        problems.append("--enable-two-batch-overlap has not been validated with the fallback")
-    if self.enable_pdmux:
-        problems.append("--enable-pdmux has not been validated with the fallback")
-    catch_up = envs.SGLANG_SPEC_DISABLE_CATCH_UP.get()
-    if catch_up not in ("padded", "single"):
-        problems.append(
-            f"SGLANG_SPEC_DISABLE_CATCH_UP={catch_up!r}: the draft catch-up is 'padded' or 'single'"
-        )
-    if problems:
-        raise ValueError(
-            f"{source}={threshold} cannot be used with this configuration:\n  - "
-            + "\n  - ".join(problems)
-        )
-    if self.max_running_requests is not None and threshold >= self.max_running_requests:
-        logger.warning(
-            f"{source}={threshold} is not below --max-running-requests "
-            f"{self.max_running_requests}: no decode batch is larger than that, so "
-            "speculation is never disabled."
-        )
+        # </piece>

@@ -1,8 +1,7 @@
-def _spec_disable_target_decode(
-    self, batch: ModelWorkerBatch, out_cache_loc: torch.Tensor
-) -> GenerationBatchResult:
+    # <piece docstring>
     """One DECODE forward of the target with spec_info=None, sampling one token each."""
-    # spec_info must be None: in DECODE mode the attention backends read one as a draft
+    # </piece>
+    # <piece notes>
     # multi-step decode. The caller has swapped in the target's DECODE CUDA graph and its
     # attention backend (captured at start-up for one token per request with the hidden
     # states the draft catch-up reads); the forward runs on a copy of the batch, so the
@@ -13,7 +12,8 @@ def _spec_disable_target_decode(
     # logprobs are not computed, as on the speculative path of this release.
     # The DP attention token counts are copied: the forward aligns them in place, and the
     # scheduler's batch (and its draft catch-up) must keep its own.
-    bs = len(batch.seq_lens)
+    # </piece>
+    # <piece dp-counts>
     dp_counts = dict(
         global_num_tokens=None
         if batch.global_num_tokens is None
@@ -22,31 +22,17 @@ def _spec_disable_target_decode(
         if batch.global_num_tokens_for_logprob is None
         else list(batch.global_num_tokens_for_logprob),
     )
-    sampling_info = batch.sampling_info
-    if sampling_info is not None:
-        sampling_info = dataclasses.replace(sampling_info, acc_linear_penalties=None)
-    if batch.forward_mode.is_idle():
-        target_batch = dataclasses.replace(
-            batch,
-            spec_info=None,
-            capture_hidden_mode=CaptureHiddenMode.FULL,
+    # </piece>
+            # <piece idle-tail>
             return_logprob=False,
             sampling_info=sampling_info,
             **dp_counts,
-        )
-    else:
-        target_batch = dataclasses.replace(
-            batch,
-            forward_mode=ForwardMode.DECODE,
-            input_ids=batch.spec_info.verified_id.to(torch.int64),
-            out_cache_loc=out_cache_loc,
-            seq_lens=batch.seq_lens + 1,
-            seq_lens_cpu=batch.seq_lens_cpu + 1,
-            seq_lens_sum=batch.seq_lens_sum + bs,
-            spec_info=None,
-            capture_hidden_mode=CaptureHiddenMode.FULL,
+            # </piece>
+            # <piece decode-tail>
             return_logprob=False,
             sampling_info=sampling_info,
             **dp_counts,
-        )
+            # </piece>
+    # <piece forward>
     return self.target_worker.forward_batch_generation(target_batch)
+    # </piece>

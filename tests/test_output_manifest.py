@@ -1,0 +1,42 @@
+"""The recipe writes the bytes recorded in tests/output-manifest/ (scripts/output_manifest.py): on real releases of
+two families, fetched from the registry into the cache when missing, and a changed byte is caught."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SCRIPT = ROOT / "scripts" / "output_manifest.py"
+MANIFEST = ROOT / "tests" / "output-manifest" / "dynamic-spec-disable.json"
+
+
+def run(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True, timeout=1800,
+                          cwd=ROOT)
+
+
+def test_the_manifest_covers_the_matrix_and_the_post_release():
+    releases = json.loads(MANIFEST.read_text())["releases"]
+    assert set(releases) == {f"0.5.{minor}" for minor in range(4, 24)} | {"0.5.12.post1"}
+    assert all(r["outcome"] == "changed" and r["files"] for r in releases.values())
+
+
+def test_a_fallback_port_and_an_alias_write_the_recorded_bytes():
+    done = run("--versions", "0.5.5,0.5.16")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "0.5.5: identical (fallback-0.5.5, 3 files)" in done.stdout
+    assert "0.5.16: identical (alias-0.5.14-annotated, 2 files)" in done.stdout
+
+
+def test_a_changed_byte_is_reported(tmp_path):
+    recorded = json.loads(MANIFEST.read_text())
+    files = recorded["releases"]["0.5.5"]["files"]
+    files["sglang/srt/environ.py"] = "0" * 64
+    manifest = tmp_path / "manifest.json"
+    manifest.write_text(json.dumps(recorded))
+    done = run("--versions", "0.5.5", "--manifest", str(manifest))
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "0.5.5: DIFFERENT" in done.stdout and "files: sglang/srt/environ.py" in done.stdout, done.stdout
