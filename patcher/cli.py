@@ -16,6 +16,7 @@ from typing import Annotated, Iterator, List, Optional
 import typer
 
 from .errors import SpecpatchError, UsageError
+from .results import exit_code_summary
 
 app = typer.Typer(
     name="specpatch",
@@ -95,13 +96,14 @@ def _main(
 ) -> None:
     """Declarative, verified, reversible source patches for ML serving engines (sglang).
 
-    Exit codes: 0 ok, 1 internal error (a bug), 2 bad input, 3 cannot apply,
-    4 verification failed, 5 drift, 6 locked, 7 would change (`check`),
-    8 the system failed a write (no space), 130/143 interrupted.
+    Exit codes: {exit_codes}.
 
     NO_COLOR=1 turns colours and spinners off. Shell completion: --install-completion.
     """
     _State.quiet, _State.verbose = quiet, verbose
+
+
+_main.__doc__ = _main.__doc__.format(exit_codes=exit_code_summary())  # one table: patcher.results.EXIT_CODES
 
 
 def _ui():
@@ -316,15 +318,16 @@ def status(
     target: TargetOpt = None,
     package: PackageOpt = None,
     json: JsonOpt = False,
-    lock_timeout: LockOpt = 60.0,
+    lock_timeout: Annotated[float, typer.Option("--lock-timeout", hidden=True,
+                                                help="accepted for old scripts; status takes no lock")] = 60.0,
 ) -> None:
-    """List the recipes applied to TARGET and any unfinished transaction."""
+    """List the recipes applied to TARGET and any unfinished transaction (reads only: takes no lock)."""
     from . import api
     from .report import render_status
 
     ui = _ui()
     with reported_errors(ui, json):
-        result = api.status(_target(target, package, None), lock_timeout=lock_timeout)
+        result = api.status(_target(target, package, None))
     render_status(ui, result, as_json=json)
     raise typer.Exit(int(result.exit_code))
 

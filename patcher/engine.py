@@ -21,6 +21,7 @@ from .diff import unified_diff
 from .errors import Candidate, Location, RenderError, SpecpatchError, TargetError, TargetSyntaxError
 from .operations.base import AlreadyApplied, CannotApply, Changed, Operation
 from .recipe import Recipe, Selection
+from .results import StepStatus, VariantKind
 from .target import Target
 
 
@@ -34,7 +35,7 @@ class StepReport:
     file: str  #: relative to the target root
     description: str
     anchor: str
-    status: str  #: changed | already_applied | cannot_apply
+    status: StepStatus
     anchor_line: int | None = None  #: line of the anchor in the original file
     lines: tuple[int, int] | None = None  #: first and last line of the inserted code in the new file
     error: SpecpatchError | None = None
@@ -93,6 +94,21 @@ class Plan:
 
     def diff(self) -> str:
         return "".join(f.diff() for f in self.changed_files)
+
+    @property
+    def variant(self) -> Any:
+        """The recipe's selected variant (None for a recipe without variants)."""
+        return next((v for v in self.recipe.variants if v.name == self.selection.variant), None)
+
+    @property
+    def variant_kind(self) -> VariantKind:
+        """What the selected variant does: patch the change in, or alias an upstream mechanism, as it declares."""
+        declared = getattr(self.selection, "kind", None) or getattr(self.variant, "kind", None)
+        if declared:
+            return VariantKind(declared)
+        # Until the recipe model declares `kind` (issue 14: the variants' overlays), the shipped recipe's alias
+        # variants say so in their names. Remove this line when `Variant.kind` is there.
+        return VariantKind.ALIAS if "alias" in (self.selection.variant or "") else VariantKind.PATCH
 
 
 def plan(recipe: Recipe, target: Target, params: dict[str, str] | None = None, *,
@@ -317,7 +333,7 @@ def _plan_file(result: Plan, rel_pkg: str, file_steps: list[tuple[int, Operation
     anchor_lines: dict[int, tuple[cst.CSTNode, int | None]] = {}
     for index, op in file_steps:
         loc = Location(recipe=recipe.id, step=index, op=op.op, file=rel, anchor=op.anchor())
-        report = StepReport(index, op.op, op.name, rel, op.describe(), op.anchor(), "cannot_apply")
+        report = StepReport(index, op.op, op.name, rel, op.describe(), op.anchor(), StepStatus.CANNOT_APPLY)
         try:
             outcome = op.apply(module)
         except SpecpatchError as exc:  # a recipe-side problem found late (e.g. code that does not parse)
@@ -331,7 +347,7 @@ def _plan_file(result: Plan, rel_pkg: str, file_steps: list[tuple[int, Operation
             result.errors.append(report.error)
         result.steps.append(report)
         done.append((report, outcome if isinstance(outcome, Changed) else None))
-    if any(r.status == "cannot_apply" for r, _ in done):
+    if any(r.status is StepStatus.CANNOT_APPLY for r, _ in done):
         result.files.append(FilePlan(path, rel, before, before, mode))
         return
     after = module.bytes if module is not original else before
