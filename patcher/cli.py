@@ -160,55 +160,25 @@ def _release(target) -> str:
 def list_(recipe_path: RecipePathOpt = None, json: JsonOpt = False) -> None:
     """List the available recipes."""
     from . import api
-    from .report import print_json
+    from .report import render_list
 
     ui = _ui()
     with reported_errors(ui, json):
         recipes = api.list_recipes(recipe_path)
-    if json:
-        print_json([{"id": r.id, "title": r.title, "versions": r.target.versions, "source": str(r.source)}
-                    for r in recipes])
-        return
-    from rich.table import Table
-
-    table = Table("recipe", "title", "releases") if not ui.verbose else Table("recipe", "title", "releases", "file")
-    for r in recipes:
-        row = [r.id, r.title, f"{r.target.package} {r.target.versions}"]
-        table.add_row(*row, *([str(r.source)] if ui.verbose else []))
-    ui.out.print(table)
+    render_list(ui, recipes, as_json=json)
 
 
 @app.command()
 def show(recipe: RecipeArg, recipe_path: RecipePathOpt = None, json: JsonOpt = False) -> None:
     """Show what RECIPE changes and which releases it supports."""
-    from rich.markup import escape
-
     from . import api
-    from .report import print_json
+    from .report import render_show
 
     ui = _ui()
     with reported_errors(ui, json):
         loaded = api.load(recipe, recipe_path)
         info = api.describe_recipe(loaded)
-    if json:
-        print_json(info)
-        return
-    out = ui.out
-    out.print(f"[bold]{escape(info['id'])}[/bold] (v{info['version']}): {escape(info['title'])}")
-    out.print(escape(info["description"].rstrip()))
-    out.print(f"target: {escape(info['package'])} {escape(info['versions'])}")
-    if ui.verbose:
-        out.print(f"file: {escape(str(loaded.source))}")
-    for name, p in info["params"].items():
-        out.print(f"param {escape(name)} ({p['type']}, default {escape(repr(p['default']))}): "
-                  f"{escape(p['description'].strip())}")
-    for variant in info["variants"]:
-        out.print(f"\n[bold]{escape(variant['name'])}[/bold] ({escape(variant['versions'])})"
-                  + (f": refuses: {escape(variant['refuse'])}" if variant["refuse"] else ""))
-        for i, step in enumerate(variant["steps"], 1):
-            out.print(f"  {i}. {escape(step['file'])}: {escape(step['description'])}")
-        for check in variant["checks"]:
-            out.print(f"  check: {escape(check)}")
+    render_show(ui, info, loaded.source, as_json=json)
 
 
 @app.command()
@@ -218,11 +188,10 @@ def schema() -> None:
     Save it (`specpatch schema > specpatch.schema.json`) and put
     `# yaml-language-server: $schema=specpatch.schema.json` on the first line of a recipe.
     """
-    import json
-
     from .recipe import json_schema
+    from .results import dumps
 
-    sys.stdout.write(json.dumps(json_schema(), indent=2) + "\n")
+    sys.stdout.write(dumps(json_schema()) + "\n")
 
 
 @app.command()
