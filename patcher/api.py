@@ -258,8 +258,7 @@ def rollback(target: Target, recipe_id: str | None = None, *, force: bool = Fals
     report = transaction.rollback(target, recipe_id, force=force, timeout=lock_timeout)
     if report.noop and recovery is None:
         _refuse_unrecorded_edits(target, recipe_id, extra_dirs, had_state)
-    report.recovery = recovery
-    return report
+    return replace(report, recovery=recovery)
 
 
 def edits_in_tree(target: Target, recipe_id: str | None = None,

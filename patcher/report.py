@@ -466,13 +466,10 @@ def render_verify(ui: UI, result: Any, *, as_json: bool = False) -> None:
 
 def render_rollback(ui: UI, report: Any, *, as_json: bool = False) -> None:
     if as_json:
-        data = report.to_dict()
-        rec = getattr(report, "recovery", None)
-        data["recovery"] = rec.to_dict() if rec else None
-        print_json(data)
+        print_json(report.to_dict())
         return
-    _recovered(ui, getattr(report, "recovery", None))
-    for retired in getattr(report, "retired", []):
+    _recovered(ui, report.recovery)
+    for retired in report.retired:
         r = retired.record
         ui.info.print(f"note: retired the record of {escape(r.recipe)} (applied {escape(r.applied_at)} to "
                       f"{escape(r.package)} {escape(str(r.release))}): {escape(retired.reason)}; kept in the "
@@ -483,9 +480,8 @@ def render_rollback(ui: UI, report: Any, *, as_json: bool = False) -> None:
         ui.out.print(f"kept your version in {escape(path)}")
     for pyc in report.removed_bytecode:
         ui.out.print(f"removed stale bytecode {escape(pyc)}", style="dim")
-    source = getattr(report, "release_source", "")
-    release = getattr(report, "release", None)
-    ui.summary(report.exit_code == 0, report.message + (f" [release {release} from {source}]" if release else ""))
+    release = f" [release {report.release} from {report.release_source}]" if report.release else ""
+    ui.summary(report.exit_code == 0, report.message + release)
 
 
 def render_status(ui: UI, report: Any, *, as_json: bool = False) -> None:

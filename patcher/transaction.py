@@ -252,6 +252,7 @@ class RollbackReport:
     already_original: list[str] = field(default_factory=list)  #: files that had their original bytes already
     release: str | None = None  #: the target's release
     release_source: str = ""  #: where it was read
+    recovery: RecoveryReport | None = None  #: what the recovery before the rollback found, if anything
 
     @property
     def noop(self) -> bool:
@@ -263,7 +264,8 @@ class RollbackReport:
                 "record": self.record.to_dict() if self.record else None, "restored": self.restored,
                 "kept": self.kept, "removed_bytecode": self.removed_bytecode, "exit_code": int(self.exit_code),
                 "retired": [r.to_dict() for r in self.retired], "already_original": self.already_original,
-                "release": self.release, "release_source": self.release_source}
+                "release": self.release, "release_source": self.release_source,
+                "recovery": self.recovery.to_dict() if self.recovery else None}
 
 
 @dataclass

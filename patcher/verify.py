@@ -1,5 +1,7 @@
 """Checks after a patch: syntax of the touched files, an import smoke test and the recipe's probes, each a `Check`.
 
+`verify_tree` is the sequence that apply and verify both run; the functions below it are its steps.
+
 The smoke test and the probes run in a subprocess of the *target's* interpreter (``--python``, by default the
 current one): ``python -I -u patcher/_smoke.py CONFIG``. ``-I`` keeps that interpreter's own site-packages but
 drops PYTHON* variables, the user site and the script's folder, and the working folder is a scratch folder, so
