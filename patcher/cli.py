@@ -15,7 +15,7 @@ from typing import Annotated, Iterator, List, Optional
 
 import typer
 
-from .errors import SpecpatchError, UsageError
+from .errors import ExitCode, SpecpatchError, UsageError
 from .results import exit_code_summary
 
 app = typer.Typer(
@@ -397,7 +397,7 @@ def port(
         with ui.status(f"planning {loaded.id} on {package} {release}"):
             result = importer.port(loaded, fetch_release(package, release) / package)
     render_port(ui, result, f"{package} {release}", as_json=json)
-    raise typer.Exit(3 if result.count("refused") else 0)
+    raise typer.Exit(int(ExitCode.CANNOT_APPLY if result.count("refused") else ExitCode.OK))
 
 
 @app.command()
@@ -498,7 +498,6 @@ def main() -> None:
         sys.stderr.write(f"interrupted ({name}): " + "; ".join(notes) + "\n")
         sys.exit(128 + (exc.signum if isinstance(exc, Interrupted) else 2))
     except Exception as exc:  # noqa: BLE001 - the last line of defence: a bug gets a message, not a bare traceback
-        from .errors import ExitCode
         from .report import make_console, print_internal_error
 
         print_internal_error(make_console(stderr=True), exc, traceback=_State.verbose)
