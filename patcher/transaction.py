@@ -205,7 +205,7 @@ class FileState:
                 "mode": f"{self.mode:04o}" if self.mode is not None else None}
 
 
-@dataclass
+@dataclass(frozen=True)
 class RecoveryReport:
     """What `recover` found and did about an interrupted transaction."""
 
@@ -237,7 +237,7 @@ class RecoveryReport:
                 "files": self.files, "restored": self.restored, "kept": self.kept, "message": self.message}
 
 
-@dataclass
+@dataclass(frozen=True)
 class RollbackReport:
     """What `rollback` did; `record` is None for the no-op "nothing to roll back"."""
 
@@ -268,7 +268,7 @@ class RollbackReport:
                 "recovery": self.recovery.to_dict() if self.recovery else None}
 
 
-@dataclass
+@dataclass(frozen=True)
 class StatusReport:
     """The applied recipes of a target, oldest first, and any unfinished transaction."""
 
@@ -461,11 +461,11 @@ def rollback(target: Target, recipe_id: str | None = None, *, force: bool = Fals
     release = {"release": str(target.version) if target.version is not None else None,
                "release_source": target.version_source}
 
-    def nothing(applied: list[AppliedRecord]) -> RollbackReport:
+    def nothing(applied: list[AppliedRecord], retired: list[RetiredRecord] | None = None) -> RollbackReport:
         what = "no recipe is" if recipe_id is None else f"`{recipe_id}` is not"
         names = ", ".join(r.recipe for r in applied) or "none"
         return RollbackReport(target.root, None, f"nothing to roll back: {what} applied to {target.root} "
-                                                 f"(applied: {names})", **release)
+                                                 f"(applied: {names})", retired=retired or [], **release)
 
     if not state.exists():
         return nothing([])
@@ -475,9 +475,7 @@ def rollback(target: Target, recipe_id: str | None = None, *, force: bool = Fals
         ledger = state.read_ledger()
         matches = [r for r in ledger.applied if recipe_id is None or r.recipe == recipe_id]
         if not matches:
-            report = nothing(ledger.applied)
-            report.retired = retired
-            return report
+            return nothing(ledger.applied, retired)
         record = matches[-1]
         later = [r for r in ledger.applied if r.seq > record.seq and r.rels & record.rels]
         if later:
