@@ -20,10 +20,10 @@ are started by a small launcher process: on Linux a child's ru_maxrss also count
    so does the import test, or it would measure nothing).
 3. the peak memory of 1 and 2 against their floors' (from the same runs).
 4. growth: a generated recipe of 4 steps per file over 1, 10 and 100 generated sglang-shaped files (~300 lines: a
-   dataclass with fields, `__post_init__` checks, an `add_cli_args` of `parser.add_argument` calls), planned with one
-   process (jobs=1) and with two (jobs=2), and what `plan()` chooses by itself (auto); time per file and the gain.
-   Each run is a fresh process that imports specpatch, loads the recipe and times `plan()` (the per-file figure);
-   the whole process's time is reported beside it. Both plans must be byte-identical (checked by a digest).
+   dataclass with fields, `__post_init__` checks, an `add_cli_args` of `parser.add_argument` calls); time per file
+   (flat is the target). Each run is a fresh process that imports specpatch, loads the recipe and times `plan()`
+   (the per-file figure); the whole process's time is reported beside it. Every run's plan must be byte-identical
+   (checked by a digest).
 5. `specpatch --help` start-up time, against the 0.3 s target (`python -c pass` for scale).
 
 Results: a table of ratios on stdout, JSON at --out and the same table as markdown beside it (bench/results/ is not
@@ -53,7 +53,7 @@ REPO = HERE.parent
 RECIPE = "dynamic-spec-disable"
 RELEASE = "0.5.9"
 GROWTH_SIZES = (1, 10, 100)
-GROWTH_SIZES_FULL = (1, 2, 4, 10, 100)  #: the small sizes locate the break-even of the parallel planner
+GROWTH_SIZES_FULL = (1, 2, 4, 10, 100)
 TARGETS = {"apply": 1.3, "verify": 1.25, "memory": 1.2, "help_seconds": 0.3}
 TIMEOUT = 1800.0  #: seconds for any one measured process (a hung child is killed with its process group)
 
@@ -210,20 +210,16 @@ def bench_apply(scratch: Path, runs: int) -> dict[str, Any]:
     from patcher.target import find_target
 
     tree = copy_release(scratch / "apply-target")
-    files = [str(f.path) for f in plan(load(RECIPE), find_target(tree, package="sglang"), jobs=1).files]
+    files = [str(f.path) for f in plan(load(RECIPE), find_target(tree, package="sglang")).files]
     subject = [*specpatch_argv(), "apply", RECIPE, "--target", str(tree), "--dry-run"]
     print(f"  apply --dry-run vs parse+render of {len(files)} files", flush=True)
-    one = {**os.environ, "SPECPATCH_JOBS": "1"}
     got = interleaved(runs, specpatch=lambda: checked(run(subject), "apply --dry-run"),
-                      one_process=lambda: checked(run(subject, env=one), "apply --dry-run, SPECPATCH_JOBS=1"),
                       floor=lambda: checked(run([sys.executable, "-c", FLOOR_APPLY, *files]), "the apply floor"),
                       libraries=lambda: checked(run([sys.executable, "-c", LIBRARIES + FLOOR_APPLY, *files]),
                                                 "the apply floor with libraries"))
     return {"files": [Path(p).relative_to(tree).as_posix() for p in files],
             "command": " ".join(["specpatch", *subject[len(specpatch_argv()):]]),
             **pair(got["specpatch"], got["floor"]),
-            "one_process": {**summary(got["one_process"]), "time_ratio": summary(got["one_process"])["seconds"]
-                            / summary(got["floor"])["seconds"]},
             "floor_with_libraries": {**summary(got["libraries"]), "libraries": LIBRARIES.strip(),
                                      "time_ratio": summary(got["specpatch"])["seconds"]
                                      / summary(got["libraries"])["seconds"]}}
@@ -405,35 +401,32 @@ from patcher.recipe import load_recipe
 from patcher.target import find_target
 t1 = time.perf_counter()
 recipe, target = load_recipe(Path(sys.argv[1])), find_target(Path(sys.argv[2]), package="genpkg")
-jobs = None if sys.argv[3] == "auto" else int(sys.argv[3])
 t2 = time.perf_counter()
-p = plan(recipe, target, jobs=jobs)
+p = plan(recipe, target)
 t3 = time.perf_counter()
 digest = hashlib.sha256()
 for f in p.files:
     digest.update(f.rel.encode() + b"\\0" + f.after + b"\\0")
 digest.update(json.dumps([s.to_dict() for s in p.steps] + [e.to_dict() for e in p.errors]).encode())
 print(json.dumps({"import": t1 - t0, "load": t2 - t1, "plan": t3 - t2, "files": len(p.files),
-                  "changed": len(p.changed_files), "errors": len(p.errors), "workers": p.workers,
+                  "changed": len(p.changed_files), "errors": len(p.errors),
                   "digest": digest.hexdigest()}))
 """
 
 
-def plan_in_subprocess(target: Path, recipe: Path, jobs: str) -> tuple[Sample, dict[str, Any]]:
-    """`jobs` is 1, 2, auto, or floor (parse and render only)."""
-    sample = checked(run([sys.executable, "-c", GROWTH_DRIVER, str(recipe), str(target), jobs]), "growth planning")
+def plan_in_subprocess(target: Path, recipe: Path, mode: str) -> tuple[Sample, dict[str, Any]]:
+    """`mode` is "plan", or "floor" (parse and render only)."""
+    sample = checked(run([sys.executable, "-c", GROWTH_DRIVER, str(recipe), str(target), mode]), "growth planning")
     return sample, json.loads(sample.stdout)
 
 
 def bench_growth(scratch: Path, runs: int, sizes: tuple[int, ...]) -> dict[str, Any]:
-    from patcher import engine
-
     rows = []
     for n in sizes:
         target, recipe = generate_growth(scratch / f"growth-{n}", n)
         lines = sum(len(p.read_text().splitlines()) for p in (target / "genpkg").glob("mod_*.py")) // n
         print(f"  growth: {n} file(s) of {lines} lines, 4 steps each", flush=True)
-        got: dict[str, list[tuple[Sample, dict[str, Any]]]] = {"floor": [], "1": [], "2": [], "auto": []}
+        got: dict[str, list[tuple[Sample, dict[str, Any]]]] = {"floor": [], "plan": []}
         for mode in got:  # warm-up
             plan_in_subprocess(target, recipe, mode)
         for i in range(runs):
@@ -442,24 +435,22 @@ def bench_growth(scratch: Path, runs: int, sizes: tuple[int, ...]) -> dict[str, 
                 got[mode].append(plan_in_subprocess(target, recipe, mode))
         digests = {r["digest"] for mode, results in got.items() if mode != "floor" for _, r in results}
         if len(digests) != 1:
-            raise SystemExit(f"bench: sequential and parallel plans of {n} files differ")
+            raise SystemExit(f"bench: two plans of {n} files differ")
         row: dict[str, Any] = {"files": n, "lines_per_file": lines,
                                "bytes": sum(p.stat().st_size for p in (target / "genpkg").glob("mod_*.py"))}
         for mode, results in got.items():
             if mode == "floor":
                 continue
             plan_s = statistics.median(r["plan"] for _, r in results)
-            row[f"jobs_{mode}"] = {"plan_seconds": plan_s, "per_file_ms": 1000 * plan_s / n,
-                                   "process_seconds": statistics.median(s.seconds for s, _ in results),
-                                   "maxrss_mb": statistics.median(s.maxrss_kb for s, _ in results) / 1024,
-                                   "workers": results[0][1]["workers"]}
-        row["parallel_speedup"] = row["jobs_1"]["plan_seconds"] / row["jobs_2"]["plan_seconds"]
+            row[mode] = {"plan_seconds": plan_s, "per_file_ms": 1000 * plan_s / n,
+                         "process_seconds": statistics.median(s.seconds for s, _ in results),
+                         "maxrss_mb": statistics.median(s.maxrss_kb for s, _ in results) / 1024}
         row["floor_per_file_ms"] = 1000 * statistics.median(r["plan"] for _, r in got["floor"]) / n
         row["floor_process_seconds"] = statistics.median(s.seconds for s, _ in got["floor"])
-        print(f"    per file: {row['jobs_1']['per_file_ms']:.1f} ms (1 process), "
-              f"{row['jobs_2']['per_file_ms']:.1f} ms (2), auto used {row['jobs_auto']['workers']}", flush=True)
+        print(f"    per file: {row['plan']['per_file_ms']:.1f} ms (floor {row['floor_per_file_ms']:.1f} ms)",
+              flush=True)
         rows.append(row)
-    return {"rows": rows, "engine_threshold": {"min_bytes": engine.PARALLEL_MIN_BYTES}}
+    return {"rows": rows}
 
 
 # ------------------------------------------------------------------------------------------------ 5. --help
@@ -566,32 +557,21 @@ def markdown(results: dict[str, Any]) -> str:
                       f"that first imports the third-party libraries of the command line (`{lib['libraries']}`) "
                       f"takes {lib['seconds']:.2f} s ({lib['maxrss_mb']:.0f} MB): specpatch is "
                       f"{lib['time_ratio']:.2f}× that."]
-    if a and "one_process" in a:
-        one = a["one_process"]
-        lines += ["", f"apply plans the files besides the largest in a second process when a core is idle (CPU "
-                      f"ratio above); in one process (`SPECPATCH_JOBS=1`, or a busy machine) it takes "
-                      f"{one['seconds']:.2f} s: {one['time_ratio']:.2f}× the floor."]
     v = results.get("verify")
     if v and "skipped" not in v:
         lines += ["", f"verify: {len(v['checks'])} checks ({', '.join(v['checks'])}); the floor runs the same "
                       f"imports and probes in {v['floor_processes']} bare processes."]
     g = results.get("growth")
     if g:
-        lines += ["", f"Growth: a generated recipe of 4 steps (field, flag, method, call) per generated file; time "
-                      f"of `plan()` per file, and of the whole process (import, load, plan) in brackets. floor = "
-                      f"parse + render of the same files in a process that imports only libcst. auto = what "
-                      f"`plan()` does by itself: a second process when the files besides the largest hold "
-                      f"{g['engine_threshold']['min_bytes'] // 1024} KiB or more and the load average leaves half "
-                      f"a core idle.", "",
-                  "| files | lines/file | floor | 1 process | 2 processes | speedup 2 vs 1 | auto (processes) |",
-                  "|---|---|---|---|---|---|---|"]
+        lines += ["", "Growth: a generated recipe of 4 steps (field, flag, method, call) per generated file; time "
+                      "of `plan()` per file, and of the whole process (import, load, plan) in brackets. floor = "
+                      "parse + render of the same files in a process that imports only libcst.", "",
+                  "| files | lines/file | floor | specpatch |", "|---|---|---|---|"]
         for row in g["rows"]:
-            one, two, auto = row["jobs_1"], row["jobs_2"], row["jobs_auto"]
+            one = row["plan"]
             lines.append(f"| {row['files']} | {row['lines_per_file']} | {row['floor_per_file_ms']:.1f} ms "
                          f"({row['floor_process_seconds']:.2f} s) | "
-                         f"{one['per_file_ms']:.1f} ms ({one['process_seconds']:.2f} s) | "
-                         f"{two['per_file_ms']:.1f} ms ({two['process_seconds']:.2f} s) | "
-                         f"{row['parallel_speedup']:.2f}× | {auto['per_file_ms']:.1f} ms ({auto['workers']}) |")
+                         f"{one['per_file_ms']:.1f} ms ({one['process_seconds']:.2f} s) |")
     return "\n".join(lines) + "\n"
 
 

@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import functools
-import sys
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from packaging.version import Version
 
 from .engine import Plan, plan
 from .errors import ExitCode, SpecpatchError, StateLost, VersionUnsupported, os_failure
 from .recipe import Recipe, available, load_recipe
+from .results import (ApplyOutcome, ApplyResult, CheckResult, CheckState, FileBytes, FileVerdict, RecipeVerification,
+                      TryOutcome, TryResult, VariantKind, VerifyResult)
 from .target import Target
 
 
@@ -70,52 +71,8 @@ def describe_recipe(recipe: Recipe) -> dict[str, Any]:
 # --------------------------------------------------------------------------------------------------- apply
 
 
-@dataclass
-class ApplyResult:
-    """Everything an apply did, for rendering and JSON."""
-
-    plan: Plan
-    dry_run: bool
-    exit_code: ExitCode = ExitCode.OK
-    outcome: str = ""  #: changed | already_applied | would_change | cannot_apply | refused | verify_failed
-    recovery: Any = None  #: what the start-of-command recovery found, if anything
-    record: Any = None  #: the ledger record written by the commit
-    checks: list[Any] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    error: SpecpatchError | None = None
-    unverified: list[str] = field(default_factory=list)  #: checks of the recipe that did not run (`import m`, ...)
-
-    def to_dict(self) -> dict[str, Any]:
-        p = self.plan
-        return {
-            "ok": self.exit_code == ExitCode.OK, "exit_code": int(self.exit_code), "outcome": self.outcome,
-            "dry_run": self.dry_run, "recipe": p.recipe.id, "recipe_version": p.recipe.version,
-            "variant": p.selection.variant, "variant_reason": p.selection.reason,
-            "target": {"root": str(p.target.root), "layout": p.target.layout, "package": p.target.package,
-                       "version": str(p.target.version) if p.target.version else None,
-                       "version_source": p.target.version_source},
-            "params": p.params,
-            "unverified": self.unverified,
-            "steps": [s.to_dict() for s in p.steps],
-            "files": [{"file": f.rel, "changed": f.changed} for f in p.files],
-            "errors": [e.to_dict() for e in p.errors] + ([self.error.to_dict()] if self.error else []),
-            "checks": [c.to_dict() for c in self.checks],
-            "recovery": self.recovery.to_dict() if hasattr(self.recovery, "to_dict") else self.recovery,
-            "notes": self.notes,
-            "diff": p.diff(),
-        }
-
-
 def _refusal(p: Plan) -> VersionUnsupported:
     return VersionUnsupported(p.selection.refuse or "", hint="the message above gives the equivalent configuration")
-
-
-def unverified(spec: Any, checks: list[Any]) -> list[str]:
-    """The recipe's imports and probes that did not run to a verdict (skipped, environment problem, never
-    started), as `import M` / `probe P`: what "verified" may not claim."""
-    ran = {(c.kind, c.name) for c in checks if c.status in ("passed", "failed", "timeout")}
-    wanted = [("import", m) for m in dict.fromkeys(spec.imports)] + [("probe", p.name or p.path) for p in spec.probes]
-    return [f"{kind} {name}" for kind, name in wanted if (kind, name) not in ran]
 
 
 @_system_errors("apply")
@@ -125,40 +82,52 @@ def apply_recipe(recipe: Recipe, target: Target, *, params: dict[str, str] | Non
     """Plan, write transactionally, verify; roll back if a check fails. A dry run only plans. With
     `require_checks`, an import smoke test or probe that could not run counts as a failed check (for CI)."""
     if dry_run:
-        p = plan(recipe, target, params)
-        return _planned_result(p, dry_run=True)
+        return _planned(plan(recipe, target, params), dry_run=True)
     from . import transaction
+    from . import verify as v
 
     with transaction.target_lock(target, timeout=lock_timeout) as lock:
         recovery = transaction.recover(target)
-        retired = transaction.retire_stale(target)
+        notes = [retired_note(r) for r in transaction.retire_stale(target)]
         p = plan(recipe, target, params)
-        result = _planned_result(p, dry_run=False)
-        result.recovery = recovery
-        result.notes += [retired_note(r) for r in retired]
-        if result.exit_code != ExitCode.OK or not p.changed_files:
-            return result
-        result.record = transaction.commit(p, lock)
-        result.outcome = "changed"
+        planned = _planned(p, dry_run=False, recovery=recovery, notes=notes)
+        if planned.exit_code != ExitCode.OK or not p.changed_files:
+            return planned
+        record = transaction.commit(p, lock)
         try:
-            result.checks = _post_apply_checks(p, python=python, smoke=smoke, notes=result.notes)
+            checked = v.verify_tree(target, p.selection.verify, [f.path for f in p.changed_files],
+                                    recipe_folder=p.recipe.folder, params=p.params, python=python, smoke=smoke,
+                                    pristine=lambda: {f.rel: f.before for f in p.changed_files})
         except BaseException as exc:  # an interrupt (or a failure) before the checks said yes: undo the apply
             with transaction.signals_deferred():
                 transaction.rollback(target, recipe.id, force=True)
             transaction.note_interrupt(exc, f"{recipe.id} was applied, then rolled back before its checks had "
                                              f"finished: every file has its original bytes")
             raise
-        result.unverified = unverified(p.selection.verify, result.checks)
-        failed = any(c.status in ("failed", "timeout") for c in result.checks)
-        if failed or (require_checks and result.unverified):
+        notes += checked.notes
+        outcome, code = ApplyOutcome.CHANGED, ExitCode.OK
+        if checked.failed or (require_checks and checked.unverified):
             transaction.rollback(target, recipe.id, force=True)
-            result.exit_code, result.outcome = ExitCode.VERIFY_FAILED, "verify_failed"
-            if not failed:
-                result.notes.append(f"--require-checks: {', '.join(result.unverified)} could not run")
-            result.notes.append("a check failed: every file was restored to its original bytes")
+            outcome, code = ApplyOutcome.VERIFY_FAILED, ExitCode.VERIFY_FAILED
+            if not checked.failed:
+                notes.append(f"--require-checks: {', '.join(checked.unverified)} could not run")
+            notes.append("a check failed: every file was restored to its original bytes")
         else:
-            result.notes += _after_apply_notes(p)
-    return result
+            notes += _after_apply_notes(p)
+    return ApplyResult(p, False, outcome, code, recovery, record, checked.checks, tuple(notes),
+                       unverified=checked.unverified)
+
+
+def _planned(p: Plan, *, dry_run: bool, recovery: Any = None, notes: list[str] | None = None) -> ApplyResult:
+    """The result of a plan that is not written (yet): refused, cannot apply, already applied, would change."""
+    done = functools.partial(ApplyResult, p, dry_run, recovery=recovery, notes=tuple(notes or ()))
+    if p.selection.refuse:
+        return done(ApplyOutcome.REFUSED, ExitCode.CANNOT_APPLY, error=_refusal(p))
+    if p.errors:
+        return done(ApplyOutcome.CANNOT_APPLY, ExitCode(max(e.exit_code for e in p.errors)))
+    if not p.changed_files:
+        return done(ApplyOutcome.ALREADY_APPLIED)
+    return done(ApplyOutcome.WOULD_CHANGE if dry_run else ApplyOutcome.PLANNED)
 
 
 def _after_apply_notes(p: Plan) -> list[str]:
@@ -180,81 +149,7 @@ def _after_apply_notes(p: Plan) -> list[str]:
     return notes
 
 
-def _planned_result(p: Plan, *, dry_run: bool) -> ApplyResult:
-    result = ApplyResult(p, dry_run)
-    if p.selection.refuse:
-        result.exit_code, result.outcome, result.error = ExitCode.CANNOT_APPLY, "refused", _refusal(p)
-    elif p.errors:
-        result.exit_code, result.outcome = max(e.exit_code for e in p.errors), "cannot_apply"
-    elif not p.changed_files:
-        result.outcome = "already_applied"
-    else:
-        result.outcome = "would_change" if dry_run else "planned"
-    return result
-
-
-def _post_apply_checks(p: Plan, *, python: str | None, smoke: bool, notes: list[str]) -> list[Any]:
-    from . import verify as v
-
-    checks = list(v.check_syntax([f.path for f in p.changed_files], relative_to=p.target.root))
-    spec = p.selection.verify
-    if not smoke:
-        notes.append("--no-smoke: the import smoke test and probes were skipped")
-        return checks
-    py = python or sys.executable
-    can, why = v.can_import_target(py, p.target, spec.stubs, requires=spec.requires)
-    if not can:
-        notes.append(f"this environment cannot import {p.target.package} ({why}): smoke test and probes skipped; "
-                     f"run `specpatch verify --python PY` where it can")
-        return checks
-    pristine = {f.rel: f.before for f in p.changed_files}
-    checks += v.smoke_import(p.target, spec, python=py, pristine=pristine, recipe_folder=p.recipe.folder)
-    checks += v.run_probes(p.target, spec, p.recipe.folder, python=py, params=p.params)
-    return checks
-
-
 # --------------------------------------------------------------------------------------------------- verify
-
-
-@dataclass
-class RecipeVerification:
-    """The verification of one applied recipe."""
-
-    record: Any  #: the ledger's AppliedRecord
-    files: list[dict[str, Any]] = field(default_factory=list)  #: per file: state intact | drift | lost
-    checks: list[Any] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    unverified: list[str] = field(default_factory=list)  #: the recipe's imports and probes that did not run
-
-    @property
-    def drifted(self) -> list[str]:
-        return [f["file"] for f in self.files if f["state"] == "drift"]
-
-    @property
-    def lost(self) -> list[str]:
-        return [f["file"] for f in self.files if f["state"] == "lost"]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"recipe": self.record.recipe, "recipe_version": self.record.recipe_version,
-                "variant": self.record.variant, "release": self.record.release, "params": self.record.params,
-                "files": self.files, "checks": [c.to_dict() for c in self.checks], "notes": self.notes,
-                "unverified": self.unverified}
-
-
-@dataclass
-class VerifyResult:
-    target: Target
-    recipes: list[RecipeVerification] = field(default_factory=list)
-    recovery: Any = None
-    message: str = ""
-    exit_code: ExitCode = ExitCode.OK
-    notes: list[str] = field(default_factory=list)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"ok": self.exit_code == ExitCode.OK, "exit_code": int(self.exit_code), "message": self.message,
-                "target": str(self.target.root), "release": str(self.target.version) if self.target.version else None,
-                "release_source": self.target.version_source, "recipes": [r.to_dict() for r in self.recipes],
-                "recovery": self.recovery.to_dict() if self.recovery else None, "notes": self.notes}
 
 
 def retired_note(retired: Any) -> str:
@@ -272,37 +167,36 @@ def verify(target: Target, recipe_id: str | None = None, *, python: str | None =
     is said only of what ran; with `require_checks`, an import or probe that could not run fails (VERIFY_FAILED)."""
     from . import transaction
 
-    result = VerifyResult(target)
     had_state = target.state_dir.exists()  # before the lock creates the folder
     with transaction.target_lock(target, timeout=lock_timeout):
-        result.recovery = transaction.recover(target)
-        result.notes += [retired_note(r) for r in transaction.retire_stale(target)]
+        recovery = transaction.recover(target)
+        notes = tuple(retired_note(r) for r in transaction.retire_stale(target))
         records = [r for r in transaction.applied_records(target) if recipe_id is None or r.recipe == recipe_id]
         if not records:
             _refuse_unrecorded_edits(target, recipe_id, extra_dirs, had_state)
             what = f"`{recipe_id}` is not" if recipe_id else "no recipe is"
-            result.message = f"{what} applied to {target.root}: nothing to verify"
-            result.exit_code = ExitCode.WOULD_CHANGE if recipe_id else ExitCode.OK
-            return result
-        for record in records:
-            result.recipes.append(_verify_record(target, record, python=python, smoke=smoke, extra_dirs=extra_dirs))
-    if any(r.drifted or r.lost for r in result.recipes):
-        result.exit_code = ExitCode.DRIFT
-        names = [f for r in result.recipes for f in r.drifted + r.lost]
-        result.message = f"patched files changed since apply: {', '.join(names)}"
-    elif any(c.blocking for r in result.recipes for c in r.checks):
-        result.exit_code = ExitCode.VERIFY_FAILED
-        result.message = "a check failed"
-    elif any(r.unverified for r in result.recipes):
-        skipped = [f"{r.record.recipe}: {', '.join(r.unverified)}" for r in result.recipes if r.unverified]
-        result.message = (f"{len(result.recipes)} recipe(s): files intact and syntax passed, but NOT verified: "
-                          f"did not run: {'; '.join(skipped)}")
+            return VerifyResult(target, (), recovery, f"{what} applied to {target.root}: nothing to verify",
+                                ExitCode.WOULD_CHANGE if recipe_id else ExitCode.OK, notes)
+        recipes = tuple(_verify_record(target, record, python=python, smoke=smoke, extra_dirs=extra_dirs)
+                        for record in records)
+    code, message = _verify_verdict(recipes, require_checks)
+    return VerifyResult(target, recipes, recovery, message, code, notes)
+
+
+def _verify_verdict(recipes: tuple[RecipeVerification, ...], require_checks: bool) -> tuple[ExitCode, str]:
+    if any(r.drifted or r.lost for r in recipes):
+        names = [f for r in recipes for f in r.drifted + r.lost]
+        return ExitCode.DRIFT, f"patched files changed since apply: {', '.join(names)}"
+    if any(c.blocking for r in recipes for c in r.checks):
+        return ExitCode.VERIFY_FAILED, "a check failed"
+    if any(r.unverified for r in recipes):
+        skipped = [f"{r.record.recipe}: {', '.join(r.unverified)}" for r in recipes if r.unverified]
+        message = (f"{len(recipes)} recipe(s): files intact and syntax passed, but NOT verified: did not run: "
+                   f"{'; '.join(skipped)}")
         if require_checks:
-            result.exit_code = ExitCode.VERIFY_FAILED
-            result.message += " (--require-checks)"
-    else:
-        result.message = f"{len(result.recipes)} recipe(s) verified"
-    return result
+            return ExitCode.VERIFY_FAILED, message + " (--require-checks)"
+        return ExitCode.OK, message
+    return ExitCode.OK, f"{len(recipes)} recipe(s) verified"
 
 
 def _verify_record(target: Target, record: Any, *, python: str | None, smoke: bool,
@@ -310,48 +204,36 @@ def _verify_record(target: Target, record: Any, *, python: str | None, smoke: bo
     from . import transaction
     from . import verify as v
 
-    out = RecipeVerification(record)
     states = transaction.file_states(target, record)
-    recipe = None
+    recipe, notes, skipped = None, (), ()
     try:
         recipe = load_recipe(record.recipe, extra_dirs)
     except SpecpatchError as exc:
-        out.notes.append(f"recipe `{record.recipe}` cannot be loaded ({exc.message}): only the files are checked")
-        out.unverified = ["the recipe's imports and probes (the recipe cannot be loaded)"]
+        notes = (f"recipe `{record.recipe}` cannot be loaded ({exc.message}): only the files are checked",)
+        skipped = ("the recipe's imports and probes (the recipe cannot be loaded)",)
     edits_present = None
-    if recipe is not None and any(s.state != "intact" for s in states):
+    if recipe is not None and any(s.state is not FileBytes.INTACT for s in states):
         # changed by hand: are the recipe's edits still there? re-plan on the current files (reads only)
         edits_present = _edits_present(recipe, target, record)
-    for s in states:
-        if s.state == "intact":
-            state = "intact"
-        elif s.state == "missing":
-            state = "lost"
-        else:
-            state = "drift" if edits_present else "lost"
-        out.files.append({"file": s.rel, "state": state, "sha256": s.sha, "expected_sha256": s.record.sha_after})
+    files = tuple({"file": s.rel, "state": _verdict(s.state, edits_present), "sha256": s.sha,
+                   "expected_sha256": s.record.sha_after} for s in states)
     present = [target.root / s.rel for s in states if s.current is not None]
-    out.checks += v.check_syntax(present, relative_to=target.root)
-    if recipe is None or out.lost:
-        return out
-    selection = recipe.select(Version(record.release) if record.release else target.version)
-    spec = selection.verify
-    out.unverified = unverified(spec, [])  # until they run
-    if not smoke:
-        out.notes.append("--no-smoke: the import smoke test and probes were skipped")
-        return out
-    py = python or sys.executable
-    can, why = v.can_import_target(py, target, spec.stubs, requires=spec.requires)
-    if not can:
-        out.notes.append(f"this environment cannot import {target.package} ({why}): smoke test and probes skipped")
-        out.checks += [v.Check("import", m, "skipped", why) for m in spec.imports]
-        out.checks += [v.Check("probe", p.name or p.path, "skipped", why) for p in spec.probes]
-        return out
-    pristine = transaction.pristine_files(target, record)
-    out.checks += v.smoke_import(target, spec, python=py, pristine=pristine, recipe_folder=recipe.folder)
-    out.checks += v.run_probes(target, spec, recipe.folder, python=py, params=record.params)
-    out.unverified = unverified(spec, out.checks)
-    return out
+    if recipe is None or any(f["state"] is FileVerdict.LOST for f in files):
+        return RecipeVerification(record, files, tuple(v.check_syntax(present, relative_to=target.root)), notes,
+                                  skipped)
+    spec = recipe.select(Version(record.release) if record.release else target.version).verify
+    checked = v.verify_tree(target, spec, present, recipe_folder=recipe.folder, params=record.params,
+                            python=python, smoke=smoke, pristine=lambda: transaction.pristine_files(target, record))
+    return RecipeVerification(record, files, checked.checks, notes + checked.notes, checked.unverified)
+
+
+def _verdict(state: FileBytes, edits_present: bool | None) -> FileVerdict:
+    """A recorded file judged: intact; changed with the recipe's edits still in it (drift); or without them (lost)."""
+    if state is FileBytes.INTACT:
+        return FileVerdict.INTACT
+    if state is FileBytes.MODIFIED and edits_present:
+        return FileVerdict.DRIFT
+    return FileVerdict.LOST
 
 
 def _edits_present(recipe: Recipe, target: Target, record: Any) -> bool:
@@ -376,8 +258,7 @@ def rollback(target: Target, recipe_id: str | None = None, *, force: bool = Fals
     report = transaction.rollback(target, recipe_id, force=force, timeout=lock_timeout)
     if report.noop and recovery is None:
         _refuse_unrecorded_edits(target, recipe_id, extra_dirs, had_state)
-    report.recovery = recovery
-    return report
+    return replace(report, recovery=recovery)
 
 
 def edits_in_tree(target: Target, recipe_id: str | None = None,
@@ -421,48 +302,118 @@ def _refuse_unrecorded_edits(target: Target, recipe_id: str | None, extra_dirs: 
 
 
 @_system_errors("status")
-def status(target: Target, *, lock_timeout: float = 60.0):
+def status(target: Target):
     """The ledger and any unfinished transaction (reads only: an interrupted one is shown, not recovered)."""
     from . import transaction
 
     return transaction.status(target)
 
 
-# --------------------------------------------------------------------------------------------------- check, try
+# --------------------------------------------------------------------------------------------------- check
 
 
-@dataclass
-class CheckResult:
-    """`check`: is the recipe applied and intact? No writes."""
+@dataclass(frozen=True)
+class _Found:
+    """What `check` reads before it judges: the plan, the ledger's entry for the recipe, the recorded files."""
 
+    recipe: Recipe
+    target: Target
     plan: Plan
-    state: str  #: applied | would_change | drift | cannot_apply | refused | unfinished
-    message: str
-    files: list[dict[str, Any]] = field(default_factory=list)
-    exit_code: ExitCode = ExitCode.OK
+    record: Any  #: the ledger entry of the recipe on this release, or None
+    stale: Any  #: the ledger entry of the recipe made on another release (upgraded since), or None
+    pending: Any  #: the journal of an interrupted transaction, or None
+    files: tuple[dict[str, Any], ...]  #: the recorded files now (`_check_files`)
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"ok": self.exit_code == ExitCode.OK, "exit_code": int(self.exit_code), "state": self.state,
-                "message": self.message, "recipe": self.plan.recipe.id, "variant": self.plan.selection.variant,
-                "target": str(self.plan.target.root), "files": self.files,
-                "steps": [s.to_dict() for s in self.plan.steps],
-                "errors": [e.to_dict() for e in self.plan.errors], "diff": self.plan.diff()}
+    @property
+    def changed_by_hand(self) -> list[str]:
+        return [f["file"] for f in self.files if f["state"] is not FileBytes.INTACT]
+
+    @property
+    def reinstalled(self) -> bool:
+        """Every recorded file changed since apply has its original bytes again, and the recipe applies."""
+        reverted = [f["file"] for f in self.files
+                    if f["state"] is FileBytes.MODIFIED and f["sha256"] == f["original_sha256"]]
+        return bool(self.changed_by_hand) and reverted == self.changed_by_hand and self.would_write
+
+    @property
+    def present(self) -> bool:
+        """The recipe's edits are all in the tree: the plan changes nothing."""
+        return self.plan.ok and not self.plan.changed_files
+
+    @property
+    def would_write(self) -> bool:
+        return self.plan.ok and bool(self.plan.changed_files)
+
+    @property
+    def n(self) -> int:
+        return len(self.plan.changed_files)
+
+
+@dataclass(frozen=True)
+class _Rule:
+    """One row of `check`'s table: when `when` holds (and no row above it did), the answer is `state`, `code`."""
+
+    when: Callable[[_Found], bool]
+    state: CheckState
+    code: Callable[[_Found], ExitCode]
+    say: Callable[[_Found], str]
+
+
+def _pending(f: _Found) -> str:
+    j = f.pending
+    return (f"an interrupted {j.kind} of {j.record.recipe} (started {j.started}, pid {j.pid}) is pending; the next "
+            f"`specpatch apply/rollback/verify` finishes or undoes it")
+
+
+def _code(code: ExitCode) -> Callable[[_Found], ExitCode]:
+    return lambda f: code
+
+
+#: `check`'s answers, first match wins (see `check` for what each means).
+CHECK_RULES: tuple[_Rule, ...] = (
+    _Rule(lambda f: f.pending is not None, CheckState.UNFINISHED, _code(ExitCode.DRIFT), _pending),
+    _Rule(lambda f: bool(f.plan.selection.refuse), CheckState.REFUSED, _code(ExitCode.CANNOT_APPLY),
+          lambda f: f.plan.selection.refuse),
+    _Rule(lambda f: f.reinstalled, CheckState.WOULD_CHANGE, _code(ExitCode.WOULD_CHANGE),
+          lambda f: f"{f.recipe.id} was applied, but the original bytes are back in {', '.join(f.changed_by_hand)} "
+                    f"(a reinstall?): {f.n} file(s) would change"),
+    _Rule(lambda f: bool(f.changed_by_hand), CheckState.DRIFT, _code(ExitCode.DRIFT),
+          lambda f: f"{f.recipe.id} was applied, but files changed since: {', '.join(f.changed_by_hand)} "
+                    f"({'edits still present' if f.present else 'edits gone or changed'})"),
+    _Rule(lambda f: f.present and f.record is None, CheckState.APPLIED, _code(ExitCode.OK),
+          lambda f: f"the edits of {f.recipe.id} are present (not recorded by specpatch: applied by hand or by "
+                    f"another tool)"),
+    _Rule(lambda f: f.present, CheckState.APPLIED, _code(ExitCode.OK),
+          lambda f: f"{f.recipe.id} is applied and intact"),
+    _Rule(lambda f: not f.plan.ok, CheckState.CANNOT_APPLY,
+          lambda f: ExitCode(max(e.exit_code for e in f.plan.errors)),
+          lambda f: f"{f.recipe.id} "
+                    f"{'was applied and its files are intact, but now' if f.record else 'is not applied and'} "
+                    f"cannot apply: {f.plan.errors[0]}"),
+    _Rule(lambda f: f.record is not None, CheckState.WOULD_CHANGE, _code(ExitCode.WOULD_CHANGE),
+          lambda f: f"{f.recipe.id} v{f.record.recipe_version} is applied and intact, but this recipe "
+                    f"(v{f.recipe.version}) would change {f.n} more file(s)"),
+    _Rule(lambda f: True, CheckState.WOULD_CHANGE, _code(ExitCode.WOULD_CHANGE),
+          lambda f: f"{f.recipe.id} is not applied: {f.n} file(s) would change"),
+)
 
 
 @_system_errors("check")
 def check(recipe: Recipe, target: Target, *, params: dict[str, str] | None = None) -> CheckResult:
-    """The CI gate, no writes: is `recipe` applied to `target` and intact?
+    """The CI gate, no writes: is `recipe` applied to `target` and intact? The answer is the first row of
+    `CHECK_RULES` that holds:
 
+    - ``unfinished`` (DRIFT): an apply or rollback was interrupted; the next specpatch command that takes the lock
+      finishes or undoes it, `check` only reports it;
+    - ``refused`` (CANNOT_APPLY): the recipe refuses this release;
+    - ``would_change`` (WOULD_CHANGE): an applied recipe whose changed files all have their original bytes again
+      (the package was reinstalled: `apply` patches it again);
+    - ``drift`` (DRIFT): applied, but a patched file was changed or removed since (or the edits are gone);
     - ``applied`` (OK): the plan changes nothing and every file the ledger recorded still has its patched bytes
       (a recipe whose edits are present without a ledger entry, applied by hand or by another tool, counts too);
-    - ``would_change`` (WOULD_CHANGE): not applied, and it applies cleanly; also a recipe updated since it was
-      applied, whose recorded files are intact but which now has more to do, and an applied recipe whose changed
-      files all have their original bytes again (the package was reinstalled: `apply` patches it again);
-    - ``drift`` (DRIFT): applied, but a patched file was changed or removed since (or the edits are gone);
-    - ``cannot_apply`` (the errors' code: CANNOT_APPLY, or BAD_INPUT for a file that does not parse) and
-      ``refused`` (CANNOT_APPLY): not applied, and it cannot be;
-    - ``unfinished`` (DRIFT): an apply or rollback was interrupted; the next specpatch command that takes the lock
-      finishes or undoes it, `check` only reports it.
+    - ``cannot_apply`` (the errors' code: CANNOT_APPLY, or BAD_INPUT for a file that does not parse);
+    - ``would_change`` (WOULD_CHANGE): a recipe updated since it was applied, whose recorded files are intact but
+      which now has more to do; and a recipe not applied that applies cleanly.
 
     Without `params`, the values recorded when the recipe was applied are checked (not the defaults); given ones
     override them. A target whose release cannot be read is checked as the release recorded at apply time; a target
@@ -482,46 +433,13 @@ def check(recipe: Recipe, target: Target, *, params: dict[str, str] | None = Non
     if record is not None and record.release and target.version is not None and \
             Version(record.release) != target.version:
         stale, record = record, None
-    files = _check_files(target, record, report.applied) if record else []
-    changed_by_hand = [f["file"] for f in files if f["state"] != "intact"]
-
-    def result(state: str, message: str, code: ExitCode) -> CheckResult:
-        if stale is not None:
-            message += f" (it was applied to {target.package} {stale.release}; the target is now {target.version})"
-        return CheckResult(p, state, message, files, code)
-
-    if report.pending is not None:
-        j = report.pending
-        return result("unfinished", f"an interrupted {j.kind} of {j.record.recipe} (started {j.started}, pid "
-                      f"{j.pid}) is pending; the next `specpatch apply/rollback/verify` finishes or undoes it",
-                      ExitCode.DRIFT)
-    if p.selection.refuse:
-        return result("refused", p.selection.refuse, ExitCode.CANNOT_APPLY)
-    reverted = [f["file"] for f in files if f["state"] == "modified" and f["sha256"] == f["original_sha256"]]
-    if changed_by_hand and reverted == changed_by_hand and p.ok and p.changed_files:
-        return result("would_change", f"{recipe.id} was applied, but the original bytes are back in "
-                      f"{', '.join(reverted)} (a reinstall?): {len(p.changed_files)} file(s) would change",
-                      ExitCode.WOULD_CHANGE)
-    if changed_by_hand:
-        how = "edits still present" if p.ok and not p.changed_files else "edits gone or changed"
-        return result("drift", f"{recipe.id} was applied, but files changed since: {', '.join(changed_by_hand)} "
-                      f"({how})", ExitCode.DRIFT)
-    if p.ok and not p.changed_files:
-        if record is None:
-            return result("applied", f"the edits of {recipe.id} are present (not recorded by specpatch: applied "
-                          f"by hand or by another tool)", ExitCode.OK)
-        return result("applied", f"{recipe.id} is applied and intact", ExitCode.OK)
-    if not p.ok:
-        code = max(e.exit_code for e in p.errors)
-        first = p.errors[0]
-        what = "was applied and its files are intact, but now" if record else "is not applied and"
-        return result("cannot_apply", f"{recipe.id} {what} cannot apply: {first}", ExitCode(code))
-    if record is not None:
-        return result("would_change", f"{recipe.id} v{record.recipe_version} is applied and intact, but this "
-                      f"recipe (v{recipe.version}) would change {len(p.changed_files)} more file(s)",
-                      ExitCode.WOULD_CHANGE)
-    return result("would_change", f"{recipe.id} is not applied: {len(p.changed_files)} file(s) would change",
-                  ExitCode.WOULD_CHANGE)
+    files = tuple(_check_files(target, record, report.applied)) if record else ()
+    found = _Found(recipe, target, p, record, stale, report.pending, files)
+    rule = next(r for r in CHECK_RULES if r.when(found))
+    message = rule.say(found)
+    if stale is not None:
+        message += f" (it was applied to {target.package} {stale.release}; the target is now {target.version})"
+    return CheckResult(p, rule.state, message, files, rule.code(found))
 
 
 def _check_files(target: Target, record: Any, applied: list[Any]) -> list[dict[str, Any]]:
@@ -546,24 +464,7 @@ def _check_files(target: Target, record: Any, applied: list[Any]) -> list[dict[s
     return out
 
 
-@dataclass
-class TryResult:
-    version: str
-    folder: Path | None  #: the kept tree, if --keep
-    apply: ApplyResult | None
-    verify: VerifyResult | None
-    seconds: float
-    exit_code: ExitCode
-    #: applied_and_verified | alias_verified | applied_not_verified | refused | cannot_apply | verify_failed
-    outcome: str
-    message: str
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"ok": self.exit_code == ExitCode.OK, "exit_code": int(self.exit_code), "version": self.version,
-                "outcome": self.outcome, "message": self.message, "seconds": round(self.seconds, 2),
-                "kept": str(self.folder) if self.folder else None,
-                "apply": self.apply.to_dict() if self.apply else None,
-                "verify": self.verify.to_dict() if self.verify else None}
+# --------------------------------------------------------------------------------------------------- try
 
 
 @_system_errors("try")
@@ -586,31 +487,34 @@ def try_recipe(recipe: Recipe, version: str = "0.5.9", *, keep: Path | None = No
         target = find_target(work, package=recipe.target.package)
         applied = apply_recipe(recipe, target, params=params, python=python)
         verified = None
-        if applied.exit_code == ExitCode.OK and applied.outcome == "changed":
+        if applied.exit_code == ExitCode.OK and applied.outcome is ApplyOutcome.CHANGED:
             verified = verify(target, recipe.id, python=python)
-        code = applied.exit_code if applied.exit_code != ExitCode.OK else (verified.exit_code if verified else 0)
-        variant = applied.plan.selection.variant
-        if applied.outcome == "refused":
-            outcome, message = "refused", applied.plan.selection.refuse or ""
-            code = ExitCode.OK  # a refusal that names the upstream mechanism is the designed outcome
-        elif code == ExitCode.OK and (applied.unverified or (verified and any(r.unverified
-                                                                            for r in verified.recipes))):
-            skipped = applied.unverified or [u for r in verified.recipes for u in r.unverified]
-            outcome = "applied_not_verified"  # "verified" only for what ran
-            message = (f"{recipe.id} applied to {recipe.target.package} {version}; NOT verified: did not run: "
-                       f"{', '.join(skipped)}")
-        elif code == ExitCode.OK:
-            outcome = "alias_verified" if variant and "alias" in variant else "applied_and_verified"
-            message = f"{recipe.id} applied to {recipe.target.package} {version} and verified"
-        else:
-            outcome, message = applied.outcome or "verify_failed", (verified.message if verified else applied.outcome)
+        outcome, code, message = _tried(recipe, version, applied, verified)
         kept = None
         if keep is not None:
             if keep.exists():
                 shutil.rmtree(keep)
             shutil.copytree(work, keep, symlinks=True)
             kept = keep
-        return TryResult(version, kept, applied, verified, time.perf_counter() - start, ExitCode(code), outcome,
-                         message)
+        return TryResult(version, kept, applied, verified, time.perf_counter() - start, code, outcome, message)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _tried(recipe: Recipe, version: str, applied: ApplyResult,
+           verified: VerifyResult | None) -> tuple[TryOutcome, ExitCode, str]:
+    """The outcome of `try`: what the apply and the verify that followed it said, in one word and one line."""
+    on = f"{recipe.target.package} {version}"
+    if applied.outcome is ApplyOutcome.REFUSED:  # a refusal that names the upstream mechanism is the designed outcome
+        return TryOutcome.REFUSED, ExitCode.OK, applied.plan.selection.refuse or ""
+    code = applied.exit_code if applied.exit_code != ExitCode.OK else (verified.exit_code if verified else ExitCode.OK)
+    if code != ExitCode.OK:
+        outcome = TryOutcome(applied.outcome) if applied.outcome in set(TryOutcome) else TryOutcome.VERIFY_FAILED
+        return outcome, ExitCode(code), (verified.message if verified else applied.outcome)
+    skipped = list(applied.unverified) or [u for r in (verified.recipes if verified else ()) for u in r.unverified]
+    if skipped:  # "verified" only for what ran
+        return (TryOutcome.APPLIED_NOT_VERIFIED, code,
+                f"{recipe.id} applied to {on}; NOT verified: did not run: {', '.join(skipped)}")
+    kind = TryOutcome.ALIAS_VERIFIED if applied.plan.variant_kind is VariantKind.ALIAS else \
+        TryOutcome.APPLIED_AND_VERIFIED
+    return kind, code, f"{recipe.id} applied to {on} and verified"

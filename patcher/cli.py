@@ -15,7 +15,8 @@ from typing import Annotated, Iterator, List, Optional
 
 import typer
 
-from .errors import SpecpatchError, UsageError
+from .errors import ExitCode, SpecpatchError, UsageError
+from .results import exit_code_summary
 
 app = typer.Typer(
     name="specpatch",
@@ -95,13 +96,14 @@ def _main(
 ) -> None:
     """Declarative, verified, reversible source patches for ML serving engines (sglang).
 
-    Exit codes: 0 ok, 1 internal error (a bug), 2 bad input, 3 cannot apply,
-    4 verification failed, 5 drift, 6 locked, 7 would change (`check`),
-    8 the system failed a write (no space), 130/143 interrupted.
+    Exit codes: {exit_codes}.
 
     NO_COLOR=1 turns colours and spinners off. Shell completion: --install-completion.
     """
     _State.quiet, _State.verbose = quiet, verbose
+
+
+_main.__doc__ = _main.__doc__.format(exit_codes=exit_code_summary())  # one table: patcher.results.EXIT_CODES
 
 
 def _ui():
@@ -158,55 +160,25 @@ def _release(target) -> str:
 def list_(recipe_path: RecipePathOpt = None, json: JsonOpt = False) -> None:
     """List the available recipes."""
     from . import api
-    from .report import print_json
+    from .report import render_list
 
     ui = _ui()
     with reported_errors(ui, json):
         recipes = api.list_recipes(recipe_path)
-    if json:
-        print_json([{"id": r.id, "title": r.title, "versions": r.target.versions, "source": str(r.source)}
-                    for r in recipes])
-        return
-    from rich.table import Table
-
-    table = Table("recipe", "title", "releases") if not ui.verbose else Table("recipe", "title", "releases", "file")
-    for r in recipes:
-        row = [r.id, r.title, f"{r.target.package} {r.target.versions}"]
-        table.add_row(*row, *([str(r.source)] if ui.verbose else []))
-    ui.out.print(table)
+    render_list(ui, recipes, as_json=json)
 
 
 @app.command()
 def show(recipe: RecipeArg, recipe_path: RecipePathOpt = None, json: JsonOpt = False) -> None:
     """Show what RECIPE changes and which releases it supports."""
-    from rich.markup import escape
-
     from . import api
-    from .report import print_json
+    from .report import render_show
 
     ui = _ui()
     with reported_errors(ui, json):
         loaded = api.load(recipe, recipe_path)
         info = api.describe_recipe(loaded)
-    if json:
-        print_json(info)
-        return
-    out = ui.out
-    out.print(f"[bold]{escape(info['id'])}[/bold] (v{info['version']}): {escape(info['title'])}")
-    out.print(escape(info["description"].rstrip()))
-    out.print(f"target: {escape(info['package'])} {escape(info['versions'])}")
-    if ui.verbose:
-        out.print(f"file: {escape(str(loaded.source))}")
-    for name, p in info["params"].items():
-        out.print(f"param {escape(name)} ({p['type']}, default {escape(repr(p['default']))}): "
-                  f"{escape(p['description'].strip())}")
-    for variant in info["variants"]:
-        out.print(f"\n[bold]{escape(variant['name'])}[/bold] ({escape(variant['versions'])})"
-                  + (f": refuses: {escape(variant['refuse'])}" if variant["refuse"] else ""))
-        for i, step in enumerate(variant["steps"], 1):
-            out.print(f"  {i}. {escape(step['file'])}: {escape(step['description'])}")
-        for check in variant["checks"]:
-            out.print(f"  check: {escape(check)}")
+    render_show(ui, info, loaded.source, as_json=json)
 
 
 @app.command()
@@ -216,11 +188,10 @@ def schema() -> None:
     Save it (`specpatch schema > specpatch.schema.json`) and put
     `# yaml-language-server: $schema=specpatch.schema.json` on the first line of a recipe.
     """
-    import json
-
     from .recipe import json_schema
+    from .results import dumps
 
-    sys.stdout.write(json.dumps(json_schema(), indent=2) + "\n")
+    sys.stdout.write(dumps(json_schema()) + "\n")
 
 
 @app.command()
@@ -316,15 +287,16 @@ def status(
     target: TargetOpt = None,
     package: PackageOpt = None,
     json: JsonOpt = False,
-    lock_timeout: LockOpt = 60.0,
+    lock_timeout: Annotated[float, typer.Option("--lock-timeout", hidden=True,
+                                                help="accepted for old scripts; status takes no lock")] = 60.0,
 ) -> None:
-    """List the recipes applied to TARGET and any unfinished transaction."""
+    """List the recipes applied to TARGET and any unfinished transaction (reads only: takes no lock)."""
     from . import api
     from .report import render_status
 
     ui = _ui()
     with reported_errors(ui, json):
-        result = api.status(_target(target, package, None), lock_timeout=lock_timeout)
+        result = api.status(_target(target, package, None))
     render_status(ui, result, as_json=json)
     raise typer.Exit(int(result.exit_code))
 
@@ -426,7 +398,8 @@ def port(
         with ui.status(f"planning {loaded.id} on {package} {release}"):
             result = importer.port(loaded, fetch_release(package, release) / package)
     render_port(ui, result, f"{package} {release}", as_json=json)
-    raise typer.Exit(3 if result.count("refused") or result.count("upstream_other_form") else 0)
+    blocked = result.count("refused") or result.count("upstream_other_form")
+    raise typer.Exit(int(ExitCode.CANNOT_APPLY if blocked else ExitCode.OK))
 
 
 @app.command()
@@ -527,7 +500,6 @@ def main() -> None:
         sys.stderr.write(f"interrupted ({name}): " + "; ".join(notes) + "\n")
         sys.exit(128 + (exc.signum if isinstance(exc, Interrupted) else 2))
     except Exception as exc:  # noqa: BLE001 - the last line of defence: a bug gets a message, not a bare traceback
-        from .errors import ExitCode
         from .report import make_console, print_internal_error
 
         print_internal_error(make_console(stderr=True), exc, traceback=_State.verbose)

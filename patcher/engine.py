@@ -19,8 +19,9 @@ import libcst as cst
 from .anchors import code_of, line_of_text, lines_of
 from .diff import unified_diff
 from .errors import Candidate, Location, RenderError, SpecpatchError, TargetError, TargetSyntaxError
-from .operations.base import AlreadyApplied, CannotApply, Changed, Operation
+from .operations.base import CannotApply, Changed, Operation
 from .recipe import Recipe, Selection
+from .results import StepStatus, VariantKind
 from .target import Target
 
 
@@ -34,7 +35,7 @@ class StepReport:
     file: str  #: relative to the target root
     description: str
     anchor: str
-    status: str  #: changed | already_applied | cannot_apply
+    status: StepStatus
     anchor_line: int | None = None  #: line of the anchor in the original file
     lines: tuple[int, int] | None = None  #: first and last line of the inserted code in the new file
     error: SpecpatchError | None = None
@@ -77,7 +78,6 @@ class Plan:
     files: list[FilePlan] = field(default_factory=list)
     steps: list[StepReport] = field(default_factory=list)
     errors: list[SpecpatchError] = field(default_factory=list)
-    workers: int = 1  #: processes that planned the files (1: this one)
 
     @property
     def ok(self) -> bool:
@@ -94,14 +94,24 @@ class Plan:
     def diff(self) -> str:
         return "".join(f.diff() for f in self.changed_files)
 
+    @property
+    def variant(self) -> Any:
+        """The recipe's selected variant (None for a recipe without variants)."""
+        return next((v for v in self.recipe.variants if v.name == self.selection.variant), None)
 
-def plan(recipe: Recipe, target: Target, params: dict[str, str] | None = None, *,
-         jobs: int | None = None) -> Plan:
-    """Plan `recipe` on `target` in memory. Raises only for bad input; target-side problems land in `Plan.errors`.
+    @property
+    def variant_kind(self) -> VariantKind:
+        """What the selected variant does: patch the change in, or alias an upstream mechanism, as it declares."""
+        declared = getattr(self.selection, "kind", None) or getattr(self.variant, "kind", None)
+        if declared:
+            return VariantKind(declared)
+        # Until the recipe model declares `kind` (issue 14: the variants' overlays), the shipped recipe's alias
+        # variants say so in their names. Remove this line when `Variant.kind` is there.
+        return VariantKind.ALIAS if "alias" in (self.selection.variant or "") else VariantKind.PATCH
 
-    Files are independent: with `jobs` > 1 they are planned in that many worker processes, with identical results
-    (by default, `jobs=None`, two or more cores are used only when there is enough to plan; see `_workers`).
-    """
+
+def plan(recipe: Recipe, target: Target, params: dict[str, str] | None = None) -> Plan:
+    """Plan `recipe` on `target` in memory. Raises only for bad input; target-side problems land in `Plan.errors`."""
     if recipe.target.package != target.package:
         raise TargetError(f"recipe `{recipe.id}` patches the package `{recipe.target.package}`; the target is "
                           f"`{target.package}` ({target.package_dir})", location=Location(recipe=recipe.id),
@@ -119,15 +129,10 @@ def plan(recipe: Recipe, target: Target, params: dict[str, str] | None = None, *
     by_file: dict[str, list[tuple[int, Operation]]] = {}
     for i, step in enumerate(steps, start=1):
         by_file.setdefault(_identity(target, step.file), []).append((i, step))
-    groups = list(by_file.items())
-    workers, sizes = _workers(jobs, target, groups)
     with _collector_paused():
-        if workers > 1:
-            _plan_parallel(result, groups, sizes, workers)
-        else:
-            for rel_pkg, file_steps in groups:
-                _plan_file(result, rel_pkg, file_steps)
-    result.steps.sort(key=lambda s: s.index)
+        for rel_pkg, file_steps in by_file.items():
+            _plan_file(result, rel_pkg, file_steps)
+    result.steps.sort(key=lambda s: s.index)  # planned file by file; reported in recipe order
     return result
 
 
@@ -153,132 +158,6 @@ def _collector_paused() -> Iterator[None]:
     finally:
         if enabled:
             gc.enable()
-
-
-# --------------------------------------------------------------------------------------------------- parallel
-
-#: `plan()` uses more than one process by itself only when the files other than the largest hold at least this
-#: many bytes: the largest file bounds the time anyway, and the fork and the results sent back have a cost
-#: (bench/run.py's growth section, 2 cores: handing 11 KB to the second process saved 14%, 33 KB 29%).
-PARALLEL_MIN_BYTES = 16 * 1024
-
-
-def _workers(jobs: int | None, target: Target, groups: list) -> tuple[int, list[int]]:
-    """How many processes to plan `groups` with, and the files' sizes (the schedule). `jobs=None` reads
-    `$SPECPATCH_JOBS` (a number; e.g. 1 where forking is unwelcome), else decides by itself."""
-    if jobs is None and os.environ.get("SPECPATCH_JOBS", "").strip().isdigit():
-        jobs = int(os.environ["SPECPATCH_JOBS"])
-    if jobs is not None and jobs <= 1 or len(groups) < 2 or not _can_fork():
-        return 1, []
-    try:
-        sizes = [target.file(rel_pkg).stat().st_size for rel_pkg, _ in groups]
-    except (OSError, TargetError):  # a missing or escaping file: planning reports it, in order
-        return 1, []
-    if jobs is None:
-        if sum(sizes) - max(sizes) < PARALLEL_MIN_BYTES:
-            return 1, []
-        # this process, and one more per core left idle by the last minute's load average (half a core counts):
-        # on a busy machine a second process only competes with the first for the same core
-        cpus = len(os.sched_getaffinity(0))
-        jobs = max(1, min(cpus, int(cpus - os.getloadavg()[0] + 1.5)))
-    return min(jobs, len(groups)), sizes
-
-
-def _can_fork() -> bool:
-    # Forked workers inherit the recipe, the target and the imports: nothing to import or send but the results.
-    # Forking is only safe in a process that runs a single thread, and only Linux is known to be fine with it.
-    import sys
-    import threading
-
-    return sys.platform.startswith("linux") and threading.active_count() == 1
-
-
-def _plan_parallel(result: Plan, groups: list, sizes: list[int], workers: int) -> None:
-    """Plan the files in `workers` processes, this one included: the largest files first, each to the least loaded
-    process. The others are forked and send back their FilePlans and StepReports; a file of theirs with an error
-    (or a worker that failed) is planned again here, so that errors keep their objects (candidate nodes) and
-    exceptions propagate exactly as without workers. The results are merged in recipe order."""
-    shares: list[list[int]] = [[] for _ in range(workers)]
-    loads = [0] * workers
-    for i in sorted(range(len(groups)), key=lambda i: -sizes[i]):
-        least = loads.index(min(loads))
-        shares[least].append(i)
-        loads[least] += sizes[i]
-    children = []
-    for share in shares[1:]:
-        try:
-            children.append(_fork_worker(result, groups, share))
-        except OSError:  # no process to be had (limits, memory): these files are planned here, below
-            pass
-    parts: dict[int, Plan | tuple[list[FilePlan], list[StepReport]] | None] = dict.fromkeys(range(len(groups)))
-    try:
-        for i in shares[0]:
-            try:
-                parts[i] = _plan_one(result, groups[i])
-            except Exception:  # noqa: BLE001 - planned again below, in recipe order: it raises as without workers
-                parts[i] = None
-    finally:
-        for pid, fd in children:  # read (and reap) every worker, even when planning here raised
-            parts.update(_collect(pid, fd))
-    result.workers = 1 + len(children)
-    for i, (rel_pkg, file_steps) in enumerate(groups):
-        part = parts[i]
-        if part is None:
-            _plan_file(result, rel_pkg, file_steps)
-        elif isinstance(part, Plan):
-            result.files += part.files
-            result.steps += part.steps
-            result.errors += part.errors
-        else:
-            result.files += part[0]
-            result.steps += part[1]
-
-
-def _plan_one(template: Plan, group: tuple[str, list[tuple[int, Operation]]]) -> Plan:
-    part = Plan(template.recipe, template.target, template.selection, template.params)
-    _plan_file(part, *group)
-    return part
-
-
-def _fork_worker(result: Plan, groups: list, share: list[int]) -> tuple[int, int]:
-    """Fork a process that plans `share` and writes {index: (files, steps)} (pickled) to a pipe; errors are left
-    out (the parent plans those files again). Returns the process id and the pipe's reading end."""
-    import pickle
-
-    read, write = os.pipe()
-    try:
-        pid = os.fork()
-    except OSError:
-        os.close(read)
-        os.close(write)
-        raise
-    if pid == 0:  # the worker: never return into the caller's stack, whatever happens
-        try:
-            os.close(read)
-            out = {}
-            for i in share:
-                part = _plan_one(result, groups[i])
-                if not part.errors:
-                    out[i] = (part.files, part.steps)
-            data = pickle.dumps(out, protocol=pickle.HIGHEST_PROTOCOL)
-            with os.fdopen(write, "wb") as pipe:
-                pipe.write(data)
-        finally:
-            os._exit(0)
-    os.close(write)
-    return pid, read
-
-
-def _collect(pid: int, fd: int) -> dict[int, tuple[list[FilePlan], list[StepReport]]]:
-    import pickle
-
-    with os.fdopen(fd, "rb") as pipe:
-        data = pipe.read()
-    os.waitpid(pid, 0)
-    try:
-        return pickle.loads(data)
-    except (pickle.UnpicklingError, EOFError, ValueError):  # the worker died half-way: plan its files here
-        return {}
 
 
 def _plan_file(result: Plan, rel_pkg: str, file_steps: list[tuple[int, Operation]]) -> None:
@@ -317,7 +196,7 @@ def _plan_file(result: Plan, rel_pkg: str, file_steps: list[tuple[int, Operation
     anchor_lines: dict[int, tuple[cst.CSTNode, int | None]] = {}
     for index, op in file_steps:
         loc = Location(recipe=recipe.id, step=index, op=op.op, file=rel, anchor=op.anchor())
-        report = StepReport(index, op.op, op.name, rel, op.describe(), op.anchor(), "cannot_apply")
+        report = StepReport(index, op.op, op.name, rel, op.describe(), op.anchor(), StepStatus.CANNOT_APPLY)
         try:
             outcome = op.apply(module)
         except SpecpatchError as exc:  # a recipe-side problem found late (e.g. code that does not parse)
@@ -331,7 +210,7 @@ def _plan_file(result: Plan, rel_pkg: str, file_steps: list[tuple[int, Operation
             result.errors.append(report.error)
         result.steps.append(report)
         done.append((report, outcome if isinstance(outcome, Changed) else None))
-    if any(r.status == "cannot_apply" for r, _ in done):
+    if any(r.status is StepStatus.CANNOT_APPLY for r, _ in done):
         result.files.append(FilePlan(path, rel, before, before, mode))
         return
     after = module.bytes if module is not original else before

@@ -3,22 +3,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import IntEnum
 
-
-class ExitCode(IntEnum):
-    """Process exit codes; the README's table is generated from the same meanings."""
-
-    OK = 0  #: success, including "already applied" and "nothing to roll back"
-    INTERNAL = 1  #: a bug in specpatch itself
-    BAD_INPUT = 2  #: a broken recipe, an unusable target, a bad command-line value
-    CANNOT_APPLY = 3  #: an anchor is missing or ambiguous, a conflicting definition, a release out of range
-    VERIFY_FAILED = 4  #: syntax, import smoke test or probe failed (an apply was rolled back)
-    DRIFT = 5  #: a patched file changed since apply, or the recipe's edits are gone
-    LOCKED = 6  #: another specpatch holds the target's lock
-    WOULD_CHANGE = 7  #: `check`: the recipe is not applied yet and would change the target
-    SYSTEM = 8  #: the system failed a read or write (no space left, I/O error): the tree was left whole
-    INTERRUPTED = 130  #: Ctrl-C (SIGINT) or SIGTERM: the transaction in progress was finished or undone
+from .results import ExitCode  # noqa: F401 - the exit codes and their meanings live in results
 
 
 @dataclass(frozen=True)
@@ -176,12 +162,6 @@ class RenderError(SpecpatchError):
     title = "patched file does not compile"
     hint = "the recipe's code is wrong for this release; nothing was written"
     exit_code = ExitCode.CANNOT_APPLY
-
-
-class VerifyFailed(SpecpatchError):
-    title = "verification failed"
-    hint = "the change was rolled back; run `specpatch verify` with --json for the full output"
-    exit_code = ExitCode.VERIFY_FAILED
 
 
 class DriftError(SpecpatchError):

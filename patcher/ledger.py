@@ -168,7 +168,7 @@ class AppliedRecord:
 class Journal:
     """A transaction in progress: written (durably) before the first target file is touched, removed last."""
 
-    kind: str  #: "apply" | "rollback"
+    kind: str  #: a `results.Transaction`: "apply" | "rollback" (a string as read from disk)
     started: str  #: ISO 8601, UTC
     pid: int
     record: AppliedRecord  #: apply: the entry the ledger will get; rollback: the entry being removed
@@ -262,11 +262,6 @@ class State:
     @property
     def records_dir(self) -> Path:
         return self.root / "records"
-
-    @property
-    def kept_dir(self) -> Path:
-        return self.root / "kept"
-
 
     def path(self, rel_to_state: str) -> Path:
         """A path recorded relative to the state folder, refused if it would leave it (a tampered ledger)."""

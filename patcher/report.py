@@ -14,7 +14,6 @@ Where output goes:
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import sys
 from dataclasses import dataclass
@@ -26,6 +25,7 @@ from rich.table import Table
 from rich.text import Text
 
 from .errors import SpecpatchError
+from .results import ApplyOutcome, CheckState, CheckStatus, FileBytes, FileVerdict, StepStatus, dumps
 
 
 def no_color() -> bool:
@@ -111,7 +111,7 @@ def make_ui(*, quiet: bool = False, verbose: bool = False) -> UI:
 
 def print_json(data: Any) -> None:
     """Machine-readable output: plain JSON on stdout, never wrapped or coloured."""
-    sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
+    sys.stdout.write(dumps(data) + "\n")
     sys.stdout.flush()
 
 
@@ -180,7 +180,7 @@ def print_internal_error(console: Console, exc: BaseException, *, traceback: boo
 # --------------------------------------------------------------------------------------------------- tables
 
 
-_STEP_COLORS = {"changed": "green", "already_applied": "blue", "cannot_apply": "red"}
+_STEP_COLORS = {StepStatus.CHANGED: "green", StepStatus.ALREADY_APPLIED: "blue", StepStatus.CANNOT_APPLY: "red"}
 
 
 def _step_lines(s: Any) -> str:
@@ -196,7 +196,7 @@ def steps_table(steps: Iterable[Any], title: str | None = None, *, verbose: bool
         table.add_column(col, overflow="fold")
     for s in steps:
         row = [str(s.index), escape(s.name or ""), s.op, escape(s.file),
-               Text(s.status.replace("_", " "), style=_STEP_COLORS.get(s.status, "")), _step_lines(s)]
+               Text(s.status.words, style=_STEP_COLORS.get(s.status, "")), _step_lines(s)]
         table.add_row(*row, *((escape(s.description),) if verbose else ()))
     return table
 
@@ -205,7 +205,8 @@ def checks_table(checks: Iterable[Any], title: str | None = None) -> Table:
     table = Table(title=title)
     for col in ("check", "name", "status", "time", "message"):
         table.add_column(col, overflow="fold")
-    colors = {"passed": "green", "failed": "red", "timeout": "red", "environment": "yellow", "skipped": "yellow"}
+    colors = {CheckStatus.PASSED: "green", CheckStatus.FAILED: "red", CheckStatus.TIMEOUT: "red",
+              CheckStatus.ENVIRONMENT: "yellow", CheckStatus.SKIPPED: "yellow"}
     for c in checks:
         table.add_row(c.kind, escape(c.name), Text(c.status, style=colors.get(c.status, "")),
                       f"{c.seconds:.1f}s" if getattr(c, "seconds", None) else "", escape(c.message or ""))
@@ -254,7 +255,7 @@ def markdown_report(plan: Any, outcome: str = "") -> str:
     elif plan.errors:
         headline = f"**cannot apply**: {len(plan.errors)} error(s); nothing would be written"
     elif changed:
-        headline = f"**would change** {len(changed)} file(s)" if outcome != "changed" else \
+        headline = f"**would change** {len(changed)} file(s)" if outcome != ApplyOutcome.CHANGED else \
             f"**changed** {len(changed)} file(s)"
     else:
         headline = "**already applied**: nothing to change"
@@ -265,7 +266,7 @@ def markdown_report(plan: Any, outcome: str = "") -> str:
         out += ["| # | step | operation | file | status | lines |", "|---:|---|---|---|---|---|"]
         for s in plan.steps:
             out.append(f"| {s.index} | {_md_cell(s.name or s.description)} | `{s.op}` | `{_md_cell(s.file)}` | "
-                       f"{s.status.replace('_', ' ')} | {_step_lines(s)} |")
+                       f"{s.status.words} | {_step_lines(s)} |")
     for err in plan.errors:
         where = _where(err.location)
         line = f"> **{_md_cell(err.title)}**: {_md_cell(err.message)}" + (f" ({_md_cell(where)})" if where else "")
@@ -284,6 +285,42 @@ def markdown_report(plan: Any, outcome: str = "") -> str:
 
 
 # --------------------------------------------------------------------------------------------------- commands
+
+
+def render_list(ui: UI, recipes: list[Any], *, as_json: bool = False) -> None:
+    """`specpatch list`: one row per recipe (with --verbose, the file it was loaded from)."""
+    if as_json:
+        print_json([{"id": r.id, "title": r.title, "versions": r.target.versions, "source": str(r.source)}
+                    for r in recipes])
+        return
+    table = Table("recipe", "title", "releases", *(("file",) if ui.verbose else ()))
+    for r in recipes:
+        table.add_row(r.id, r.title, f"{r.target.package} {r.target.versions}", *((str(r.source),) if ui.verbose
+                                                                                   else ()))
+    ui.out.print(table)
+
+
+def render_show(ui: UI, info: dict[str, Any], source: Any = None, *, as_json: bool = False) -> None:
+    """`specpatch show`: the recipe, its parameters, and per variant its releases, steps and checks."""
+    if as_json:
+        print_json(info)
+        return
+    out = ui.out
+    out.print(f"[bold]{escape(info['id'])}[/bold] (v{info['version']}): {escape(info['title'])}")
+    out.print(escape(info["description"].rstrip()))
+    out.print(f"target: {escape(info['package'])} {escape(info['versions'])}")
+    if ui.verbose:
+        out.print(f"file: {escape(str(source))}")
+    for name, p in info["params"].items():
+        out.print(f"param {escape(name)} ({p['type']}, default {escape(repr(p['default']))}): "
+                  f"{escape(p['description'].strip())}")
+    for variant in info["variants"]:
+        out.print(f"\n[bold]{escape(variant['name'])}[/bold] ({escape(variant['versions'])})"
+                  + (f": refuses: {escape(variant['refuse'])}" if variant["refuse"] else ""))
+        for i, step in enumerate(variant["steps"], 1):
+            out.print(f"  {i}. {escape(step['file'])}: {escape(step['description'])}")
+        for check in variant["checks"]:
+            out.print(f"  check: {escape(check)}")
 
 
 def render_apply(ui: UI, result: Any, *, fmt: str = "text") -> None:
@@ -320,27 +357,26 @@ def render_apply(ui: UI, result: Any, *, fmt: str = "text") -> None:
         ui.info.print(f"note: {escape(note)}")
     version = release_of(p.target)
     if result.unverified:
-        ran = [c for c in result.checks if c.status in ("passed", "failed", "timeout")]
+        ran = [c for c in result.checks if c.status.ran]
         done = f"checked: {', '.join(sorted({c.kind for c in ran}))}" if ran else "nothing checked"
         changed = (f"applied {p.recipe.id} to {version} ({len(p.changed_files)} file(s)); NOT verified: {done}; "
                    f"did not run: {', '.join(result.unverified)}")
     else:
         changed = f"applied {p.recipe.id} to {version} ({len(p.changed_files)} file(s)) and verified"
     messages = {
-        "would_change": f"dry run: {len(p.changed_files)} file(s) would change; nothing written",
-        "already_applied": f"{p.recipe.id} is already applied to {version}: nothing to do",
-        "changed": changed,
-        "cannot_apply": f"cannot apply {p.recipe.id} to {version}: nothing was written",
-        "refused": f"{p.recipe.id} refuses {version}: nothing was written",
-        "verify_failed": f"verification failed: {p.recipe.id} was rolled back, the target is unchanged",
+        ApplyOutcome.WOULD_CHANGE: f"dry run: {len(p.changed_files)} file(s) would change; nothing written",
+        ApplyOutcome.ALREADY_APPLIED: f"{p.recipe.id} is already applied to {version}: nothing to do",
+        ApplyOutcome.CHANGED: changed,
+        ApplyOutcome.CANNOT_APPLY: f"cannot apply {p.recipe.id} to {version}: nothing was written",
+        ApplyOutcome.REFUSED: f"{p.recipe.id} refuses {version}: nothing was written",
+        ApplyOutcome.VERIFY_FAILED: f"verification failed: {p.recipe.id} was rolled back, the target is unchanged",
     }
     ui.summary(result.exit_code == 0, messages.get(result.outcome, result.outcome) + release_source(p.target))
 
 
 def _variant_description(p: Any) -> str:
     """The first line of the selected variant's description (what it does on this release), if it has one."""
-    variant = next((v for v in p.recipe.variants if v.name == p.selection.variant), None)
-    text = (variant.description or "").strip() if variant else ""
+    text = (p.variant.description or "").strip() if p.variant else ""
     return text.splitlines()[0] if text else ""
 
 
@@ -351,13 +387,13 @@ def render_check(ui: UI, result: Any, *, as_json: bool = False) -> None:
         return
     for e in result.plan.errors:
         ui.error(e)
-    if result.state in ("would_change", "drift") and result.plan.ok:
+    if result.state in (CheckState.WOULD_CHANGE, CheckState.DRIFT) and result.plan.ok:
         print_diff(ui.out, result.plan.diff())
     if ui.verbose and result.plan.steps:
         ui.info.print(steps_table(result.plan.steps, verbose=True))
-    if result.files and (ui.verbose or result.state == "drift"):
+    if result.files and (ui.verbose or result.state is CheckState.DRIFT):
         table = Table("file", "state", "recorded sha256", "current sha256")
-        colors = {"intact": "green", "modified": "yellow", "missing": "red"}
+        colors = {FileBytes.INTACT: "green", FileBytes.MODIFIED: "yellow", FileBytes.MISSING: "red"}
         cut = 12 if ui.err.is_terminal else None  # a log or a pipe gets whole hashes
         for f in result.files:
             table.add_row(escape(f["file"]), Text(f["state"], style=colors.get(f["state"], "")),
@@ -414,7 +450,7 @@ def render_verify(ui: UI, result: Any, *, as_json: bool = False) -> None:
                      + (f" (variant {escape(rec.variant)})" if rec.variant else "")
                      + f" on {escape(rec.package)} {escape(str(rec.release))}, applied {escape(rec.applied_at)}")
         files = Table("file", "state")
-        colors = {"intact": "green", "drift": "yellow", "lost": "red"}
+        colors = {FileVerdict.INTACT: "green", FileVerdict.DRIFT: "yellow", FileVerdict.LOST: "red"}
         for f in r.files:
             files.add_row(escape(f["file"]), Text(f["state"], style=colors.get(f["state"], "")))
         ui.out.print(files)
@@ -430,13 +466,10 @@ def render_verify(ui: UI, result: Any, *, as_json: bool = False) -> None:
 
 def render_rollback(ui: UI, report: Any, *, as_json: bool = False) -> None:
     if as_json:
-        data = report.to_dict()
-        rec = getattr(report, "recovery", None)
-        data["recovery"] = rec.to_dict() if rec else None
-        print_json(data)
+        print_json(report.to_dict())
         return
-    _recovered(ui, getattr(report, "recovery", None))
-    for retired in getattr(report, "retired", []):
+    _recovered(ui, report.recovery)
+    for retired in report.retired:
         r = retired.record
         ui.info.print(f"note: retired the record of {escape(r.recipe)} (applied {escape(r.applied_at)} to "
                       f"{escape(r.package)} {escape(str(r.release))}): {escape(retired.reason)}; kept in the "
@@ -447,9 +480,8 @@ def render_rollback(ui: UI, report: Any, *, as_json: bool = False) -> None:
         ui.out.print(f"kept your version in {escape(path)}")
     for pyc in report.removed_bytecode:
         ui.out.print(f"removed stale bytecode {escape(pyc)}", style="dim")
-    source = getattr(report, "release_source", "")
-    release = getattr(report, "release", None)
-    ui.summary(report.exit_code == 0, report.message + (f" [release {release} from {source}]" if release else ""))
+    release = f" [release {report.release} from {report.release_source}]" if report.release else ""
+    ui.summary(report.exit_code == 0, report.message + release)
 
 
 def render_status(ui: UI, report: Any, *, as_json: bool = False) -> None:

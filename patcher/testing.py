@@ -200,9 +200,3 @@ def iter_results(recipe_id: str | None = None, *, fixtures_root: Path | None = N
             continue
         yield run_case(case, recipe, update=update)
 
-
-def run_cases(recipe_id: str | None = None, *, fixtures_root: Path | None = None, update: bool = False,
-              recipe_dirs: list[Path] | None = None) -> list[CaseResult]:
-    """Run every case (of one recipe, or all) and return the results."""
-    return list(iter_results(recipe_id, fixtures_root=fixtures_root, update=update, recipe_dirs=recipe_dirs))
-

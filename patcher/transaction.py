@@ -59,6 +59,7 @@ from .errors import (DriftError, ExitCode, Location, LockTimeout, RollbackBlocke
                      VersionUnsupported, os_failure)
 from .ledger import (AppliedRecord, FileRecord, Journal, RetiredRecord, State, atomic_write, file_mode, makedirs,
                      now_utc, sha256, temp_path)
+from .results import FileBytes, RecoveryOutcome, Transaction
 from .target import Target
 
 __all__ = [
@@ -193,7 +194,7 @@ class FileState:
     """A file of an applied recipe as it is now: intact (sha == after), modified, or missing."""
 
     rel: str
-    state: str  #: intact | modified | missing
+    state: FileBytes
     record: FileRecord
     sha: str | None  #: sha256 of the current bytes
     mode: int | None  #: current permission bits
@@ -204,14 +205,14 @@ class FileState:
                 "mode": f"{self.mode:04o}" if self.mode is not None else None}
 
 
-@dataclass
+@dataclass(frozen=True)
 class RecoveryReport:
     """What `recover` found and did about an interrupted transaction."""
 
-    kind: str  #: "apply" | "rollback": what was interrupted
+    kind: Transaction  #: what was interrupted
     recipe: str
     started: str  #: when the interrupted transaction started (ISO 8601, UTC)
-    outcome: str  #: "completed" (the apply was finished) | "rolled_back" (the files are original again)
+    outcome: RecoveryOutcome
     files: list[str]  #: every file of the transaction
     restored: list[str] = field(default_factory=list)  #: files rewritten from the backups by this recovery
     kept: list[str] = field(default_factory=list)  #: unexpected local versions kept before restoring
@@ -219,9 +220,9 @@ class RecoveryReport:
     @property
     def message(self) -> str:
         n = len(self.files)
-        if self.kind == "apply" and self.outcome == "completed":
+        if self.kind is Transaction.APPLY and self.outcome is RecoveryOutcome.COMPLETED:
             text = f"found an interrupted apply of {self.recipe} at {self.started}: completed ({n} files were written)"
-        elif self.kind == "apply":
+        elif self.kind is Transaction.APPLY:
             text = (f"found an interrupted apply of {self.recipe} at {self.started}: rolled back {n} files "
                     f"({len(self.restored)} rewritten from the backups)")
         else:
@@ -236,7 +237,7 @@ class RecoveryReport:
                 "files": self.files, "restored": self.restored, "kept": self.kept, "message": self.message}
 
 
-@dataclass
+@dataclass(frozen=True)
 class RollbackReport:
     """What `rollback` did; `record` is None for the no-op "nothing to roll back"."""
 
@@ -251,6 +252,7 @@ class RollbackReport:
     already_original: list[str] = field(default_factory=list)  #: files that had their original bytes already
     release: str | None = None  #: the target's release
     release_source: str = ""  #: where it was read
+    recovery: RecoveryReport | None = None  #: what the recovery before the rollback found, if anything
 
     @property
     def noop(self) -> bool:
@@ -262,10 +264,11 @@ class RollbackReport:
                 "record": self.record.to_dict() if self.record else None, "restored": self.restored,
                 "kept": self.kept, "removed_bytecode": self.removed_bytecode, "exit_code": int(self.exit_code),
                 "retired": [r.to_dict() for r in self.retired], "already_original": self.already_original,
-                "release": self.release, "release_source": self.release_source}
+                "release": self.release, "release_source": self.release_source,
+                "recovery": self.recovery.to_dict() if self.recovery else None}
 
 
-@dataclass
+@dataclass(frozen=True)
 class StatusReport:
     """The applied recipes of a target, oldest first, and any unfinished transaction."""
 
@@ -336,7 +339,7 @@ def commit(plan: Plan, lock: TargetLock) -> AppliedRecord | None:
                 makedirs(path.parent)
                 atomic_write(path, data, 0o644)
         _step("apply:backups-written")
-        state.write_journal(Journal("apply", record.applied_at, os.getpid(), record))
+        state.write_journal(Journal(Transaction.APPLY, record.applied_at, os.getpid(), record))
         _step("apply:journal-written")
         for fp, fr in zip(changed, files):
             atomic_write(fp.path, fp.after, fr.mode, owner=_owner(fp.path),
@@ -410,12 +413,13 @@ def recover(target: Target, *, timeout: float = DEFAULT_LOCK_TIMEOUT) -> Recover
 
 
 def _recover(state: State, journal: Journal) -> RecoveryReport:
-    if journal.kind == "apply":
+    if journal.kind == Transaction.APPLY:  # read from disk: any string
         return _recover_apply(state, journal)
-    if journal.kind == "rollback":
+    if journal.kind == Transaction.ROLLBACK:
         restored, kept, _ = _finish_rollback(state, journal, "recover")
-        return RecoveryReport("rollback", journal.record.recipe, journal.started, "rolled_back",
-                              [f.rel for f in journal.record.files], restored, _abs(state, kept))
+        return RecoveryReport(Transaction.ROLLBACK, journal.record.recipe, journal.started,
+                              RecoveryOutcome.ROLLED_BACK, [f.rel for f in journal.record.files], restored,
+                              _abs(state, kept))
     raise StateDamaged(f"{state.journal_path} has an unknown kind `{journal.kind}`")
 
 
@@ -430,15 +434,15 @@ def _recover_apply(state: State, journal: Journal) -> RecoveryReport:
         done = True
     if not done:
         restored, kept = _undo_apply(state, record, "recover")
-        return RecoveryReport("apply", record.recipe, journal.started, "rolled_back", rels, restored,
-                              _abs(state, kept))
+        return RecoveryReport(Transaction.APPLY, record.recipe, journal.started, RecoveryOutcome.ROLLED_BACK, rels,
+                              restored, _abs(state, kept))
     for fr in record.files:
         path = state.target_file(fr.rel)
         temp_path(Path(os.path.realpath(path))).unlink(missing_ok=True)
         _remove_bytecode(path)
     state.remove_journal()
     _step("recover:journal-removed")
-    return RecoveryReport("apply", record.recipe, journal.started, "completed", rels)
+    return RecoveryReport(Transaction.APPLY, record.recipe, journal.started, RecoveryOutcome.COMPLETED, rels)
 
 
 # --------------------------------------------------------------------------------------------------- rollback
@@ -457,11 +461,11 @@ def rollback(target: Target, recipe_id: str | None = None, *, force: bool = Fals
     release = {"release": str(target.version) if target.version is not None else None,
                "release_source": target.version_source}
 
-    def nothing(applied: list[AppliedRecord]) -> RollbackReport:
+    def nothing(applied: list[AppliedRecord], retired: list[RetiredRecord] | None = None) -> RollbackReport:
         what = "no recipe is" if recipe_id is None else f"`{recipe_id}` is not"
         names = ", ".join(r.recipe for r in applied) or "none"
         return RollbackReport(target.root, None, f"nothing to roll back: {what} applied to {target.root} "
-                                                 f"(applied: {names})", **release)
+                                                 f"(applied: {names})", retired=retired or [], **release)
 
     if not state.exists():
         return nothing([])
@@ -471,9 +475,7 @@ def rollback(target: Target, recipe_id: str | None = None, *, force: bool = Fals
         ledger = state.read_ledger()
         matches = [r for r in ledger.applied if recipe_id is None or r.recipe == recipe_id]
         if not matches:
-            report = nothing(ledger.applied)
-            report.retired = retired
-            return report
+            return nothing(ledger.applied, retired)
         record = matches[-1]
         later = [r for r in ledger.applied if r.seq > record.seq and r.rels & record.rels]
         if later:
@@ -485,8 +487,8 @@ def rollback(target: Target, recipe_id: str | None = None, *, force: bool = Fals
         pristine_files(target, record)  # the backups must be whole before anything is touched
         states = file_states(target, record)
         # a file with its original bytes already (`git checkout -- FILE`) is not a local change: nothing to undo
-        original = [s.rel for s in states if s.state == "modified" and s.sha == s.record.sha_before]
-        local = [s for s in states if s.state != "intact" and s.rel not in original]
+        original = [s.rel for s in states if s.state is FileBytes.MODIFIED and s.sha == s.record.sha_before]
+        local = [s for s in states if s.state is not FileBytes.INTACT and s.rel not in original]
         if local and not force:
             raise _drift_error(target, record, local)
         stamp, kept = _stamp(), []
@@ -494,7 +496,7 @@ def rollback(target: Target, recipe_id: str | None = None, *, force: bool = Fals
             if s.current is not None:
                 kept.append(_keep(state, s.rel, s.current, stamp))
         _step("rollback:kept-written")
-        journal = Journal("rollback", now_utc().isoformat(), os.getpid(), record,
+        journal = Journal(Transaction.ROLLBACK, now_utc().isoformat(), os.getpid(), record,
                           start_shas={s.rel: s.sha for s in states}, kept=tuple(kept))
         # from the journal on, the rollback finishes here even on SIGINT/SIGTERM (handled once the tree is whole)
         with signals_deferred():
@@ -586,9 +588,9 @@ def stale_reason(target: Target, record: AppliedRecord, originals: dict[str, str
             pass
     states = file_states(target, record)
     originals = originals or {}
-    if states and all(s.state == "missing" or s.sha in (s.record.sha_before, originals.get(s.rel))
+    if states and all(s.state is FileBytes.MISSING or s.sha in (s.record.sha_before, originals.get(s.rel))
                       for s in states):
-        gone = all(s.state == "missing" for s in states)
+        gone = all(s.state is FileBytes.MISSING for s in states)
         return ("its files are gone (the package was uninstalled or moved)" if gone else
                 "every file it changed has its original bytes again (a reinstall, or `git checkout` of the files)")
     return None
@@ -628,11 +630,11 @@ def file_states(target: Target, record: AppliedRecord) -> list[FileState]:
         path = state.target_file(fr.rel)
         current = _read(path)
         if current is None:
-            out.append(FileState(fr.rel, "missing", fr, None, None, None))
+            out.append(FileState(fr.rel, FileBytes.MISSING, fr, None, None, None))
             continue
         sha = sha256(current)
-        out.append(FileState(fr.rel, "intact" if sha == fr.sha_after else "modified", fr, sha, file_mode(path),
-                             current))
+        bytes_now = FileBytes.INTACT if sha == fr.sha_after else FileBytes.MODIFIED
+        out.append(FileState(fr.rel, bytes_now, fr, sha, file_mode(path), current))
     return out
 
 

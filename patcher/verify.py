@@ -1,5 +1,7 @@
 """Checks after a patch: syntax of the touched files, an import smoke test and the recipe's probes, each a `Check`.
 
+`verify_tree` is the sequence that apply and verify both run; the functions below it are its steps.
+
 The smoke test and the probes run in a subprocess of the *target's* interpreter (``--python``, by default the
 current one): ``python -I -u patcher/_smoke.py CONFIG``. ``-I`` keeps that interpreter's own site-packages but
 drops PYTHON* variables, the user site and the script's folder, and the working folder is a scratch folder, so
@@ -64,15 +66,18 @@ import time
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
+
+from .results import CheckKind, CheckStatus
 
 if TYPE_CHECKING:
     from .recipe import Probe, VerifySpec
     from .target import Target
 
+SYNTAX, IMPORT, PROBE = CheckKind.SYNTAX, CheckKind.IMPORT, CheckKind.PROBE
+PASSED, FAILED, ENVIRONMENT, SKIPPED, TIMEOUT = (CheckStatus.PASSED, CheckStatus.FAILED, CheckStatus.ENVIRONMENT,
+                                                 CheckStatus.SKIPPED, CheckStatus.TIMEOUT)
 RUNNER = Path(__file__).with_name("_smoke.py")
-STATUSES = ("passed", "failed", "environment", "skipped", "timeout")
-KINDS = ("syntax", "import", "probe")
 OUTPUT_TAIL_LINES = 30  #: lines of a subprocess's output kept in a check's details
 CAN_IMPORT_TIMEOUT = 120.0  #: seconds allowed for `import <package>` by can_import_target
 _MARK = re.compile(r"^PROBE-(OK|FAIL|SKIP):\s?(.*)$")
@@ -82,22 +87,73 @@ _MARK = re.compile(r"^PROBE-(OK|FAIL|SKIP):\s?(.*)$")
 class Check:
     """The outcome of one check: a file's syntax, one module's import, or one probe."""
 
-    kind: str  #: "syntax" | "import" | "probe"
+    kind: CheckKind
     name: str  #: the file, module or probe checked
-    status: str  #: "passed" | "failed" | "environment" | "skipped" | "timeout"
+    status: CheckStatus
     message: str = ""  #: one line, for a table
     details: str = ""  #: several lines: a traceback's end, a caret, the end of a probe's output
     seconds: float = 0.0  #: time the check took (for an import: the import alone, measured in the subprocess)
     data: Mapping[str, Any] = field(default_factory=dict)  #: facts for --json: stubs used, pristine error, exit code
 
+    def __post_init__(self) -> None:  # a plain string is accepted and stored as its member (an unknown one raises)
+        object.__setattr__(self, "kind", CheckKind(self.kind))
+        object.__setattr__(self, "status", CheckStatus(self.status))
+
     @property
     def blocking(self) -> bool:
         """True when the check speaks against the patch: it failed or timed out. `environment` and `skipped` do not."""
-        return self.status in ("failed", "timeout")
+        return self.status.blocking
 
     def to_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "name": self.name, "status": self.status, "message": self.message,
                 "details": self.details, "seconds": round(self.seconds, 3), "data": dict(self.data)}
+
+
+# ---------------------------------------------------------------------------------------------- the sequence
+
+
+@dataclass(frozen=True)
+class Verification:
+    """The checks of a patched tree, in the order they ran, and what they may not claim."""
+
+    checks: tuple[Check, ...] = ()
+    notes: tuple[str, ...] = ()  #: why the smoke test and probes did not run, when they did not
+    unverified: tuple[str, ...] = ()  #: the spec's `import M` / `probe P` that did not run to a verdict
+
+    @property
+    def failed(self) -> bool:
+        return any(c.blocking for c in self.checks)
+
+
+def verify_tree(target: Target, spec: VerifySpec, files: Iterable[Path], *, recipe_folder: Path,
+                params: Mapping[str, Any], pristine: Callable[[], Mapping[str, bytes | None]],
+                python: str | os.PathLike | None = None, smoke: bool = True) -> Verification:
+    """The one verification sequence, of apply and of verify: the syntax of `files`, then (unless `smoke` is off or
+    `python` cannot import the target) the import smoke test of `spec.imports` and the probes. `pristine` gives the
+    original bytes of the touched files (read only when an import is run), for the differential smoke test."""
+    checks = check_syntax(files, relative_to=target.root)
+    if not smoke:
+        return Verification(tuple(checks), ("--no-smoke: the import smoke test and probes were skipped",),
+                            unverified(spec, checks))
+    py = python or sys.executable
+    can, why = can_import_target(py, target, spec.stubs, requires=spec.requires)
+    if not can:
+        checks += [Check(IMPORT, m, SKIPPED, why) for m in dict.fromkeys(spec.imports)]
+        checks += [Check(PROBE, p.name or p.path, SKIPPED, why) for p in spec.probes]
+        note = (f"this environment cannot import {target.package} ({why}): smoke test and probes skipped; run "
+                f"`specpatch verify --python PY` where it can")
+        return Verification(tuple(checks), (note,), unverified(spec, checks))
+    checks += smoke_import(target, spec, python=py, pristine=pristine(), recipe_folder=recipe_folder)
+    checks += run_probes(target, spec, recipe_folder, python=py, params=params)
+    return Verification(tuple(checks), (), unverified(spec, checks))
+
+
+def unverified(spec: VerifySpec, checks: Iterable[Check]) -> tuple[str, ...]:
+    """The spec's imports and probes that did not run to a verdict (skipped, environment problem, never started),
+    as `import M` / `probe P`: what "verified" may not claim."""
+    ran = {(c.kind, c.name) for c in checks if c.status.ran}
+    wanted = [(IMPORT, m) for m in dict.fromkeys(spec.imports)] + [(PROBE, p.name or p.path) for p in spec.probes]
+    return tuple(f"{kind} {name}" for kind, name in wanted if (kind, name) not in ran)
 
 
 # ------------------------------------------------------------------------------------------------------- syntax
@@ -129,10 +185,10 @@ def check_syntax(paths: Iterable[Path | str], *, python: str | os.PathLike | Non
                                           time.perf_counter() - start))
             continue
         except (OSError, ValueError) as exc:  # unreadable, or a NUL byte in the source
-            checks.append(Check("syntax", shown(path), "failed", f"{type(exc).__name__}: {exc}",
+            checks.append(Check(SYNTAX, shown(path), FAILED, f"{type(exc).__name__}: {exc}",
                                 seconds=time.perf_counter() - start))
             continue
-        checks.append(Check("syntax", shown(path), "passed", "compiles", seconds=time.perf_counter() - start))
+        checks.append(Check(SYNTAX, shown(path), PASSED, "compiles", seconds=time.perf_counter() - start))
     return checks
 
 
@@ -143,7 +199,7 @@ def _syntax_failure(name: str, msg: str, line: int | None, column: int | None, t
     if text:
         source_line = text.rstrip("\n")
         details = source_line + ("\n" + " " * max((column or 1) - 1, 0) + "^" if column else "")
-    return Check("syntax", name, "failed", f"{where}: {msg}", details, seconds, {"line": line, "column": column})
+    return Check(SYNTAX, name, FAILED, f"{where}: {msg}", details, seconds, {"line": line, "column": column})
 
 
 def _check_syntax_in(python: str | os.PathLike, paths: list[Path], shown) -> list[Check]:
@@ -154,17 +210,17 @@ def _check_syntax_in(python: str | os.PathLike, paths: list[Path], shown) -> lis
         record = done.get(str(path))
         if record is None:
             why = run.start_error or ("timed out" if run.timed_out else _last_line(run.output) or "no result")
-            checks.append(Check("syntax", shown(path), "environment", f"could not compile in {python}: {why}",
+            checks.append(Check(SYNTAX, shown(path), ENVIRONMENT, f"could not compile in {python}: {why}",
                                 "\n".join(run.output)))
         elif record["ok"]:
-            checks.append(Check("syntax", shown(path), "passed", f"compiles with {python}", seconds=record["seconds"]))
+            checks.append(Check(SYNTAX, shown(path), PASSED, f"compiles with {python}", seconds=record["seconds"]))
         else:
             err = record["error"]
             if "line" in err:
                 checks.append(_syntax_failure(shown(path), err["message"], err.get("line"), err.get("column"),
                                               err.get("text"), record["seconds"]))
             else:
-                checks.append(Check("syntax", shown(path), "failed", f"{err['type']}: {err['message']}",
+                checks.append(Check(SYNTAX, shown(path), FAILED, f"{err['type']}: {err['message']}",
                                     seconds=record["seconds"]))
     return checks
 
@@ -238,7 +294,7 @@ def _import_checks(python: str | os.PathLike, paths: Sequence[Path], package: st
     env = run.first("env")
     if env is None:  # the interpreter did not start, or the runner could not run in it
         why = run.start_error or f"the smoke-test runner did not start in {python}: {_last_line(run.output)}"
-        return [Check("import", m, "environment", why, "\n".join(run.output), data={"python": str(python)})
+        return [Check(IMPORT, m, ENVIRONMENT, why, "\n".join(run.output), data={"python": str(python)})
                 for m in modules]
     base = {"python": env["executable"], "python_version": env["python"], "stubs": env["stubs"],
             "stubs_replacing_installed": env["stubs_replacing_installed"], "stubs_refused": env["stubs_refused"]}
@@ -252,7 +308,7 @@ def _import_checks(python: str | os.PathLike, paths: Sequence[Path], package: st
             if record["ok"]:
                 used = record["stubs_used"]
                 msg = f"imported in {record['seconds']:.1f} s" + (f"; stubs: {', '.join(used)}" if used else "")
-                checks.append(Check("import", module, "passed", msg, seconds=record["seconds"],
+                checks.append(Check(IMPORT, module, PASSED, msg, seconds=record["seconds"],
                                     data={**data, "file": record.get("file")}))
             else:
                 err = record["error"]
@@ -260,18 +316,18 @@ def _import_checks(python: str | os.PathLike, paths: Sequence[Path], package: st
                 if err.get("missing") and err["missing"].split(".")[0] not in stubs:
                     data["hint"] = (f"`{err['missing']}` is not installed in {env['executable']}: install it, or "
                                     f"list it in verify.stubs if it is a GPU-only native package")
-                checks.append(Check("import", module, "failed", _one_line(f"{err['type']}: {err['message']}"),
+                checks.append(Check(IMPORT, module, FAILED, _one_line(f"{err['type']}: {err['message']}"),
                                     "\n".join(err["traceback"]), record["seconds"], data))
         elif module in started and run.timed_out:
-            checks.append(Check("import", module, "timeout",
+            checks.append(Check(IMPORT, module, TIMEOUT,
                                 f"no result within {timeout:g} s: the process group was killed",
                                 "\n".join(run.output), run.seconds, dict(base)))
         elif module in started:
-            checks.append(Check("import", module, "failed",
+            checks.append(Check(IMPORT, module, FAILED,
                                 f"the interpreter died while importing it (exit code {run.returncode})",
                                 "\n".join(run.output), run.seconds, {**base, "exit": run.returncode}))
         else:
-            checks.append(Check("import", module, "skipped", "not reached: an earlier import timed out or crashed",
+            checks.append(Check(IMPORT, module, SKIPPED, "not reached: an earlier import timed out or crashed",
                                 data=dict(base)))
     return checks
 
@@ -279,15 +335,15 @@ def _import_checks(python: str | os.PathLike, paths: Sequence[Path], package: st
 def _judge(patched: Check, pristine: Check, roots: tuple[str, ...]) -> Check:
     """Blame the patch, or the environment, by comparing the patched import with the pristine one."""
     data = {**patched.data, "pristine": pristine.to_dict()}
-    if pristine.status == "passed":
-        return _with(patched, status="failed", message=f"{patched.message} (imports fine from the pristine files)",
+    if pristine.status is PASSED:
+        return _with(patched, status=FAILED, message=f"{patched.message} (imports fine from the pristine files)",
                      data={**data, "differential": "pristine passed"})
-    if pristine.status in ("skipped", "environment"):  # not reached, or the interpreter did not start
+    if pristine.status in (SKIPPED, ENVIRONMENT):  # not reached, or the interpreter did not start
         return _with(patched, data={**data, "differential": f"not compared: {pristine.message}"})
     if _signature(patched, roots) == _signature(pristine, roots):
-        return _with(patched, status="environment", message=f"fails from the pristine files too: {patched.message}",
+        return _with(patched, status=ENVIRONMENT, message=f"fails from the pristine files too: {patched.message}",
                      data={**data, "differential": "pristine fails the same way"})
-    return _with(patched, status="failed",
+    return _with(patched, status=FAILED,
                  message=f"{patched.message} (the pristine files fail differently: {pristine.message})",
                  data={**data, "differential": "pristine fails differently"})
 
@@ -295,7 +351,7 @@ def _judge(patched: Check, pristine: Check, roots: tuple[str, ...]) -> Check:
 def _signature(check: Check, roots: tuple[str, ...]) -> tuple[str, str]:
     """What must be equal for two failures to be "the same": status and error, with paths and addresses masked."""
     err = check.data.get("error") or {}
-    text = f"{err.get('type', '')}: {err.get('message', check.message)}" if check.status == "failed" else ""
+    text = f"{err.get('type', '')}: {err.get('message', check.message)}" if check.status is FAILED else ""
     for root in roots:
         text = text.replace(root, "<root>")
     return check.status, re.sub(r"0x[0-9a-fA-F]+", "0x?", text)
@@ -382,9 +438,9 @@ def _run_probe(target: Target, stubs: Sequence[str], shims: Sequence[str], folde
     name = probe.name or probe.path
     script = _in_folder(folder, probe.path)
     if script is None:
-        return Check("probe", name, "failed", f"`{probe.path}` leaves the recipe's folder {folder}")
+        return Check(PROBE, name, FAILED, f"`{probe.path}` leaves the recipe's folder {folder}")
     if not script.is_file():
-        return Check("probe", name, "failed", f"no probe script `{probe.path}` in {folder}")
+        return Check(PROBE, name, FAILED, f"no probe script `{probe.path}` in {folder}")
     env = {
         "SPECPATCH_PARAMS": json.dumps(params, default=str),
         "SPECPATCH_TARGET_ROOT": str(target.root),
@@ -401,9 +457,9 @@ def _run_probe(target: Target, stubs: Sequence[str], shims: Sequence[str], folde
                             "stubs_used": end["stubs_used"] if end else None}
     details = "\n".join(run.output)
     if run.start_error:
-        return Check("probe", name, "environment", run.start_error, seconds=run.seconds, data=data)
+        return Check(PROBE, name, ENVIRONMENT, run.start_error, seconds=run.seconds, data=data)
     if run.timed_out:
-        return Check("probe", name, "timeout", f"no result within {probe.timeout:g} s: the process group was killed",
+        return Check(PROBE, name, TIMEOUT, f"no result within {probe.timeout:g} s: the process group was killed",
                      details, run.seconds, data)
     marks = collections.defaultdict(list)
     for kind, text in run.marks:
@@ -413,11 +469,11 @@ def _run_probe(target: Target, stubs: Sequence[str], shims: Sequence[str], folde
         text = "; ".join(marks["FAIL"][-3:]) or fallback or "no output"
         if run.returncode != 0:
             text += f" (exit code {run.returncode})"
-        return Check("probe", name, "failed", _one_line(text), details, run.seconds, data)
+        return Check(PROBE, name, FAILED, _one_line(text), details, run.seconds, data)
     if marks["SKIP"] and not marks["OK"]:
-        return Check("probe", name, "skipped", _one_line("; ".join(marks["SKIP"][-3:])), details, run.seconds, data)
+        return Check(PROBE, name, SKIPPED, _one_line("; ".join(marks["SKIP"][-3:])), details, run.seconds, data)
     text = "; ".join(marks["OK"][-3:]) or fallback or "exit code 0"
-    return Check("probe", name, "passed", _one_line(text), details, run.seconds, data)
+    return Check(PROBE, name, PASSED, _one_line(text), details, run.seconds, data)
 
 
 # ------------------------------------------------------------------------------------------ can the env import

@@ -242,3 +242,13 @@ def test_check_on_the_real_release(sglang_release, tmp_path):
     done = specpatch("check", "dynamic-spec-disable", "--target", str(target))
     assert done.returncode == DRIFT, done.stderr
     assert "sglang/srt/server_args.py" in done.stderr
+
+
+def test_check_answers_from_one_table():
+    """`check` is `api.CHECK_RULES`, first match wins: every state is a row, the last row always holds."""
+    from patcher import api
+    from patcher.results import CheckState
+
+    assert {r.state for r in api.CHECK_RULES} == set(CheckState)
+    assert api.CHECK_RULES[-1].when(None) is True
+    assert api.CHECK_RULES[0].state is CheckState.UNFINISHED  # an interrupted transaction trumps every other answer

@@ -162,3 +162,34 @@ def test_diff_paths_are_relative_to_target(tmp_path):
     root = make_target(tmp_path, {"srt/server_args.py": SERVER_ARGS.encode()})
     d = plan(recipe(tmp_path), find_target(root)).diff()
     assert d.startswith("diff --git a/sglang/srt/server_args.py b/sglang/srt/server_args.py\n")
+
+
+VARIANTS = '''\
+id: demo
+title: Demo
+target: {package: sglang, versions: ">=0.5"}
+steps:
+  - op: add_dataclass_field
+    file: srt/server_args.py
+    class: ServerArgs
+    after: speculative_accept_threshold_acc
+    code: "speculative_disable_batch_threshold: int = 0"
+variants:
+  - name: %s
+    versions: ">=0.5"
+'''
+
+
+@pytest.mark.parametrize("name, kind", [("fallback-0.5.9", "patch"), ("alias-0.5.14", "alias"), (None, "patch")])
+def test_the_variant_kind(tmp_path, name, kind):
+    """Until the recipe model declares `kind`, a variant named alias-* is an alias of an upstream mechanism."""
+    r = recipe(tmp_path, VARIANTS % name if name else RECIPE)
+    p = plan(r, find_target(make_target(tmp_path, {"srt/server_args.py": SERVER_ARGS.encode()})))
+    assert p.variant_kind == kind and (p.variant.name if p.variant else None) == name
+
+
+def test_a_declared_variant_kind_wins_over_the_name(tmp_path, monkeypatch):
+    r = recipe(tmp_path, VARIANTS % "alias-but-declared")
+    p = plan(r, find_target(make_target(tmp_path, {"srt/server_args.py": SERVER_ARGS.encode()})))
+    monkeypatch.setattr(type(p.selection), "kind", "patch", raising=False)
+    assert p.variant_kind == "patch"

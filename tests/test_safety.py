@@ -457,8 +457,7 @@ def test_ctrl_c_during_planning_prints_a_clear_line(site, tmp_path):
             "real = engine._plan_file\n"
             "def slow(*a, **k):\n    os.kill(os.getpid(), signal.SIGINT)\n    return real(*a, **k)\n"
             "engine._plan_file = slow\nsys.argv = ['specpatch', *sys.argv[1:]]\nmain()\n")
-    done = specpatch("apply", "case", "--target", str(site), "--no-smoke", recipes=recipes, code=code,
-                     env={"SPECPATCH_JOBS": "1"})
+    done = specpatch("apply", "case", "--target", str(site), "--no-smoke", recipes=recipes, code=code)
     assert done.returncode == 130, done.stderr
     assert "interrupted (SIGINT)" in done.stderr and "Aborted" not in done.stderr
 

@@ -557,3 +557,48 @@ def test_real_sglang_probe_builds_the_server_args_parser(sglang_059, cpuenv_pyth
     [check] = verify.run_probes(sglang_059, spec, folder, python=cpuenv_python, params={})
     assert check.status == "passed", check.details
     assert check.message.endswith("arguments parsed")
+
+
+# ------------------------------------------------------------------------------------------ the one sequence
+
+
+def test_verify_tree_without_smoke_runs_syntax_only_and_says_what_did_not_run(tmp_path):
+    target = make_target(tmp_path / "t", {"a.py": "X = 1\n"})
+    spec = VerifySpec(imports=(f"{PKG}.a",), probes=(Probe(path="p.py", name="p"),))
+    got = verify.verify_tree(target, spec, [target.package_dir / "a.py"], recipe_folder=tmp_path, params={},
+                             pristine=lambda: pytest.fail("no import ran: the backups are not read"), smoke=False)
+    assert [(c.kind, c.status) for c in got.checks] == [("syntax", "passed")]
+    assert got.unverified == (f"import {PKG}.a", "probe p") and not got.failed
+    assert got.notes == ("--no-smoke: the import smoke test and probes were skipped",)
+
+
+def test_verify_tree_in_an_interpreter_that_cannot_start_skips_imports_and_probes(tmp_path):
+    target = make_target(tmp_path / "t", {"a.py": "X = 1\n"})
+    spec = VerifySpec(imports=(f"{PKG}.a",), probes=(Probe(path="p.py", name="p"),))
+    got = verify.verify_tree(target, spec, [target.package_dir / "a.py"], recipe_folder=tmp_path, params={},
+                             pristine=lambda: pytest.fail("not read"), python=str(tmp_path / "no-python"))
+    assert [(c.kind, c.name, c.status) for c in got.checks] == [
+        ("syntax", "fakepkg/a.py", "passed"), ("import", f"{PKG}.a", "skipped"), ("probe", "p", "skipped")]
+    assert got.unverified == (f"import {PKG}.a", "probe p")
+    assert "cannot import fakepkg" in got.notes[0] and "specpatch verify --python PY" in got.notes[0]
+
+
+def test_verify_tree_runs_imports_and_probes_and_blames_a_failure(tmp_path):
+    target = make_target(tmp_path / "t", {"a.py": "X = 1\n", "b.py": "raise ImportError('broken by the patch')\n"})
+    pristine = {target.rel(target.package_dir / "b.py"): b"Y = 2\n"}
+    folder = tmp_path / "recipe"
+    folder.mkdir()
+    (folder / "p.py").write_text("print('PROBE-OK: fine')\n")
+    spec = VerifySpec(imports=(f"{PKG}.a", f"{PKG}.b"), probes=(Probe(path="p.py", name="p"),))
+    got = verify.verify_tree(target, spec, [target.package_dir / "b.py"], recipe_folder=folder, params={},
+                             pristine=lambda: pristine)
+    statuses = {(c.kind, c.name): c.status for c in got.checks}
+    assert statuses == {("syntax", "fakepkg/b.py"): "passed", ("import", f"{PKG}.a"): "passed",
+                        ("import", f"{PKG}.b"): "failed", ("probe", "p"): "passed"}
+    assert got.failed and got.unverified == () and got.notes == ()
+
+
+def test_a_check_takes_a_status_string_and_refuses_an_unknown_one():
+    assert verify.Check("import", "m", "passed").status is verify.PASSED
+    with pytest.raises(ValueError):
+        verify.Check("import", "m", "fine")

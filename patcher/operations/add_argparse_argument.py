@@ -28,11 +28,11 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from typing import ClassVar, Iterator, Literal
+from typing import ClassVar, Literal
 
 import libcst as cst
 
-from ..anchors import (NodePath, code_of, find_function, insert_after, iter_calls_named, near, parse_statements,
+from ..anchors import (code_of, find_function, insert_after, iter_calls_named, near, parse_statements,
                        same_code, string_value, walk_statements)
 from ..errors import AnchorAmbiguous, AnchorNotFound, Candidate, Conflict, RecipeError
 from ..model import option
@@ -49,13 +49,6 @@ def flags_of(stmt: cst.CSTNode) -> list[str]:
                 if value is not None:
                     out.append(value)
     return out
-
-
-def argument_statements(fpath: NodePath) -> Iterator[NodePath]:
-    """Every `add_argument` statement in the function, at any block depth."""
-    for spath in walk_statements(fpath):
-        if flags_of(spath[-1]):
-            yield spath
 
 
 @register

@@ -10,6 +10,7 @@ import libcst as cst
 
 from ..errors import Location, SpecpatchError
 from ..model import option, options
+from ..results import StepStatus
 
 _PARAM = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 
@@ -21,7 +22,7 @@ class Changed:
     module: cst.Module
     inserted: tuple[cst.CSTNode, ...] = ()
     anchor: cst.CSTNode | None = None
-    status: ClassVar[str] = "changed"
+    status: ClassVar[StepStatus] = StepStatus.CHANGED
 
 
 @dataclass(frozen=True)
@@ -29,7 +30,7 @@ class AlreadyApplied:
     """The equivalent code is already there: nothing to do."""
 
     existing: cst.CSTNode | None = None
-    status: ClassVar[str] = "already_applied"
+    status: ClassVar[StepStatus] = StepStatus.ALREADY_APPLIED
 
 
 @dataclass(frozen=True)
@@ -37,7 +38,7 @@ class CannotApply:
     """The operation cannot apply; `error` says why (anchor missing or ambiguous, conflict) with candidates."""
 
     error: SpecpatchError
-    status: ClassVar[str] = "cannot_apply"
+    status: ClassVar[StepStatus] = StepStatus.CANNOT_APPLY
 
 
 Outcome = Union[Changed, AlreadyApplied, CannotApply]
