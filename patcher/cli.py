@@ -58,7 +58,16 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="machine-readable output o
 RecipePathOpt = Annotated[Optional[List[Path]], typer.Option(
     "--recipe-path", help="extra folder of recipes (repeatable; also $SPECPATCH_RECIPE_PATH)")]
 LockOpt = Annotated[float, typer.Option("--lock-timeout", help="seconds to wait for another specpatch")]
-PythonOpt = Annotated[Optional[str], typer.Option("--python", help="interpreter of the target's environment")]
+def _interpreter(value: Optional[str]) -> Optional[str]:
+    """A `--python` given as a path is made absolute here (the checks run it from other folders); not resolved, so
+    that a virtual environment's `bin/python` link stays that environment's. A bare name is looked up on PATH."""
+    if value and ("/" in value or os.sep in value):
+        return str(Path(value).expanduser().absolute())
+    return value
+
+
+PythonOpt = Annotated[Optional[str], typer.Option("--python", help="interpreter of the target's environment",
+                                                  callback=_interpreter)]
 ParamOpt = Annotated[Optional[List[str]], typer.Option("--param", help="NAME=VALUE (repeatable)")]
 NoSmokeOpt = Annotated[bool, typer.Option("--no-smoke", help="skip the import smoke test and probes")]
 RequireOpt = Annotated[bool, typer.Option(

@@ -102,12 +102,7 @@ class Plan:
     @property
     def variant_kind(self) -> VariantKind:
         """What the selected variant does: patch the change in, or alias an upstream mechanism, as it declares."""
-        declared = getattr(self.selection, "kind", None) or getattr(self.variant, "kind", None)
-        if declared:
-            return VariantKind(declared)
-        # Until the recipe model declares `kind` (issue 14: the variants' overlays), the shipped recipe's alias
-        # variants say so in their names. Remove this line when `Variant.kind` is there.
-        return VariantKind.ALIAS if "alias" in (self.selection.variant or "") else VariantKind.PATCH
+        return VariantKind(self.selection.kind)
 
 
 def plan(recipe: Recipe, target: Target, params: dict[str, str] | None = None) -> Plan:

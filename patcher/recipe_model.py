@@ -154,6 +154,9 @@ class Variant(Frozen):
                                        "(probes by name); a root variant's replaces the recipe's")
     refuse: str | None = option(default=None,
                                 description="refuse these releases with this message instead of patching")
+    kind: Literal["patch", "alias"] = option(
+        default="patch", description="patch: the steps patch the change in; alias: they configure an upstream "
+        "mechanism that does the same (reported as such); an overlay's is its base's unless it says")
 
     def admits(self, version: Version) -> bool:
         return SpecifierSet(self.versions).contains(version, prereleases=True)
@@ -217,7 +220,7 @@ class Recipe(Frozen):
         for variant in self.variants:
             if variant.admits(version):
                 return Selection(variant.name, variant.steps or self.steps, variant.verify or self.verify,
-                                 variant.refuse, f"release {version} is in {variant.versions}")
+                                 variant.refuse, f"release {version} is in {variant.versions}", variant.kind)
         ranges = ", ".join(f"{v.name}: {v.versions}" for v in self.variants)
         raise VersionUnsupported(f"no variant of `{self.id}` supports sglang {version} (variants: {ranges})",
                                  location=Location(recipe=self.id))
@@ -232,6 +235,7 @@ class Selection:
     verify: VerifySpec
     refuse: str | None
     reason: str
+    kind: str = "patch"  #: the variant's kind (patch | alias)
 
 
 

@@ -5,7 +5,7 @@ validate it) and gives every variant its expanded `steps` and `verify`, so that 
 variants. The rules (docs/writing-recipes.md, "Variants"):
 
 - a *root* variant has its own `steps` (and, when given, its own `verify`, which replaces the recipe's);
-- any other variant is an *overlay*: it starts from the variant it `extends` (expanded first; a cycle is
+- any other variant is an *overlay* (its `kind` is its base's unless it says): it starts from the variant it `extends` (expanded first; a cycle is
   refused), or from the recipe's steps and checks without `extends`, then: `remove_steps` drops steps by name, `change_steps` changes the
   options of steps by name (a value replaces, null removes the option, `code` resets the inherited pieces), and
   `add_steps` inserts new steps (`after_step:` / `before_step:` a step name, else last); its `verify` is merged
@@ -108,10 +108,20 @@ def expand(data: dict, lines: LineMap, fail: Fail) -> None:
         done[vi] = (steps, verify, constants)
         return done[vi]
 
+    def kind_of(vi: int, seen: tuple[int, ...] = ()) -> Any:
+        """A variant's declared `kind`, else the kind of the variant it extends (cycles are refused above)."""
+        variant = variants[vi]
+        parent = variant.get("extends")
+        if "kind" in variant or not isinstance(parent, str) or parent not in by_name or vi in seen:
+            return variant.get("kind")
+        return kind_of(by_name[parent], seen + (vi,))
+
     for vi, variant in enumerate(variants):
         if not isinstance(variant, dict):
             continue
         steps, verify, constants = resolve(vi, ())
+        if (kind := kind_of(vi)) is not None:
+            variant["kind"] = kind
         variant["steps"] = [_finish(s, ("variants", vi, "steps", i), constants, data, lines, fail, variant.get("name"))
                             for i, s in enumerate(steps)]
         if verify is not None:

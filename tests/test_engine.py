@@ -180,16 +180,24 @@ variants:
 '''
 
 
-@pytest.mark.parametrize("name, kind", [("fallback-0.5.9", "patch"), ("alias-0.5.14", "alias"), (None, "patch")])
-def test_the_variant_kind(tmp_path, name, kind):
-    """Until the recipe model declares `kind`, a variant named alias-* is an alias of an upstream mechanism."""
-    r = recipe(tmp_path, VARIANTS % name if name else RECIPE)
+@pytest.mark.parametrize("declared, kind", [(None, "patch"), ("alias", "alias"), ("patch", "patch")])
+def test_the_variant_kind_is_declared_not_read_from_its_name(tmp_path, declared, kind):
+    """A variant is an alias of an upstream mechanism when it says `kind: alias`, whatever its name."""
+    text = VARIANTS % "alias-by-name-only" + (f"    kind: {declared}\n" if declared else "")
+    r = recipe(tmp_path, text)
     p = plan(r, find_target(make_target(tmp_path, {"srt/server_args.py": SERVER_ARGS.encode()})))
-    assert p.variant_kind == kind and (p.variant.name if p.variant else None) == name
+    assert p.variant_kind == kind and p.variant.name == "alias-by-name-only"
 
 
-def test_a_declared_variant_kind_wins_over_the_name(tmp_path, monkeypatch):
-    r = recipe(tmp_path, VARIANTS % "alias-but-declared")
-    p = plan(r, find_target(make_target(tmp_path, {"srt/server_args.py": SERVER_ARGS.encode()})))
-    monkeypatch.setattr(type(p.selection), "kind", "patch", raising=False)
-    assert p.variant_kind == "patch"
+def test_an_overlay_is_of_its_bases_kind_unless_it_says(tmp_path):
+    text = VARIANTS % "base-alias" + "    kind: alias\n" + \
+        '  - name: child\n    extends: base-alias\n    versions: ">=0.4,<0.5"\n' + \
+        '  - name: grandchild-patch\n    extends: child\n    kind: patch\n    versions: ">=0.3,<0.4"\n'
+    r = recipe(tmp_path, text)
+    kinds = {v.name: v.kind for v in r.variants}
+    assert kinds == {"base-alias": "alias", "child": "alias", "grandchild-patch": "patch"}
+
+
+def test_a_recipe_without_variants_is_a_patch(tmp_path):
+    p = plan(recipe(tmp_path, RECIPE), find_target(make_target(tmp_path, {"srt/server_args.py": SERVER_ARGS.encode()})))
+    assert p.variant_kind == "patch" and p.variant is None

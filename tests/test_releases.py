@@ -275,6 +275,11 @@ def test_package_is_looked_up_with_the_given_python(tmp_path, sglang_release):
     assert json.loads(done.stdout)["target"] == str(site)
     done = specpatch("apply", FLAGSHIP, "--package", "sglang", "--python", str(python), "--dry-run")
     assert done.returncode == OK and "[release 0.5.9 from _version.py]" in done.stderr, done.stderr
+    # a relative path works as typed, though the checks run it from other folders
+    done = specpatch("apply", FLAGSHIP, "--package", "sglang", "--python", "./serving-python", cwd=tmp_path)
+    assert done.returncode == OK, done.stderr
+    last = done.stderr.strip().splitlines()[-1]
+    assert "and verified" in last and "cannot start" not in done.stderr, done.stderr[-2000:]
 
 
 # --------------------------------------------------------------------------------------------------- what ran
