@@ -99,5 +99,6 @@ def main():
         fail("data parallel size 2 was accepted: each rank would decide on its own batch")
 
 
-main()
-sys.exit(1 if failures else 0)
+if __name__ == "__main__":
+    main()
+    sys.exit(1 if failures else 0)
