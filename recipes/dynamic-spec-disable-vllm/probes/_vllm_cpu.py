@@ -21,6 +21,13 @@ CONFIG = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_
           "max_position_embeddings": 2048, "torch_dtype": "float32", "rms_norm_eps": 1e-5}
 
 
+# vLLM 0.12-0.13 inspect the model class in a subprocess (`python -m vllm.model_executor.models.registry`): it must
+# import the same vllm as this process, which the runner put on sys.path only
+if os.environ.get("SPECPATCH_IMPORT_ROOT"):
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        [os.environ["SPECPATCH_IMPORT_ROOT"]] + [p for p in [os.environ.get("PYTHONPATH")] if p])
+
+
 def cpu_platform():
     from vllm.platforms import current_platform
 

@@ -1,4 +1,4 @@
-"""Probe of the backport (vLLM 0.15-0.23): drives vLLM's real V1 Scheduler and AsyncScheduler on CPU.
+"""Probe of the backport (vLLM 0.12-0.23): drives vLLM's real V1 Scheduler and AsyncScheduler on CPU.
 
 With --speculative-disable-batch-threshold N (N=4, K=3 ngram drafts): a step whose running batch is larger than N
 schedules no draft tokens and charges each decode request 1 token (budget and KV blocks sized without the drafts);
