@@ -246,6 +246,12 @@ def evict(package: str, version: str) -> None:
         wheel.unlink(missing_ok=True)
 
 
+def _write(out: Path, rows: list[Row], recipe: str, package: str) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "matrix.json").write_text(json.dumps([{**asdict(r), "ok": r.ok} for r in rows], indent=2))
+    (out / "matrix.md").write_text(render_markdown(rows, recipe, package))
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--package", default="sglang", choices=sorted(MATRICES))
@@ -282,9 +288,8 @@ def main(argv: list[str] | None = None) -> int:
         rows.append(row)
         p = row.patch.get("result", "")
         print(f"{v:>8}  {row.outcome:<22} {row.variant or '':<26} {row.seconds:6.1f} s  patch -p1: {p}", flush=True)
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "matrix.json").write_text(json.dumps([{**asdict(r), "ok": r.ok} for r in rows], indent=2))
-    (args.out / "matrix.md").write_text(render_markdown(rows, args.recipe, package))
+        _write(args.out, rows, args.recipe, package)  # after every row: a long run stopped early keeps its rows
+    _write(args.out, rows, args.recipe, package)
     print(render_markdown(rows, args.recipe, package))
     return 0 if all(r.ok for r in rows) else 1
 
