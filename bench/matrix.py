@@ -9,7 +9,7 @@ For each release (final releases by default; `--all` adds the .postN ones), in o
   compile, and whether the tree was left half-patched (some hunks in, some not).
 
     python bench/matrix.py [--recipe dynamic-spec-disable] [--versions 0.5.9,0.5.14] [--all] [--out bench/results]
-    python bench/matrix.py --package vllm [--python-vllm .venv-vllm/bin/python] [--evict]   # vLLM 0.8.0 to the newest
+    python bench/matrix.py --package vllm [--python-vllm .venv-vllm/bin/python] [--evict]   # vLLM 0.7.3 to the newest
 
 `--package vllm` runs `dynamic-spec-disable-vllm` (MATRICES says which recipe, first release and diff base each
 package has); `--evict` removes each vLLM wheel and unpacked tree after its row (they are 300-480 MB each, 1+ GB
@@ -44,8 +44,8 @@ GOOD = {"applied_and_verified", "alias_verified", "refused"}
 #: per package: the recipe, the first release of the matrix and the release whose diff `patch -p1` is given
 MATRICES = {
     "sglang": {"recipe": "dynamic-spec-disable", "first": "0.5.4", "diff_base": "0.5.9"},
-    # 0.8.0: the first release with the V1 scheduler and speculative decoding (0.8-0.11 are refused by the recipe)
-    "vllm": {"recipe": "dynamic-spec-disable-vllm", "first": "0.8.0", "diff_base": "0.23.0"},
+    # 0.7.3: the first release with speculative decoding in the V1 scheduler (0.7.3-0.11 are refused by the recipe)
+    "vllm": {"recipe": "dynamic-spec-disable-vllm", "first": "0.7.3", "diff_base": "0.23.0"},
 }
 
 

@@ -90,7 +90,7 @@ def test_sglang_layout_unchanged(tmp_path):
     assert (t.layout, t.root, t.package_dir, t.version) == ("checkout", tmp_path, pkg, Version("0.5.9"))
 
 
-@pytest.mark.parametrize("version,variant", [("0.8.0", "not-ported"), ("0.11.2", "not-ported"),
+@pytest.mark.parametrize("version,variant", [("0.7.3", "not-ported"), ("0.11.2", "not-ported"),
                                              ("0.12.0", "backport"), ("0.23.0", "backport"),
                                              ("0.24.0", "alias"), ("0.33.0", "alias")])
 def test_variant_per_release(version, variant):
@@ -154,32 +154,32 @@ def test_try_applies_and_verifies(version, vllm_python):
     assert "data parallel size 2 refused at start-up" in probes[0].details
 
 
-#: sabotages of the applied backport (on the patched scheduler.py): each must fail the probe
+#: sabotages of the applied backport (in the patched scheduler.py): each must fail the probe
 SABOTAGES = {
-    # the drafts are never cleared: above N they are verified as before
-    "never-clears": ("                request.spec_token_ids = []\n", "                pass\n"),
-    # the drafts are cleared only after the request's tokens were counted: budget and KV charged for them
-    "clears-after-counting": None,
-    # the decision is inverted: speculation off below N, on above it
-    "inverted": ("0 < self.spec_disable_batch_threshold < len(self.running)",
-                 "len(self.running) <= self.spec_disable_batch_threshold"),
+    "never-clears": "the drafts are never cleared: above N they are verified as before",
+    "clears-after-counting": "the drafts are cleared after the request's tokens were counted: budget and KV "
+                             "are charged for drafts that are not verified",
+    "inverted": "the decision is inverted: speculation off at or below N, on above it",
 }
+_CLEAR = re.compile(r"(?m)^( +)if self\.spec_disabled_this_step and request\.spec_token_ids:\n(?:\1 .*\n)+")
+_COUNTED = re.compile(r"(?m)^( {12})num_new_tokens = min\(num_new_tokens, token_budget\)\n")
 
 
 def _sabotage(path: Path, name: str) -> None:
     text = path.read_text()
-    if name == "clears-after-counting":
-        block = re.search(r"\n( +)if self\.spec_disabled_this_step and request\.spec_token_ids:\n(?:\1 .*\n)+", text)
-        assert block, "the backport's clearing block is not in the patched scheduler"
-        text = text.replace(block.group(0), "\n", 1)
-        anchor = "            num_new_tokens = min(num_new_tokens, token_budget)\n"
-        assert text.count(anchor) == 1
-        moved = block.group(0).lstrip("\n")
-        text = text.replace(anchor, anchor + moved, 1)
+    block = _CLEAR.search(text)
+    assert block and len(_CLEAR.findall(text)) == 1, "the backport's clearing block is not in the scheduler"
+    if name == "never-clears":
+        text = text.replace(block.group(0), block.group(0).replace("request.spec_token_ids = []", "pass"))
+    elif name == "clears-after-counting":
+        text = text.replace(block.group(0), "", 1)
+        counted = _COUNTED.search(text)
+        assert counted and len(_COUNTED.findall(text)) == 1
+        text = text[:counted.end()] + block.group(0) + text[counted.end():]
     else:
-        old, new = SABOTAGES[name]
-        assert text.count(old) == 1, (name, text.count(old))
-        text = text.replace(old, new)
+        decide = "0 < self.spec_disable_batch_threshold < len(self.running)"
+        assert text.count(decide) == 1
+        text = text.replace(decide, "len(self.running) <= self.spec_disable_batch_threshold")
     path.write_text(text)
 
 
