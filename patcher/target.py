@@ -17,6 +17,29 @@ STATE_DIRNAME = ".specpatch"
 
 
 @dataclass(frozen=True)
+class PackageInfo:
+    """What specpatch knows of one engine's source layout: where a git checkout keeps the package. The release is
+    read the same way for every package (`_version.py`, then the dist-info, then pyproject.toml; in a checkout a
+    release tag), and the import root is always the folder above the package folder."""
+
+    name: str  #: the import package, e.g. "vllm"
+    #: the folder of a git checkout that holds the package, relative to the checkout's root ("" = the root itself)
+    checkout_src: str = "python"
+
+
+#: The engines specpatch knows; any other package is looked for the way sglang is laid out.
+PACKAGES: dict[str, PackageInfo] = {
+    "sglang": PackageInfo("sglang", checkout_src="python"),  # sglang/python/sglang, python/pyproject.toml
+    "vllm": PackageInfo("vllm", checkout_src=""),  # vllm/vllm, pyproject.toml at the root (setuptools-scm version)
+}
+
+
+def package_info(package: str) -> PackageInfo:
+    """The layout of `package`: its entry in PACKAGES, else sglang's layout under the package's name."""
+    return PACKAGES.get(package) or PackageInfo(package)
+
+
+@dataclass(frozen=True)
 class Target:
     """A package to patch. `root` is what the user named; diff paths and the state folder are relative to it."""
 
@@ -85,8 +108,9 @@ def _find_target(path: Path | None, *, package: str, assume_version: str | None,
         given = Path(path).expanduser().resolve()
         if not given.is_dir():
             raise TargetError(f"target `{path}` is not a folder")
-        if (given / "python" / package / "__init__.py").is_file():
-            package_dir = given / "python" / package
+        src = package_info(package).checkout_src
+        if src and (given / src / package / "__init__.py").is_file():
+            package_dir = given / src / package
         elif (given / package / "__init__.py").is_file():
             package_dir = given / package
         elif (given / "__init__.py").is_file() and given.name == package:
@@ -110,12 +134,17 @@ def _find_target(path: Path | None, *, package: str, assume_version: str | None,
 
 
 def _root_of(package_dir: Path, package: str, given: Path) -> tuple[Path, str]:
-    """The canonical root of a package folder: the checkout (`python/<package>` in a git work tree or beside
-    python/pyproject.toml), the site-packages folder (a dist-info beside the package), else the folder given."""
+    """The canonical root of a package folder: the checkout (`python/<package>` for sglang, `<package>` at the root
+    for vllm: see PACKAGES; in a git work tree or beside the checkout's pyproject.toml), the site-packages folder (a
+    dist-info beside the package), else the folder given."""
     python = package_dir.parent
-    if python.name == "python" and (given == python.parent or (python.parent / ".git").exists()
-                                    or (python / "pyproject.toml").is_file()):
+    src = package_info(package).checkout_src
+    if src and python.name == src and (given == python.parent or (python.parent / ".git").exists()
+                                       or (python / "pyproject.toml").is_file()):
         return python.parent, "checkout"
+    if not src and not any(python.glob(f"{package}-*.dist-info")) and (
+            (python / ".git").exists() or (python / "pyproject.toml").is_file()):
+        return python, "checkout"
     if any(python.glob(f"{package}-*.dist-info")) or given == python:
         return python, "site-packages"
     return package_dir, "package"
@@ -208,7 +237,7 @@ def _checkout_release(root: Path, package_dir: Path, package: str) -> tuple[Vers
         found.append((f"{vfile.relative_to(root)} says {v} (an editable install writes the newest tag there)", v))
     v, source = _read_version(root, package_dir, package, files=False)
     if v is not None and source == "pyproject.toml":
-        found.append((f"python/pyproject.toml says {v}", v))
+        found.append((f"{(package_dir.parent / 'pyproject.toml').relative_to(root).as_posix()} says {v}", v))
     said = []
     for where, version in found:
         differs = _differs_from_release(root, package_dir, package, version)

