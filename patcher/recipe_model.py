@@ -209,7 +209,7 @@ class Recipe(Frozen):
         if not self.variants:
             if version is not None and self.target.versions and not self.target.admits(version):
                 raise VersionUnsupported(
-                    f"recipe `{self.id}` supports sglang {self.target.versions}; the target is {version}",
+                    f"recipe `{self.id}` supports {self.target.package} {self.target.versions}; the target is {version}",
                     location=Location(recipe=self.id),
                 )
             return Selection(None, self.steps, self.verify, None,
@@ -222,7 +222,8 @@ class Recipe(Frozen):
                 return Selection(variant.name, variant.steps or self.steps, variant.verify or self.verify,
                                  variant.refuse, f"release {version} is in {variant.versions}", variant.kind)
         ranges = ", ".join(f"{v.name}: {v.versions}" for v in self.variants)
-        raise VersionUnsupported(f"no variant of `{self.id}` supports sglang {version} (variants: {ranges})",
+        raise VersionUnsupported(f"no variant of `{self.id}` supports {self.target.package} {version} "
+                                 f"(variants: {ranges})",
                                  location=Location(recipe=self.id))
 
 
