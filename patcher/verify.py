@@ -37,7 +37,8 @@ the same ``sys.path`` and stubs as the smoke test, so it imports the patched pac
 variables: ``SPECPATCH_PARAMS`` (JSON of the recipe's parameters), ``SPECPATCH_TARGET_ROOT`` (the folder the user
 named), ``SPECPATCH_IMPORT_ROOT`` (the folder on ``sys.path``), ``SPECPATCH_PACKAGE_DIR``, ``SPECPATCH_PACKAGE``,
 ``SPECPATCH_TARGET_VERSION`` and ``SPECPATCH_VARIANT`` (the variant whose steps the target's ledger records for the
-recipe; empty for a recipe without variants), so a probe picks its per-release adapter by name. It reports with lines on its standard output:
+recipe, empty without one: a probe picks its per-release adapter by that name). It reports with lines on its
+standard output:
 
     PROBE-OK: <what was proven>
     PROBE-FAIL: <what is wrong>
