@@ -224,7 +224,11 @@ def test_the_ports_name_the_contract_probe():
     assert all(f'"{name}"' in adapters for name in names), "a variant without an adapter in _releases.py"
 
 
-@pytest.mark.parametrize("version", sorted(PORTS))
+#: one xdist group per port (`--dist loadgroup`): a worker builds a port and its broken overlays once
+PORT_PARAMS = [pytest.param(v, marks=pytest.mark.xdist_group(f"port-{v}")) for v in sorted(PORTS)]
+
+
+@pytest.mark.parametrize("version", PORT_PARAMS)
 def test_port_probe_passes(ports, version):
     python, root, variant = ports(version)
     run = run_probe(python, root, "worker_probe_compat.py", variant=variant)
@@ -232,7 +236,7 @@ def test_port_probe_passes(ports, version):
     assert len(marks(run.stdout, "OK")) >= 11, run.stdout
 
 
-@pytest.mark.parametrize("version", sorted(PORTS))
+@pytest.mark.parametrize("version", PORT_PARAMS)
 def test_port_probe_fails_with_the_wrong_adapter(ports, version):
     """The adapter matters: the recipe's own (no variant) fails on a port, an unknown variant fails saying so."""
     python, root, variant = ports(version)
@@ -259,11 +263,32 @@ def port_broken_runs(ports, tmp_path_factory):
     return get
 
 
-@pytest.mark.parametrize("version,name,expected", [(v, b[0], b[3]) for v in sorted(PORTS) for b in PORT_BREAKAGES[v]],
-                         ids=[f"{v}-{b[0]}" for v in sorted(PORTS) for b in PORT_BREAKAGES[v]])
+@pytest.mark.parametrize("version,name,expected", [
+    pytest.param(v, b[0], b[3], marks=pytest.mark.xdist_group(f"port-{v}"), id=f"{v}-{b[0]}")
+    for v in sorted(PORTS) for b in PORT_BREAKAGES[v]])
 def test_port_probe_fails_on_a_broken_fallback(port_broken_runs, version, name, expected):
     run = port_broken_runs(version)[name]
     assert not isinstance(run, str), run
     fails = marks(run.stdout, "FAIL")
     assert run.returncode != 0 and fails, f"the probe passed on the broken {version} port `{name}`:\n{run.stdout}"
     assert any(expected in line for line in fails), f"`{name}` failed, but not as expected:\n" + "\n".join(fails)
+
+
+def test_verify_passes_the_applied_variant_to_the_probes(cpuenv_python_tf5, tmp_path, sglang_release):
+    """`specpatch verify`'s runner reads the variant from the target's ledger and hands it to both probes (without
+    it, 0.5.12 would be probed with the recipe's own 0.5.9 adapter and fail)."""
+    from patcher import verify
+    from patcher.api import apply_recipe
+
+    shutil.copytree(sglang_release("0.5.12") / "sglang", tmp_path / "sglang",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    recipe = load_recipe(str(RECIPE))
+    target = find_target(tmp_path, assume_version="0.5.12")
+    applied = apply_recipe(recipe, target, smoke=False)
+    assert applied.record is not None and applied.record.variant == "fallback-0.5.12", applied.outcome
+    spec = recipe.select(target.version).verify
+    checks = verify.run_probes(target, spec, recipe.folder, python=cpuenv_python_tf5,
+                               params=recipe.resolve_params({}))
+    assert [c.status for c in checks] == ["passed"] * len(spec.probes), \
+        [(c.name, c.status, c.message, c.details[-2000:]) for c in checks]
+    assert all("for variant fallback-0.5.12" in c.details for c in checks), [c.details[:500] for c in checks]
