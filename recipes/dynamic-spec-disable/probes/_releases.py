@@ -116,7 +116,8 @@ class Release054(Release056):
         return overlap_utils.FutureMap(max_running_requests=8, device="cpu", spec_algo=SpeculativeAlgorithm.EAGLE)
 
     def check_result_extra(self, result, exp):
-        assert result.allocate_lens.tolist() == [e.s + N_DRAFT for e in exp], "allocate_lens not passed on"
+        assert result.allocate_lens is not None and \
+            result.allocate_lens.tolist() == [e.s + N_DRAFT for e in exp], "allocate_lens not passed on"
         assert result.next_draft_input.allocate_lens.tolist() == [e.s + N_DRAFT for e in exp], \
             "allocate_lens not passed on to the next draft input"
 
