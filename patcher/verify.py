@@ -37,8 +37,10 @@ a different way, the check stays ``failed``.
 Probe convention. A probe is a Python script beside the recipe (``verify.probes[].path``), run as ``__main__`` with
 the same ``sys.path`` and stubs as the smoke test, so it imports the patched package. It gets these environment
 variables: ``SPECPATCH_PARAMS`` (JSON of the recipe's parameters), ``SPECPATCH_TARGET_ROOT`` (the folder the user
-named), ``SPECPATCH_IMPORT_ROOT`` (the folder on ``sys.path``), ``SPECPATCH_PACKAGE_DIR``, ``SPECPATCH_PACKAGE``
-and ``SPECPATCH_TARGET_VERSION``. It reports with lines on its standard output:
+named), ``SPECPATCH_IMPORT_ROOT`` (the folder on ``sys.path``), ``SPECPATCH_PACKAGE_DIR``, ``SPECPATCH_PACKAGE``,
+``SPECPATCH_TARGET_VERSION`` and ``SPECPATCH_VARIANT`` (the variant whose steps the target's ledger records for the
+recipe, empty without one: a probe picks its per-release adapter by that name). It reports with lines on its
+standard output:
 
     PROBE-OK: <what was proven>
     PROBE-FAIL: <what is wrong>
@@ -429,12 +431,25 @@ def run_probes(target: Target, verify_spec: VerifySpec, recipe_folder: Path, *,
     """Run each of `verify_spec.probes` (paths relative to `recipe_folder`) in a subprocess of `python`, with the
     smoke test's sys.path and stubs; one Check per probe. See the module docstring for the probe convention."""
     shims = _shim_paths(verify_spec, recipe_folder) if verify_spec.probes else []
-    return [_run_probe(target, verify_spec.stubs, shims, Path(recipe_folder), probe, python, dict(params or {}))
-            for probe in verify_spec.probes]
+    variant = _applied_variant(target, Path(recipe_folder).name) if verify_spec.probes else ""
+    return [_run_probe(target, verify_spec.stubs, shims, Path(recipe_folder), probe, python, dict(params or {}),
+                       variant) for probe in verify_spec.probes]
+
+
+def _applied_variant(target: Target, recipe_id: str) -> str:
+    """The variant the ledger records for `recipe_id` (the recipe folder's name is its id), or ""."""
+    from .errors import StateDamaged
+    from .ledger import State
+
+    try:
+        records = [r for r in State.of(target).read_ledger().applied if r.recipe == recipe_id]
+    except StateDamaged:  # verify reports the damage itself; the probe runs without a variant
+        return ""
+    return (records[-1].variant or "") if records else ""
 
 
 def _run_probe(target: Target, stubs: Sequence[str], shims: Sequence[str], folder: Path, probe: Probe,
-               python: str | os.PathLike, params: dict[str, Any]) -> Check:
+               python: str | os.PathLike, params: dict[str, Any], variant: str = "") -> Check:
     name = probe.name or probe.path
     script = _in_folder(folder, probe.path)
     if script is None:
@@ -448,6 +463,7 @@ def _run_probe(target: Target, stubs: Sequence[str], shims: Sequence[str], folde
         "SPECPATCH_PACKAGE_DIR": str(target.package_dir),
         "SPECPATCH_PACKAGE": target.package,
         "SPECPATCH_TARGET_VERSION": str(target.version or ""),
+        "SPECPATCH_VARIANT": variant,
     }
     config = {"mode": "probe", "paths": [str(target.import_root)], "package": target.package, "stubs": list(stubs),
               "shims": list(shims), "probe": str(script)}

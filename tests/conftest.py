@@ -59,3 +59,24 @@ def cpuenv_python() -> str:
     the real smoke test; `SPECPATCH_ALLOW_NO_CPUENV=1` turns the failure into a skip for a quick local run."""
     return _env_python(os.environ.get("SPECPATCH_CPU_PYTHON") or sys.executable, "CPU environment",
                        "`scripts/cpu-env.sh` and run pytest with its python", modules="torch")
+
+
+# ------------------------------------------------------------------------- the tiers: registry or none (markers)
+
+#: modules whose tests download from the package registry without the sglang_release fixture (build dependencies)
+NETWORK_MODULES = {"test_packaging.py"}
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "network: downloads from the package registry, not a release of sglang "
+                                       "(a clean venv's build dependencies)")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Every test that uses `sglang_release` (directly or through another fixture) is marked `sglang`, and the tests
+    of NETWORK_MODULES `network`: `pytest -m "not sglang and not network"` is the tier that needs no registry."""
+    for item in items:
+        if "sglang_release" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.sglang)
+        if item.path.name in NETWORK_MODULES:
+            item.add_marker(pytest.mark.network)

@@ -62,9 +62,11 @@ def patched(tmp_path_factory, sglang_release) -> Path:
     return root
 
 
-def run_probe(python: str, import_root: Path, script: str, params: dict | None = None):
+def run_probe(python: str, import_root: Path, script: str, params: dict | None = None, variant: str = ""):
+    """The probe as `specpatch verify` runs it; `variant` is what verify passes from the ledger (none: the recipe's
+    own steps)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SGLANG_", "SPECPATCH_"))}
-    env.update(SPECPATCH_IMPORT_ROOT=str(import_root), SPECPATCH_TARGET_ROOT=str(import_root),
+    env.update(SPECPATCH_IMPORT_ROOT=str(import_root), SPECPATCH_TARGET_ROOT=str(import_root), SPECPATCH_VARIANT=variant,
                SPECPATCH_PARAMS=json.dumps(params or {"threshold_default": 0, "catchup_mode": "padded"}),
                PYTHONWARNINGS="ignore")
     return subprocess.run([python, "-I", str(PROBES / script)], env=env, cwd=import_root, capture_output=True,
@@ -150,3 +152,143 @@ def test_probe_through_specpatch_verify(cpu_python, patched):
                                params=recipe.resolve_params({}))
     assert [c.status for c in checks] == ["passed"] * len(recipe.verify.probes), \
         [(c.name, c.status, c.message, c.details) for c in checks]
+
+
+# ------------------------------------------------------------------------------------------------------ the ports
+# The same probe on the ports of other releases: the contract is worker_probe.py's, the release adapter is the one of
+# the variant the engine applied (SPECPATCH_VARIANT). 0.5.5 and 0.5.12 are the two ends of the eager-fallback family
+# (allocate_lens and no DP attention; bonus_tokens, the stride on the result and the adaptive refusal).
+
+#: release -> the conftest fixture of the interpreter in which it imports
+PORTS = {"0.5.5": "cpuenv_python", "0.5.12": "cpuenv_python_tf5"}
+#: breakages of the 0.5.9 list that every port shares (the others are spelled differently in the ports)
+SHARED = {"accept-lens-2", "draft-called", "graph-runner-not-restored", "graph-runner-kept", "spec-info-kept",
+          "tokens-not-strided", "no-catch-up", "catch-up-wrong-row", "stale-slots", "threshold-inclusive"}
+PORT_BREAKAGES = {
+    "0.5.5": [b for b in BREAKAGES if b[0] in SHARED | {"seq-lens-in-place", "no-nan-check"}] + [
+        ("grammar-kept", r"acc_linear_penalties=None, grammars=None, vocab_mask=None", "acc_linear_penalties=None",
+         "a grammar reached the target's sampler"),
+        ("penalties-kept", r"acc_linear_penalties=None, grammars=None", "grammars=None", "penalties"),
+        ("allocate-lens-dropped", r"(Passed on, as verify\(\) does\.\n)\s*allocate_lens=batch\.spec_info\.allocate_lens,",
+         r"\1", "allocate_lens not passed on"),
+    ],
+    "0.5.12": [b for b in BREAKAGES if b[0] in SHARED | {"dp-local-size"}] + [
+        ("seq-lens-in-place", r"(accept_lens = torch\.ones_like\(tokens\)\n\s*)new_seq_lens = batch\.seq_lens \+ accept_lens",
+         r"\1new_seq_lens = batch.seq_lens.add_(accept_lens)", "seq_lens"),
+        ("no-nan-check", r'maybe_detect_nan\(logits_output\.next_token_logits, "fallback: target model logits"\)',
+         "pass", "NaN"),
+        ("penalties-dropped", r"\n(\s*)sampling_info = batch\.sampling_info\n",
+         r"\n\1sampling_info = dataclasses.replace(batch.sampling_info, acc_additive_penalties=None)\n", "penalties"),
+        ("logprobs-not-rows", r"logits_output\.next_token_logprobs = logits_output\.next_token_logprobs\.reshape\(-1, 1\)",
+         "pass", "a row per request"),
+        ("no-stride", r"(records it on the result\)\.)\n\s*speculative_num_draft_tokens=self\.speculative_num_draft_tokens,",
+         r"\1", "stride"),
+        ("bonus-tokens-reordered", r"bonus_tokens=tokens, new_seq_lens", "bonus_tokens=tokens.flip(0), new_seq_lens",
+         "bonus_tokens"),
+        ("adaptive-accepted", r'if getattr\(server_args, "speculative_adaptive", False\):', "if False:",
+         "--speculative-adaptive"),
+        ("hybrid-accepted", r'getattr\(model_runner, "hybrid_gdn_config", None\) is not None\n(\s*)or ', r"False\n\1and ",
+         "mamba/GDN"),
+    ],
+}
+
+
+@pytest.fixture(scope="module")
+def ports(request, tmp_path_factory, sglang_release):
+    """ports(release): (interpreter, a copy of the release with its variant applied by the engine, the variant)."""
+    built = {}
+
+    def get(version):
+        if version not in built:
+            root = tmp_path_factory.mktemp(f"sglang-{version}-patched")
+            shutil.copytree(sglang_release(version) / "sglang", root / "sglang",
+                            ignore=shutil.ignore_patterns("__pycache__"))
+            result = plan(load_recipe(str(RECIPE)), find_target(root, assume_version=version))
+            assert result.ok, [str(e) for e in result.errors]
+            assert result.selection.variant == f"fallback-{version}"
+            for f in result.changed_files:
+                f.path.write_bytes(f.after)
+            built[version] = request.getfixturevalue(PORTS[version]), root, result.selection.variant
+        return built[version]
+
+    return get
+
+
+def test_the_ports_name_the_contract_probe():
+    """Every eager-fallback variant runs worker_probe.py's contract, and the probe has an adapter for each."""
+    recipe = load_recipe(str(RECIPE))
+    names = {v.name for v in recipe.variants
+             if any(p.path in ("probes/worker_probe.py", "probes/worker_probe_compat.py") for p in v.verify.probes)}
+    assert names == {f"fallback-0.5.{m}" for m in (4, 5, 6, 7, 8, 10, 11, 12)}, sorted(names)
+    adapters = (PROBES / "_releases.py").read_text()
+    assert all(f'"{name}"' in adapters for name in names), "a variant without an adapter in _releases.py"
+
+
+#: one xdist group per port (`--dist loadgroup`): a worker builds a port and its broken overlays once
+PORT_PARAMS = [pytest.param(v, marks=pytest.mark.xdist_group(f"port-{v}")) for v in sorted(PORTS)]
+
+
+@pytest.mark.parametrize("version", PORT_PARAMS)
+def test_port_probe_passes(ports, version):
+    python, root, variant = ports(version)
+    run = run_probe(python, root, "worker_probe_compat.py", variant=variant)
+    assert run.returncode == 0 and not marks(run.stdout, "FAIL"), run.stdout + run.stderr[-3000:]
+    assert len(marks(run.stdout, "OK")) >= 11, run.stdout
+
+
+@pytest.mark.parametrize("version", PORT_PARAMS)
+def test_port_probe_fails_with_the_wrong_adapter(ports, version):
+    """The adapter matters: the recipe's own (no variant) fails on a port, an unknown variant fails saying so."""
+    python, root, variant = ports(version)
+    run = run_probe(python, root, "worker_probe_compat.py", variant="")
+    assert run.returncode != 0 and marks(run.stdout, "FAIL"), run.stdout
+    run = run_probe(python, root, "worker_probe_compat.py", variant="fallback-9.9")
+    assert run.returncode != 0 and any("no release adapter for the variant `fallback-9.9`" in line
+                                       for line in marks(run.stdout, "FAIL")), run.stdout
+
+
+@pytest.fixture(scope="module")
+def port_broken_runs(ports, tmp_path_factory):
+    """port_broken_runs(release): {breakage: the probe's run on an overlay of the port with that breakage}."""
+    done = {}
+
+    def get(version):
+        if version not in done:
+            python, root, variant = ports(version)
+            done[version] = run_broken(root, WORKER, PORT_BREAKAGES[version], tmp_path_factory.mktemp,
+                                       lambda broken: run_probe(python, broken, "worker_probe_compat.py",
+                                                                variant=variant))
+        return done[version]
+
+    return get
+
+
+@pytest.mark.parametrize("version,name,expected", [
+    pytest.param(v, b[0], b[3], marks=pytest.mark.xdist_group(f"port-{v}"), id=f"{v}-{b[0]}")
+    for v in sorted(PORTS) for b in PORT_BREAKAGES[v]])
+def test_port_probe_fails_on_a_broken_fallback(port_broken_runs, version, name, expected):
+    run = port_broken_runs(version)[name]
+    assert not isinstance(run, str), run
+    fails = marks(run.stdout, "FAIL")
+    assert run.returncode != 0 and fails, f"the probe passed on the broken {version} port `{name}`:\n{run.stdout}"
+    assert any(expected in line for line in fails), f"`{name}` failed, but not as expected:\n" + "\n".join(fails)
+
+
+def test_verify_passes_the_applied_variant_to_the_probes(cpuenv_python_tf5, tmp_path, sglang_release):
+    """`specpatch verify`'s runner reads the variant from the target's ledger and hands it to both probes (without
+    it, 0.5.12 would be probed with the recipe's own 0.5.9 adapter and fail)."""
+    from patcher import verify
+    from patcher.api import apply_recipe
+
+    shutil.copytree(sglang_release("0.5.12") / "sglang", tmp_path / "sglang",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    recipe = load_recipe(str(RECIPE))
+    target = find_target(tmp_path, assume_version="0.5.12")
+    applied = apply_recipe(recipe, target, smoke=False)
+    assert applied.record is not None and applied.record.variant == "fallback-0.5.12", applied.outcome
+    spec = recipe.select(target.version).verify
+    checks = verify.run_probes(target, spec, recipe.folder, python=cpuenv_python_tf5,
+                               params=recipe.resolve_params({}))
+    assert [c.status for c in checks] == ["passed"] * len(spec.probes), \
+        [(c.name, c.status, c.message, c.details[-2000:]) for c in checks]
+    assert all("for variant fallback-0.5.12" in c.details for c in checks), [c.details[:500] for c in checks]

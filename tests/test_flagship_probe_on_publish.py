@@ -21,7 +21,7 @@ from sabotage import run_broken
 from packaging.version import Version
 
 from patcher import verify
-from patcher.engine import plan
+from patcher.api import apply_recipe
 from patcher.recipe import load_recipe
 from patcher.target import find_target
 
@@ -41,15 +41,13 @@ def recipe():
 
 @pytest.fixture(scope="module")
 def patched(tmp_path_factory, sglang_release, recipe) -> Path:
-    """A copy of sglang 0.5.13 with the recipe applied by the engine; its root holds the `sglang` folder."""
+    """A copy of sglang 0.5.13 with the recipe applied (its checks left to the tests); its root holds the `sglang`
+    folder and the state folder, whose ledger gives the probes their variant (SPECPATCH_VARIANT)."""
     pristine = sglang_release(VERSION)
     root = tmp_path_factory.mktemp("sglang-0.5.13-patched")
     shutil.copytree(pristine / "sglang", root / "sglang", ignore=shutil.ignore_patterns("__pycache__"))
-    result = plan(recipe, find_target(root, assume_version=VERSION))
-    assert result.ok, [str(e) for e in result.errors]
-    assert result.selection.variant == "fallback-0.5.13"
-    for f in result.changed_files:
-        f.path.write_bytes(f.after)
+    result = apply_recipe(recipe, find_target(root, assume_version=VERSION), smoke=False)
+    assert result.record is not None and result.record.variant == "fallback-0.5.13", result.outcome
     return root
 
 

@@ -1,15 +1,17 @@
-"""Server-arguments probe of the dynamic speculation disable (sglang 0.5.9), on CPU.
+"""Server-arguments probe of the dynamic speculation disable (the fallback variants, 0.5.4-0.5.13), on CPU.
 
 The flag through sglang's own parser and ServerArgs.from_cli_args; the environment variable and its precedence;
 the start-up refusals, through the whole ServerArgs.__post_init__ of a real (tiny, local, weightless) Llama config
 on device "cpu", so that sglang's own argument handling runs first: its automatic topk 4 for Llama, the spec-v2
-switch, max_running_requests = 48.
+switch, max_running_requests = 48. The checks are written once; what a release does differently is a release
+adapter below, chosen by the variant the engine applied (SPECPATCH_VARIANT; none: the recipe's own steps).
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import json
 import logging
 import os
@@ -27,6 +29,65 @@ from sglang.srt.environ import envs  # noqa: E402
 from sglang.srt.server_args import ServerArgs  # noqa: E402
 
 DEFAULT = int(PARAMS.get("threshold_default", 0))
+
+
+class Release059:
+    """The recipe's own steps, written for 0.5.9 (also the 0.5.7-0.5.10 variants)."""
+
+    v1_env = None  #: the SGLANG_ENABLE_SPEC_V2 value that selects the v1 worker (None: unset, v2 is opt-in)
+    v1_refusal = "SGLANG_ENABLE_SPEC_V2=1"  #: what the refusal of the v1 worker names
+    has_v1_worker = True  #: else spec v2 off / no overlap is EAGLEWorkerV2's synchronous path, which is served
+    multi_layer = True  #: ServerArgs.enable_multi_layer_eagle exists (refused)
+    skip_all_gather = True  #: SGLANG_SCHEDULER_SKIP_ALL_GATHER exists (refused with DP attention)
+    beta_spec = False  #: spec v2 is the --enable-beta-spec flag, for EAGLE only (no SGLANG_ENABLE_SPEC_V2)
+    dp_refused = False  #: DP attention refused (a spec-v2 worker without IDLE handling)
+    extra_checks: tuple = ()
+
+
+class Release056(Release059):
+    """0.5.5-0.5.6: no multi-layer EAGLE, no SGLANG_SCHEDULER_SKIP_ALL_GATHER."""
+
+    multi_layer = skip_all_gather = False
+
+
+class Release055(Release056):
+    """0.5.5: the spec-v2 worker has no IDLE handling: DP attention is refused."""
+
+    dp_refused = True
+
+
+class Release054(Release055):
+    """0.5.4: spec v2 is --enable-beta-spec, for EAGLE only; the v1-worker refusal names the flag."""
+
+    beta_spec = True
+    v1_refusal = "--enable-beta-spec"
+
+
+class Release0511(Release059):
+    """0.5.11: spec v2 is the default; SGLANG_ENABLE_SPEC_V2=0 selects the v1 worker."""
+
+    v1_env = "0"
+
+
+class Release0512(Release0511):
+    """0.5.12: upstream adaptive speculation on the spec-v2 worker, refused beside the threshold."""
+
+    extra_checks = ("adaptive speculation refused",)
+
+
+class Release0513(Release0512):
+    """0.5.13: no v1 worker; spec v2 off / no overlap is EAGLEWorkerV2's synchronous path, which the port serves."""
+
+    has_v1_worker = False
+
+
+BY_VARIANT = {"": Release059, "fallback-0.5.4": Release054, "fallback-0.5.5": Release055,
+              "fallback-0.5.6": Release056, "fallback-0.5.7": Release059, "fallback-0.5.8": Release059,
+              "fallback-0.5.9": Release059, "fallback-0.5.10": Release059, "fallback-0.5.11": Release0511,
+              "fallback-0.5.12": Release0512, "fallback-0.5.13": Release0513}
+VARIANT = os.environ.get("SPECPATCH_VARIANT", "")
+REL = BY_VARIANT[VARIANT]() if VARIANT in BY_VARIANT else None
+BETA_SPEC_ON = [False]  #: 0.5.4: whether the probe's SGLANG_ENABLE_SPEC_V2 asked for spec v2 (--enable-beta-spec)
 TINY_LLAMA = {
     "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 64, "intermediate_size": 128,
     "num_attention_heads": 4, "num_key_value_heads": 4, "num_hidden_layers": 2, "vocab_size": 256,
@@ -37,14 +98,23 @@ TINY_LLAMA = {
 def parse(*argv: str) -> ServerArgs:
     parser = argparse.ArgumentParser()
     ServerArgs.add_cli_args(parser)
-    return ServerArgs.from_cli_args(parser.parse_args(list(argv)))
+    beta = ["--enable-beta-spec"] if BETA_SPEC_ON[0] else []
+    return ServerArgs.from_cli_args(parser.parse_args(list(argv) + beta))
 
 
 @contextlib.contextmanager
 def environment(**values):
-    """Set (str) or clear (None) sglang environment variables for a block, through their Envs descriptors."""
+    """Set (str) or clear (None) sglang environment variables for a block, through their Envs descriptors (0.5.4:
+    SGLANG_ENABLE_SPEC_V2 is --enable-beta-spec)."""
     with contextlib.ExitStack() as stack:
         for name, value in values.items():
+            if name == "SGLANG_ENABLE_SPEC_V2" and REL.beta_spec:
+                saved = BETA_SPEC_ON[0]
+                BETA_SPEC_ON[0] = value == "1"
+                stack.callback(BETA_SPEC_ON.__setitem__, 0, saved)
+                continue
+            if name == "SGLANG_SCHEDULER_SKIP_ALL_GATHER" and not REL.skip_all_gather:
+                continue
             field = getattr(envs, name)
             if value is None:
                 present = field.is_set()
@@ -80,7 +150,7 @@ def refused(args: ServerArgs, *fragments: str) -> str:
 
 
 def check_flag():
-    assert any(f.name == "speculative_disable_batch_threshold" for f in __import__("dataclasses").fields(ServerArgs)), \
+    assert any(f.name == "speculative_disable_batch_threshold" for f in dataclasses.fields(ServerArgs)), \
         "ServerArgs has no field speculative_disable_batch_threshold: the target is not patched"
     with environment(SGLANG_SPEC_DISABLE_BATCH_THRESHOLD=None):
         got = parse("--model-path", "dummy", "--speculative-disable-batch-threshold", "5")
@@ -105,6 +175,8 @@ def eagle_ok(**fields) -> ServerArgs:
     """A configuration the fallback supports, as __post_init__ leaves it."""
     base = dict(speculative_algorithm="EAGLE3", speculative_eagle_topk=1, speculative_num_steps=3,
                 speculative_num_draft_tokens=4, disable_overlap_schedule=False, max_running_requests=48)
+    if REL.beta_spec:  # --enable-beta-spec serves EAGLE only
+        base.update(speculative_algorithm="EAGLE", enable_beta_spec=BETA_SPEC_ON[0])
     base.update(fields)
     return dummy(**base)
 
@@ -132,31 +204,48 @@ def check_refusals():
         eagle_ok(speculative_disable_batch_threshold=8)._handle_speculative_disable_batch_threshold()
         cases = [
             ("topk 4", eagle_ok(speculative_eagle_topk=4), ["topk is 4", "--speculative-eagle-topk 1"]),
-            ("multi-layer", eagle_ok(enable_multi_layer_eagle=True), ["multi-layer EAGLE"]),
-            ("v1 worker", eagle_ok(disable_overlap_schedule=True), ["SGLANG_ENABLE_SPEC_V2=1"]),
             ("STANDALONE", eagle_ok(speculative_algorithm="STANDALONE"), ["STANDALONE"]),
             ("NGRAM", eagle_ok(speculative_algorithm="NGRAM", speculative_eagle_topk=8), ["NGRAM"]),
             ("DP without gather", eagle_ok(enable_dp_attention=True, dp_size=8, tp_size=8, moe_dense_tp_size=1,
                                            enable_dp_lm_head=True, moe_a2a_backend="deepep"), ["all-gather"]),
             ("TBO", eagle_ok(enable_two_batch_overlap=True), ["two-batch-overlap"]),
         ]
+        if REL.multi_layer:
+            cases.append(("multi-layer", eagle_ok(enable_multi_layer_eagle=True), ["multi-layer EAGLE"]))
+        if REL.has_v1_worker:
+            cases.append(("v1 worker", eagle_ok(disable_overlap_schedule=True), [REL.v1_refusal]))
+        if REL.beta_spec:
+            cases.append(("EAGLE3", eagle_ok(speculative_algorithm="EAGLE3"), ["EAGLE3", "only EAGLE"]))
         for name, args, fragments in cases:
             args.speculative_disable_batch_threshold = 8
             refused(args, *fragments)
         # DP attention with the all-gather (the default) is accepted
         dp = eagle_ok(speculative_disable_batch_threshold=8, enable_dp_attention=True, dp_size=2, tp_size=2)
-        dp._handle_speculative_disable_batch_threshold()
-    with environment(SGLANG_SPEC_DISABLE_BATCH_THRESHOLD=None, SGLANG_ENABLE_SPEC_V2="1",
-                     SGLANG_SCHEDULER_SKIP_ALL_GATHER="1"):
-        refused(eagle_ok(speculative_disable_batch_threshold=8, enable_dp_attention=True, dp_size=2, tp_size=2),
-                "SGLANG_SCHEDULER_SKIP_ALL_GATHER")
-    with environment(SGLANG_SPEC_DISABLE_BATCH_THRESHOLD=None, SGLANG_ENABLE_SPEC_V2=None):
-        refused(eagle_ok(speculative_disable_batch_threshold=8), "SGLANG_ENABLE_SPEC_V2=1")
+        if REL.dp_refused:  # this release's spec-v2 worker has no IDLE handling
+            refused(dp, "IDLE")
+        else:
+            dp._handle_speculative_disable_batch_threshold()
+    if REL.skip_all_gather:
+        with environment(SGLANG_SPEC_DISABLE_BATCH_THRESHOLD=None, SGLANG_ENABLE_SPEC_V2="1",
+                         SGLANG_SCHEDULER_SKIP_ALL_GATHER="1"):
+            refused(eagle_ok(speculative_disable_batch_threshold=8, enable_dp_attention=True, dp_size=2, tp_size=2),
+                    "SGLANG_SCHEDULER_SKIP_ALL_GATHER")
+    if REL.has_v1_worker:
+        with environment(SGLANG_SPEC_DISABLE_BATCH_THRESHOLD=None, SGLANG_ENABLE_SPEC_V2=REL.v1_env):
+            refused(eagle_ok(speculative_disable_batch_threshold=8), REL.v1_refusal)
+    else:  # spec v2 off / no overlap: EAGLEWorkerV2's synchronous path, served
+        for spec_v2 in ("0", "1"):
+            with environment(SGLANG_SPEC_DISABLE_BATCH_THRESHOLD=None, SGLANG_ENABLE_SPEC_V2=spec_v2):
+                sync = eagle_ok(speculative_disable_batch_threshold=8, disable_overlap_schedule=True)
+                sync._handle_speculative_disable_batch_threshold()
+                assert sync.speculative_disable_batch_threshold == 8, "the synchronous path was not accepted"
     with environment(SGLANG_SPEC_DISABLE_BATCH_THRESHOLD=None, SGLANG_ENABLE_SPEC_V2="1",
                      SGLANG_SPEC_DISABLE_CATCH_UP="sideways"):
         refused(eagle_ok(speculative_disable_batch_threshold=8), "SGLANG_SPEC_DISABLE_CATCH_UP")
-    return "topk 4, multi-layer EAGLE, the v1 worker, STANDALONE, NGRAM, DP attention without the all-gather, " \
-           "SGLANG_SCHEDULER_SKIP_ALL_GATHER, TBO and an unknown catch-up mode are refused with a reason"
+    return ", ".join(name for name, *_ in cases) + (", SGLANG_SCHEDULER_SKIP_ALL_GATHER" if REL.skip_all_gather
+                                                     else "") + \
+        (", DP attention" if REL.dp_refused else "") + " and an unknown catch-up mode are refused with a reason" + \
+        ("" if REL.has_v1_worker else "; no overlap / spec v2 off accepted (EAGLEWorkerV2's synchronous path)")
 
 
 def check_warnings():
@@ -198,22 +287,65 @@ def check_real_post_init():
                              "--speculative-num-draft-tokens", "4")
                 assert args.speculative_disable_batch_threshold == 8 and not args.disable_overlap_schedule
                 assert args.max_running_requests == 48, args.max_running_requests
-            with environment(SGLANG_SPEC_DISABLE_BATCH_THRESHOLD=None, SGLANG_ENABLE_SPEC_V2=None):
-                try:
-                    parse(*common, "--speculative-eagle-topk", "1", "--speculative-num-steps", "3",
-                          "--speculative-num-draft-tokens", "4")
-                except ValueError as exc:
-                    assert "SGLANG_ENABLE_SPEC_V2=1" in str(exc), str(exc)
+            with environment(SGLANG_SPEC_DISABLE_BATCH_THRESHOLD=None, SGLANG_ENABLE_SPEC_V2=REL.v1_env):
+                plain = ("--speculative-eagle-topk", "1", "--speculative-num-steps", "3",
+                         "--speculative-num-draft-tokens", "4")
+                if REL.has_v1_worker:
+                    try:
+                        parse(*common, *plain)
+                    except ValueError as exc:
+                        assert REL.v1_refusal in str(exc), str(exc)
+                    else:
+                        raise AssertionError("the v1 worker (spec v2 off) was accepted")
                 else:
-                    raise AssertionError("the v1 worker (spec v2 off) was accepted")
+                    args = parse(*common, *plain)
+                    assert args.disable_overlap_schedule and args.speculative_disable_batch_threshold == 8, \
+                        "spec v2 off (EAGLEWorkerV2's synchronous path) was not accepted"
+                    from sglang.srt.speculative.eagle_worker_v2 import EAGLEWorkerV2
+                    from sglang.srt.speculative.spec_info import SpeculativeAlgorithm
+                    worker = SpeculativeAlgorithm.from_string(args.speculative_algorithm).create_worker(args)
+                    assert worker is EAGLEWorkerV2, f"spec v2 off creates {worker}, not EAGLEWorkerV2"
         except (ImportError, OSError) as exc:  # transformers cannot read the config here: not the patch's fault
             print(f"PROBE-SKIP: full __post_init__ not run: {type(exc).__name__}: {exc}")
             return _probe_env.SKIPPED
     return "full __post_init__ (tiny Llama, cpu): automatic topk 4 refused; topk 1 accepted with " \
-           "max_running_requests 48; spec v2 off refused"
+           "max_running_requests 48; spec v2 off " + \
+           ("refused" if REL.has_v1_worker else "accepted (sglang creates EAGLEWorkerV2)")
+
+
+def check_adaptive_refused():
+    with environment(SGLANG_SPEC_DISABLE_BATCH_THRESHOLD=None, SGLANG_ENABLE_SPEC_V2="1"):
+        refused(eagle_ok(speculative_disable_batch_threshold=8, speculative_adaptive=True), "--speculative-adaptive")
+    with tempfile.TemporaryDirectory(prefix="specpatch-probe-") as model:
+        with open(os.path.join(model, "config.json"), "w") as f:
+            json.dump(TINY_LLAMA, f)
+        try:
+            with environment(SGLANG_SPEC_DISABLE_BATCH_THRESHOLD=None, SGLANG_ENABLE_SPEC_V2="1"):
+                parse("--model-path", model, "--device", "cpu", "--speculative-algorithm", "EAGLE",
+                      "--speculative-draft-model-path", model, "--speculative-disable-batch-threshold", "8",
+                      "--speculative-eagle-topk", "1", "--speculative-num-steps", "3",
+                      "--speculative-num-draft-tokens", "4", "--speculative-adaptive")
+        except ValueError as exc:  # the threshold's check, not one of sglang's own
+            assert "--speculative-adaptive" in str(exc) and \
+                "--speculative-disable-batch-threshold=8 cannot be used" in str(exc), str(exc)
+        except (ImportError, OSError) as exc:
+            print(f"PROBE-SKIP: full __post_init__ with --speculative-adaptive not run: {exc}")
+            return "--speculative-adaptive beside the threshold is refused (full __post_init__ not run)"
+        else:
+            raise AssertionError("--speculative-adaptive was accepted beside the threshold")
+    return "--speculative-adaptive beside the threshold is refused, also after sglang's own adaptive " \
+           "checks in the full __post_init__"
+
+
+EXTRA_CHECKS = {"adaptive speculation refused": check_adaptive_refused}
 
 
 def main():
+    if REL is None:
+        print(f"PROBE-FAIL: no release adapter for the variant `{VARIANT}` (SPECPATCH_VARIANT) in "
+              f"server_args_probe.py: it knows {', '.join(repr(v) for v in BY_VARIANT)}", flush=True)
+        sys.exit(1)
+    print(f"release adapter {type(REL).__name__} for variant {VARIANT or 'none (the recipe steps)'}", flush=True)
     report.run("flag", check_flag)
     if report.failed:
         report.finish()
@@ -222,6 +354,8 @@ def main():
     report.run("unsupported set-ups refused", check_refusals)
     report.run("warnings", check_warnings)
     report.run("real __post_init__", check_real_post_init)
+    for name in REL.extra_checks:
+        report.run(name, EXTRA_CHECKS[name])
     report.finish()
 
 

@@ -1,17 +1,15 @@
-"""Behaviour probe of the dynamic speculation disable in EAGLEWorkerV2 (sglang 0.5.9), on CPU.
+"""Behaviour probe of the eager fallback (the recipe's own steps and the 0.5.4-0.5.8, 0.5.10-0.5.12 ports), on CPU.
 
-The worker is built without its __init__; the target and draft workers are fakes that record their calls (the draft
-worker is the real EagleDraftWorker with `draft` and the model runner faked, so its real `_draft_extend_for_decode`
-runs); tensors are real CPU tensors in the real ModelWorkerBatch. The fakes make every value traceable: the target
-"samples" (input_id * 7 + seq_len) % V, the draft model answers (input_id + position) % V, and hidden states carry
-their position and token, so the checks can tell which row ended up where. The fallback's result is then handed to
-the real scheduler code: GenerationBatchResult.copy_to_cpu, Scheduler._resolve_spec_overlap_token_ids and a
-FutureMap store/resolve round trip.
+The contract of a step without speculation, written once: routing by N (and by the DP-global batch size), one eager
+DECODE of the target with its verify CUDA graphs set aside, the result in the speculative shape, the draft caught up
+at position s, and the result handed to the release's real scheduler code (GenerationBatchResult.copy_to_cpu, the
+scheduler's reading of the tokens, a FutureMap store/resolve round trip). The worker is built without its __init__
+around the fakes of _fakes.py; what differs per release (batches, fakes, the scheduler side) comes from the adapter
+of the variant the engine applied (_releases.py, chosen by SPECPATCH_VARIANT; unset: the recipe's own steps).
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import sys
@@ -27,226 +25,43 @@ report = _probe_env.Report()
 import torch  # noqa: E402
 
 from sglang.srt.environ import envs  # noqa: E402
-from sglang.srt.layers.logits_processor import LogitsProcessorOutput  # noqa: E402
 from sglang.srt.managers import overlap_utils  # noqa: E402
 from sglang.srt.managers.schedule_batch import ModelWorkerBatch  # noqa: E402
-from sglang.srt.managers.scheduler_output_processor_mixin import SchedulerOutputProcessorMixin  # noqa: E402
-from sglang.srt.managers.utils import GenerationBatchResult  # noqa: E402
 from sglang.srt.model_executor import forward_batch_info  # noqa: E402
 from sglang.srt.model_executor.forward_batch_info import CaptureHiddenMode, ForwardMode  # noqa: E402
 from sglang.srt.sampling.sampling_batch_info import SamplingBatchInfo  # noqa: E402
 from sglang.srt.speculative import eagle_worker_v2  # noqa: E402
 from sglang.srt.speculative.eagle_info import EagleDraftInput  # noqa: E402
-from sglang.srt.speculative.eagle_worker_v2 import EagleDraftWorker, EAGLEWorkerV2  # noqa: E402
+from sglang.srt.speculative.eagle_worker_v2 import EAGLEWorkerV2  # noqa: E402
 from sglang.srt.speculative.spec_info import SpeculativeAlgorithm  # noqa: E402
 
-V = 97  # vocabulary
-H_TARGET = 6  # target hidden size handed to the draft (3 * hidden for EAGLE3: any width works here)
-H_DRAFT = 5
-STEPS = 3
-N_DRAFT = STEPS + 1  # num_draft_tokens with topk 1
-POOL_ROWS, POOL_LEN = 12, 160
-SLOT_BASE = 10_000  # req_to_token[r, p] = SLOT_BASE + r * POOL_LEN + p: every slot tells its row and position
+import _fakes  # noqa: E402
+import _releases  # noqa: E402
+from _fakes import H_DRAFT, H_TARGET, N_DRAFT, V, FakeReq, FakeTargetWorker, draft_token, slot, target_token  # noqa: E402
+
+VARIANT = os.environ.get("SPECPATCH_VARIANT", "")
+REL = _releases.BY_VARIANT[VARIANT]() if VARIANT in _releases.BY_VARIANT else None
 
 # The distributed groups do not exist on CPU; ForwardBatch.init_new asks them whether to pad token counts.
-forward_batch_info.enable_num_token_non_padded = lambda server_args: False
+forward_batch_info.enable_num_token_non_padded = lambda *args: False
 # FutureMap asks the global server args whether hidden states travel (yes, unless multi-layer EAGLE).
 overlap_utils.spec_need_hidden_states = lambda server_args=None: True
 
 
-def slot(row: int, pos: int) -> int:
-    return SLOT_BASE + row * POOL_LEN + pos
+def make_worker(threshold: int = 0, **kwargs):
+    return _fakes.make_worker(REL, threshold, **kwargs)
 
 
-def target_token(input_id: int, seq_len: int) -> int:
-    return (input_id * 7 + seq_len) % V
-
-
-def draft_token(input_id: int, position: int) -> int:
-    return (input_id + position) % V
-
-
-class GraphRunnerSentinel:
-    """Stands for the target's TARGET_VERIFY CUDA graph runner: a DECODE batch must never reach it."""
-
-    bs = 0
-
-    def can_run(self, forward_batch):
-        raise AssertionError("the target's verify CUDA graph runner was consulted for the fallback")
-
-    def replay(self, *args, **kwargs):
-        raise AssertionError("the target's verify CUDA graph was replayed for the fallback")
-
-
-class FakeTargetWorker:
-    def __init__(self):
-        self.graph_runner = GraphRunnerSentinel()
-        self.model_runner = SimpleNamespace(graph_runner=self.graph_runner)
-        self.model_config = SimpleNamespace(hidden_size=H_TARGET, dtype=torch.float32, vocab_size=V)
-        self.calls = []
-        self.nan_logits = False
-        self.fail_forward = False
-
-    def forward_batch_generation(self, model_worker_batch=None, forward_batch=None, is_verify=False,
-                                 skip_attn_backend_init=False, **kwargs):
-        b = model_worker_batch
-        assert b is not None, "the fallback must call the target with a ModelWorkerBatch"
-        self.calls.append(SimpleNamespace(
-            batch=b, mode=b.forward_mode, input_ids=b.input_ids.clone(), seq_lens=b.seq_lens.clone(),
-            seq_lens_cpu=None if b.seq_lens_cpu is None else b.seq_lens_cpu.clone(), seq_lens_sum=b.seq_lens_sum,
-            out_cache_loc=None if b.out_cache_loc is None else b.out_cache_loc.clone(),
-            spec_info_is_none=b.spec_info is None, capture=b.capture_hidden_mode, return_logprob=b.return_logprob,
-            sampling_info=b.sampling_info, graph_runner=self.model_runner.graph_runner, is_verify=is_verify))
-        if self.fail_forward:
-            raise RuntimeError("target forward failed (probe)")
-        bs = len(b.seq_lens)
-        if b.forward_mode.is_decode():
-            tokens = [target_token(int(x), int(s)) for x, s in zip(b.input_ids, b.seq_lens)]
-        else:
-            tokens = [(3 * i + 1) % V for i in range(bs)]
-        tokens = torch.tensor(tokens, dtype=torch.int64)
-        logits = torch.full((bs, V), -5.0)
-        logits[torch.arange(bs), tokens] = 5.0
-        if self.nan_logits and bs:
-            logits[0, 0] = float("nan")
-        hidden = torch.zeros((bs, H_TARGET))
-        hidden[:, 0] = b.seq_lens.to(torch.float32) - 1  # the position of the row
-        hidden[:, 1] = 1000 + torch.arange(bs, dtype=torch.float32)  # the request's row in the batch
-        return GenerationBatchResult(
-            logits_output=LogitsProcessorOutput(next_token_logits=logits, hidden_states=hidden),
-            next_token_ids=tokens, can_run_cuda_graph=True)
-
-
-class FakeDraftRunner:
-    """The draft model runner: answers draft_token(input, position), hidden [position, input, target hidden[0]]."""
-
-    def __init__(self, req_to_token_pool):
-        self.tp_group = None
-        self.device = "cpu"
-        self.req_to_token_pool = req_to_token_pool
-        self.token_to_kv_pool = None
-        self.attn_backend = SimpleNamespace(init_forward_metadata=lambda forward_batch: None)
-        self.server_args = SimpleNamespace(attention_backend="torch_native", enable_lora=False)
-        self.model_is_mrope = False
-        self.calls = []
-
-    def forward(self, forward_batch, skip_attn_backend_init=False, **kwargs):
-        fb = forward_batch
-        spec_hidden = getattr(fb.spec_info, "hidden_states", None)
-        self.calls.append(SimpleNamespace(
-            mode=fb.forward_mode, input_ids=fb.input_ids.clone(), positions=fb.positions.clone(),
-            out_cache_loc=fb.out_cache_loc.clone(), seq_lens=fb.seq_lens.clone(),
-            capture=fb.capture_hidden_mode, spec_hidden=None if spec_hidden is None else spec_hidden.clone()))
-        rows = len(fb.input_ids)
-        answer = torch.tensor([draft_token(int(x), int(p)) for x, p in zip(fb.input_ids, fb.positions)],
-                              dtype=torch.int64)
-        logits = torch.full((rows, V), -5.0)
-        logits[torch.arange(rows), answer] = 5.0
-        hidden = torch.zeros((rows, H_DRAFT))
-        hidden[:, 0] = fb.positions.to(torch.float32)
-        hidden[:, 1] = fb.input_ids.to(torch.float32)
-        if spec_hidden is not None and rows:
-            hidden[:, 2] = spec_hidden[:, 1]  # which target row fed this draft row
-        return SimpleNamespace(logits_output=LogitsProcessorOutput(next_token_logits=logits, hidden_states=hidden))
-
-
-class FakeVerifyInput:
-    def is_verify_input(self):
-        return True
-
-
-class RecordingDraftWorker(EagleDraftWorker):
-    """The real EagleDraftWorker (its draft-extend code runs) with `draft` faked and every entry recorded."""
-
-    def __init__(self, req_to_token_pool):  # not the real __init__: no model to load
-        self.device = "cpu"
-        self.topk = 1
-        self.speculative_num_steps = STEPS
-        self.speculative_num_draft_tokens = N_DRAFT
-        self.server_args = SimpleNamespace(enable_nan_detection=False)
-        self.req_to_token_pool = req_to_token_pool
-        self.draft_runner = FakeDraftRunner(req_to_token_pool)
-        self.draft_tp_context = lambda group: contextlib.nullcontext()
-        self.plan_stream, self.plan_stream_ctx = None, contextlib.nullcontext()
-        self.cuda_graph_runner = None
-        self.cuda_graph_runner_for_draft_extend = None
-        self.hot_token_id = None
-        self.draft_calls = []
-        self.extend_decode_calls = []
-        self.extend_prefill_calls = []
-
-    def draft(self, model_worker_batch):
-        self.draft_calls.append(model_worker_batch)
-        return FakeVerifyInput()
-
-    def _draft_extend_for_decode(self, batch, batch_result):
-        hidden = batch_result.logits_output.hidden_states
-        self.extend_decode_calls.append(SimpleNamespace(
-            out_cache_loc=None if batch.out_cache_loc is None else batch.out_cache_loc.clone(),
-            seq_lens=batch.seq_lens, seq_lens_values=batch.seq_lens.clone(),
-            next_token_ids=batch_result.next_token_ids.clone(), accept_lens=batch_result.accept_lens.clone(),
-            hidden_shape=None if hidden is None else tuple(hidden.shape)))
-        return super()._draft_extend_for_decode(batch, batch_result)
-
-    def _draft_extend_for_prefill(self, batch, target_hidden_states, next_token_ids):
-        self.extend_prefill_calls.append(batch)
-        bs = len(batch.seq_lens)
-        return EagleDraftInput(topk_p=torch.ones((bs, 1)), topk_index=torch.zeros((bs, 1), dtype=torch.int64),
-                               hidden_states=torch.zeros((bs, H_DRAFT)), verified_id=next_token_ids,
-                               new_seq_lens=batch.seq_lens)
-
-
-def make_worker(threshold: int = 0, *, dp_attention: bool = False, nan_detection: bool = False,
-                catch_up: str | None = None):
-    """An EAGLEWorkerV2 without its __init__; the patch's own init step reads N (and the environment)."""
-    pool = SimpleNamespace(req_to_token=(SLOT_BASE + torch.arange(POOL_ROWS * POOL_LEN, dtype=torch.int32))
-                           .view(POOL_ROWS, POOL_LEN))
-    server_args = SimpleNamespace(speculative_disable_batch_threshold=threshold, enable_dp_attention=dp_attention,
-                                  dp_size=2 if dp_attention else 1, tp_size=2 if dp_attention else 1,
-                                  moe_dense_tp_size=None, enable_dp_lm_head=False, moe_a2a_backend="none")
-    w = EAGLEWorkerV2.__new__(EAGLEWorkerV2)
-    w.server_args = server_args
-    w.topk = 1
-    w.speculative_num_steps = STEPS
-    w.speculative_num_draft_tokens = N_DRAFT
-    w.enable_nan_detection = nan_detection
-    w.tp_rank = 0
-    w.gpu_id = 0
-    w.device = "cpu"
-    w.page_size = 1
-    w.speculative_algorithm = SpeculativeAlgorithm.EAGLE
-    w.req_to_token_pool = pool
-    w.token_to_kv_pool_allocator = None
-    w.plan_stream, w.plan_stream_ctx = None, contextlib.nullcontext()
-    w._target_worker = FakeTargetWorker()
-    w._draft_worker = RecordingDraftWorker(pool)
-    w.verify_calls = []
-
-    def fake_verify(batch):  # the speculative path's verify, as far as the scheduler sees it
-        w.verify_calls.append(batch)
-        bs = len(batch.seq_lens)
-        starts = batch.seq_lens[:, None] + torch.arange(N_DRAFT)[None, :]
-        batch.out_cache_loc = pool.req_to_token[batch.req_pool_indices[:, None], starts].reshape(-1).to(torch.int64)
-        accept = torch.full((bs,), 2, dtype=torch.int32)
-        return GenerationBatchResult(
-            logits_output=LogitsProcessorOutput(next_token_logits=None,
-                                                hidden_states=torch.zeros((bs * N_DRAFT, H_TARGET))),
-            next_token_ids=torch.zeros((bs * N_DRAFT,), dtype=torch.int32), accept_lens=accept,
-            next_draft_input=EagleDraftInput(verified_id=torch.zeros((bs,), dtype=torch.int32),
-                                             new_seq_lens=batch.seq_lens + accept))
-
-    w.verify = fake_verify
-    env = envs.SGLANG_SPEC_DISABLE_CATCH_UP
-    with (env.override(catch_up) if catch_up else contextlib.nullcontext()):
-        w._init_speculative_disable(server_args)
-    return w
+def token(draft_input):
+    """The draft input's sampled token (verified_id, or bonus_tokens from 0.5.12)."""
+    return getattr(draft_input, REL.token)
 
 
 def sampling_info(bs: int) -> SamplingBatchInfo:
     return SamplingBatchInfo(
         temperatures=torch.ones((bs, 1)), top_ps=torch.ones(bs), top_ks=torch.full((bs,), V), min_ps=torch.zeros(bs),
         is_all_greedy=True, need_top_p_sampling=False, need_top_k_sampling=False, need_min_p_sampling=False,
-        vocab_size=V, acc_linear_penalties=torch.full((bs, V), -1e4), device="cpu")
+        vocab_size=V, device="cpu", **REL.penalties(bs))
 
 
 def decode_batch(bs: int, *, mode: ForwardMode = ForwardMode.DECODE, global_num_tokens=None,
@@ -256,8 +71,9 @@ def decode_batch(bs: int, *, mode: ForwardMode = ForwardMode.DECODE, global_num_
     seq_lens = torch.tensor([20 + 9 * i for i in range(bs)], dtype=torch.int64)
     verified = torch.tensor([(11 * i + 5) % V for i in range(bs)], dtype=torch.int32)
     spec_info = None if idle else EagleDraftInput(
-        verified_id=verified, topk_p=torch.ones((bs, 1)), topk_index=torch.zeros((bs, 1), dtype=torch.int64),
-        hidden_states=torch.zeros((bs, H_DRAFT)), new_seq_lens=seq_lens.clone(), capture_hidden_mode=CaptureHiddenMode.FULL)
+        topk_p=torch.ones((bs, 1)), topk_index=torch.zeros((bs, 1), dtype=torch.int64),
+        hidden_states=torch.zeros((bs, H_DRAFT)), new_seq_lens=seq_lens.clone(), capture_hidden_mode=CaptureHiddenMode.FULL,
+        **{REL.token: verified}, **REL.draft_input_fields(seq_lens))
     info = sampling_info(bs)
     if has_grammar:
         info.grammars = [object() for _ in range(bs)]
@@ -277,14 +93,14 @@ def decode_batch(bs: int, *, mode: ForwardMode = ForwardMode.DECODE, global_num_
         extend_logprob_start_lens=None, extend_input_logprob_token_ids=None, multimodal_inputs=None,
         encoder_cached=None, encoder_lens=None, encoder_lens_cpu=None, encoder_out_cache_loc=None,
         lora_ids=[None] * bs, sampling_info=info, spec_algorithm=SpeculativeAlgorithm.EAGLE, spec_info=spec_info,
-        capture_hidden_mode=CaptureHiddenMode.FULL, reqs=[None] * bs, has_grammar=has_grammar)
+        capture_hidden_mode=CaptureHiddenMode.FULL, **REL.batch_fields(bs, has_grammar))
 
 
 def expected(batch: ModelWorkerBatch):
     """Per request: the sampled token, the slots of positions s..s+n-1, and the draft's answer at position s."""
     out = []
     for i in range(len(batch.seq_lens)):
-        s, row, v = int(batch.seq_lens[i]), int(batch.req_pool_indices[i]), int(batch.spec_info.verified_id[i])
+        s, row, v = int(batch.seq_lens[i]), int(batch.req_pool_indices[i]), int(token(batch.spec_info)[i])
         t = target_token(v, s + 1)
         out.append(SimpleNamespace(s=s, row=row, v=v, t=t, slots=[slot(row, s + k) for k in range(N_DRAFT)],
                                    draft=draft_token(t, s)))
@@ -353,9 +169,8 @@ def check_fallback(catch_up: str):
         assert w.target_worker.model_runner.graph_runner is w.target_worker.graph_runner, \
             "the target's CUDA graph runner was not put back"
         assert call.capture == CaptureHiddenMode.FULL, f"target capture mode {call.capture}"
-        assert not call.return_logprob, "the target computed logprobs (the spec path does not, in 0.5.9)"
-        assert call.sampling_info.acc_linear_penalties is None, "stale penalties were applied"
-        assert batch.sampling_info.acc_linear_penalties is not None, "the batch's own sampling info was changed"
+        REL.check_logprobs(call, batch, result)
+        REL.check_penalties(call, batch)
         assert call.input_ids.tolist() == [e.v for e in exp], \
             f"target input {call.input_ids.tolist()} is not the previous tokens {[e.v for e in exp]}"
         assert call.input_ids.dtype == torch.int64
@@ -382,7 +197,8 @@ def check_fallback(catch_up: str):
         assert result.logits_output is not None
         nd = result.next_draft_input
         assert isinstance(nd, EagleDraftInput), "next_draft_input is not an EagleDraftInput"
-        assert nd.verified_id.tolist() == [e.t for e in exp] and nd.verified_id.dtype == torch.int32
+        assert token(nd).tolist() == [e.t for e in exp] and token(nd).dtype == torch.int32, \
+            f"next_draft_input.{REL.token} is not the sampled tokens (int32)"
         assert nd.new_seq_lens.tolist() == [e.s + 1 for e in exp], "new_seq_lens are not s + 1"
         assert nd.new_seq_lens is not batch.seq_lens and nd.new_seq_lens.data_ptr() != batch.seq_lens.data_ptr(), \
             "new_seq_lens is not a new tensor"
@@ -390,6 +206,7 @@ def check_fallback(catch_up: str):
         assert nd.topk_p is not None and tuple(nd.topk_p.shape) == (bs, 1) and nd.topk_p.dtype == torch.float32
         assert nd.topk_index is not None and tuple(nd.topk_index.shape) == (bs, 1) and nd.topk_index.dtype == torch.int64
         assert nd.hidden_states is not None and tuple(nd.hidden_states.shape) == (bs, H_DRAFT)
+        REL.check_result_extra(result, exp)
 
         # the draft catch-up: one real token per request, at position s, from the target's row for that request
         runner_calls = w.draft_worker.draft_runner.calls
@@ -427,26 +244,14 @@ def check_fallback(catch_up: str):
     return run
 
 
-class FakeReq:
-    def __init__(self, committed):
-        self.kv_committed_len = committed
-        self.spec_verify_ct = 0
-        self.spec_accepted_tokens = 0
-        self.histogram = []
-
-    def update_spec_acceptance_histogram(self, accepted):
-        self.histogram.append(accepted)
-
-
 def check_scheduler_accepts(w, result, exp):
-    """The real scheduler code on the result: copy_to_cpu, _resolve_spec_overlap_token_ids, FutureMap."""
+    """The real scheduler code on the result: copy_to_cpu, the scheduler's reading of the tokens, FutureMap."""
     bs = len(exp)
     # FutureMap: buffers shaped by a prefill result first (as in a server), then the fallback's result, resolved.
-    fmap = overlap_utils.FutureMap(max_running_requests=8, chunked_prefill_size=64, context_len=128, device="cpu",
-                                   spec_algo=SpeculativeAlgorithm.EAGLE)
+    fmap = REL.future_map()
     prefill = EagleDraftInput(topk_p=torch.ones((bs, 1)), topk_index=torch.zeros((bs, 1), dtype=torch.int64),
-                              verified_id=torch.zeros((bs,), dtype=torch.int64), new_seq_lens=torch.ones(bs, dtype=torch.int64),
-                              hidden_states=torch.zeros((bs, H_DRAFT)))
+                              new_seq_lens=torch.ones(bs, dtype=torch.int64), hidden_states=torch.zeros((bs, H_DRAFT)),
+                              **{REL.token: torch.zeros((bs,), dtype=torch.int64)})
     fmap.store_to_map(fmap.alloc_future_indices(bs), SimpleNamespace(next_draft_input=prefill))
     indices = fmap.alloc_future_indices(bs)
     fmap.store_to_map(indices, result)
@@ -458,24 +263,26 @@ def check_scheduler_accepts(w, result, exp):
         fmap.resolve_future(SimpleNamespace(spec_info=resolved))
     finally:
         torch.Tensor.record_stream = record_stream
-    assert resolved.verified_id.tolist() == nd.verified_id.tolist(), "FutureMap lost verified_id"
+    assert token(resolved).tolist() == token(nd).tolist(), f"FutureMap lost {REL.token}"
     assert resolved.new_seq_lens.tolist() == nd.new_seq_lens.tolist(), "FutureMap lost new_seq_lens"
     assert torch.equal(resolved.topk_index, nd.topk_index) and torch.equal(resolved.hidden_states, nd.hidden_states)
 
     result.copy_done = torch.get_device_module("cpu").Event()
     result.copy_to_cpu(return_logprob=True)
-    reqs = [FakeReq(e.s - 1) for e in exp]
-    scheduler = SimpleNamespace(draft_worker=w)
-    tokens = SchedulerOutputProcessorMixin._resolve_spec_overlap_token_ids(
-        scheduler, result, SimpleNamespace(reqs=reqs))
+    at_entry = REL.committed_at_entry or 0
+    reqs = [FakeReq(e.s + at_entry) for e in exp]
+    tokens = REL.resolve(w, result, reqs)
     assert tokens == [[e.t] for e in exp], f"the scheduler read {tokens}, not one sampled token per request"
-    assert [r.kv_committed_len for r in reqs] == [e.s for e in exp], "kv_committed_len did not advance by 1"
-    assert result.num_accepted_tokens == 0 and result.accept_length_per_req_cpu == [0] * bs
-    assert all(r.histogram == [0] for r in reqs)
+    if REL.committed_at_entry is not None:
+        assert [r.kv_committed_len for r in reqs] == [e.s for e in exp], "kv_committed_len did not advance by 1"
+    assert getattr(result, REL.total_count) == 0, f"{REL.total_count} is not 0"
+    if REL.per_request_counts:
+        assert getattr(result, REL.per_request_counts) == [0] * bs, f"{REL.per_request_counts} is not all 0"
+    assert all(r.histogram == ([0] if REL.histogram else []) for r in reqs), "the acceptance histogram is wrong"
 
 
 def check_extend_untouched():
-    for mode, in_batch in ((ForwardMode.EXTEND, False), (ForwardMode.DECODE, True), (ForwardMode.IDLE, True)):
+    for mode, in_batch in REL.prefill_modes:
         w = make_worker(1)
         batch = decode_batch(0 if mode.is_idle() else 5, mode=mode, is_extend_in_batch=in_batch)
         w.forward_batch_generation(batch)
@@ -486,7 +293,8 @@ def check_extend_untouched():
             "the extend branch's target forward was changed"
         assert w.target_worker.calls[0].graph_runner is w.target_worker.graph_runner, \
             "the extend branch lost the target's CUDA graphs"
-    return "EXTEND, and DECODE/IDLE with is_extend_in_batch, keep the prefill path even above N"
+    return " and ".join(f"{m.name} (is_extend_in_batch={b})" for m, b in REL.prefill_modes) + \
+        " keep the prefill path even above N"
 
 
 def check_dp_attention():
@@ -566,14 +374,16 @@ def check_nan_detection():
     w = make_worker(1, nan_detection=True)
     w.target_worker.nan_logits = True
     try:
-        w.forward_batch_generation(decode_batch(2))
-    except ValueError as exc:
+        with REL.nan_detection(True):
+            w.forward_batch_generation(decode_batch(2))
+    except REL.nan_errors as exc:
         assert "NaN" in str(exc)
     else:
         raise AssertionError("NaN logits went through with --enable-nan-detection (verify raises)")
     w = make_worker(1, nan_detection=False)
     w.target_worker.nan_logits = True
-    w.forward_batch_generation(decode_batch(2))
+    with REL.nan_detection(False):
+        w.forward_batch_generation(decode_batch(2))
     return "NaN logits raise with --enable-nan-detection, as verify does"
 
 
@@ -582,6 +392,10 @@ def check_grammar():
     batch = decode_batch(2, has_grammar=True)
     w.forward_batch_generation(batch)
     info = w.target_worker.calls[0].sampling_info
+    if not REL.grammar_to_sampler:
+        assert info.grammars is None and info.vocab_mask is None, "a grammar reached the target's sampler"
+        assert batch.sampling_info.grammars is not None, "the batch's own sampling info was changed"
+        return "grammar left out, as on this release's speculative path (its state never advances)"
     assert info.grammars is batch.sampling_info.grammars, "the grammars did not reach the target's sampler"
     return "grammar objects reach the target's sampler (it builds the vocab mask)"
 
@@ -611,7 +425,41 @@ def check_refusals():
     return "the worker refuses N < 0, topk != 1 and an unknown catch-up mode"
 
 
+def check_hybrid_refused():
+    for attr in ("hybrid_gdn_config", "mamba2_config"):
+        target = FakeTargetWorker()
+        setattr(target.model_runner, attr, object())
+        try:
+            _fakes.init_only(REL, SimpleNamespace(speculative_disable_batch_threshold=3, enable_dp_attention=False),
+                             target)
+        except ValueError as exc:
+            assert "mamba" in str(exc), str(exc)
+        else:
+            raise AssertionError(f"a target with {attr} was accepted")
+    return "targets with hybrid_gdn_config or mamba2_config are refused at start-up"
+
+
+def check_adaptive_refused():
+    try:
+        _fakes.init_only(REL, SimpleNamespace(speculative_disable_batch_threshold=3, enable_dp_attention=False,
+                                              speculative_adaptive=True))
+    except ValueError as exc:
+        assert "--speculative-adaptive" in str(exc), str(exc)
+    else:
+        raise AssertionError("--speculative-adaptive was accepted beside the threshold")
+    return "--speculative-adaptive beside the threshold is refused at start-up"
+
+
+EXTRA_CHECKS = {"hybrid mamba/GDN target refused": check_hybrid_refused,
+                "adaptive speculation refused": check_adaptive_refused}
+
+
 def main():
+    if REL is None:
+        print(f"PROBE-FAIL: no release adapter for the variant `{VARIANT}` (SPECPATCH_VARIANT) in _releases.py: "
+              f"this probe knows {', '.join(repr(v) for v in _releases.BY_VARIANT)}", flush=True)
+        sys.exit(1)
+    print(f"release adapter {type(REL).__name__} for variant {VARIANT or 'none (the recipe steps)'}", flush=True)
     report.run("patched", check_patched)
     if report.failed:
         report.finish()
@@ -620,13 +468,16 @@ def main():
     report.run("batch > N falls back (padded catch-up)", check_fallback("padded"))
     report.run("batch > N falls back (single catch-up)", check_fallback("single"))
     report.run("extend batches untouched", check_extend_untouched)
-    report.run("DP attention decides on the global batch size", check_dp_attention)
+    if REL.dp_attention:  # else the variant refuses DP attention at start-up (server_args_probe_compat.py)
+        report.run("DP attention decides on the global batch size", check_dp_attention)
     report.run("environment variable", check_env_var)
     report.run("start-up log line", check_log_once)
     report.run("graph runner restored on error", check_graph_runner_restored_on_error)
     report.run("NaN detection", check_nan_detection)
     report.run("grammar", check_grammar)
     report.run("worker refusals", check_refusals)
+    for name in REL.extra_checks:
+        report.run(name, EXTRA_CHECKS[name])
     report.finish()
 
 

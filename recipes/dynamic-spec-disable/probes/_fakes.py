@@ -1,0 +1,265 @@
+"""Fakes shared by the fallback probes: a target worker, a draft model runner and a recording EagleDraftWorker whose
+every value is traceable, and the EAGLEWorkerV2 built around them without its __init__.
+
+The target "samples" (input_id * 7 + seq_len) % V, the draft model answers (input_id + position) % V, and hidden
+states carry their position and token, so a check can tell which row ended up where. What differs between releases
+(the name of the draft input's token, what the draft runner returns, ...) comes from the release adapter `rel`
+(_releases.py). Import after `_probe_env.setup()`: these fakes import the patched sglang.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from types import SimpleNamespace
+
+import torch
+
+from sglang.srt.environ import envs
+from sglang.srt.layers.logits_processor import LogitsProcessorOutput
+from sglang.srt.managers.utils import GenerationBatchResult
+from sglang.srt.speculative.eagle_info import EagleDraftInput
+from sglang.srt.speculative.eagle_worker_v2 import EagleDraftWorker, EAGLEWorkerV2
+from sglang.srt.speculative.spec_info import SpeculativeAlgorithm
+
+V = 97  # vocabulary
+H_TARGET = 6  # target hidden size handed to the draft (3 * hidden for EAGLE3: any width works here)
+H_DRAFT = 5
+STEPS = 3
+N_DRAFT = STEPS + 1  # num_draft_tokens with topk 1
+POOL_ROWS, POOL_LEN = 12, 160
+SLOT_BASE = 10_000  # req_to_token[r, p] = SLOT_BASE + r * POOL_LEN + p: every slot tells its row and position
+
+
+def slot(row: int, pos: int) -> int:
+    return SLOT_BASE + row * POOL_LEN + pos
+
+
+def target_token(input_id: int, seq_len: int) -> int:
+    return (input_id * 7 + seq_len) % V
+
+
+def draft_token(input_id: int, position: int) -> int:
+    return (input_id + position) % V
+
+
+def logprob_row(i: int) -> float:
+    """The fake target's logprob of request i's sampled token (when the batch asks for logprobs)."""
+    return -10.0 * i
+
+
+class GraphRunnerSentinel:
+    """Stands for the target's TARGET_VERIFY CUDA graph runner: a DECODE batch must never reach it."""
+
+    bs = 0
+
+    def can_run(self, forward_batch):
+        raise AssertionError("the target's verify CUDA graph runner was consulted for the fallback")
+
+    def replay(self, *args, **kwargs):
+        raise AssertionError("the target's verify CUDA graph was replayed for the fallback")
+
+
+class FakeTargetWorker:
+    """Records each forward (copies of what it was given) and answers target_token per row."""
+
+    def __init__(self):
+        self.graph_runner = GraphRunnerSentinel()
+        self.model_runner = SimpleNamespace(graph_runner=self.graph_runner)
+        self.model_config = SimpleNamespace(hidden_size=H_TARGET, dtype=torch.float32, vocab_size=V)
+        self.calls = []
+        self.nan_logits = False
+        self.fail_forward = False
+
+    def forward_batch_generation(self, model_worker_batch=None, forward_batch=None, is_verify=False,
+                                 skip_attn_backend_init=False, **kwargs):
+        b = model_worker_batch
+        assert b is not None, "the fallback must call the target with a ModelWorkerBatch"
+        self.calls.append(SimpleNamespace(
+            batch=b, mode=b.forward_mode, input_ids=b.input_ids.clone(), seq_lens=b.seq_lens.clone(),
+            seq_lens_cpu=None if b.seq_lens_cpu is None else b.seq_lens_cpu.clone(), seq_lens_sum=b.seq_lens_sum,
+            out_cache_loc=None if b.out_cache_loc is None else b.out_cache_loc.clone(),
+            spec_info_is_none=b.spec_info is None, capture=b.capture_hidden_mode, return_logprob=b.return_logprob,
+            sampling_info=b.sampling_info, graph_runner=self.model_runner.graph_runner, is_verify=is_verify))
+        if self.fail_forward:
+            raise RuntimeError("target forward failed (probe)")
+        bs = len(b.seq_lens)
+        if b.forward_mode.is_decode():
+            tokens = [target_token(int(x), int(s)) for x, s in zip(b.input_ids, b.seq_lens)]
+        else:
+            tokens = [(3 * i + 1) % V for i in range(bs)]
+        tokens = torch.tensor(tokens, dtype=torch.int64)
+        logits = torch.full((bs, V), -5.0)
+        logits[torch.arange(bs), tokens] = 5.0
+        if self.nan_logits and bs:
+            logits[0, 0] = float("nan")
+        hidden = torch.zeros((bs, H_TARGET))
+        hidden[:, 0] = b.seq_lens.to(torch.float32) - 1  # the position of the row
+        hidden[:, 1] = 1000 + torch.arange(bs, dtype=torch.float32)  # the request's row in the batch
+        logprobs = torch.tensor([logprob_row(i) for i in range(bs)]) if b.return_logprob else None
+        return GenerationBatchResult(
+            logits_output=LogitsProcessorOutput(next_token_logits=logits, hidden_states=hidden,
+                                                next_token_logprobs=logprobs),
+            next_token_ids=tokens, can_run_cuda_graph=True)
+
+
+class FakeDraftRunner:
+    """The draft model runner: answers draft_token(input, position), hidden [position, input, target hidden[1]]."""
+
+    def __init__(self, rel, req_to_token_pool):
+        self.rel = rel
+        self.tp_group = None
+        self.device = "cpu"
+        self.req_to_token_pool = req_to_token_pool
+        self.token_to_kv_pool = None
+        self.attn_backend = SimpleNamespace(init_forward_metadata=lambda forward_batch: None)
+        self.server_args = SimpleNamespace(attention_backend="torch_native", enable_lora=False)
+        self.model_is_mrope = False
+        self.model = SimpleNamespace(forward=lambda input_ids, positions, forward_batch: self._answer(forward_batch))
+        for name, value in rel.runner_attrs.items():
+            setattr(self, name, value)
+        self.calls = []
+
+    def forward(self, forward_batch, skip_attn_backend_init=False, **kwargs):
+        return self.rel.runner_output(self._answer(forward_batch))
+
+    def _answer(self, fb):
+        spec_hidden = getattr(fb.spec_info, "hidden_states", None)
+        self.calls.append(SimpleNamespace(
+            mode=fb.forward_mode, input_ids=fb.input_ids.clone(), positions=fb.positions.clone(),
+            out_cache_loc=fb.out_cache_loc.clone(), seq_lens=fb.seq_lens.clone(),
+            capture=fb.capture_hidden_mode, spec_hidden=None if spec_hidden is None else spec_hidden.clone()))
+        rows = len(fb.input_ids)
+        answer = torch.tensor([draft_token(int(x), int(p)) for x, p in zip(fb.input_ids, fb.positions)],
+                              dtype=torch.int64)
+        logits = torch.full((rows, V), -5.0)
+        logits[torch.arange(rows), answer] = 5.0
+        hidden = torch.zeros((rows, H_DRAFT))
+        hidden[:, 0] = fb.positions.to(torch.float32)
+        hidden[:, 1] = fb.input_ids.to(torch.float32)
+        if spec_hidden is not None and rows:
+            hidden[:, 2] = spec_hidden[:, 1]  # which target row fed this draft row
+        return LogitsProcessorOutput(next_token_logits=logits, hidden_states=hidden)
+
+
+class FakeVerifyInput:
+    def is_verify_input(self):
+        return True
+
+
+class RecordingDraftWorker(EagleDraftWorker):
+    """The real EagleDraftWorker (its draft-extend code runs) with `draft` faked and every entry recorded."""
+
+    def __init__(self, rel, req_to_token_pool):  # not the real __init__: no model to load
+        self.rel = rel
+        self.device = "cpu"
+        self.topk = 1
+        self.speculative_num_steps = STEPS
+        self.speculative_num_draft_tokens = N_DRAFT
+        self.server_args = SimpleNamespace(enable_nan_detection=False)
+        self.req_to_token_pool = req_to_token_pool
+        self.draft_runner = FakeDraftRunner(rel, req_to_token_pool)
+        self.draft_tp_context = lambda group: contextlib.nullcontext()
+        self.plan_stream, self.plan_stream_ctx = None, contextlib.nullcontext()
+        self.cuda_graph_runner = None
+        self.cuda_graph_runner_for_draft_extend = None
+        self.hot_token_id = None
+        self.draft_calls = []
+        self.extend_decode_calls = []
+        self.extend_prefill_calls = []
+
+    def draft(self, model_worker_batch):
+        self.draft_calls.append(model_worker_batch)
+        return FakeVerifyInput()
+
+    def _draft_extend_for_decode(self, batch, batch_result):
+        hidden = batch_result.logits_output.hidden_states
+        self.extend_decode_calls.append(SimpleNamespace(
+            out_cache_loc=None if batch.out_cache_loc is None else batch.out_cache_loc.clone(),
+            seq_lens=batch.seq_lens, seq_lens_values=batch.seq_lens.clone(),
+            next_token_ids=batch_result.next_token_ids.clone(), accept_lens=batch_result.accept_lens.clone(),
+            hidden_shape=None if hidden is None else tuple(hidden.shape)))
+        return super()._draft_extend_for_decode(batch, batch_result)
+
+    def _draft_extend_for_prefill(self, batch, target_hidden_states, next_token_ids, *more):
+        self.extend_prefill_calls.append(batch)
+        bs = len(batch.seq_lens)
+        return EagleDraftInput(topk_p=torch.ones((bs, 1)), topk_index=torch.zeros((bs, 1), dtype=torch.int64),
+                               hidden_states=torch.zeros((bs, H_DRAFT)), new_seq_lens=batch.seq_lens,
+                               **{self.rel.token: next_token_ids})
+
+
+def make_worker(rel, threshold: int = 0, *, dp_attention: bool = False, nan_detection: bool = False,
+                catch_up: str | None = None, **server_args):
+    """An EAGLEWorkerV2 without its __init__ around the fakes; the patch's own init step reads N (and the
+    environment). `server_args` adds fields to the fake server arguments."""
+    pool = SimpleNamespace(req_to_token=(SLOT_BASE + torch.arange(POOL_ROWS * POOL_LEN, dtype=torch.int32))
+                           .view(POOL_ROWS, POOL_LEN))
+    args = SimpleNamespace(speculative_disable_batch_threshold=threshold, enable_dp_attention=dp_attention,
+                           dp_size=2 if dp_attention else 1, tp_size=2 if dp_attention else 1,
+                           moe_dense_tp_size=None, enable_dp_lm_head=False, moe_a2a_backend="none", **server_args)
+    w = EAGLEWorkerV2.__new__(EAGLEWorkerV2)
+    w.server_args = args
+    w.topk = 1
+    w.speculative_num_steps = STEPS
+    w.speculative_num_draft_tokens = N_DRAFT
+    w.enable_nan_detection = nan_detection
+    w.tp_rank = 0
+    w.gpu_id = 0
+    w.device = "cpu"
+    w.page_size = 1
+    w.speculative_algorithm = SpeculativeAlgorithm.EAGLE
+    w.req_to_token_pool = pool
+    w.token_to_kv_pool_allocator = None
+    w.plan_stream, w.plan_stream_ctx = None, contextlib.nullcontext()
+    w._target_worker = FakeTargetWorker()
+    w._draft_worker = RecordingDraftWorker(rel, pool)
+    w.verify_calls = []
+
+    def fake_verify(batch, *allocate_lens):  # the speculative path's verify, as far as the scheduler sees it
+        w.verify_calls.append(batch)
+        bs = len(batch.seq_lens)
+        starts = batch.seq_lens[:, None] + torch.arange(N_DRAFT)[None, :]
+        batch.out_cache_loc = pool.req_to_token[batch.req_pool_indices[:, None], starts].reshape(-1).to(torch.int64)
+        accept = torch.full((bs,), 2, dtype=torch.int32)
+        return GenerationBatchResult(
+            logits_output=LogitsProcessorOutput(next_token_logits=None,
+                                                hidden_states=torch.zeros((bs * N_DRAFT, H_TARGET))),
+            next_token_ids=torch.zeros((bs * N_DRAFT,), dtype=torch.int32), accept_lens=accept,
+            next_draft_input=EagleDraftInput(new_seq_lens=batch.seq_lens + accept,
+                                             **{rel.token: torch.zeros((bs,), dtype=torch.int32)}))
+
+    w.verify = fake_verify
+    env = envs.SGLANG_SPEC_DISABLE_CATCH_UP
+    with (env.override(catch_up) if catch_up else contextlib.nullcontext()):
+        w._init_speculative_disable(args)
+    return w
+
+
+def init_only(rel, server_args, target=None):
+    """Run only the patch's start-up step on a bare worker (for the refusals)."""
+    w = EAGLEWorkerV2.__new__(EAGLEWorkerV2)
+    w.topk, w._target_worker = 1, target or FakeTargetWorker()
+    with envs.SGLANG_SPEC_DISABLE_CATCH_UP.override("padded"):
+        w._init_speculative_disable(server_args)
+    return w
+
+
+class FakeReq:
+    """A scheduler request, as far as the scheduler's result code reads it; `committed` is kv_committed_len."""
+
+    def __init__(self, committed):
+        self.kv_committed_len = committed
+        self.spec_verify_ct = 0
+        self.spec_accepted_tokens = 0
+        self.spec_accepted_drafts = 0
+        self.spec_num_correct_drafts = 0
+        self.is_retracted = False
+        self.histogram = []
+
+    def finished(self):
+        return False
+
+    def update_spec_acceptance_histogram(self, accepted):
+        self.histogram.append(accepted)
+
+    update_spec_correct_drafts_histogram = update_spec_acceptance_histogram

@@ -1,0 +1,206 @@
+"""Release adapters of the eager-fallback contract (worker_probe.py): per release family, how to build the batches
+and fakes and how the release's own scheduler code takes the fallback's result.
+
+The adapter is the one of the variant the engine applied (`SPECPATCH_VARIANT`, set by `specpatch verify` from the
+target's ledger; empty for the recipe's own steps). Each class says what its releases do differently from the one it
+derives from, and why; none relaxes the contract, some add to it (`extra_checks`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from types import SimpleNamespace
+
+import torch
+
+from sglang.srt.environ import envs
+from sglang.srt.managers import overlap_utils
+from sglang.srt.managers.scheduler_output_processor_mixin import SchedulerOutputProcessorMixin
+from sglang.srt.model_executor.forward_batch_info import ForwardMode
+from sglang.srt.speculative.spec_info import SpeculativeAlgorithm
+
+from _fakes import N_DRAFT, V, logprob_row
+
+
+class Release059:
+    """The recipe's own steps, written for 0.5.9's EAGLEWorkerV2 and scheduler."""
+
+    token = "verified_id"  #: the draft input's field of the sampled token
+    #: (mode, is_extend_in_batch) of the batches that must keep the prefill path
+    prefill_modes = ((ForwardMode.EXTEND, False), (ForwardMode.DECODE, True), (ForwardMode.IDLE, True))
+    dp_attention = True  #: the worker serves DP attention (else the variant refuses it at start-up)
+    grammar_to_sampler = True  #: the speculative path hands grammars to the target's sampler
+    runner_attrs: dict = {}  #: attributes of the draft model runner that this release's ForwardBatch reads
+    committed_at_entry = -1  #: a request's kv_committed_len when the step starts: s + this
+    histogram = True  #: the scheduler keeps an acceptance histogram
+    per_request_counts = "accept_length_per_req_cpu"  #: the result's per-request accepted counts (None: none)
+    total_count = "num_accepted_tokens"
+    extra_checks: tuple = ()  #: names of worker_probe's checks only this release family has
+
+    def batch_fields(self, bs: int, has_grammar: bool) -> dict:
+        """ModelWorkerBatch fields that not every release has."""
+        return dict(reqs=[None] * bs, has_grammar=has_grammar)
+
+    def draft_input_fields(self, seq_lens) -> dict:
+        """EagleDraftInput fields of a decode batch's resolved spec_info that not every release has."""
+        return {}
+
+    def penalties(self, bs: int) -> dict:
+        return dict(acc_linear_penalties=torch.full((bs, V), -1e4))
+
+    def check_penalties(self, call, batch):
+        assert call.sampling_info.acc_linear_penalties is None, "stale penalties were applied"
+        assert batch.sampling_info.acc_linear_penalties is not None, "the batch's own sampling info was changed"
+
+    def check_logprobs(self, call, batch, result):
+        assert not call.return_logprob, "the target computed logprobs (the spec path does not, in 0.5.9)"
+
+    def runner_output(self, logits_output):
+        """What ModelRunner.forward returns."""
+        return SimpleNamespace(logits_output=logits_output)
+
+    def nan_detection(self, on: bool):
+        """A context in which verify's NaN check is on or off (the worker's attribute is set by make_worker)."""
+        return contextlib.nullcontext()
+
+    nan_errors: tuple = (ValueError,)
+
+    def future_map(self):
+        return overlap_utils.FutureMap(max_running_requests=8, chunked_prefill_size=64, context_len=128,
+                                       device="cpu", spec_algo=SpeculativeAlgorithm.EAGLE)
+
+    def resolve(self, w, result, reqs):
+        """The scheduler's own reading of the result: the tokens per request."""
+        return SchedulerOutputProcessorMixin._resolve_spec_overlap_token_ids(
+            SimpleNamespace(draft_worker=w), result, SimpleNamespace(reqs=reqs))
+
+    def check_result_extra(self, result, exp):
+        """What this release's result carries beyond the common contract."""
+
+
+class Release057(Release059):
+    """0.5.7-0.5.8: no Req.update_spec_acceptance_histogram, the scheduler keeps no histogram."""
+
+    histogram = False
+
+
+class Release056(Release057):
+    """0.5.6: ModelRunner.forward returns (logits_output, can_run_graph); the result has no per-request counts."""
+
+    per_request_counts = None
+
+    def runner_output(self, logits_output):
+        return logits_output, False
+
+
+class Release054(Release056):
+    """0.5.4-0.5.5: the worker routes decode first with no IDLE or is_extend_in_batch handling, and DP attention is
+    refused at start-up (server_args_probe_compat.py checks that); ModelWorkerBatch has no reqs/has_grammar and the
+    speculative path leaves grammar out (the scheduler never advances it for spec-v2 tokens); the draft extend
+    calls draft_runner.model.forward; KV space is tracked by allocate_lens (no kv_committed_len), which the batch's
+    draft input carries and the result must pass on; FutureMap(max_running_requests, device, spec_algo)."""
+
+    prefill_modes = ((ForwardMode.EXTEND, False),)
+    dp_attention = False
+    grammar_to_sampler = False
+    runner_attrs = {"is_draft_worker": True}
+    committed_at_entry = None
+
+    def batch_fields(self, bs, has_grammar):
+        return {}
+
+    def draft_input_fields(self, seq_lens):
+        return dict(allocate_lens=seq_lens + N_DRAFT)
+
+    def future_map(self):
+        return overlap_utils.FutureMap(max_running_requests=8, device="cpu", spec_algo=SpeculativeAlgorithm.EAGLE)
+
+    def check_result_extra(self, result, exp):
+        assert result.allocate_lens is not None and \
+            result.allocate_lens.tolist() == [e.s + N_DRAFT for e in exp], "allocate_lens not passed on"
+        assert result.next_draft_input.allocate_lens.tolist() == [e.s + N_DRAFT for e in exp], \
+            "allocate_lens not passed on to the next draft input"
+
+
+class Release0510(Release059):
+    """0.5.10: ModelWorkerBatch.all_extend_in_batch, ForwardBatch.init_new reads req.rid and the runner's
+    use_ngram_embedding/is_hybrid_swa; the penalties are acc_additive/acc_scaling (stale ones left out); NaN is
+    checked under SGLANG_SPEC_NAN_DETECTION (maybe_detect_nan); spec-v2 decode returns logprobs, so the fallback
+    asks the target when the batch does and hands over one row per request; hybrid mamba/GDN targets are refused."""
+
+    runner_attrs = {"use_ngram_embedding": False, "is_hybrid_swa": False}
+    extra_checks = ("hybrid mamba/GDN target refused",)
+    nan_errors = (ValueError, RuntimeError)
+
+    def batch_fields(self, bs, has_grammar):
+        return dict(all_extend_in_batch=False, reqs=[SimpleNamespace(rid=f"req-{i}") for i in range(bs)],
+                    has_grammar=has_grammar)
+
+    def penalties(self, bs):
+        return dict(acc_additive_penalties=torch.full((bs, V), -1e4), acc_scaling_penalties=torch.full((bs, V), 2.0))
+
+    def check_penalties(self, call, batch):
+        assert call.sampling_info.acc_additive_penalties is None and \
+            call.sampling_info.acc_scaling_penalties is None, "stale penalties were applied"
+        self._batch_penalties_kept(batch)
+
+    @staticmethod
+    def _batch_penalties_kept(batch):
+        assert batch.sampling_info.acc_additive_penalties is not None and \
+            batch.sampling_info.acc_scaling_penalties is not None, "the batch's own sampling info was changed"
+
+    def check_logprobs(self, call, batch, result):
+        assert call.return_logprob == batch.return_logprob, "the batch's return_logprob did not reach the target"
+        lp = result.logits_output.next_token_logprobs
+        assert lp is not None and tuple(lp.shape) == (len(batch.seq_lens), 1), \
+            f"logprobs {None if lp is None else tuple(lp.shape)}: the spec-v2 scheduler reads a row per request"
+        assert [row[0] for row in lp.tolist()] == [logprob_row(i) for i in range(len(batch.seq_lens))], \
+            "the logprob rows are not the target's, in request order"
+
+    def nan_detection(self, on):
+        return envs.SGLANG_SPEC_NAN_DETECTION.override(on)
+
+
+class Release0511(Release0510):
+    """0.5.11: spec v2 accumulates the penalties and verify applies them, so the fallback passes them on;
+    prepare_for_decode pre-claims kv_committed_len (a request enters the step with s); the accepted-draft
+    counters are renamed."""
+
+    committed_at_entry = 0
+    per_request_counts = "num_accepted_drafts_per_req_cpu"
+    total_count = "num_accepted_drafts"
+
+    def check_penalties(self, call, batch):
+        assert call.sampling_info.acc_additive_penalties is batch.sampling_info.acc_additive_penalties and \
+            call.sampling_info.acc_scaling_penalties is batch.sampling_info.acc_scaling_penalties, \
+            "the penalties (accumulated by spec v2 and applied by verify in this release) were not passed on"
+        self._batch_penalties_kept(batch)
+
+
+class Release0512(Release0511):
+    """0.5.12: the draft input's token is bonus_tokens; _resolve_spec_overlap_tokens reads the stride from the
+    result (checked), feeds the worker's adaptive hook, skips retracted/finished requests and counts correct
+    drafts; the draft extend asks the runner for its algorithm; --speculative-adaptive is refused beside N."""
+
+    token = "bonus_tokens"
+    runner_attrs = {**Release0510.runner_attrs, "spec_algorithm": SpeculativeAlgorithm.EAGLE}
+    per_request_counts = "num_correct_drafts_per_req_cpu"
+    total_count = "num_correct_drafts"
+    extra_checks = Release0511.extra_checks + ("adaptive speculation refused",)
+
+    def resolve(self, w, result, reqs):
+        w.adaptive_controller = None  # not adaptive: on_verify_complete_cpu is a no-op
+        return SchedulerOutputProcessorMixin._resolve_spec_overlap_tokens(
+            SimpleNamespace(draft_worker=w, model_worker=w), result, SimpleNamespace(reqs=reqs))
+
+    def check_result_extra(self, result, exp):
+        assert result.speculative_num_draft_tokens == N_DRAFT, "the result does not carry its stride"
+
+
+#: the variant the engine applied -> its adapter ("" = the recipe's own steps, no variant)
+BY_VARIANT = {
+    "": Release059,
+    "fallback-0.5.4": Release054, "fallback-0.5.5": Release054, "fallback-0.5.6": Release056,
+    "fallback-0.5.7": Release057, "fallback-0.5.8": Release057,
+    "fallback-0.5.10": Release0510, "fallback-0.5.11": Release0511, "fallback-0.5.12": Release0512,
+}
