@@ -67,10 +67,10 @@ def test_a_fixture_broken_on_purpose_fails_and_is_named(shipped_copy):
 
 def test_a_wrong_expected_error_fails(shipped_copy):
     expect = shipped_copy / "dynamic-spec-disable" / "missing-anchor" / "expect.yaml"
-    expect.write_text(expect.read_text().replace("step: 2", "step: 1"))
+    expect.write_text(expect.read_text().replace("step: 3", "step: 1"))
     done = specpatch("test", "dynamic-spec-disable", "--fixtures", str(shipped_copy))
     assert done.returncode == 1
-    assert "FAIL dynamic-spec-disable/missing-anchor: step 2 != 1" in done.stdout
+    assert "FAIL dynamic-spec-disable/missing-anchor: step 3 != 1" in done.stdout
 
 
 def test_a_case_file_with_a_typo_fails(shipped_copy):

@@ -91,6 +91,16 @@ def test_server_args_probe_passes_on_the_patched_release(cpu_python, patched):
     assert len(marks(run.stdout, "OK")) >= 5, run.stdout
 
 
+def test_server_args_probe_fails_when_a_negative_flag_is_not_a_usage_error(cpu_python, patched, tmp_path_factory):
+    """The flag back to `type=int`: -3 passes the parser and only __post_init__ refuses it (a traceback)."""
+    breakage = [("flag-any-int", r"type=_speculative_disable_batch_threshold_arg,", "type=int,")]
+    run = run_broken(patched, "sglang/srt/server_args.py", breakage, tmp_path_factory.mktemp,
+                     lambda root: run_probe(cpu_python, root, "server_args_probe.py"))["flag-any-int"]
+    assert not isinstance(run, str), run
+    fails = marks(run.stdout, "FAIL")
+    assert run.returncode != 0 and any("was not refused by the parser" in f for f in fails), run.stdout
+
+
 def test_worker_probe_fails_on_the_pristine_release(cpu_python, tmp_path, sglang_release):
     pristine = sglang_release("0.5.9")
     run = run_probe(cpu_python, pristine, "worker_probe.py")

@@ -86,3 +86,22 @@ class Report:
     def finish(self) -> None:
         sys.stdout.flush()
         sys.exit(1 if self.failed else 0)
+
+
+def usage_error(parse, *argv: str, fragments: tuple[str, ...] = ()) -> str:
+    """`parse(*argv)` must stop as argparse does on a bad value: exit status 2 and a one-line error naming the flag
+    on stderr (not a traceback from later in start-up). Returns that line."""
+    import contextlib
+    import io
+
+    err = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(err):
+            parse(*argv)
+    except SystemExit as exc:
+        line = (err.getvalue().strip().splitlines() or [""])[-1]
+        assert exc.code == 2, f"exit status {exc.code}, not argparse's 2: {line}"
+        missing = [f for f in fragments if f not in line]
+        assert not missing, f"argparse's error lacks {missing}: {line}"
+        return line
+    raise AssertionError(f"{' '.join(argv[-2:])} was not refused by the parser")

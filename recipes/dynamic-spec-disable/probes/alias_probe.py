@@ -207,7 +207,8 @@ def check_refusals():
     refused((*EAGLE, "--speculative-disable-batch-threshold", "8", "--speculative-eagle-topk", "4",
              "--speculative-num-steps", "3", "--speculative-num-draft-tokens", "8"),
             "turned off", "topk", "Refusing to start")
-    refused((*EAGLE, "--speculative-disable-batch-threshold", "-1"), ">= 0")
+    _probe_env.usage_error(parse, *EAGLE, "--speculative-disable-batch-threshold", "-1",
+                           fragments=("argument --speculative-disable-batch-threshold", "must be >= 0"))
     with env(SGLANG_SPEC_DISABLE_BATCH_THRESHOLD="lots"):
         refused(EAGLE, "not an integer")
     cfg = os.path.join(SCRATCH, "mine.json")
@@ -215,8 +216,8 @@ def check_refusals():
         json.dump({"1": {"candidate_steps": [3]}}, f)
     refused((*EAGLE, "--speculative-disable-batch-threshold", "8", "--speculative-adaptive-config", cfg),
             "--speculative-adaptive-config", '"9": {"candidate_steps": [0]}')
-    return "topk 4 (upstream turns adaptive off) refused with the reason; negative N, a non-integer variable, " \
-           "an explicit adaptive config refused"
+    return "topk 4 (upstream turns adaptive off) refused with the reason; a negative N is a usage error; a " \
+           "non-integer variable, an explicit adaptive config refused"
 
 
 def check_no_speculation():

@@ -162,13 +162,21 @@ def check_flag():
 
 
 def check_negative():
+    flag = "--speculative-disable-batch-threshold"
     with environment(SGLANG_SPEC_DISABLE_BATCH_THRESHOLD=None):
-        refused(dummy(speculative_disable_batch_threshold=-1), ">= 0", "--speculative-disable-batch-threshold")
+        # on the command line, a bad N is argparse's usage error (exit 2, one line), as a bad value of any flag
+        _probe_env.usage_error(parse, "--model-path", "dummy", flag, "-3",
+                               fragments=(f"argument {flag}", "must be >= 0"))
+        _probe_env.usage_error(parse, "--model-path", "dummy", flag, "abc",
+                               fragments=(f"argument {flag}", "invalid int value"))
+        # set in code (ServerArgs(...)), it is refused at start-up
+        refused(dummy(speculative_disable_batch_threshold=-1), ">= 0", flag)
     with environment(SGLANG_SPEC_DISABLE_BATCH_THRESHOLD="-3"):
         refused(dummy(speculative_disable_batch_threshold=0), ">= 0", "SGLANG_SPEC_DISABLE_BATCH_THRESHOLD")
     with environment(SGLANG_SPEC_DISABLE_BATCH_THRESHOLD="many"):
         refused(dummy(speculative_disable_batch_threshold=0), "not an integer")
-    return "a negative flag, a negative or non-integer variable are refused"
+    return "-3 / abc on the command line are usage errors; a negative field, a negative or non-integer variable " \
+           "are refused"
 
 
 def eagle_ok(**fields) -> ServerArgs:
