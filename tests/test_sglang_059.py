@@ -102,7 +102,11 @@ def test_apply_places_field_and_flag_and_second_apply_is_a_noop(checkout):
         flag_of(s) for s in add_cli_args_statements(pristine)]
     call = body[k + 1].value
     assert {kw.arg for kw in call.keywords} >= {"type", "default", "help"}
-    assert ast.unparse(next(kw.value for kw in call.keywords if kw.arg == "type")) == "int"
+    # the flag's type is the recipe's int >= 0 parser (a negative N is argparse's usage error), defined in the module
+    assert ast.unparse(next(kw.value for kw in call.keywords if kw.arg == "type")) == \
+        "_speculative_disable_batch_threshold_arg"
+    assert any(isinstance(d, ast.FunctionDef) and d.name == "_speculative_disable_batch_threshold_arg"
+               for d in ast.parse(source).body)
 
     before = tree_hash(checkout)
     again = run("apply", "dynamic-spec-disable", "--target", str(checkout), "--no-smoke")
