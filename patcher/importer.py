@@ -1033,10 +1033,6 @@ def port(recipe, package_dir: Path) -> Ported:
     """Plan every step of `recipe` on the package at `package_dir` (nothing is written): a step that cannot apply
     is reported and left out, the others go on. This is a report, not an apply: `specpatch apply` still applies a
     recipe whole or not at all."""
-    from .anchors import lines_of
-    from .errors import Candidate, Location
-    from .operations.base import CannotApply
-
     with caching():
         return _port(recipe, package_dir)
 

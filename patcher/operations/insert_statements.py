@@ -40,7 +40,7 @@ import libcst as cst
 
 from ..anchors import (NodePath, body_of, code_of, find_function, insert_after, insert_before, is_docstring,
                        near_statements, normalized, parse_statements, set_block_body, statements_matching)
-from ..errors import AnchorAmbiguous, AnchorNotFound, Candidate, Conflict, RecipeError
+from ..errors import AnchorAmbiguous, AnchorNotFound, Candidate, RecipeError
 from ..model import option
 from ..patterns import Pattern
 from .base import AlreadyApplied, Changed, Operation, Outcome, attempt, register
@@ -130,17 +130,11 @@ class InsertStatements(Operation):
         return Changed(edit(anchor, new), inserted=tuple(new), anchor=anchor[-1])
 
     def _refuse_duplicates(self, module: cst.Module, fpath: NodePath, new: Sequence[cst.BaseStatement]) -> None:
-        from ._code import blocks_under, fingerprint, first_line
-        from .replace_statements import _common
+        from ._code import fingerprint
+        from .replace_statements import _common, refuse_present
 
         keys = {fingerprint(module, s) for s in new if not _common(s)} - {None}
-        for _, statements in blocks_under(fpath):
-            for stmt in statements:
-                if fingerprint(module, stmt) in keys:
-                    raise Conflict(f"`{self.function}` already has `{first_line(module, stmt)}`, which this step "
-                                   "adds: the release may have the change in another form",
-                                   hint="compare with the release; `if_present_elsewhere: apply` adds it anyway",
-                                   candidates=[Candidate(f"`{first_line(module, stmt)}`", node=stmt)])
+        refuse_present(module, fpath, keys, f"`{self.function}`")
 
     def _neighbours(self, module: cst.Module, spath: NodePath,
                     new: Sequence[cst.BaseStatement]) -> Sequence[cst.CSTNode] | None:

@@ -114,18 +114,8 @@ class ReplaceStatements(Operation):
 
     def _refuse_duplicates(self, module: cst.Module, scope: NodePath, old_keys: list, new: list,
                            new_keys: list) -> None:
-        added = [(s, k) for s, k in zip(new, new_keys) if k not in old_keys and not _common(s)]
-        if not added:
-            return
-        keys = {k for _, k in added}
-        for _, statements in blocks_under(scope):
-            for stmt in statements:
-                if fingerprint(module, stmt) in keys:
-                    where = f"`{self.within}`" if self.within else "the module"
-                    raise Conflict(f"{where} already has `{first_line(module, stmt)}`, which this step adds: the "
-                                   "release may have the change in another form",
-                                   hint="compare with the release; `if_present_elsewhere: apply` adds it anyway",
-                                   candidates=[Candidate(f"`{first_line(module, stmt)}`", node=stmt)])
+        keys = {k for s, k in zip(new, new_keys) if k not in old_keys and not _common(s)}
+        refuse_present(module, scope, keys, f"`{self.within}`" if self.within else "the module")
 
     def _replace(self, module: cst.Module, owner: NodePath, run: Sequence[cst.CSTNode],
                  new: list[cst.BaseStatement]) -> Outcome:
@@ -181,6 +171,20 @@ def _text(module: cst.Module, stmts: Sequence[cst.CSTNode]) -> str:
 def _inside(run: tuple[NodePath, tuple], placed: tuple[NodePath, tuple]) -> bool:
     """Is the run `run` part of (or nested in) the statements of `placed`?"""
     return any(contains(p, run[1][0]) for p in placed[1])
+
+
+def refuse_present(module: cst.Module, scope: NodePath, keys: set, where: str) -> None:
+    """A Conflict when a statement under `scope` has one of the fingerprints `keys` (statements a step adds): the
+    release may have the change in another form. Shared by replace_statements and insert_statements."""
+    if not keys:
+        return
+    for _, statements in blocks_under(scope):
+        for stmt in statements:
+            if fingerprint(module, stmt) in keys:
+                raise Conflict(f"{where} already has `{first_line(module, stmt)}`, which this step adds: the "
+                               "release may have the change in another form",
+                               hint="compare with the release; `if_present_elsewhere: apply` adds it anyway",
+                               candidates=[Candidate(f"`{first_line(module, stmt)}`", node=stmt)])
 
 
 def _common(stmt: cst.CSTNode) -> bool:
