@@ -1,15 +1,16 @@
-"""The 0.5.9 port of the one-token-graph fallback (variant `fallback-0.5.9`) and its behaviour probe,
-worker_probe_graphs.py: the probe passes on sglang 0.5.9 patched by the recipe, fails on the pristine release, and
-fails on broken fallbacks.
+"""The one-token-graph fallback on 0.5.8 - 0.5.12 (variants `fallback-0.5.8` ... `fallback-0.5.12`) and its behaviour
+probe, worker_probe_graphs.py: the probe passes on sglang 0.5.9 and 0.5.12 (the ends of the family but 0.5.8, which is
+0.5.9's variant as it is; bench/matrix.py tries every release) patched by the
+recipe, fails on the pristine release and with the wrong release adapter, and fails on broken fallbacks.
 
-The recipe is applied with the engine to a copy of a pristine 0.5.9 (its variant is `fallback-0.5.9`); the probe runs
-as `specpatch verify` runs it (a subprocess of an interpreter in which sglang imports, the copy first on sys.path,
-GPU-only packages stubbed). Each broken variant edits one thing in the patched eagle_worker_v2.py (the target graph
+The recipe is applied with the engine to a copy of a pristine release; the probe runs as `specpatch verify` runs it (a
+subprocess of an interpreter in which sglang imports, the copy first on sys.path, GPU-only packages stubbed, the
+variant applied in SPECPATCH_VARIANT). Each broken variant edits one thing in the patched eagle_worker_v2.py (the target graph
 captured with the speculative algorithm on, the speculative state not swapped back, tokens not at the stride the
 0.5.9 scheduler reads, ...) and the probe must report a PROBE-FAIL naming it and exit non-zero.
 
-Needs: the CPU environment (an interpreter that imports torch: this one, or $SPECPATCH_CPU_PYTHON) and the 0.5.9
-release (fetched from the registry, cached).
+Needs: the CPU environments (0.5.9: $SPECPATCH_CPU_PYTHON or this interpreter; 0.5.12: $SPECPATCH_CPU_PYTHON_TF5)
+and the releases (fetched from the registry, cached).
 """
 
 from __future__ import annotations
@@ -37,10 +38,10 @@ WORKER = "sglang/srt/speculative/eagle_worker_v2.py"
 pytestmark = [pytest.mark.sglang, pytest.mark.cpuenv]
 
 
-@pytest.fixture(scope="module")
-def cpu_python(cpuenv_python) -> str:
-    """The CPU environment's interpreter (tests/conftest.py: fails, never skips, when it is missing in CI)."""
-    return cpuenv_python
+#: release -> the conftest fixture of the interpreter in which it imports
+RELEASES = {"0.5.9": "cpuenv_python", "0.5.12": "cpuenv_python_tf5"}
+#: one xdist group per release (`--dist loadgroup`): a worker builds a release and its broken overlays once
+RELEASE_PARAMS = [pytest.param(v, marks=pytest.mark.xdist_group(f"graphs-{v}")) for v in RELEASES]
 
 
 @pytest.fixture(scope="module")
@@ -49,23 +50,30 @@ def recipe():
 
 
 @pytest.fixture(scope="module")
-def patched(tmp_path_factory, sglang_release, recipe) -> Path:
-    """A copy of sglang 0.5.9 with the recipe (its 0.5.9 variant) applied by the engine."""
-    pristine = sglang_release("0.5.9")
-    root = tmp_path_factory.mktemp("sglang-0.5.9-graphs-patched")
-    shutil.copytree(pristine / "sglang", root / "sglang", ignore=shutil.ignore_patterns("__pycache__"))
-    result = plan(recipe, find_target(root, assume_version="0.5.9"))
-    assert result.ok, [str(e) for e in result.errors]
-    assert result.selection.variant == "fallback-0.5.9"
-    for f in result.changed_files:
-        f.path.write_bytes(f.after)
-    return root
+def patched(request, tmp_path_factory, sglang_release, recipe):
+    """patched(release): (interpreter, a copy of the release with its variant applied by the engine, the variant)."""
+    built = {}
+
+    def get(version):
+        if version not in built:
+            root = tmp_path_factory.mktemp(f"sglang-{version}-graphs-patched")
+            shutil.copytree(sglang_release(version) / "sglang", root / "sglang",
+                            ignore=shutil.ignore_patterns("__pycache__"))
+            result = plan(recipe, find_target(root, assume_version=version))
+            assert result.ok, [str(e) for e in result.errors]
+            assert result.selection.variant == f"fallback-{version}"
+            for f in result.changed_files:
+                f.path.write_bytes(f.after)
+            built[version] = request.getfixturevalue(RELEASES[version]), root, result.selection.variant
+        return built[version]
+
+    return get
 
 
-def run_probe(python: str, import_root: Path, params: dict):
+def run_probe(python: str, import_root: Path, params: dict, variant: str):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SGLANG_", "SPECPATCH_"))}
     env.update(SPECPATCH_IMPORT_ROOT=str(import_root), SPECPATCH_TARGET_ROOT=str(import_root),
-               SPECPATCH_PARAMS=json.dumps(params), PYTHONWARNINGS="ignore")
+               SPECPATCH_PARAMS=json.dumps(params), SPECPATCH_VARIANT=variant, PYTHONWARNINGS="ignore")
     return subprocess.run([python, "-I", str(PROBES / PROBE)], env=env, cwd=import_root, capture_output=True,
                           text=True, timeout=600)
 
@@ -74,19 +82,24 @@ def marks(out: str, kind: str) -> list[str]:
     return [line for line in out.splitlines() if line.startswith(f"PROBE-{kind}:")]
 
 
-def test_the_0_5_9_variant_uses_the_graphs_probe(recipe):
-    selection = recipe.select(Version("0.5.9"))
-    assert selection.variant == "fallback-0.5.9"
+@pytest.mark.parametrize("version", ["0.5.8", "0.5.9", "0.5.10", "0.5.11", "0.5.12"])
+def test_the_graph_variants_use_the_graphs_probe(recipe, version):
+    selection = recipe.select(Version(version))
+    assert selection.variant == f"fallback-{version}"
     assert [p.path for p in selection.verify.probes][-1] == f"probes/{PROBE}"
     names = [s.name for s in selection.steps]
     for step in ("worker-plain-state", "worker-swap", "worker-stub-draft-input", "metrics-count-steps",
                  "metrics-log-steps", "metrics-internal-state"):
         assert step in names, names
     assert "worker-catch-up-padded" not in names, "the eager padded catch-up of the base steps is still there"
+    adapters = (PROBES / "_releases.py").read_text()
+    assert f'"fallback-{version}"' in adapters, "a variant without an adapter in _releases.py"
 
 
-def test_graphs_probe_passes_on_the_patched_release(cpu_python, patched, recipe):
-    run = run_probe(cpu_python, patched, recipe.resolve_params({}))
+@pytest.mark.parametrize("version", RELEASE_PARAMS)
+def test_graphs_probe_passes_on_the_patched_release(patched, recipe, version):
+    python, root, variant = patched(version)
+    run = run_probe(python, root, recipe.resolve_params({}), variant)
     assert run.returncode == 0 and not marks(run.stdout, "FAIL"), run.stdout + run.stderr[-3000:]
     oks = marks(run.stdout, "OK")
     assert len(oks) >= 20, run.stdout
@@ -95,14 +108,28 @@ def test_graphs_probe_passes_on_the_patched_release(cpu_python, patched, recipe)
     assert any("catch-up default 'skip'" in line for line in oks), run.stdout
 
 
-def test_graphs_probe_fails_on_the_pristine_release(cpu_python, sglang_release, recipe):
-    run = run_probe(cpu_python, sglang_release("0.5.9"), recipe.resolve_params({}))
+@pytest.mark.parametrize("version", RELEASE_PARAMS)
+def test_graphs_probe_fails_on_the_pristine_release(patched, sglang_release, recipe, version):
+    python, _root, variant = patched(version)
+    run = run_probe(python, sglang_release(version), recipe.resolve_params({}), variant)
     assert run.returncode != 0 and marks(run.stdout, "FAIL"), run.stdout
+
+
+@pytest.mark.parametrize("version", RELEASE_PARAMS)
+def test_graphs_probe_fails_with_the_wrong_adapter(patched, recipe, version):
+    """The adapter matters: the other end's adapter fails, an unknown variant fails saying so."""
+    python, root, variant = patched(version)
+    other = "fallback-0.5.12" if version == "0.5.9" else "fallback-0.5.9"
+    run = run_probe(python, root, recipe.resolve_params({}), other)
+    assert run.returncode != 0 and marks(run.stdout, "FAIL"), run.stdout
+    run = run_probe(python, root, recipe.resolve_params({}), "fallback-9.9")
+    assert run.returncode != 0 and any("no release adapter for the variant `fallback-9.9`" in line
+                                       for line in marks(run.stdout, "FAIL")), run.stdout
 
 
 #: (name, regular expression matching once in the patched eagle_worker_v2.py, replacement, a fragment of the
 #: PROBE-FAIL line expected); patterns use \s* for indentation, so they survive a re-indentation of the snippets
-BREAKAGES = [
+COMMON = [
     ("graph-captured-speculative", r"\n\s*model_runner\.spec_algorithm = SpeculativeAlgorithm\.NONE", "",
      "not DECODE"),
     ("graph-without-hidden", r"\n\s*target_args\.enable_return_hidden_states = True", "", "not FULL"),
@@ -125,32 +152,79 @@ BREAKAGES = [
     ("hidden-kept", r"(\n\s*)logits_output\.hidden_states = None", r"\1pass", "copy_to_cpu unasked"),
     ("threshold-inclusive", r"return batch_size > threshold", "return batch_size >= threshold",
      "batch <= N speculates"),
+    ("verify-done-after-forward",  # the scheduler would wait for the whole step before preparing the next batch
+     r"verify_done\.record\(\)\n(\s*)saved = self\._spec_disable_swap\(self\._spec_disable_plain\)\n(\s*)try:\n"
+     r"(\s*)out_cache_loc = self\._spec_disable_kv_slots\(batch\)\n"
+     r"(\s*)target_result = self\._spec_disable_target_decode\(batch, out_cache_loc\)",
+     r"pass\n\1saved = self._spec_disable_swap(self._spec_disable_plain)\n\2try:\n"
+     r"\3out_cache_loc = self._spec_disable_kv_slots(batch)\n"
+     r"\4target_result = self._spec_disable_target_decode(batch, out_cache_loc)\n\4verify_done.record()",
+     "verify_done is recorded after the target's forward"),
 ]
+#: release -> its breakages: the common ones, and those of what 0.5.10 - 0.5.12 do differently (NaN check, penalties,
+#: logprob rows, the stride on the result, bonus_tokens, the adaptive and hybrid refusals)
+BREAKAGES = {
+    "0.5.9": COMMON,
+    "0.5.12": COMMON + [
+        ("no-nan-check", r'maybe_detect_nan\(logits_output\.next_token_logits, "fallback: target model logits"\)',
+         "pass", "NaN"),
+        ("penalties-dropped", r"\n(\s*)sampling_info = batch\.sampling_info\n",
+         r"\n\1sampling_info = dataclasses.replace(batch.sampling_info, acc_additive_penalties=None)\n", "penalties"),
+        ("logprobs-not-rows", r"logits_output\.next_token_logprobs = logits_output\.next_token_logprobs\.reshape\(-1, 1\)",
+         "pass", "a row per request"),
+        ("no-stride", r"(records it on the result\)\.)\n\s*speculative_num_draft_tokens=self\.speculative_num_draft_tokens,",
+         r"\1", "stride"),
+        ("bonus-tokens-reordered", r"bonus_tokens=tokens, new_seq_lens", "bonus_tokens=tokens.flip(0), new_seq_lens",
+         "bonus_tokens"),
+        ("adaptive-accepted", r'if getattr\(server_args, "speculative_adaptive", False\):', "if False:",
+         "--speculative-adaptive"),
+        ("hybrid-accepted", r'getattr\(model_runner, "hybrid_gdn_config", None\) is not None\n(\s*)or ', r"False\n\1and ",
+         "mamba/GDN"),
+    ],
+}
 
 
 @pytest.fixture(scope="module")
-def broken_runs(cpu_python, patched, recipe, tmp_path_factory) -> dict:
-    """Every breakage applied to its own overlay of the patched tree, the probe run on each (in parallel)."""
-    params = recipe.resolve_params({})
-    return run_broken(patched, WORKER, BREAKAGES, tmp_path_factory.mktemp,
-                      lambda root: run_probe(cpu_python, root, params))
+def broken_runs(patched, recipe, tmp_path_factory):
+    """broken_runs(release): {breakage: the probe's run on an overlay of the patched release with that breakage}."""
+    done = {}
+
+    def get(version):
+        if version not in done:
+            python, root, variant = patched(version)
+            params = recipe.resolve_params({})
+            done[version] = run_broken(root, WORKER, BREAKAGES[version], tmp_path_factory.mktemp,
+                                       lambda broken: run_probe(python, broken, params, variant))
+        return done[version]
+
+    return get
 
 
-@pytest.mark.parametrize("name,expected", [(b[0], b[3]) for b in BREAKAGES], ids=[b[0] for b in BREAKAGES])
-def test_graphs_probe_fails_on_a_broken_fallback(broken_runs, name, expected):
-    run = broken_runs[name]
+@pytest.mark.parametrize("version,name,expected", [
+    pytest.param(v, b[0], b[3], marks=pytest.mark.xdist_group(f"graphs-{v}"), id=f"{v}-{b[0]}")
+    for v in RELEASES for b in BREAKAGES[v]])
+def test_graphs_probe_fails_on_a_broken_fallback(broken_runs, version, name, expected):
+    run = broken_runs(version)[name]
     assert not isinstance(run, str), run
     fails = marks(run.stdout, "FAIL")
-    assert run.returncode != 0 and fails, f"the probe passed on the broken fallback `{name}`:\n{run.stdout}"
+    assert run.returncode != 0 and fails, f"the probe passed on the broken {version} fallback `{name}`:\n{run.stdout}"
     assert any(expected in line for line in fails), f"`{name}` failed, but not as expected:\n" + "\n".join(fails)
 
 
-def test_probe_through_specpatch_verify(cpu_python, patched, recipe):
-    """The 0.5.9 variant's probes through patcher.verify.run_probes, the runner `specpatch verify` uses."""
+def test_probe_through_specpatch_verify(patched, recipe, sglang_release, tmp_path):
+    """The 0.5.9 variant's probes through patcher.verify.run_probes, the runner `specpatch verify` uses: it reads the
+    variant from the target's ledger and hands it to the probes."""
     from patcher import verify
-    target = find_target(patched, assume_version="0.5.9")
+    from patcher.api import apply_recipe
+
+    python, _root, _variant = patched("0.5.9")
+    shutil.copytree(sglang_release("0.5.9") / "sglang", tmp_path / "sglang",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    target = find_target(tmp_path, assume_version="0.5.9")
+    applied = apply_recipe(recipe, target, smoke=False)
+    assert applied.record is not None and applied.record.variant == "fallback-0.5.9", applied.outcome
     selection = recipe.select(target.version)
-    checks = verify.run_probes(target, selection.verify, recipe.folder, python=cpu_python,
+    checks = verify.run_probes(target, selection.verify, recipe.folder, python=python,
                                params=recipe.resolve_params({}))
     assert [c.status for c in checks] == ["passed"] * len(selection.verify.probes), \
         [(c.name, c.status, c.message, c.details) for c in checks]

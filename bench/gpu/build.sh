@@ -3,18 +3,35 @@
 #   bench/gpu/carry/site.tar.xz        the packages of requirements.txt, unpacked from their cp312 wheels, less what a
 #                                      triton-attention, pytorch-sampling run never loads (FA3's 1 GB flash_ops, sm100
 #                                      kernels, FlashMLA, mscclpp, flashinfer's JIT sources)
-#   bench/gpu/carry/sglang.tar.xz      sglang 0.5.13 as released (pristine)
+#   bench/gpu/carry/sglang.tar.xz      sglang $BENCH_SGLANG (default 0.5.13) as released (pristine)
 #   bench/gpu/carry/patched.tar.xz     the files `specpatch apply dynamic-spec-disable` changes in it
-# Wheels are cached in $SPECPATCH_CACHE/gpu-wheels (default ~/.cache/specpatch). Needs the CPU environment's
-# specpatch (scripts/cpu-env.sh .venv). Usage: bench/gpu/build.sh [VENV]
+# Another release: BENCH_SGLANG=0.5.12 bench/gpu/build.sh takes requirements.txt with the pins of
+# requirements-0.5.12.txt in place of the same packages' (sglang and what it pins: kernel, flashinfer, ...).
+# Wheels are cached in $SPECPATCH_CACHE/gpu-wheels (default ~/.cache/specpatch; gpu-wheels-<release> for another
+# release). Needs the CPU environment's specpatch (scripts/cpu-env.sh .venv). Usage: bench/gpu/build.sh [VENV]
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 venv=${1:-$root/.venv}
+version=${BENCH_SGLANG:-0.5.13}
 cache=${SPECPATCH_CACHE:-$HOME/.cache/specpatch}/gpu-wheels
 carry=$here/carry
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
+requirements=$stage/requirements.txt
+if [ "$version" = 0.5.13 ]; then
+    cp "$here/requirements.txt" "$requirements"
+else
+    overrides=$here/requirements-$version.txt
+    [ -f "$overrides" ] || { echo "build: no $overrides (the pins of sglang $version)" >&2; exit 2; }
+    cache=$cache-$version
+    pinned=$(grep -vE '^\s*(#|$)' "$overrides" | sed 's/==.*//' | tr 'A-Z_' 'a-z-')
+    grep -vE '^\s*(#|$)' "$here/requirements.txt" | while read -r req; do
+        name=$(echo "${req%%==*}" | tr 'A-Z_' 'a-z-')
+        echo "$pinned" | grep -qx "$name" || echo "$req"
+    done >"$requirements"
+    grep -vE '^\s*(#|$)' "$overrides" >>"$requirements"
+fi
 mkdir -p "$cache" "$carry"
 
 platforms=()
@@ -23,7 +40,7 @@ for p in manylinux_2_17 manylinux_2_24 manylinux_2_27 manylinux_2_28 manylinux_2
 done
 platforms+=(--platform manylinux2014_x86_64 --platform manylinux1_x86_64)
 
-grep -vE '^\s*(#|$)' "$here/requirements.txt" | while read -r req; do
+grep -vE '^\s*(#|$)' "$requirements" | while read -r req; do
     name=${req%%==*}
     stem=$(echo "$name" | tr '-' '_' | tr 'A-Z' 'a-z')
     if [[ "$req" == *==* ]]; then pattern="${stem}-${req##*==}-*.whl"; else pattern="${stem}-[0-9]*.whl"; fi
@@ -34,13 +51,13 @@ grep -vE '^\s*(#|$)' "$here/requirements.txt" | while read -r req; do
 done
 
 site=$stage/site
-stamp=$( (cat "$here/requirements.txt" "$0"; ls "$cache") | sha256sum | cut -d' ' -f1)
+stamp=$( (cat "$requirements" "$0"; ls "$cache") | sha256sum | cut -d' ' -f1)
 if [ -f "$carry/site.tar.xz" ] && [ "$(cat "$carry/site.stamp" 2>/dev/null)" = "$stamp" ]; then
     echo "build: $carry/site.tar.xz is up to date" >&2
 else
 mkdir -p "$site"
 for whl in "$cache"/*.whl; do
-    case $(basename "$whl") in sglang-0.5.13-*) continue ;; esac
+    case $(basename "$whl") in sglang-"$version"-*) continue ;; esac
     unzip -q -o "$whl" -d "$site"
 done
 # what this benchmark never loads: FA3 (1 GB), sm100 and FlashMLA kernels, mscclpp, flashinfer's JIT sources,
@@ -60,13 +77,13 @@ fi
 
 sgl=$stage/sglang
 mkdir -p "$sgl/orig"
-unzip -q -o "$cache"/sglang-0.5.13-cp312-*.whl -d "$sgl/orig"
-rm -rf "$sgl/orig"/sglang-0.5.13.data
+unzip -q -o "$cache"/sglang-"$version"-cp312-*.whl -d "$sgl/orig"
+rm -rf "$sgl/orig"/sglang-"$version".data
 cp -a "$sgl/orig" "$sgl/patched"
-"$venv/bin/specpatch" --quiet apply dynamic-spec-disable --target "$sgl/patched" --assume-version 0.5.13 --no-smoke
+"$venv/bin/specpatch" --quiet apply dynamic-spec-disable --target "$sgl/patched" --assume-version "$version" --no-smoke
 changed=$(cd "$sgl" && diff -rq orig patched | awk '/^Files/{print $4}' | sed 's#^patched/##' || true)
 echo "$changed" >"$sgl/patched-files.txt"
-tar -C "$sgl/orig" -cJf "$carry/sglang.tar.xz" sglang sglang-0.5.13.dist-info
+tar -C "$sgl/orig" -cJf "$carry/sglang.tar.xz" sglang sglang-"$version".dist-info
 (cd "$sgl/patched" && tar -cJf "$carry/patched.tar.xz" $changed)
 ls -l "$carry"
 du -cb "$carry"/*.tar.xz | tail -1 | awk '{printf "bench/gpu/carry: %.1f MiB (limit 64 MiB with the checkout)\n", $1/1048576}'

@@ -1,4 +1,5 @@
-"""Release adapters of the eager-fallback contract (worker_probe.py): per release family, how to build the batches
+"""Release adapters of the fallback contract (worker_probe.py, the eager fallback of 0.5.4 - 0.5.7; worker_probe_graphs.py,
+the one-token-graph fallback of 0.5.8 - 0.5.12): per release family, how to build the batches
 and fakes and how the release's own scheduler code takes the fallback's result.
 
 The adapter is the one of the variant the engine applied (`SPECPATCH_VARIANT`, set by `specpatch verify` from the
@@ -36,6 +37,11 @@ class Release059:
     per_request_counts = "accept_length_per_req_cpu"  #: the result's per-request accepted counts (None: none)
     total_count = "num_accepted_tokens"
     extra_checks: tuple = ()  #: names of worker_probe's checks only this release family has
+    #: the one-token-graph probe: the graph runners keep the backend they were built with (0.5.11+), else they
+    #: replay on the model runner's / worker's current one
+    graphs_keep_backend = False
+    #: the one-token-graph probe: the module and method of the decode log line
+    metrics = ("sglang.srt.managers.scheduler_metrics_mixin", "log_decode_stats")
 
     def batch_fields(self, bs: int, has_grammar: bool) -> dict:
         """ModelWorkerBatch fields that not every release has."""
@@ -130,6 +136,7 @@ class Release0510(Release059):
 
     runner_attrs = {"use_ngram_embedding": False, "is_hybrid_swa": False}
     extra_checks = ("hybrid mamba/GDN target refused",)
+    metrics = ("sglang.srt.observability.scheduler_metrics_mixin", "report_decode_stats")
     nan_errors = (ValueError, RuntimeError)
 
     def batch_fields(self, bs, has_grammar):
@@ -167,6 +174,7 @@ class Release0511(Release0510):
     counters are renamed."""
 
     committed_at_entry = 0
+    graphs_keep_backend = True
     per_request_counts = "num_accepted_drafts_per_req_cpu"
     total_count = "num_accepted_drafts"
 
@@ -197,10 +205,14 @@ class Release0512(Release0511):
         assert result.speculative_num_draft_tokens == N_DRAFT, "the result does not carry its stride"
 
 
-#: the variant the engine applied -> its adapter ("" = the recipe's own steps, no variant)
+#: the eager fallback (worker_probe.py): the variant the engine applied -> its adapter ("" = the recipe's own steps)
 BY_VARIANT = {
     "": Release059,
     "fallback-0.5.4": Release054, "fallback-0.5.5": Release054, "fallback-0.5.6": Release056,
-    "fallback-0.5.7": Release057, "fallback-0.5.8": Release057,
-    "fallback-0.5.10": Release0510, "fallback-0.5.11": Release0511, "fallback-0.5.12": Release0512,
+    "fallback-0.5.7": Release057,
+}
+#: the one-token-graph fallback (worker_probe_graphs.py): the variant the engine applied -> its adapter
+GRAPHS_BY_VARIANT = {
+    "fallback-0.5.8": Release057, "fallback-0.5.9": Release059, "fallback-0.5.10": Release0510, "fallback-0.5.11": Release0511,
+    "fallback-0.5.12": Release0512,
 }

@@ -1,4 +1,4 @@
-"""Behaviour probe of the eager fallback (the recipe's own steps and the 0.5.4-0.5.8, 0.5.10-0.5.12 ports), on CPU.
+"""Behaviour probe of the eager fallback (the recipe's own steps and the 0.5.4-0.5.7 ports), on CPU.
 
 The contract of a step without speculation, written once: routing by N (and by the DP-global batch size), one eager
 DECODE of the target with its verify CUDA graphs set aside, the result in the speculative shape, the draft caught up
@@ -35,6 +35,7 @@ from sglang.srt.speculative.eagle_info import EagleDraftInput  # noqa: E402
 from sglang.srt.speculative.eagle_worker_v2 import EAGLEWorkerV2  # noqa: E402
 from sglang.srt.speculative.spec_info import SpeculativeAlgorithm  # noqa: E402
 
+import _contract  # noqa: E402
 import _fakes  # noqa: E402
 import _releases  # noqa: E402
 from _fakes import H_DRAFT, H_TARGET, N_DRAFT, V, FakeReq, FakeTargetWorker, draft_token, slot, target_token  # noqa: E402
@@ -245,40 +246,7 @@ def check_fallback(catch_up: str):
 
 
 def check_scheduler_accepts(w, result, exp):
-    """The real scheduler code on the result: copy_to_cpu, the scheduler's reading of the tokens, FutureMap."""
-    bs = len(exp)
-    # FutureMap: buffers shaped by a prefill result first (as in a server), then the fallback's result, resolved.
-    fmap = REL.future_map()
-    prefill = EagleDraftInput(topk_p=torch.ones((bs, 1)), topk_index=torch.zeros((bs, 1), dtype=torch.int64),
-                              new_seq_lens=torch.ones(bs, dtype=torch.int64), hidden_states=torch.zeros((bs, H_DRAFT)),
-                              **{REL.token: torch.zeros((bs,), dtype=torch.int64)})
-    fmap.store_to_map(fmap.alloc_future_indices(bs), SimpleNamespace(next_draft_input=prefill))
-    indices = fmap.alloc_future_indices(bs)
-    fmap.store_to_map(indices, result)
-    nd = result.next_draft_input
-    resolved = EagleDraftInput(future_indices=indices)
-    record_stream = torch.Tensor.record_stream
-    torch.Tensor.record_stream = lambda self, stream: None  # a CUDA-only call in resolve_future
-    try:
-        fmap.resolve_future(SimpleNamespace(spec_info=resolved))
-    finally:
-        torch.Tensor.record_stream = record_stream
-    assert token(resolved).tolist() == token(nd).tolist(), f"FutureMap lost {REL.token}"
-    assert resolved.new_seq_lens.tolist() == nd.new_seq_lens.tolist(), "FutureMap lost new_seq_lens"
-    assert torch.equal(resolved.topk_index, nd.topk_index) and torch.equal(resolved.hidden_states, nd.hidden_states)
-
-    result.copy_done = torch.get_device_module("cpu").Event()
-    result.copy_to_cpu(return_logprob=True)
-    at_entry = REL.committed_at_entry or 0
-    reqs = [FakeReq(e.s + at_entry) for e in exp]
-    tokens = REL.resolve(w, result, reqs)
-    assert tokens == [[e.t] for e in exp], f"the scheduler read {tokens}, not one sampled token per request"
-    if REL.committed_at_entry is not None:
-        assert [r.kv_committed_len for r in reqs] == [e.s for e in exp], "kv_committed_len did not advance by 1"
-    assert getattr(result, REL.total_count) == 0, f"{REL.total_count} is not 0"
-    if REL.per_request_counts:
-        assert getattr(result, REL.per_request_counts) == [0] * bs, f"{REL.per_request_counts} is not all 0"
-    assert all(r.histogram == ([0] if REL.histogram else []) for r in reqs), "the acceptance histogram is wrong"
+    _contract.scheduler_accepts(REL, w, result, exp)
 
 
 def check_extend_untouched():
@@ -425,35 +393,6 @@ def check_refusals():
     return "the worker refuses N < 0, topk != 1 and an unknown catch-up mode"
 
 
-def check_hybrid_refused():
-    for attr in ("hybrid_gdn_config", "mamba2_config"):
-        target = FakeTargetWorker()
-        setattr(target.model_runner, attr, object())
-        try:
-            _fakes.init_only(REL, SimpleNamespace(speculative_disable_batch_threshold=3, enable_dp_attention=False),
-                             target)
-        except ValueError as exc:
-            assert "mamba" in str(exc), str(exc)
-        else:
-            raise AssertionError(f"a target with {attr} was accepted")
-    return "targets with hybrid_gdn_config or mamba2_config are refused at start-up"
-
-
-def check_adaptive_refused():
-    try:
-        _fakes.init_only(REL, SimpleNamespace(speculative_disable_batch_threshold=3, enable_dp_attention=False,
-                                              speculative_adaptive=True))
-    except ValueError as exc:
-        assert "--speculative-adaptive" in str(exc), str(exc)
-    else:
-        raise AssertionError("--speculative-adaptive was accepted beside the threshold")
-    return "--speculative-adaptive beside the threshold is refused at start-up"
-
-
-EXTRA_CHECKS = {"hybrid mamba/GDN target refused": check_hybrid_refused,
-                "adaptive speculation refused": check_adaptive_refused}
-
-
 def main():
     if REL is None:
         print(f"PROBE-FAIL: no release adapter for the variant `{VARIANT}` (SPECPATCH_VARIANT) in _releases.py: "
@@ -477,7 +416,7 @@ def main():
     report.run("grammar", check_grammar)
     report.run("worker refusals", check_refusals)
     for name in REL.extra_checks:
-        report.run(name, EXTRA_CHECKS[name])
+        report.run(name, lambda check=_contract.EXTRA_CHECKS[name]: check(REL))
     report.finish()
 
 

@@ -1,4 +1,4 @@
-"""Behaviour probe of the dynamic speculation disable with one-token graphs (sglang 0.5.9), on CPU.
+"""Behaviour probe of the dynamic speculation disable with one-token graphs (sglang 0.5.8 - 0.5.12), on CPU.
 
 The 0.5.13 design on 0.5.9's API: at start-up the worker builds a target attention backend and a target DECODE
 CUDA graph runner (one token per request, hidden states FULL) and, for the padded/single catch-up, a one-token
@@ -13,8 +13,9 @@ DraftBackendFactory, ModelRunner._get_attention_backend) are replaced by recorde
 ones read (the probe checks first that the real ones still read it) and remember what they were built with. Values
 are traceable: the target "samples" (input_id * 7 + seq_len) % V, the draft model answers (input_id + position) % V,
 hidden states carry their position and request. The fallback's result is handed to the real scheduler code:
-GenerationBatchResult.copy_to_cpu, Scheduler._resolve_spec_overlap_token_ids (stride: the worker's
-speculative_num_draft_tokens, as 0.5.9 reads it) and a FutureMap store/resolve round trip.
+GenerationBatchResult.copy_to_cpu, the scheduler's reading of the tokens (stride n) and a FutureMap store/resolve
+round trip (_contract.py). What differs per release (batches, penalties, logprobs, the scheduler side, what the graph
+constructors read) comes from the adapter of the variant the engine applied (_releases.py, by SPECPATCH_VARIANT).
 """
 
 from __future__ import annotations
@@ -51,6 +52,13 @@ from sglang.srt.speculative.eagle_info import EagleDraftInput  # noqa: E402
 from sglang.srt.speculative.eagle_worker_v2 import EagleDraftWorker, EAGLEWorkerV2  # noqa: E402
 from sglang.srt.speculative.spec_info import SpeculativeAlgorithm  # noqa: E402
 
+import _contract  # noqa: E402
+import _releases  # noqa: E402
+from _fakes import logprob_row  # noqa: E402
+
+VARIANT = os.environ.get("SPECPATCH_VARIANT", "")
+REL = _releases.GRAPHS_BY_VARIANT[VARIANT]() if VARIANT in _releases.GRAPHS_BY_VARIANT else None
+
 V = 97  # vocabulary
 H_TARGET = 6  # target hidden size handed to the draft (3 * hidden for EAGLE3: any width works here)
 H_DRAFT = 5
@@ -62,7 +70,7 @@ SLOT_BASE = 10_000  # req_to_token[r, p] = SLOT_BASE + r * POOL_LEN + p: every s
 EAGLE = SpeculativeAlgorithm.EAGLE
 
 # The distributed groups do not exist on CPU; ForwardBatch.init_new asks them whether to pad token counts.
-forward_batch_info.enable_num_token_non_padded = lambda server_args: False
+forward_batch_info.enable_num_token_non_padded = lambda *args: False
 # FutureMap asks the global server args whether hidden states travel (yes, unless multi-layer EAGLE).
 overlap_utils.spec_need_hidden_states = lambda server_args=None: True
 # No GPU to measure.
@@ -167,7 +175,8 @@ class RecordingCudaGraphRunner:
     server_args.enable_return_hidden_states; batch sizes from server_args.cuda_graph_bs; captured (and replayed) on
     model_runner.attn_backend."""
 
-    def __init__(self, model_runner):
+    def __init__(self, model_runner, *, attn_backend=None, speculative_num_steps=None,
+                 speculative_num_draft_tokens=None):
         if BUILT.fail_target_graph:
             raise RuntimeError("Capture cuda graph failed (probe)")
         args = model_runner.server_args
@@ -181,7 +190,7 @@ class RecordingCudaGraphRunner:
         self.capture_hidden_mode = (
             CaptureHiddenMode.FULL if args.enable_return_hidden_states else CaptureHiddenMode.NULL)
         self.capture_bs = sorted(set(args.cuda_graph_bs))
-        self.attn_backend = model_runner.attn_backend
+        self.attn_backend = attn_backend or model_runner.attn_backend
         self.model_runner = model_runner
         self.bs = 0
         BUILT.target_graphs.append(self)
@@ -195,7 +204,9 @@ class RecordingDraftExtendGraph:
     draft runner's server_args), batch sizes from its cuda_graph_bs, captured and replayed on the worker's
     draft_extend_attn_backend. Replays run the fake draft model and are recorded."""
 
-    def __init__(self, eagle_worker):
+    def __init__(self, eagle_worker, *, draft_extend_attn_backend=None, speculative_num_steps=None, **kwargs):
+        assert draft_extend_attn_backend is None and speculative_num_steps is None, \
+            "the recorder models the draft-extend graph built from the worker and server_args"
         args = eagle_worker.draft_runner.server_args
         self.eagle_worker = eagle_worker
         self.num_tokens_per_bs = args.speculative_num_steps + 1
@@ -278,6 +289,7 @@ class FakeTargetWorker:
         self.calls = []
         self.nan_logits = False
         self.fail_forward = False
+        self.timeline = None  # check_fallback's record of events and forwards
 
     def forward_batch_generation(self, model_worker_batch=None, forward_batch=None, is_verify=False,
                                  skip_attn_backend_init=False, **kwargs):
@@ -291,6 +303,8 @@ class FakeTargetWorker:
             spec_info_is_none=b.spec_info is None, capture=b.capture_hidden_mode, return_logprob=b.return_logprob,
             sampling_info=b.sampling_info, graph_runner=mr.graph_runner, attn_backend=mr.attn_backend,
             spec_algorithm=mr.spec_algorithm, is_verify=is_verify))
+        if self.timeline is not None:
+            self.timeline.append(("target", None))
         if self.fail_forward:
             raise RuntimeError("target forward failed (probe)")
         bs = len(b.seq_lens)
@@ -309,8 +323,10 @@ class FakeTargetWorker:
         graph = mr.graph_runner
         replayed = isinstance(graph, RecordingCudaGraphRunner) and b.forward_mode.is_decode() \
             and bs <= max(graph.capture_bs)
+        logprobs = torch.tensor([logprob_row(i) for i in range(bs)]) if b.return_logprob else None
         return GenerationBatchResult(
-            logits_output=LogitsProcessorOutput(next_token_logits=logits, hidden_states=hidden),
+            logits_output=LogitsProcessorOutput(next_token_logits=logits, hidden_states=hidden,
+                                                next_token_logprobs=logprobs),
             next_token_ids=tokens, can_run_cuda_graph=replayed)
 
 
@@ -328,6 +344,8 @@ class FakeDraftRunner:
                                            cuda_graph_bs=list(CUDA_GRAPH_BS))
         self.model_config = SimpleNamespace(hidden_size=H_DRAFT, dtype=torch.float32)
         self.model_is_mrope = False
+        for name, value in REL.runner_attrs.items():
+            setattr(self, name, value)
         self.calls = []
         self.fail_forward = False
 
@@ -380,12 +398,12 @@ class RecordingDraftWorker(EagleDraftWorker):
             graph=self.cuda_graph_runner_for_draft_extend, backend=self.draft_extend_attn_backend))
         return super()._draft_extend_for_decode(batch, batch_result)
 
-    def _draft_extend_for_prefill(self, batch, target_hidden_states, next_token_ids):
+    def _draft_extend_for_prefill(self, batch, target_hidden_states, next_token_ids, *more):
         self.extend_prefill_calls.append(batch)
         bs = len(batch.seq_lens)
         return EagleDraftInput(topk_p=torch.ones((bs, 1)), topk_index=torch.zeros((bs, 1), dtype=torch.int64),
-                               hidden_states=torch.zeros((bs, H_DRAFT)), verified_id=next_token_ids,
-                               new_seq_lens=batch.seq_lens)
+                               hidden_states=torch.zeros((bs, H_DRAFT)), new_seq_lens=batch.seq_lens,
+                               **{REL.token: next_token_ids})
 
 
 def make_worker(threshold: int = 0, *, dp_attention: bool = False, nan_detection: bool = False,
@@ -416,7 +434,7 @@ def make_worker(threshold: int = 0, *, dp_attention: bool = False, nan_detection
     w._draft_worker = RecordingDraftWorker(pool, spec_draft_graph=spec_draft_graph)
     w.verify_calls = []
 
-    def fake_verify(batch):  # the speculative path's verify, as far as the scheduler sees it
+    def fake_verify(batch, *more):  # the speculative path's verify, as far as the scheduler sees it
         w.verify_calls.append(batch)
         bs = len(batch.seq_lens)
         starts = batch.seq_lens[:, None] + torch.arange(N_DRAFT)[None, :]
@@ -426,8 +444,8 @@ def make_worker(threshold: int = 0, *, dp_attention: bool = False, nan_detection
             logits_output=LogitsProcessorOutput(next_token_logits=None,
                                                 hidden_states=torch.zeros((bs * N_DRAFT, H_TARGET))),
             next_token_ids=torch.zeros((bs * N_DRAFT,), dtype=torch.int32), accept_lens=accept,
-            next_draft_input=EagleDraftInput(verified_id=torch.zeros((bs,), dtype=torch.int32),
-                                             new_seq_lens=batch.seq_lens + accept))
+            next_draft_input=EagleDraftInput(new_seq_lens=batch.seq_lens + accept,
+                                             **{REL.token: torch.zeros((bs,), dtype=torch.int32)}))
 
     w.verify = fake_verify
     # the speculative path's draft extend must not reach the speculative draft-extend graph in these fakes
@@ -463,7 +481,7 @@ def sampling_info(bs: int) -> SamplingBatchInfo:
     return SamplingBatchInfo(
         temperatures=torch.ones((bs, 1)), top_ps=torch.ones(bs), top_ks=torch.full((bs,), V), min_ps=torch.zeros(bs),
         is_all_greedy=True, need_top_p_sampling=False, need_top_k_sampling=False, need_min_p_sampling=False,
-        vocab_size=V, acc_linear_penalties=torch.full((bs, V), -1e4), device="cpu")
+        vocab_size=V, device="cpu", **REL.penalties(bs))
 
 
 def decode_batch(bs: int, *, mode: ForwardMode = ForwardMode.DECODE, global_num_tokens=None,
@@ -473,11 +491,15 @@ def decode_batch(bs: int, *, mode: ForwardMode = ForwardMode.DECODE, global_num_
     seq_lens = torch.tensor([20 + 9 * i for i in range(bs)], dtype=torch.int64)
     verified = torch.tensor([(11 * i + 5) % V for i in range(bs)], dtype=torch.int32)
     spec_info = None if idle else EagleDraftInput(
-        verified_id=verified, topk_p=torch.ones((bs, 1)), topk_index=torch.zeros((bs, 1), dtype=torch.int64),
-        hidden_states=torch.zeros((bs, H_DRAFT)), new_seq_lens=seq_lens.clone(), capture_hidden_mode=CaptureHiddenMode.FULL)
+        topk_p=torch.ones((bs, 1)), topk_index=torch.zeros((bs, 1), dtype=torch.int64),
+        hidden_states=torch.zeros((bs, H_DRAFT)), new_seq_lens=seq_lens.clone(), capture_hidden_mode=CaptureHiddenMode.FULL,
+        **{REL.token: verified}, **REL.draft_input_fields(seq_lens))
     info = sampling_info(bs)
     if has_grammar:
         info.grammars = [object() for _ in range(bs)]
+    fields = REL.batch_fields(bs, has_grammar)
+    fields["reqs"] = reqs if reqs is not None else [
+        SimpleNamespace(rid=f"req-{i}", return_hidden_states=False) for i in range(bs)]
     return ModelWorkerBatch(
         forward_mode=mode,
         input_ids=torch.full((3 * bs + 2,), -7, dtype=torch.int64),  # stale: the last prefill's, never read
@@ -494,16 +516,14 @@ def decode_batch(bs: int, *, mode: ForwardMode = ForwardMode.DECODE, global_num_
         extend_logprob_start_lens=None, extend_input_logprob_token_ids=None, multimodal_inputs=None,
         encoder_cached=None, encoder_lens=None, encoder_lens_cpu=None, encoder_out_cache_loc=None,
         lora_ids=[None] * bs, sampling_info=info, spec_algorithm=EAGLE, spec_info=spec_info,
-        capture_hidden_mode=CaptureHiddenMode.FULL,
-        reqs=reqs if reqs is not None else [SimpleNamespace(return_hidden_states=False) for _ in range(bs)],
-        has_grammar=has_grammar)
+        capture_hidden_mode=CaptureHiddenMode.FULL, **fields)
 
 
 def expected(batch: ModelWorkerBatch):
     """Per request: the sampled token, its KV slot (position s), and the draft's answer at position s."""
     out = []
     for i in range(len(batch.seq_lens)):
-        s, row, v = int(batch.seq_lens[i]), int(batch.req_pool_indices[i]), int(batch.spec_info.verified_id[i])
+        s, row, v = int(batch.seq_lens[i]), int(batch.req_pool_indices[i]), int(getattr(batch.spec_info, REL.token)[i])
         t = target_token(v, s + 1)
         out.append(SimpleNamespace(s=s, row=row, v=v, t=t, slot=slot(row, s), draft=draft_token(t, s)))
     return out
@@ -556,29 +576,39 @@ def check_patched():
 
 def check_recorders_match_the_release():
     # The recorders stand for the real constructors: pin what those read, so a release that reads otherwise fails
-    # here instead of passing on a wrong model of it.
+    # here instead of passing on a wrong model of it. From 0.5.11 the graph runners take the attention backend (and
+    # step counts) as keyword arguments, defaulting to the model runner's / worker's and server_args, and keep it.
+    own = REL.graphs_keep_backend
     init = inspect.getsource(real_cuda_graph_runner.CudaGraphRunner.__init__)
     params = list(inspect.signature(real_cuda_graph_runner.CudaGraphRunner.__init__).parameters)
-    assert params == ["self", "model_runner"], f"CudaGraphRunner.__init__{params}: not 0.5.9's"
-    for text in ("model_runner.spec_algorithm.is_eagle()", "self.capture_forward_mode = ForwardMode.TARGET_VERIFY",
+    want = ["self", "model_runner"] + (["attn_backend", "speculative_num_steps", "speculative_num_draft_tokens"]
+                                       if own else [])
+    assert params == want, f"CudaGraphRunner.__init__{params}: not {want}"
+    for text in ("model_runner.spec_algorithm.is_speculative()" if own else "model_runner.spec_algorithm.is_eagle()",
+                 "self.capture_forward_mode = ForwardMode.TARGET_VERIFY",
                  "self.capture_forward_mode = ForwardMode.DECODE", "self.num_tokens_per_bs = 1",
-                 "server_args.enable_return_hidden_states", "self.model_runner.attn_backend.init_cuda_graph_state",
+                 "server_args.enable_return_hidden_states",
+                 "self.attn_backend = attn_backend or model_runner.attn_backend" if own
+                 else "self.model_runner.attn_backend.init_cuda_graph_state",
                  "get_batch_sizes_to_capture("):
         assert text in init, f"CudaGraphRunner.__init__ no longer has `{text}`"
     assert "server_args.cuda_graph_bs" in inspect.getsource(real_cuda_graph_runner.get_batch_sizes_to_capture)
     replay = inspect.getsource(real_cuda_graph_runner.CudaGraphRunner.replay_prepare)
-    assert "attn_backend = self.model_runner.attn_backend" in replay, "replay no longer uses the runner's backend"
+    used = "attn_backend = self.attn_backend" if own else "attn_backend = self.model_runner.attn_backend"
+    assert used in replay, f"replay no longer has `{used}`"
     dinit = inspect.getsource(real_draft_graph.EAGLEDraftExtendCudaGraphRunner.__init__)
     from sglang.srt.layers.attention.triton_backend import TritonAttnBackend
     tinit = inspect.getsource(TritonAttnBackend.__init__)
     assert "self.speculative_num_steps = model_runner.server_args.speculative_num_steps" in tinit, \
         "TritonAttnBackend no longer reads the step count from server_args when it is made"
-    for text in ("self.speculative_num_steps = model_runner.server_args.speculative_num_steps",
+    for text in ("model_runner.server_args.speculative_num_steps",
                  "self.num_tokens_per_bs = self.speculative_num_steps + 1",
-                 "self.eagle_worker.draft_extend_attn_backend.init_cuda_graph_state",
+                 "draft_extend_attn_backend or eagle_worker.draft_extend_attn_backend" if own
+                 else "self.eagle_worker.draft_extend_attn_backend.init_cuda_graph_state",
                  "get_batch_sizes_to_capture(model_runner)"):
         assert text in dinit, f"EAGLEDraftExtendCudaGraphRunner.__init__ no longer has `{text}`"
-    return "the recorders read what 0.5.9's CudaGraphRunner and EAGLEDraftExtendCudaGraphRunner read"
+    return "the recorders read what this release's CudaGraphRunner and EAGLEDraftExtendCudaGraphRunner read" + \
+        (" (keyword arguments, backend kept)" if own else "")
 
 
 def check_plain_state_built():
@@ -690,51 +720,27 @@ def check_small_batch_speculates():
     return "bs 1 and bs 4 with N = 4 ran draft then verify, on the speculative state"
 
 
-class FakeReq:
-    def __init__(self, committed):
-        self.kv_committed_len = committed
-        self.spec_verify_ct = 0
-        self.spec_accepted_tokens = 0
-        self.histogram = []
-
-    def update_spec_acceptance_histogram(self, accepted):
-        self.histogram.append(accepted)
-
-
 def check_scheduler_accepts(w, result, exp):
-    """The real scheduler code on the result: FutureMap, copy_to_cpu, _resolve_spec_overlap_token_ids."""
-    bs = len(exp)
-    fmap = overlap_utils.FutureMap(max_running_requests=8, chunked_prefill_size=64, context_len=128, device="cpu",
-                                   spec_algo=EAGLE)
-    prefill = EagleDraftInput(topk_p=torch.ones((bs, 1)), topk_index=torch.zeros((bs, 1), dtype=torch.int64),
-                              verified_id=torch.zeros((bs,), dtype=torch.int32),
-                              new_seq_lens=torch.ones(bs, dtype=torch.int64), hidden_states=torch.zeros((bs, H_DRAFT)))
-    fmap.store_to_map(fmap.alloc_future_indices(bs), SimpleNamespace(next_draft_input=prefill))
-    indices = fmap.alloc_future_indices(bs)
-    fmap.store_to_map(indices, result)
-    nd = result.next_draft_input
-    resolved = EagleDraftInput(future_indices=indices)
-    record_stream = torch.Tensor.record_stream
-    torch.Tensor.record_stream = lambda self, stream: None  # a CUDA-only call in resolve_future
-    try:
-        fmap.resolve_future(SimpleNamespace(spec_info=resolved))
-    finally:
-        torch.Tensor.record_stream = record_stream
-    assert resolved.verified_id.tolist() == nd.verified_id.tolist(), "FutureMap lost verified_id"
-    assert resolved.new_seq_lens.tolist() == nd.new_seq_lens.tolist(), "FutureMap lost new_seq_lens"
-    assert torch.equal(resolved.topk_index, nd.topk_index) and torch.equal(resolved.hidden_states, nd.hidden_states)
+    _contract.scheduler_accepts(REL, w, result, exp)
 
-    result.copy_done = torch.get_device_module("cpu").Event()
-    result.copy_to_cpu(return_logprob=True)
-    reqs = [FakeReq(e.s - 1) for e in exp]
-    scheduler = SimpleNamespace(draft_worker=w)  # 0.5.9 reads the stride from the worker, after the step
-    tokens = SchedulerOutputProcessorMixin._resolve_spec_overlap_token_ids(
-        scheduler, result, SimpleNamespace(reqs=reqs))
-    assert tokens == [[e.t] for e in exp], \
-        f"the scheduler read {tokens} (stride {w.speculative_num_draft_tokens}), not one sampled token per request"
-    assert [r.kv_committed_len for r in reqs] == [e.s for e in exp], "kv_committed_len did not advance by 1"
-    assert result.num_accepted_tokens == 0 and result.accept_length_per_req_cpu == [0] * bs
-    assert all(r.histogram == [0] for r in reqs)
+
+@contextlib.contextmanager
+def recording_events():
+    """torch.cpu.Event (what torch.get_device_module("cpu").Event gives) recording when each event is recorded,
+    in one timeline with the target's forwards (FakeTargetWorker appends ("target", None))."""
+    timeline = []
+    real = torch.cpu.Event
+
+    class Event(real):
+        def record(self, *args, **kwargs):
+            timeline.append(("record", self))
+            return super().record(*args, **kwargs)
+
+    torch.cpu.Event = Event
+    try:
+        yield timeline
+    finally:
+        torch.cpu.Event = real
 
 
 def check_fallback(catch_up: str, *, spec_draft_graph: bool = True):
@@ -751,7 +757,9 @@ def check_fallback(catch_up: str, *, spec_draft_graph: bool = True):
         seq_lens_before, seq_lens_cpu_before = batch.seq_lens, batch.seq_lens_cpu
         seq_lens_values = batch.seq_lens.clone()
         seq_lens_cpu_values = batch.seq_lens_cpu.clone()
-        result = w.forward_batch_generation(batch)
+        with recording_events() as timeline:
+            w.target_worker.timeline = timeline
+            result = w.forward_batch_generation(batch)
 
         # routing: no draft, no verify, one target forward
         assert not w.draft_worker.draft_calls, "draft() was called for a batch larger than N"
@@ -768,9 +776,7 @@ def check_fallback(catch_up: str, *, spec_draft_graph: bool = True):
         assert result.can_run_cuda_graph, "the result does not say the plain graph ran"
         assert_speculative_state(w, "after a step without speculation")
         assert call.capture == CaptureHiddenMode.FULL, f"target capture mode {call.capture}"
-        assert not call.return_logprob, "the target computed logprobs (the spec path does not, in 0.5.9)"
-        assert call.sampling_info.acc_linear_penalties is None, "stale penalties were applied"
-        assert batch.sampling_info.acc_linear_penalties is not None, "the batch's own sampling info was changed"
+        REL.check_penalties(call, batch)
         assert call.input_ids.tolist() == [e.v for e in exp], \
             f"target input {call.input_ids.tolist()} is not the previous tokens {[e.v for e in exp]}"
         assert call.input_ids.dtype == torch.int64
@@ -794,12 +800,22 @@ def check_fallback(catch_up: str, *, spec_draft_graph: bool = True):
         assert result.delay_sample_func is None, "delay_sample_func would postpone store_to_map"
         assert getattr(result, "speculation_disabled", False), "the result is not marked as a step without speculation"
         assert result.logits_output.hidden_states is None, "the target's hidden states go to copy_to_cpu unasked"
+        REL.check_logprobs(call, batch, result)
+        REL.check_result_extra(result, exp)
         nd = result.next_draft_input
         assert isinstance(nd, EagleDraftInput), "next_draft_input is not an EagleDraftInput"
-        assert nd.verified_id.tolist() == [e.t for e in exp] and nd.verified_id.dtype == torch.int32
+        sampled = getattr(nd, REL.token)
+        assert sampled.tolist() == [e.t for e in exp] and sampled.dtype == torch.int32, \
+            f"next_draft_input.{REL.token} is not the sampled tokens (int32)"
         assert nd.new_seq_lens.tolist() == [e.s + 1 for e in exp], "new_seq_lens are not s + 1"
         assert nd.new_seq_lens.data_ptr() != batch.seq_lens.data_ptr(), "new_seq_lens is not a new tensor"
         assert nd.verify_done is not None and hasattr(nd.verify_done, "synchronize"), "no verify_done event"
+        # the scheduler waits on verify_done before it prepares the next batch: recorded before the target's
+        # forward, the next batch is prepared on the CPU while the target runs (after it, the overlap is lost)
+        assert ("record", nd.verify_done) in timeline and \
+            timeline.index(("record", nd.verify_done)) < timeline.index(("target", None)), \
+            f"verify_done is recorded after the target's forward ({timeline}): the scheduler waits for the " \
+            "whole step before it prepares the next batch"
         assert nd.topk_p is not None and tuple(nd.topk_p.shape) == (bs, 1) and nd.topk_p.dtype == torch.float32
         assert nd.topk_index is not None and tuple(nd.topk_index.shape) == (bs, 1) and nd.topk_index.dtype == torch.int64
         assert nd.hidden_states is not None and tuple(nd.hidden_states.shape) == (bs, H_DRAFT)
@@ -976,15 +992,17 @@ def check_nan_detection():
     w = make_worker(1, nan_detection=True)
     w.target_worker.nan_logits = True
     try:
-        w.forward_batch_generation(decode_batch(2))
-    except ValueError as exc:
+        with REL.nan_detection(True):
+            w.forward_batch_generation(decode_batch(2))
+    except REL.nan_errors as exc:
         assert "NaN" in str(exc)
     else:
         raise AssertionError("NaN logits went through with --enable-nan-detection (verify raises)")
     assert_speculative_state(w, "after NaN detection raised")
     w = make_worker(1, nan_detection=False)
     w.target_worker.nan_logits = True
-    w.forward_batch_generation(decode_batch(2))
+    with REL.nan_detection(False):
+        w.forward_batch_generation(decode_batch(2))
     return "NaN logits raise with --enable-nan-detection, as verify does"
 
 
@@ -1027,11 +1045,16 @@ def check_refusals():
 
 def check_operator_counting():
     # The steps without speculation, for the operator: counted from the results by the real (patched)
-    # process_batch_result_decode, shown (and reset) by the real log_decode_stats, totalled by get_internal_state.
+    # process_batch_result_decode, shown (and reset) by the real decode log line (log_decode_stats; from 0.5.10
+    # report_decode_stats), totalled by get_internal_state.
+    import importlib
+
     from sglang.srt.disaggregation.utils import DisaggregationMode
     from sglang.srt.managers import scheduler as scheduler_module
-    from sglang.srt.managers import scheduler_metrics_mixin
-    from sglang.srt.managers.scheduler_metrics_mixin import SchedulerMetricsMixin
+
+    module_name, method = REL.metrics
+    scheduler_metrics_mixin = importlib.import_module(module_name)
+    log_decode = getattr(scheduler_metrics_mixin.SchedulerMetricsMixin, method)
 
     class Stop(Exception):
         pass
@@ -1046,8 +1069,9 @@ def check_operator_counting():
     fake = SimpleNamespace(
         num_generated_tokens=0, update_spec_metrics=lambda bs, accepted: None, enable_metrics=False,
         token_to_kv_pool_allocator=SimpleNamespace(free_group_begin=stop),
-        _resolve_spec_overlap_token_ids=lambda result, batch: [])
-    batch = SimpleNamespace(reqs=[], spec_algorithm=EAGLE, is_spec_v2=True, batch_size=lambda: 0)
+        _resolve_spec_overlap_token_ids=lambda result, batch: [],  # 0.5.9 - 0.5.11
+        _resolve_spec_overlap_tokens=lambda result, batch: [])  # 0.5.12
+    batch = SimpleNamespace(reqs=[], spec_algorithm=EAGLE, is_spec_v2=True, batch_size=lambda: 0, return_logprob=False)
     for result in (fallback, fallback, speculative):
         try:
             SchedulerOutputProcessorMixin.process_batch_result_decode(fake, batch, result)
@@ -1063,7 +1087,12 @@ def check_operator_counting():
         spec_total_num_accepted_tokens=0, spec_total_num_forward_ct=0, disaggregation_mode=DisaggregationMode.NULL,
         server_args=SimpleNamespace(speculative_num_steps=STEPS, speculative_num_draft_tokens=N_DRAFT,
                                     language_only=False, decode_log_interval=40),
-        device="cpu", waiting_queue=[], running_batch=SimpleNamespace(reqs=[]), _publish_kv_events=lambda: None)
+        device="cpu", waiting_queue=[], running_batch=SimpleNamespace(reqs=[], forward_iter=None),
+        _publish_kv_events=lambda: None,
+        # what report_decode_stats (0.5.10+) reads besides: the metrics off, the logging rank, every interval
+        current_scheduler_metrics_enabled=False, is_stats_logging_rank=True, forward_ct_decode=0,
+        get_pool_stats=lambda: SimpleNamespace(get_decode_usage_msg_parts=lambda: []), enable_mfu_metrics=False,
+        spec_num_accept_tokens=0, spec_total_num_accept_tokens=0, _graph_backend_label="cuda graph")
     records = []
     handler = logging.Handler()
     handler.emit = records.append
@@ -1072,9 +1101,9 @@ def check_operator_counting():
     level = logger.level
     logger.setLevel(logging.INFO)
     try:
-        SchedulerMetricsMixin.log_decode_stats(fake, can_run_cuda_graph=True)
+        log_decode(fake, can_run_cuda_graph=True)
         fake.spec_num_forward_ct = 1  # the next interval's verifies (the line divides by them)
-        SchedulerMetricsMixin.log_decode_stats(fake, can_run_cuda_graph=True)
+        log_decode(fake, can_run_cuda_graph=True)
     finally:
         logger.removeHandler(handler)
         logger.setLevel(level)
@@ -1101,6 +1130,11 @@ def check_operator_counting():
 
 
 def main():
+    if REL is None:
+        print(f"PROBE-FAIL: no release adapter for the variant `{VARIANT}` (SPECPATCH_VARIANT) in _releases.py: "
+              f"this probe knows {', '.join(repr(v) for v in _releases.GRAPHS_BY_VARIANT)}", flush=True)
+        sys.exit(1)
+    print(f"release adapter {type(REL).__name__} for variant {VARIANT}", flush=True)
     report.run("patched", check_patched)
     if report.failed:
         report.finish()
@@ -1124,6 +1158,8 @@ def main():
     report.run("grammar", check_grammar)
     report.run("worker refusals", check_refusals)
     report.run("operator counting", check_operator_counting)
+    for name in REL.extra_checks:
+        report.run(name, lambda check=_contract.EXTRA_CHECKS[name]: check(REL))
     report.finish()
 
 

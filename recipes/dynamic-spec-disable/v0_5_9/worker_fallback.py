@@ -23,21 +23,31 @@ def _forward_without_speculation(
         batch.seq_lens.record_stream(
             torch.get_device_module(self.device).current_stream()
         )
+    # Every request gains one token, whatever the target samples: the new sequence lengths are
+    # computed, and verify_done recorded after them, before the target's forward is launched.
+    # The scheduler waits on verify_done before it prepares the next batch (its seq_lens are
+    # these), so it does that on the CPU while the target runs, as it does during a
+    # speculative step's draft extend; recorded after the forward, the step would lose the
+    # overlap of the scheduler's CPU work with the GPU.
+    accept_lens = torch.ones_like(batch.seq_lens, dtype=torch.int32)
+    new_seq_lens = batch.seq_lens + accept_lens
+    verify_done = torch.get_device_module(self.device).Event()
+    verify_done.record()
     saved = self._spec_disable_swap(self._spec_disable_plain)
     try:
         out_cache_loc = self._spec_disable_kv_slots(batch)
         target_result = self._spec_disable_target_decode(batch, out_cache_loc)
         logits_output = target_result.logits_output
+        # <piece nan-check>
         if self.enable_nan_detection:
             detect_nan(logits_output)
+        # </piece>
 
         tokens = target_result.next_token_ids.to(torch.int32)
-        accept_lens = torch.ones_like(tokens)
-        new_seq_lens = batch.seq_lens + accept_lens
-        verify_done = torch.get_device_module(self.device).Event()
-        verify_done.record()
         next_draft_input = EagleDraftInput(
+            # <piece draft-input>
             verified_id=tokens, new_seq_lens=new_seq_lens, verify_done=verify_done
+            # </piece>
         )
         result = GenerationBatchResult(
             logits_output=logits_output,
@@ -45,6 +55,8 @@ def _forward_without_speculation(
             can_run_cuda_graph=target_result.can_run_cuda_graph,
             next_draft_input=next_draft_input,
             accept_lens=accept_lens,
+            # <piece result-extra>
+            # </piece>
         )
         result.speculation_disabled = True
         if self.spec_disable_catch_up == "skip":
