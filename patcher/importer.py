@@ -1157,8 +1157,9 @@ _WORD = re.compile(r"[A-Za-z_]\w*")
 
 def step_names(op: Operation) -> tuple[set[str], set[str]]:
     """The names a step adds (defs, classes, assigned names and attributes, fields, imported names) and the names
-    its added code uses (names, attributes, keyword arguments), both less those of the code it matches; (set(),
-    set()) when its code does not parse."""
+    its added code uses (names, `self.x`, `.x` for an attribute of another object, keyword arguments), both less
+    those of the code it matches; (set(), set()) when its code does not parse. A method that calls the method of
+    the same name on another object (a layer of a call chain) uses that name."""
     code = getattr(op, "code", None)
     if not isinstance(code, str) or not code.strip():
         return set(), set()
@@ -1234,7 +1235,7 @@ def _tree_names(tree: ast.AST) -> tuple[set[str], set[str], set[str]]:
                 attributes.add(node.attr)
             else:  # `self.x` may be the step's own method; `a.b.x` is another object's
                 own = isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")
-                uses.add(f"self.{node.attr}" if own else node.attr)
+                uses.add(f"self.{node.attr}" if own else f".{node.attr}")
         elif isinstance(node, ast.keyword) and node.arg:
             uses.add(node.arg)
         elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node in top:
@@ -1339,7 +1340,7 @@ def consistent(ops: Sequence[tuple[int, Operation]], steps: Sequence[PortedStep]
             scope = _local_scope(op)
             for n in sorted(filter(new, uses)):
                 keys = [f"{scope}::{n}"] if scope and "." not in n else []
-                keys += [n[5:]] if n.startswith("self.") else [n]
+                keys.append(_bare(n))
                 gone = [j for k in keys for j in providers.get(k, []) if related(i, j) and down(j)]
                 if why is None and gone:
                     why = (f"it uses `{_bare(n)}`, which the release does not have and {label(gone[0])} (not "

@@ -608,3 +608,20 @@ def test_cli_port_takes_a_skip_list(tmp_path):
     data = json.loads(done.output)
     assert data["skipped"] == 1 and data["steps"][0]["status"] == "skipped"
     assert calls == ["0.0.1", "9.9"]  # the base, read from the recipe's `>=0.0.1`, then the release
+
+
+def test_a_layer_that_calls_the_same_method_on_the_next_layer_falls_when_that_layer_refuses(tmp_path):
+    steps = [
+        # the tokenizer layer's file is gone from the release (renamed upstream): its step refuses
+        {"name": "tok-h1-method", "op": "add_method", "file": "srt/tok.py", "group": "h1", "class": "Tok",
+         "code": "def flush_weights(self):\n    return self.sched.flush_weights()\n"},
+        {"name": "engine-h1-method", "op": "add_method", "file": "srt/engine.py", "group": "h1", "class": "Engine",
+         "code": "def flush_weights(self):\n    return self.tokenizer.flush_weights()\n"},
+    ]
+    out = recipe_of(tmp_path, steps)
+    later = package(tmp_path / "later", {"srt/engine.py": "class Engine:\n    pass\n"})
+    ported = {s.name: s for s in importer.port(load_recipe(out), later).steps}
+    assert ported["tok-h1-method"].status == "refused"
+    engine = ported["engine-h1-method"]
+    assert engine.status == "refused"
+    assert engine.message.startswith("it uses `flush_weights`") and "tok-h1-method" in engine.message
