@@ -181,7 +181,7 @@ def run(args, scratch: Path) -> int:
     recipe = load_recipe(recipe_path)
     later_pkg = fetch_release(PACKAGE, args.later) / PACKAGE
     t0 = time.perf_counter()
-    ported = importer.port(recipe, later_pkg)
+    ported = importer.port(recipe, later_pkg, base_dir=base_pkg)
     port_s = time.perf_counter() - t0
 
     # per hunk: the ported steps' answers
@@ -199,7 +199,7 @@ def run(args, scratch: Path) -> int:
             return "already_upstream"
         if statuses <= {"already_upstream", "upstream_other_form"}:
             return "upstream_other_form"  # a step refused, with every line it adds found in the release
-        if "refused" in statuses or "upstream_other_form" in statuses:
+        if statuses & {"refused", "upstream_other_form", "skipped"}:
             return "refused"
         return "applied"
 

@@ -391,11 +391,19 @@ def import_(
 def port(
     recipe: RecipeArg,
     release: Annotated[str, typer.Option("--release", help="the release to port to (fetched from the registry)")],
+    skip: Annotated[Optional[List[str]], typer.Option(
+        "--skip", help="a step the team does not port: its name or a shell pattern of names (e.g. "
+        "'managers-tp-worker-h2-*'); repeatable; reported as skipped, and steps that need it are refused")] = None,
+    skip_file: Annotated[Optional[Path], typer.Option(
+        "--skip-file", help="a file of such names or patterns, one a line (# starts a comment)")] = None,
+    base: Annotated[Optional[str], typer.Option(
+        "--base", help="the release the recipe was made on (default: X of the recipe's `>=X`), fetched to tell "
+        "upstream's lines from lines the change copies")] = None,
     json: JsonOpt = False,
     recipe_path: RecipePathOpt = None,
 ) -> None:
-    """Plan RECIPE step by step on a pristine release: applied, already upstream, upstream in another form, or
-    refused (with near candidates)."""
+    """Plan RECIPE step by step on a pristine release: applied, already upstream, upstream in another form,
+    skipped (--skip) or refused (with near candidates, or the step it depends on)."""
     from . import api, importer
     from .fetch import fetch_release
     from .report import render_port
@@ -404,8 +412,12 @@ def port(
     with reported_errors(ui, json):
         loaded = api.load(recipe, recipe_path)
         package = loaded.target.package
+        skips = [*(skip or []), *(importer.read_skip_file(skip_file) if skip_file else [])]
+        base = base or importer.base_release(loaded)
         with ui.status(f"planning {loaded.id} on {package} {release}"):
-            result = importer.port(loaded, fetch_release(package, release) / package)
+            base_dir = fetch_release(package, base) / package if base else None
+            result = importer.port(loaded, fetch_release(package, release) / package, skip=skips,
+                                   base_dir=base_dir)
     render_port(ui, result, f"{package} {release}", as_json=json)
     blocked = result.count("refused") or result.count("upstream_other_form")
     raise typer.Exit(int(ExitCode.CANNOT_APPLY if blocked else ExitCode.OK))

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import ast
 import difflib
+from collections import Counter
 import re
 import shutil
 import textwrap
@@ -924,7 +925,7 @@ def write_recipe(lifted: Lifted, out: Path, *, package: str, release: str, sourc
             count += 1
         name = name if count == 1 else f"{name}-{count}"
         taken.add(name)
-        step: dict[str, Any] = {"name": name, "op": s.options["op"], "file": s.file}
+        step: dict[str, Any] = {"name": name, "op": s.options["op"], "file": s.file, "group": f"h{s.hunk.number}"}
         for key, value in s.options.items():
             if key == "op":
                 continue
@@ -990,7 +991,7 @@ def round_trip(recipe_path: Path, package_dir: Path, expected: dict[str, bytes])
     from .recipe import load_recipe
 
     recipe = load_recipe(recipe_path)
-    results = port(recipe, package_dir)
+    results = port(recipe, package_dir, hold_together=False)
     identical, different = [], []
     for rel, want in expected.items():
         got = results.files.get(rel)
@@ -1008,7 +1009,7 @@ class PortedStep:
     name: str | None
     op: str
     file: str
-    status: str  #: applied | already_upstream | upstream_other_form | refused
+    status: str  #: applied | already_upstream | upstream_other_form | refused | skipped
     message: str = ""
     candidates: tuple[str, ...] = ()
     error: SpecpatchError | None = None
@@ -1027,64 +1028,332 @@ class Ported:
 
 
 _STATUS = {"changed": "applied", "already_applied": "already_upstream", "cannot_apply": "refused"}
+_NOT_APPLIED = frozenset({"refused", "skipped", "upstream_other_form"})
 
 
-def port(recipe, package_dir: Path) -> Ported:
+def port(recipe, package_dir: Path, *, skip: Sequence[str] = (), base_dir: Path | None = None,
+         hold_together: bool = True) -> Ported:
     """Plan every step of `recipe` on the package at `package_dir` (nothing is written): a step that cannot apply
     is reported and left out, the others go on. This is a report, not an apply: `specpatch apply` still applies a
-    recipe whole or not at all."""
+    recipe whole or not at all.
+
+    Past each step's own answer, the steps are held together (`consistent`): a step that the user skips (`skip`:
+    step names or shell patterns of them, e.g. `managers-tp-worker-h2-*`) is reported `skipped`; the steps of a
+    group (one hunk) that edit one place stand or fall together; a step that uses a name only refused or skipped steps would add, or
+    that adds names only refused or skipped steps use, is refused, naming that name and those steps; an applied
+    step whose added lines the release already has (all of them) is upstream in another form. The files are then
+    planned again without the steps so left out, until nothing more is. `base_dir`, the release the recipe was
+    made on: a line counts as upstream's only when that release does not have it. `hold_together=False` gives each
+    step's own answer only (the round trip)."""
     with caching():
-        return _port(recipe, package_dir)
+        return _port(recipe, package_dir, tuple(skip), base_dir, hold_together)
 
 
-def _port(recipe, package_dir: Path) -> Ported:
+def _port(recipe, package_dir: Path, skip: tuple[str, ...], base_dir: Path | None, hold_together: bool) -> Ported:
+    import fnmatch
+
+    selection = recipe.select(None)
+    values = recipe.resolve_params({})
+    ops = list(enumerate((s.render_params(values) for s in selection.steps), start=1))
+    held: dict[int, tuple[str, str]] = {}  #: index -> (status, why): steps left out before planning
+    for index, op in ops:
+        hit = next((p for p in skip if p == op.name or (op.name and fnmatch.fnmatchcase(op.name, p))), None)
+        if hit is not None:
+            held[index] = ("skipped", f"skipped by the user (`--skip {hit}`)")
+    unmatched = [p for p in skip if not any(p == op.name or (op.name and fnmatch.fnmatchcase(op.name, p))
+                                            for _, op in ops)]
+    if unmatched:
+        raise UsageError(f"--skip: no step of `{recipe.id}` is named {', '.join(f'`{p}`' for p in unmatched)} "
+                         "(`specpatch show` lists the step names)")
+    by_file: dict[str, list[tuple[int, Operation]]] = {}
+    for index, op in ops:
+        by_file.setdefault(op.file, []).append((index, op))
+    pristine: dict[str, str] = {}
+    planned: dict[str, tuple[list[PortedStep], bytes | None]] = {}
+    todo = set(by_file)
+    for _ in range(8):
+        for rel in todo:
+            planned[rel] = _plan_file(recipe, rel, by_file[rel], package_dir, held, pristine)
+        steps = sorted((s for rel in planned for s in planned[rel][0]), key=lambda s: s.index)
+        if not hold_together:
+            break
+        more = consistent(ops, steps, pristine, _texts_of(base_dir, by_file) if base_dir else None)
+        new = {i: v for i, v in more.items() if i not in held}
+        if not new:
+            break
+        held.update(new)
+        todo = {op.file for i, op in ops if i in new}
+    files = {rel: data for rel, (_, data) in planned.items() if data is not None}
+    return Ported(steps, files)
+
+
+def _plan_file(recipe, rel: str, ops: list[tuple[int, Operation]], package_dir: Path,
+               held: dict[int, tuple[str, str]], pristine: dict[str, str]) -> tuple[list[PortedStep], bytes | None]:
+    """One file's steps planned in order on the pristine file, leaving out the `held` ones."""
     from .anchors import lines_of
     from .errors import Candidate, Location
     from .operations.base import CannotApply
 
-    selection = recipe.select(None)
-    values = recipe.resolve_params({})
+    path = package_dir / rel
     steps: list[PortedStep] = []
-    modules: dict[str, cst.Module] = {}
-    originals: dict[str, bytes] = {}
-    for index, op in enumerate((s.render_params(values) for s in selection.steps), start=1):
-        path = package_dir / op.file
-        if op.file not in modules:
-            if not path.is_file():
-                steps.append(PortedStep(index, op.name, op.op, op.file, "refused", f"`{op.file}` is not in the release"))
-                continue
-            originals[op.file] = path.read_bytes()
-            try:
-                modules[op.file] = cst.parse_module(originals[op.file])
-            except cst.ParserSyntaxError as exc:
-                steps.append(PortedStep(index, op.name, op.op, op.file, "refused", f"does not parse: {exc.message}"))
-                continue
-        module = modules[op.file]
+    if not path.is_file():
+        return [PortedStep(i, op.name, op.op, rel, "refused", f"`{rel}` is not in the release") for i, op in ops], None
+    raw = path.read_bytes()
+    try:
+        module = cst.parse_module(raw)
+    except cst.ParserSyntaxError as exc:
+        return [PortedStep(i, op.name, op.op, rel, "refused", f"does not parse: {exc.message}") for i, op in ops], None
+    pristine.setdefault(rel, module.code)
+    for index, op in ops:
+        if index in held:
+            status, why = held[index]
+            steps.append(PortedStep(index, op.name, op.op, rel, status, why))
+            continue
         try:
             outcome = op.apply(module)
         except SpecpatchError as exc:
             outcome = CannotApply(exc)
         status = _STATUS[outcome.status]
         if isinstance(outcome, Changed):
-            modules[op.file] = outcome.module
-            steps.append(PortedStep(index, op.name, op.op, op.file, status))
+            module = outcome.module
+            steps.append(PortedStep(index, op.name, op.op, rel, status))
         elif isinstance(outcome, CannotApply):
             err = outcome.error
             nodes = [c.node for c in err.candidates if c.node is not None]
             lines = dict(zip(map(id, nodes), lines_of(module, nodes))) if nodes else {}
             cands = tuple(Candidate(c.text, lines.get(id(c.node), c.line)).render() for c in err.candidates)
-            err.at(Location(recipe=recipe.id, step=index, op=op.op, file=op.file, anchor=op.anchor()))
+            err.at(Location(recipe=recipe.id, step=index, op=op.op, file=rel, anchor=op.anchor()))
             message = f"{err.title}: {err.message}"
             evidence = upstream_evidence(op, module.code)
             if evidence:
                 status = "upstream_other_form"
                 message = (f"the release seems to have this change in another form: {len(evidence)} added "
                            f"line(s) of the step are there ({'; '.join(evidence[:3])}); not applied. {message}")
-            steps.append(PortedStep(index, op.name, op.op, op.file, status, message, cands, err, evidence))
+            steps.append(PortedStep(index, op.name, op.op, rel, status, message, cands, err, evidence))
         else:
-            steps.append(PortedStep(index, op.name, op.op, op.file, status))
-    files = {rel: m.bytes for rel, m in modules.items()}
-    return Ported(steps, files)
+            steps.append(PortedStep(index, op.name, op.op, rel, status))
+    return steps, module.bytes
+
+
+def read_skip_file(path: Path) -> list[str]:
+    """The step names or patterns of a skip file: one a line; blank lines and `#` comments aside."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"cannot read the skip file {path}: {exc.strerror}") from None
+    return [line.split("#", 1)[0].strip() for line in text.splitlines() if line.split("#", 1)[0].strip()]
+
+
+def base_release(recipe) -> str | None:
+    """The release a recipe was made on, when its range says it: X of `>=X` (what `specpatch import` writes)."""
+    m = re.fullmatch(r"\s*>=\s*([\w.+!-]+)\s*", recipe.target.versions or "")
+    return m.group(1) if m else None
+
+
+# --------------------------------------------------------------------------------------------------- consistency
+
+_WORD = re.compile(r"[A-Za-z_]\w*")
+
+
+def step_names(op: Operation) -> tuple[set[str], set[str]]:
+    """The names a step adds (defs, classes, assigned names and attributes, fields, imported names) and the names
+    its added code uses (names, `self.x`, `.x` for an attribute of another object, keyword arguments), both less
+    those of the code it matches; (set(), set()) when its code does not parse. A method that calls the method of
+    the same name on another object (a layer of a call chain) uses that name."""
+    code = getattr(op, "code", None)
+    if not isinstance(code, str) or not code.strip():
+        return set(), set()
+    text = textwrap.dedent(code).strip("\n")
+    wrapped = {"add_keyword_argument": "_w_({})", "add_parameter": "def _w_({}): pass", "add_element": "({},)",
+               "replace_expression": "(\n{}\n)"}.get(op.op, "{}")
+    try:
+        tree = ast.parse(wrapped.format(text))
+    except SyntaxError:
+        return set(), set()
+    defines, attributes, uses = _tree_names(tree)
+    defines.discard("_w_")
+    uses.discard("_w_")
+    if op.op == "add_parameter":
+        defines = set()  # a parameter is local to its function
+    match = getattr(op, "match", None)
+    if isinstance(match, str):
+        known = set(_WORD.findall(match))
+        defines -= known
+        attributes -= known
+        uses -= known
+    if op.op == "add_element" and isinstance(tree.body[0].value.elts[0], ast.Name):
+        defines.add(tree.body[0].value.elts[0].id)  # a name joining a tuple may be assigned (`a, b = f()`) or read
+    elif op.op != "add_import":
+        uses -= defines | attributes
+    scope = _local_scope(op)
+    if scope:  # a name a function's statements assign is that function's own
+        defines = {f"{scope}::{n}" for n in defines}
+    return defines | attributes, uses
+
+
+def _local_scope(op: Operation) -> str | None:
+    """`file::function` for a step whose statements go inside a function (their names are locals), else None."""
+    where = getattr(op, "function", None) or getattr(op, "within", None)
+    if op.op not in ("insert_statements", "replace_statements", "replace_expression", "add_element") or not where:
+        return None
+    last = where.split(".")[-1]
+    return None if last[:1].isupper() else f"{op.file}::{where}"
+
+
+def _place(op: Operation) -> str:
+    """The function, class or module a step edits: the steps of one group that edit one place are one change."""
+    return getattr(op, "function", None) or getattr(op, "within", None) or getattr(op, "cls", None) or "the module"
+
+
+def _bare(name: str) -> str:
+    return name.rsplit("::", 1)[-1].rsplit(".", 1)[-1]
+
+
+def _tree_names(tree: ast.AST) -> tuple[set[str], set[str], set[str]]:
+    """(names the code binds at its own level, attributes it assigns, names and attributes it reads)."""
+    defines: set[str] = set()
+    attributes: set[str] = set()
+    uses: set[str] = set()
+    top = list(getattr(tree, "body", []))
+    for stmt in top:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            defines.add(stmt.name)
+        elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            for alias in stmt.names:
+                defines.add((alias.asname or alias.name).split(".")[0])
+                if isinstance(stmt, ast.ImportFrom):
+                    uses.add(alias.name)
+    targets = _top_targets(top)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            if not isinstance(node.ctx, ast.Store):
+                uses.add(node.id)
+            elif node in targets:
+                defines.add(node.id)
+        elif isinstance(node, ast.Attribute):
+            if isinstance(node.ctx, ast.Store):
+                attributes.add(node.attr)
+            else:  # `self.x` may be the step's own method; `a.b.x` is another object's
+                own = isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")
+                uses.add(f"self.{node.attr}" if own else f".{node.attr}")
+        elif isinstance(node, ast.keyword) and node.arg:
+            uses.add(node.arg)
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node in top:
+            defines.add(node.target.id)
+    return defines, attributes, uses - {"self", "cls"}
+
+
+def _top_targets(top: list[ast.stmt]) -> set[ast.AST]:
+    """The Name nodes that statements of the step's own block assign (not those inside its defs)."""
+    out: set[ast.AST] = set()
+    for stmt in top:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                out.add(node)
+    return out
+
+
+def _texts_of(root: Path, rels) -> dict[str, str]:
+    out = {}
+    for rel in rels:
+        try:
+            out[rel] = (root / rel).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            pass
+    return out
+
+
+def consistent(ops: Sequence[tuple[int, Operation]], steps: Sequence[PortedStep], pristine: dict[str, str],
+               base: dict[str, str] | None = None) -> dict[int, tuple[str, str]]:
+    """The applied steps that must be left out so that what is applied holds together, with why (index -> (status,
+    message)); `pristine` holds the release's text of the recipe's files, `base` (when known) the text of the
+    release the recipe was made on. Rules, applied until none fires:
+
+    - a step of a group in which a step that edits the same function, class or module level is refused or
+      skipped is refused (the edits of one hunk to one place stand or fall together);
+    - a step that uses a name the release does not have, which other steps add and one of them is refused or
+      skipped (a layer of a call chain, a field, a helper that did not land), is refused: applied, it would call
+      what is not there;
+    - a step whose added names (not in the release) are used by other steps, all of them refused or skipped, is
+      refused: applied, it would be dead code of a change that did not land;
+    - an applied step whose added lines are all in the release already (`upstream_evidence`) is upstream in
+      another form: applied, it would do twice what upstream does (with `base`: lines the base release did not
+      have, so that code the change copies from elsewhere in the file is not taken for upstream's)."""
+    status = {s.index: s.status for s in steps}
+    op_of = dict(ops)
+    out: dict[int, tuple[str, str]] = {}
+    words: set[str] = set()
+    for text in pristine.values():
+        words.update(_WORD.findall(text))
+    names = {i: step_names(op) for i, op in ops}
+    providers: dict[str, list[int]] = {}
+    users: dict[str, list[int]] = {}
+    def new(n: str) -> bool:
+        return _bare(n) not in words
+
+    for i, (defines, uses) in names.items():
+        scope = _local_scope(op_of[i])
+        for n in filter(new, defines):
+            providers.setdefault(n, []).append(i)
+        for n in filter(new, uses):
+            for key in {n, _bare(n), *([f"{scope}::{n}"] if scope and "." not in n else [])}:
+                users.setdefault(key, []).append(i)
+
+    def related(i: int, j: int) -> bool:
+        """Does step j's definition reach step i (an import binds its names for its own file only)?"""
+        return j != i and (op_of[j].op != "add_import" and op_of[i].op != "add_import"
+                           or op_of[j].file == op_of[i].file)
+    groups: dict[tuple[str, str, str], list[int]] = {}
+    for i, op in ops:
+        if op.group:
+            groups.setdefault((op.file, op.group, _place(op)), []).append(i)
+
+    def down(i: int) -> bool:
+        """Not applied for a reason that leaves what it adds out of the release (refused or skipped)."""
+        return status.get(i) in ("refused", "skipped") or out.get(i, ("",))[0] == "refused"
+
+    def label(i: int) -> str:
+        return f"`{op_of[i].name or f'step {i}'}`"
+
+    for i, s in status.items():  # upstream in another form, past the step's own answer
+        if s == "applied" and op_of[i].file in pristine:
+            evidence = upstream_evidence(op_of[i], pristine[op_of[i].file], strict=True,
+                                         base=None if base is None else base.get(op_of[i].file, ""))
+            if evidence:
+                out[i] = ("upstream_other_form", "the release has this change in another form: every line the step "
+                          f"adds is there ({'; '.join(evidence[:3])}); not applied")
+    changed = True
+    while changed:
+        changed = False
+        for i, op in ops:
+            if down(i) or status.get(i) != "applied":
+                continue
+            why = None
+            if op.group:
+                fallen = [j for j in groups[(op.file, op.group, _place(op))] if j != i and down(j)]
+                if fallen:
+                    why = (f"another step of its group (`{op.group}`) in `{_place(op)}` is not applied: "
+                           f"{label(fallen[0])}")
+            defines, uses = names[i]
+            scope = _local_scope(op)
+            for n in sorted(filter(new, uses)):
+                keys = [f"{scope}::{n}"] if scope and "." not in n else []
+                keys.append(_bare(n))
+                gone = [j for k in keys for j in providers.get(k, []) if related(i, j) and down(j)]
+                if why is None and gone:
+                    why = (f"it uses `{_bare(n)}`, which the release does not have and {label(gone[0])} (not "
+                           "applied) adds")
+            added = [n for n in sorted(filter(new, defines)) if any(related(j, i) for j in users.get(n, []))]
+            if why is None and added and all(down(j) for n in added for j in users[n] if related(j, i)):
+                j = next(j for j in users[added[0]] if related(j, i))
+                why = (f"it adds `{'`, `'.join(map(_bare, added[:3]))}`, which only steps that are not applied use "
+                       f"({label(j)})")
+            if why:
+                out[i] = ("refused", f"{why}; not applied (anchor: {op.anchor()})")
+                changed = True
+    return out
 
 
 _TRIVIAL = re.compile(r"^(?:[\W_]*|(?:else|try|finally|pass|return|break|continue|None|True|False|self|async|await)"
@@ -1108,13 +1377,14 @@ def _distinct(code: str) -> list[str]:
     return out
 
 
-def upstream_evidence(op: Operation, text: str) -> tuple[str, ...]:
+def upstream_evidence(op: Operation, text: str, *, strict: bool = False, base: str | None = None) -> tuple[str, ...]:
     """For a step that cannot apply: the lines it adds (its code less what it matches) that the release already has,
     each with its line number, when they are all there (at least one, four fifths of them past three lines); else
     (). A refusal whose added lines are all in the file is upstream having adopted the change in another form
-    (reordered, reformatted, moved within the file): reported as such, and still never applied."""
+    (reordered, reformatted, moved within the file): reported as such, and still never applied. `strict` (for a
+    step that could apply): every added line, two at least, and imports are left to their own answer."""
     code = getattr(op, "code", None)
-    if not isinstance(code, str) or not code.strip():
+    if not isinstance(code, str) or not code.strip() or (strict and op.op == "add_import"):
         return ()
     if op.op == "add_import":
         return _bound_elsewhere(code, text)
@@ -1132,6 +1402,11 @@ def upstream_evidence(op: Operation, text: str) -> tuple[str, ...]:
     found = [(line, where.get(line) or next((n for l, n in where.items() if len(line) >= 12 and line in l), None))
              for line in added]
     hits = [f"line {n}: `{line}`" for line, n in found if n]
+    if strict:  # every added line is there, and two of them at least are more often there than in the base release
+        now = Counter(_norm(raw) for raw in text.splitlines())
+        had = Counter(_norm(raw) for raw in base.splitlines()) if base is not None else Counter()
+        fresh = sum(now[line] > had[line] for line in added)
+        return tuple(hits) if len(hits) == len(added) and fresh >= 2 else ()
     need = len(added) if len(added) <= 3 else -(-4 * len(added) // 5)
     return tuple(hits) if len(hits) >= max(1, need) else ()
 

@@ -578,17 +578,19 @@ def render_port(ui: UI, result: Any, release: str, *, as_json: bool = False) -> 
             {"step": s.index, "name": s.name, "op": s.op, "file": s.file, "status": s.status, "message": s.message,
              "candidates": list(s.candidates)} for s in result.steps],
             "applied": result.count("applied"), "already_upstream": result.count("already_upstream"),
-            "upstream_other_form": result.count("upstream_other_form"), "refused": result.count("refused")})
+            "upstream_other_form": result.count("upstream_other_form"), "refused": result.count("refused"),
+            "skipped": result.count("skipped")})
         return
     table = Table(title=f"steps on {release}")
     for col in ("step", "name", "status", "why / near"):
         table.add_column(col)
-    colour = {"applied": "green", "already_upstream": "cyan", "upstream_other_form": "yellow", "refused": "red"}
+    colour = {"applied": "green", "already_upstream": "cyan", "upstream_other_form": "yellow", "refused": "red",
+              "skipped": "magenta"}
     for s in result.steps:
         why = s.message + (f"; near: {', '.join(s.candidates[:3])}" if s.candidates else "")
         table.add_row(str(s.index), escape(s.name or s.op), f"[{colour[s.status]}]{s.status}[/]", escape(why))
     ui.out.print(table)
     refused, other = result.count("refused"), result.count("upstream_other_form")
     ui.summary(refused + other == 0, f"{result.count('applied')} applied, {result.count('already_upstream')} already "
-                                     f"upstream, {other} upstream in another form, {refused} refused on {release} "
-                                     "(nothing written)")
+                                     f"upstream, {other} upstream in another form, {refused} refused, "
+                                     f"{result.count('skipped')} skipped by the user on {release} (nothing written)")

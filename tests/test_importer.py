@@ -419,3 +419,209 @@ def test_an_import_whose_name_upstream_now_imports_from_another_module_is_upstre
     assert step.status == "upstream_other_form"
     assert step.evidence == ("line 6: `from sglang.srt.layers.cp_utils import (` binds `is_prefill_cp`",)
     assert ported.files["srt/m.py"].count(b"is_prefill_cp") == 1
+
+
+# --------------------------------------------------------------------------------------------------- holding together
+
+
+def recipe_of(tmp_path: Path, steps: list[dict], files: dict[str, str] | None = None) -> Path:
+    """A recipe written by hand (the shape `specpatch import` writes), code files beside it."""
+    import yaml
+
+    out = tmp_path / "recipes" / "held.yaml"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    for rel, text in (files or {}).items():
+        (out.parent / "held" / rel).parent.mkdir(parents=True, exist_ok=True)
+        (out.parent / "held" / rel).write_text(text)
+    out.write_text(yaml.safe_dump({"id": "held", "version": 1, "title": "t", "description": "d",
+                                   "target": {"package": "sglang", "versions": ">=0.0.1"}, "steps": steps}))
+    return out
+
+
+UTILS = "class Buffers:\n    def __init__(self):\n        self.ids = make()\n\n    def infos(self):\n        return [self.ids]\n"
+USER = "def start(buffers):\n    ptrs = buffers.infos()\n    return ptrs\n"
+
+
+def test_a_step_that_uses_a_name_only_a_refused_step_adds_is_refused_naming_both(tmp_path):
+    steps = [
+        # upstream rewrote `__init__`: the step that adds `self.timing` refuses
+        {"name": "utils-h1-replace", "op": "replace_statements", "file": "srt/utils.py", "group": "h1",
+         "within": "Buffers.__init__", "match": "self.ids = make()",
+         "code": "self.ids = make()\nself.timing = make()\n"},
+        {"name": "utils-h2-add-method", "op": "add_method", "file": "srt/utils.py", "group": "h2", "class": "Buffers",
+         "code": "def clear_timing(self):\n    self.timing.zero_()\n"},
+        {"name": "user-h1-insert", "op": "insert_statements", "file": "srt/user.py", "group": "h1",
+         "function": "start", "at": "after", "match": "ptrs = buffers.infos()", "code": "buffers.clear_timing()\n"},
+        {"name": "user-h2-unrelated", "op": "insert_statements", "file": "srt/user.py", "group": "h2",
+         "function": "start", "at": "before", "match": "return ptrs", "code": "log(ptrs)\n"},
+    ]
+    out = recipe_of(tmp_path, steps)
+    later = package(tmp_path / "later", {"srt/utils.py": UTILS.replace("self.ids = make()", "self.ids = alloc()"),
+                                         "srt/user.py": USER})
+    ported = importer.port(load_recipe(out), later)
+    status = {s.name: s for s in ported.steps}
+    assert status["utils-h1-replace"].status == "refused"
+    # the method reads `self.timing`, which only the refused step adds; the caller of the method then falls too
+    assert status["utils-h2-add-method"].status == "refused"
+    assert "`timing`" in status["utils-h2-add-method"].message and "utils-h1-replace" in status["utils-h2-add-method"].message
+    assert status["user-h1-insert"].status == "refused" and "`clear_timing`" in status["user-h1-insert"].message
+    assert "start: `ptrs = buffers.infos()`" in status["user-h1-insert"].message  # the anchor is named
+    assert status["user-h2-unrelated"].status == "applied"
+    assert b"clear_timing" not in ported.files["srt/user.py"] and b"log(ptrs)" in ported.files["srt/user.py"]
+    assert b"clear_timing" not in ported.files["srt/utils.py"]
+    # on a release where nothing refuses, everything applies: the rules only follow refusals
+    same = package(tmp_path / "same", {"srt/utils.py": UTILS, "srt/user.py": USER})
+    assert {s.status for s in importer.port(load_recipe(out), same).steps} == {"applied"}
+
+
+def test_a_step_whose_new_names_only_refused_steps_use_is_refused_and_a_name_the_release_has_is_not_followed(tmp_path):
+    steps = [
+        {"name": "utils-h1-const", "op": "add_definition", "file": "srt/utils.py", "group": "h1", "after": "Buffers",
+         "code": "TIMING_NAME = 'timing'\n"},
+        {"name": "user-h1-uses-const", "op": "insert_statements", "file": "srt/user.py", "group": "h1",
+         "function": "gone", "at": "after", "match": "x = 1", "code": "y = TIMING_NAME\n"},
+        {"name": "utils-h2-helper", "op": "add_definition", "file": "srt/utils.py", "group": "h2", "after": "Buffers",
+         "code": "def make():\n    return 1\n"},  # `make` is a name the release has: its users are not followed
+        {"name": "user-h2-uses-make", "op": "insert_statements", "file": "srt/user.py", "group": "h2",
+         "function": "gone", "at": "after", "match": "x = 2", "code": "z = make()\n"},
+    ]
+    out = recipe_of(tmp_path, steps)
+    later = package(tmp_path / "later", {"srt/utils.py": UTILS, "srt/user.py": USER})
+    ported = {s.name: s for s in importer.port(load_recipe(out), later).steps}
+    assert ported["user-h1-uses-const"].status == "refused"  # `gone` is not in the release
+    assert ported["utils-h1-const"].status == "refused"
+    assert "`TIMING_NAME`" in ported["utils-h1-const"].message and "user-h1-uses-const" in ported["utils-h1-const"].message
+    assert ported["utils-h2-helper"].status == "applied"
+
+
+def test_the_edits_of_one_hunk_to_one_place_stand_or_fall_together_but_not_edits_to_other_places(tmp_path):
+    before = "def f(self):\n    a = 1\n    b = 2\n    return a + b\n\n\ndef g():\n    return 0\n"
+    steps = [
+        {"name": "m-h1-one", "op": "replace_statements", "file": "srt/m.py", "group": "h1", "within": "f",
+         "match": "a = 1", "code": "a = 10\n"},
+        {"name": "m-h1-two", "op": "replace_statements", "file": "srt/m.py", "group": "h1", "within": "f",
+         "match": "b = 2", "code": "b = 20\n"},
+        {"name": "m-h1-other-place", "op": "replace_statements", "file": "srt/m.py", "group": "h1", "within": "g",
+         "match": "return 0", "code": "return 1\n"},
+    ]
+    out = recipe_of(tmp_path, steps)
+    later = package(tmp_path / "later", {"srt/m.py": before.replace("b = 2", "b = 3")})
+    ported = {s.name: s for s in importer.port(load_recipe(out), later).steps}
+    assert ported["m-h1-two"].status == "refused"
+    assert ported["m-h1-one"].status == "refused" and "group (`h1`) in `f`" in ported["m-h1-one"].message
+    assert ported["m-h1-other-place"].status == "applied"
+    # the same steps without a group are independent
+    for s in steps:
+        s.pop("group")
+    alone = {s.name: s.status for s in importer.port(load_recipe(recipe_of(tmp_path, steps)), later).steps}
+    assert alone == {"m-h1-one": "applied", "m-h1-two": "refused", "m-h1-other-place": "applied"}
+
+
+def test_a_local_name_of_one_function_does_not_tie_steps_in_another(tmp_path):
+    before = "def f():\n    x = 1\n    return x\n\n\ndef g():\n    x = 2\n    return x\n"
+    steps = [
+        {"name": "m-h1-f", "op": "insert_statements", "file": "srt/m.py", "group": "h1", "function": "f",
+         "at": "after", "match": "x = 1", "code": "timeout = 5\nwait(timeout)\n"},
+        {"name": "m-h2-g", "op": "insert_statements", "file": "srt/m.py", "group": "h2", "function": "g",
+         "at": "after", "match": "x = 3", "code": "timeout = 6\n"},
+        {"name": "m-h3-g-uses", "op": "insert_statements", "file": "srt/m.py", "group": "h3", "function": "g",
+         "at": "before", "match": "return x", "code": "wait(timeout)\n"},
+    ]
+    out = recipe_of(tmp_path, steps)
+    ported = {s.name: s for s in importer.port(load_recipe(out), package(tmp_path / "l", {"srt/m.py": before})).steps}
+    assert ported["m-h2-g"].status == "refused"  # its anchor `x = 3` is not in g
+    assert ported["m-h1-f"].status == "applied"  # f's own `timeout` is f's
+    assert ported["m-h3-g-uses"].status == "refused" and "`timeout`" in ported["m-h3-g-uses"].message
+
+
+def test_an_applied_step_whose_lines_upstream_added_since_the_base_is_upstream_in_another_form(tmp_path):
+    base = "def f(self):\n    ret = self.send()\n    polls.append(ret)\n    return polls\n"
+    steps = [{"name": "m-h1-insert", "op": "insert_statements", "file": "srt/m.py", "group": "h1", "function": "f",
+              "at": "after", "match": "polls.append(...)",
+              "code": "if ret != 0:\n    self.failures[self.session] += 1\n"}]
+    out = recipe_of(tmp_path, steps)
+    helper = "\n\ndef on_failure(self, ret):\n    if ret != 0:\n        self.failures[self.session] += 1\n"
+    # upstream added the same handling in a helper of its own: the step could apply, and would do it twice
+    ported = importer.port(load_recipe(out), package(tmp_path / "later", {"srt/m.py": base + helper}),
+                           base_dir=package(tmp_path / "base", {"srt/m.py": base}))
+    assert ported.steps[0].status == "upstream_other_form" and "line 8" in ported.steps[0].message
+    assert ported.files["srt/m.py"].count(b"self.failures") == 1
+    # the same lines were in the base release already (the change copies them): not upstream's, applied
+    ported = importer.port(load_recipe(out), package(tmp_path / "later2", {"srt/m.py": base + helper}),
+                           base_dir=package(tmp_path / "base2", {"srt/m.py": base + helper}))
+    assert ported.steps[0].status == "applied"
+    assert ported.files["srt/m.py"].count(b"self.failures") == 2
+
+
+def test_port_skips_what_the_user_lists_and_refuses_what_needs_it(tmp_path):
+    steps = [
+        {"name": "utils-h1-add-method", "op": "add_method", "file": "srt/utils.py", "group": "h1", "class": "Buffers",
+         "code": "def timing_names(self):\n    return []\n"},
+        {"name": "user-h1-insert", "op": "insert_statements", "file": "srt/user.py", "group": "h1",
+         "function": "start", "at": "after", "match": "ptrs = buffers.infos()", "code": "buffers.timing_names()\n"},
+        {"name": "user-h2-insert", "op": "insert_statements", "file": "srt/user.py", "group": "h2",
+         "function": "start", "at": "before", "match": "return ptrs", "code": "log(ptrs)\n"},
+    ]
+    out = recipe_of(tmp_path, steps)
+    later = package(tmp_path / "later", {"srt/utils.py": UTILS, "srt/user.py": USER})
+    ported = importer.port(load_recipe(out), later, skip=["utils-h1-*"])
+    status = {s.name: s for s in ported.steps}
+    assert status["utils-h1-add-method"].status == "skipped" and "--skip utils-h1-*" in status["utils-h1-add-method"].message
+    assert status["user-h1-insert"].status == "refused" and "timing_names" in status["user-h1-insert"].message
+    assert status["user-h2-insert"].status == "applied"
+    assert ported.count("skipped") == 1 and b"timing_names" not in ported.files["srt/utils.py"]
+    with pytest.raises(UsageError, match="no step of `held` is named `utils-h9-\\*`"):
+        importer.port(load_recipe(out), later, skip=["utils-h9-*"])
+    skip_file = tmp_path / "dropped.txt"
+    skip_file.write_text("# what we do not port\n\nuser-h2-insert  # logging only\n")
+    assert importer.read_skip_file(skip_file) == ["user-h2-insert"]
+    assert importer.base_release(load_recipe(out)) == "0.0.1"
+
+
+def test_cli_port_takes_a_skip_list(tmp_path):
+    import json
+
+    steps = [{"name": "user-h2-insert", "op": "insert_statements", "file": "srt/user.py", "group": "h2",
+              "function": "start", "at": "before", "match": "return ptrs", "code": "log(ptrs)\n"}]
+    out = recipe_of(tmp_path, steps)
+    skip_file = tmp_path / "dropped.txt"
+    skip_file.write_text("user-h2-insert\n")
+    from patcher import cli as cli_module
+    from typer.testing import CliRunner
+
+    later = package(tmp_path / "later", {"srt/user.py": USER})
+    import patcher.fetch as fetch
+
+    calls = []
+
+    def fake_fetch(package_name, version):
+        calls.append(version)
+        return later.parent
+
+    old, fetch.fetch_release = fetch.fetch_release, fake_fetch
+    try:
+        done = CliRunner().invoke(cli_module.app, ["port", str(out), "--release", "9.9", "--skip-file",
+                                                   str(skip_file), "--json"])
+    finally:
+        fetch.fetch_release = old
+    assert done.exit_code == 0, done.output
+    data = json.loads(done.output)
+    assert data["skipped"] == 1 and data["steps"][0]["status"] == "skipped"
+    assert calls == ["0.0.1", "9.9"]  # the base, read from the recipe's `>=0.0.1`, then the release
+
+
+def test_a_layer_that_calls_the_same_method_on_the_next_layer_falls_when_that_layer_refuses(tmp_path):
+    steps = [
+        # the tokenizer layer's file is gone from the release (renamed upstream): its step refuses
+        {"name": "tok-h1-method", "op": "add_method", "file": "srt/tok.py", "group": "h1", "class": "Tok",
+         "code": "def flush_weights(self):\n    return self.sched.flush_weights()\n"},
+        {"name": "engine-h1-method", "op": "add_method", "file": "srt/engine.py", "group": "h1", "class": "Engine",
+         "code": "def flush_weights(self):\n    return self.tokenizer.flush_weights()\n"},
+    ]
+    out = recipe_of(tmp_path, steps)
+    later = package(tmp_path / "later", {"srt/engine.py": "class Engine:\n    pass\n"})
+    ported = {s.name: s for s in importer.port(load_recipe(out), later).steps}
+    assert ported["tok-h1-method"].status == "refused"
+    engine = ported["engine-h1-method"]
+    assert engine.status == "refused"
+    assert engine.message.startswith("it uses `flush_weights`") and "tok-h1-method" in engine.message

@@ -301,7 +301,7 @@ def test_every_problem_is_collected_with_a_readable_message():
 def test_operations_are_models_with_the_yaml_names():
     step = validate(REGISTRY["add_method"], {"op": "add_method", "file": "m.py", "class": "C", "code": "def f(): 1"})
     assert step.cls == "C" and step.after is None
-    assert [o.key for o in options(type(step))] == ["op", "file", "name", "class", "code", "after"]
+    assert [o.key for o in options(type(step))] == ["op", "file", "name", "group", "class", "code", "after"]
     assert pickle.loads(pickle.dumps(step)) == step and hash(step) == hash(dataclasses.replace(step))
     with pytest.raises(dataclasses.FrozenInstanceError):
         step.code = "x"  # type: ignore[misc]

@@ -52,6 +52,9 @@ class Operation:
     op: str
     file: str = option(description="the file to change, relative to the package folder (e.g. srt/server_args.py)")
     name: str | None = option(default=None, description="a short name for the step, shown in reports")
+    group: str | None = option(default=None, description="steps of one group stand or fall together in `specpatch "
+                               "port`: when one cannot apply, none of them is applied (`specpatch import` gives "
+                               "the steps of one hunk one group)")
 
     #: option names whose strings may contain {{param}} placeholders
     templated: ClassVar[tuple[str, ...]] = ()
