@@ -1,4 +1,4 @@
-"""The recipe's own steps (the eager fallback, base of the 0.5.4-0.5.7 ports) and their behaviour probe,
+"""The recipe's own steps (the eager fallback, base of the 0.5.4-0.5.5 ports) and their behaviour probe,
 worker_probe.py, on sglang 0.5.9, the release they were written for: it passes on the patched release and fails on
 broken fallbacks. (0.5.9 itself gets the `fallback-0.5.9` variant, one-token CUDA graphs: tests/test_flagship_probe_graphs.py.)
 
@@ -166,12 +166,12 @@ def test_probe_through_specpatch_verify(cpu_python, patched):
 
 # ------------------------------------------------------------------------------------------------------ the ports
 # The same probe on the ports of other releases: the contract is worker_probe.py's, the release adapter is the one of
-# the variant the engine applied (SPECPATCH_VARIANT). 0.5.5 and 0.5.7 are the two ends of the eager-fallback family
-# (allocate_lens and no DP attention; the _per_batch counts, MoE contexts only). 0.5.8 - 0.5.12 run the one-token-graph
+# the variant the engine applied (SPECPATCH_VARIANT). 0.5.5 is the eager-fallback family's port (allocate_lens, no DP
+# attention, decode arm first; 0.5.4 is 0.5.5's with --enable-beta-spec). 0.5.6 - 0.5.12 run the one-token-graph
 # fallback (tests/test_flagship_probe_graphs.py), 0.5.13 its on_publish form.
 
 #: release -> the conftest fixture of the interpreter in which it imports
-PORTS = {"0.5.5": "cpuenv_python", "0.5.7": "cpuenv_python"}
+PORTS = {"0.5.5": "cpuenv_python"}
 #: breakages of the 0.5.9 list that every port shares (the others are spelled differently in the ports)
 SHARED = {"accept-lens-2", "draft-called", "graph-runner-not-restored", "graph-runner-kept", "spec-info-kept",
           "tokens-not-strided", "no-catch-up", "catch-up-wrong-row", "stale-slots", "threshold-inclusive"}
@@ -183,7 +183,6 @@ PORT_BREAKAGES = {
         ("allocate-lens-dropped", r"(Passed on, as verify\(\) does\.\n)\s*allocate_lens=batch\.spec_info\.allocate_lens,",
          r"\1", "allocate_lens not passed on"),
     ],
-    "0.5.7": [b for b in BREAKAGES if b[0] in SHARED | {"seq-lens-in-place", "no-nan-check", "dp-local-size"}],
 }
 
 
@@ -213,7 +212,7 @@ def test_the_ports_name_the_contract_probe():
     recipe = load_recipe(str(RECIPE))
     names = {v.name for v in recipe.variants
              if any(p.path in ("probes/worker_probe.py", "probes/worker_probe_compat.py") for p in v.verify.probes)}
-    assert names == {f"fallback-0.5.{m}" for m in (4, 5, 6, 7)}, sorted(names)
+    assert names == {f"fallback-0.5.{m}" for m in (4, 5)}, sorted(names)
     adapters = (PROBES / "_releases.py").read_text()
     assert all(f'"{name}"' in adapters for name in names), "a variant without an adapter in _releases.py"
 

@@ -1,6 +1,5 @@
-"""The one-token-graph fallback on 0.5.8 - 0.5.12 (variants `fallback-0.5.8` ... `fallback-0.5.12`) and its behaviour
-probe, worker_probe_graphs.py: the probe passes on sglang 0.5.9 and 0.5.12 (the ends of the family but 0.5.8, which is
-0.5.9's variant as it is; bench/matrix.py tries every release) patched by the
+"""The one-token-graph fallback on 0.5.6 - 0.5.12 (variants `fallback-0.5.6` ... `fallback-0.5.12`) and its behaviour
+probe, worker_probe_graphs.py: the probe passes on sglang 0.5.9 (the base) and 0.5.12 patched by the
 recipe, fails on the pristine release and with the wrong release adapter, and fails on broken fallbacks.
 
 The recipe is applied with the engine to a copy of a pristine release; the probe runs as `specpatch verify` runs it (a
@@ -82,7 +81,7 @@ def marks(out: str, kind: str) -> list[str]:
     return [line for line in out.splitlines() if line.startswith(f"PROBE-{kind}:")]
 
 
-@pytest.mark.parametrize("version", ["0.5.8", "0.5.9", "0.5.10", "0.5.11", "0.5.12"])
+@pytest.mark.parametrize("version", ["0.5.6", "0.5.7", "0.5.8", "0.5.9", "0.5.10", "0.5.11", "0.5.12"])
 def test_the_graph_variants_use_the_graphs_probe(recipe, version):
     selection = recipe.select(Version(version))
     assert selection.variant == f"fallback-{version}"
@@ -211,18 +210,21 @@ def test_graphs_probe_fails_on_a_broken_fallback(broken_runs, version, name, exp
     assert any(expected in line for line in fails), f"`{name}` failed, but not as expected:\n" + "\n".join(fails)
 
 
-def test_probe_through_specpatch_verify(patched, recipe, sglang_release, tmp_path):
-    """The 0.5.9 variant's probes through patcher.verify.run_probes, the runner `specpatch verify` uses: it reads the
-    variant from the target's ledger and hands it to the probes."""
+@pytest.mark.parametrize("version", ["0.5.6", "0.5.9"])
+def test_probe_through_specpatch_verify(cpuenv_python, recipe, sglang_release, tmp_path, version):
+    """The variant's probes through patcher.verify.run_probes, the runner `specpatch verify` uses: it reads the
+    variant from the target's ledger and hands it to the probes, with the variant's stubs (0.5.6: vllm too). 0.5.6
+    is the oldest release of the family (no MoE contexts around the draft calls, NPUGraphRunner elsewhere,
+    ModelRunner.forward returning a tuple)."""
     from patcher import verify
     from patcher.api import apply_recipe
 
-    python, _root, _variant = patched("0.5.9")
-    shutil.copytree(sglang_release("0.5.9") / "sglang", tmp_path / "sglang",
+    python = cpuenv_python
+    shutil.copytree(sglang_release(version) / "sglang", tmp_path / "sglang",
                     ignore=shutil.ignore_patterns("__pycache__"))
-    target = find_target(tmp_path, assume_version="0.5.9")
+    target = find_target(tmp_path, assume_version=version)
     applied = apply_recipe(recipe, target, smoke=False)
-    assert applied.record is not None and applied.record.variant == "fallback-0.5.9", applied.outcome
+    assert applied.record is not None and applied.record.variant == f"fallback-{version}", applied.outcome
     selection = recipe.select(target.version)
     checks = verify.run_probes(target, selection.verify, recipe.folder, python=python,
                                params=recipe.resolve_params({}))

@@ -1,5 +1,5 @@
-"""Release adapters of the fallback contract (worker_probe.py, the eager fallback of 0.5.4 - 0.5.7; worker_probe_graphs.py,
-the one-token-graph fallback of 0.5.8 - 0.5.12): per release family, how to build the batches
+"""Release adapters of the fallback contract (worker_probe.py, the eager fallback of 0.5.4 - 0.5.5; worker_probe_graphs.py,
+the one-token-graph fallback of 0.5.6 - 0.5.12): per release family, how to build the batches
 and fakes and how the release's own scheduler code takes the fallback's result.
 
 The adapter is the one of the variant the engine applied (`SPECPATCH_VARIANT`, set by `specpatch verify` from the
@@ -208,11 +208,11 @@ class Release0512(Release0511):
 #: the eager fallback (worker_probe.py): the variant the engine applied -> its adapter ("" = the recipe's own steps)
 BY_VARIANT = {
     "": Release059,
-    "fallback-0.5.4": Release054, "fallback-0.5.5": Release054, "fallback-0.5.6": Release056,
-    "fallback-0.5.7": Release057,
+    "fallback-0.5.4": Release054, "fallback-0.5.5": Release054,
 }
 #: the one-token-graph fallback (worker_probe_graphs.py): the variant the engine applied -> its adapter
 GRAPHS_BY_VARIANT = {
-    "fallback-0.5.8": Release057, "fallback-0.5.9": Release059, "fallback-0.5.10": Release0510, "fallback-0.5.11": Release0511,
+    "fallback-0.5.6": Release056, "fallback-0.5.7": Release057, "fallback-0.5.8": Release057,
+    "fallback-0.5.9": Release059, "fallback-0.5.10": Release0510, "fallback-0.5.11": Release0511,
     "fallback-0.5.12": Release0512,
 }

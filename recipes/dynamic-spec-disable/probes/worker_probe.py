@@ -1,4 +1,4 @@
-"""Behaviour probe of the eager fallback (the recipe's own steps and the 0.5.4-0.5.7 ports), on CPU.
+"""Behaviour probe of the eager fallback (the recipe's own steps and the 0.5.4-0.5.5 ports), on CPU.
 
 The contract of a step without speculation, written once: routing by N (and by the DP-global batch size), one eager
 DECODE of the target with its verify CUDA graphs set aside, the result in the speculative shape, the draft caught up

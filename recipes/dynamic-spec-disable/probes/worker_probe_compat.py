@@ -1,4 +1,4 @@
-"""The fallback behaviour probe under the name the 0.5.4-0.5.7 variants give it in variants.yaml:
+"""The fallback behaviour probe under the name the 0.5.4-0.5.5 variants give it in variants.yaml:
 worker_probe.py's contract, with the release adapter of the variant applied (SPECPATCH_VARIANT, _releases.py)."""
 
 import os

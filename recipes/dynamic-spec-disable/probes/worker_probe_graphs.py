@@ -1,4 +1,4 @@
-"""Behaviour probe of the dynamic speculation disable with one-token graphs (sglang 0.5.8 - 0.5.12), on CPU.
+"""Behaviour probe of the dynamic speculation disable with one-token graphs (sglang 0.5.6 - 0.5.12), on CPU.
 
 The 0.5.13 design on 0.5.9's API: at start-up the worker builds a target attention backend and a target DECODE
 CUDA graph runner (one token per request, hidden states FULL) and, for the padded/single catch-up, a one-token
@@ -353,7 +353,7 @@ class FakeDraftRunner:
         record_forward(forward_batch, self.calls)
         if self.fail_forward:
             raise RuntimeError("draft forward failed (probe)")
-        return SimpleNamespace(logits_output=draft_answer(forward_batch))
+        return REL.runner_output(draft_answer(forward_batch))
 
 
 class FakeVerifyInput:
@@ -1071,7 +1071,8 @@ def check_operator_counting():
         token_to_kv_pool_allocator=SimpleNamespace(free_group_begin=stop),
         _resolve_spec_overlap_token_ids=lambda result, batch: [],  # 0.5.9 - 0.5.11
         _resolve_spec_overlap_tokens=lambda result, batch: [])  # 0.5.12
-    batch = SimpleNamespace(reqs=[], spec_algorithm=EAGLE, is_spec_v2=True, batch_size=lambda: 0, return_logprob=False)
+    batch = SimpleNamespace(reqs=[], spec_algorithm=EAGLE, is_spec_v2=True, is_v2_eagle=True,  # 0.5.6: is_v2_eagle
+                            batch_size=lambda: 0, return_logprob=False)
     for result in (fallback, fallback, speculative):
         try:
             SchedulerOutputProcessorMixin.process_batch_result_decode(fake, batch, result)
@@ -1082,7 +1083,8 @@ def check_operator_counting():
         "speculation for 2 fallback results and 1 speculative one"
 
     fake.__dict__.update(
-        last_decode_stats_tic=0.0, is_hybrid_swa=False, is_hybrid_ssm=False, _get_token_info=lambda: (0, 0.0, 0, 0),
+        last_decode_stats_tic=0.0, is_hybrid_swa=False, is_hybrid_ssm=False,
+        is_hybrid_gdn=False, _get_token_info=lambda: (0, 0.0, 0, 0),  # 0.5.6: is_hybrid_gdn
         forward_ct=0, spec_algorithm=EAGLE, spec_num_accepted_tokens=0, spec_num_forward_ct=3,
         spec_total_num_accepted_tokens=0, spec_total_num_forward_ct=0, disaggregation_mode=DisaggregationMode.NULL,
         server_args=SimpleNamespace(speculative_num_steps=STEPS, speculative_num_draft_tokens=N_DRAFT,

@@ -72,10 +72,12 @@ def _forward_without_speculation(
                 accept_lens=accept_lens,
                 next_draft_input=next_draft_input,
             )
+            # <piece draft-extend>
             with self.draft_worker.draft_tp_context(
                 self.draft_worker.draft_runner.tp_group
             ), speculative_moe_backend_context(), speculative_moe_a2a_backend_context():
                 self.draft_worker._draft_extend_for_decode(batch, one_token)
+            # </piece>
     finally:
         self._spec_disable_swap(saved)
     if not any(getattr(req, "return_hidden_states", False) for req in batch.reqs or ()):
