@@ -142,8 +142,8 @@ COMMON = [
      "falls back (padded catch-up)"),  # the real draft extend then breaks on n rows for one-token inputs
     ("swap-not-restored", r"(finally:\n\s*)self\._spec_disable_swap\(saved\)", r"\1pass", "not restored"),
     ("tokens-not-strided", r"tokens\.repeat_interleave\(stride\)", "tokens.repeat(stride)", "i * num_draft_tokens"),
-    ("accept-lens-2", r"accept_lens = torch\.ones_like\(tokens\)", "accept_lens = torch.ones_like(tokens) * 2",
-     "accept_lens"),
+    ("accept-lens-2", r"accept_lens = torch\.ones_like\(batch\.seq_lens, dtype=torch\.int32\)",
+     "accept_lens = torch.ones_like(batch.seq_lens, dtype=torch.int32) * 2", "accept_lens"),
     ("draft-extend-at-stride-n", r"self\.draft_worker\._draft_extend_for_decode\(batch, one_token\)",
      "self.draft_worker._draft_extend_for_decode(batch, result)", "tokens"),
     ("skip-runs-draft", r'if self\.spec_disable_catch_up == "skip":', "if False:", "skip: the draft extend ran"),
