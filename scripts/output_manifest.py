@@ -12,6 +12,10 @@ refused. The manifest is JSON::
     scripts/output_manifest.py --write                      # record every release into the manifest
     scripts/output_manifest.py                              # check every release against it (exit 1 on a difference)
     scripts/output_manifest.py --versions 0.5.5,0.5.16      # only these
+    scripts/output_manifest.py --recipe dynamic-spec-disable-vllm --write   # vLLM: the package is the recipe's
+
+The package fetched is the recipe's (`target.package`); the default releases and manifest are that package's
+(RELEASES) and tests/output-manifest/<recipe id>.json.
 
 The manifest proves that a change of the recipe's files (a new layout, shared snippets, overlays) leaves what it
 writes byte for byte the same on every release.
@@ -35,8 +39,12 @@ from patcher.fetch import fetch_release  # noqa: E402
 from patcher.recipe import load_recipe  # noqa: E402
 from patcher.target import find_target  # noqa: E402
 
-RELEASES = [f"0.5.{minor}" for minor in range(4, 24)] + ["0.5.12.post1"]  #: tests/test_matrix.py KNOWN + post1
-MANIFEST = ROOT / "tests" / "output-manifest" / "dynamic-spec-disable.json"
+#: the default releases per package: sglang's are tests/test_matrix.py KNOWN + post1; vLLM's are the releases
+#: tests/test_vllm.py tries (CI_RELEASES: each wheel is 300-480 MB), both ends of the backport and of the alias
+RELEASES = {"sglang": [f"0.5.{minor}" for minor in range(4, 24)] + ["0.5.12.post1"],
+            "vllm": ["0.12.0", "0.23.0", "0.24.0", "0.33.0"]}
+MANIFESTS = ROOT / "tests" / "output-manifest"
+MANIFEST = MANIFESTS / "dynamic-spec-disable.json"
 STATE = ".specpatch"  #: the target's state folder (ledger, backups): specpatch's, not the patched output
 
 
@@ -58,13 +66,14 @@ def _checks(spec) -> dict:
 
 
 def release_output(recipe_ref: str, version: str, scratch: Path) -> dict:
-    """What applying `recipe_ref` with default parameters writes on a pristine copy of sglang `version`."""
-    pristine = fetch_release("sglang", version)
-    copy = scratch / f"sglang-{version}"
+    """What applying `recipe_ref` with default parameters writes on a pristine copy of its package's `version`."""
+    recipe = load_recipe(recipe_ref)
+    package = recipe.target.package
+    pristine = fetch_release(package, version)
+    copy = scratch / f"{package}-{version}"
     shutil.copytree(pristine, copy, symlinks=True)
     try:
-        recipe = load_recipe(recipe_ref)
-        target = find_target(copy, assume_version=version)
+        target = find_target(copy, package=package, assume_version=version)
         result = api.apply_recipe(recipe, target, smoke=False)
         selection = result.plan.selection
         variant, checks = selection.variant, _checks(selection.verify)
@@ -87,10 +96,16 @@ def release_output(recipe_ref: str, version: str, scratch: Path) -> dict:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--recipe", default="dynamic-spec-disable", help="a recipe id or the path of its .yaml")
-    ap.add_argument("--manifest", type=Path, default=MANIFEST)
-    ap.add_argument("--versions", default=",".join(RELEASES), help="comma-separated releases")
+    ap.add_argument("--manifest", type=Path, default=None,
+                    help="default: tests/output-manifest/<recipe id>.json")
+    ap.add_argument("--versions", default=None, help="comma-separated releases (default: the package's RELEASES)")
     ap.add_argument("--write", action="store_true", help="record the releases into the manifest instead of checking")
     args = ap.parse_args(argv)
+    recipe = load_recipe(args.recipe)
+    if args.manifest is None:
+        args.manifest = MANIFESTS / f"{recipe.id}.json"
+    if args.versions is None:
+        args.versions = ",".join(RELEASES.get(recipe.target.package, []))
     versions = [v for v in args.versions.split(",") if v]
     recorded = json.loads(args.manifest.read_text()) if args.manifest.exists() else {"releases": {}}
     differ = []

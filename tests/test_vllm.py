@@ -152,6 +152,9 @@ def test_try_applies_and_verifies(version, vllm_python):
     else:
         assert "scheduled none and charged 1 token per decode request" in probes[0].details
     assert "data parallel size 2 refused at start-up" in probes[0].details
+    assert "-3 / abc on the command line are usage errors (exit 2" in probes[0].details
+    assert "EngineArgs(speculative_disable_batch_threshold=-3) built in code refused" in probes[0].details
+    assert '"disable_batch_threshold": -3} refused when the config is built' in probes[0].details
 
 
 #: sabotages of the applied backport (in the patched scheduler.py): each must fail the probe
@@ -186,19 +189,48 @@ def _sabotage(path: Path, name: str) -> None:
 @pytest.mark.cpuenv
 @pytest.mark.parametrize("name", sorted(SABOTAGES))
 def test_sabotaged_backport_fails_the_probe(name, vllm_python, tmp_path):
-    from patcher import verify as v
+    target = _applied(BACKPORT[1], tmp_path)
+    _sabotage(target.package_dir / "v1" / "core" / "sched" / "scheduler.py", name)
+    probe = _probe(target, vllm_python)
+    assert probe.status == "failed", probe.to_dict()
+    assert "PROBE-FAIL" in probe.details, probe.details
+
+
+def _applied(version: str, tmp_path: Path):
+    """A scratch copy of the pristine release with the recipe applied (no checks run): its Target."""
     from patcher.fetch import fetch_release
 
-    version = BACKPORT[1]
     work = tmp_path / "t"
     shutil.copytree(fetch_release("vllm", version), work, symlinks=True,
                     ignore=shutil.ignore_patterns("__pycache__"))
-    recipe = api.load(RECIPE)
     target = find_target(work, package="vllm")
-    applied = api.apply_recipe(recipe, target, smoke=False)
+    applied = api.apply_recipe(api.load(RECIPE), target, smoke=False)
     assert applied.outcome == "changed", applied.outcome
-    _sabotage(target.package_dir / "v1" / "core" / "sched" / "scheduler.py", name)
-    spec = recipe.select(target.version).verify
-    (probe,) = v.run_probes(target, spec, recipe.folder, python=vllm_python)
+    return target
+
+
+def _probe(target, python: str):
+    """The selected variant's one probe, run on `target` in the vLLM environment."""
+    from patcher import verify as v
+
+    recipe = api.load(RECIPE)
+    (probe,) = v.run_probes(target, recipe.select(target.version).verify, recipe.folder, python=python)
+    return probe
+
+
+@pytest.mark.cpuenv
+@pytest.mark.parametrize("version", [BACKPORT[1], ALIAS[0]])
+def test_plain_int_type_fails_the_probe(version, vllm_python, tmp_path):
+    """The flag's argparse type put back to plain `type=int` (a negative N parses, and fails later at config time
+    with a traceback): the probe of either variant must fail, naming the -3 that the parser accepted."""
+    target = _applied(version, tmp_path)
+    arg_utils = target.package_dir / "engine" / "arg_utils.py"
+    text = arg_utils.read_text()
+    typed = "type=_speculative_disable_batch_threshold_arg,"
+    assert text.count(typed) == 1, "the flag's int >= 0 type is not in arg_utils.py"
+    arg_utils.write_text(text.replace(typed, "type=int,"))
+    probe = _probe(target, vllm_python)
     assert probe.status == "failed", probe.to_dict()
-    assert "PROBE-FAIL" in probe.details, probe.details
+    assert "PROBE-FAIL: --speculative-disable-batch-threshold -3 on the command line: accepted by the parser" \
+        in probe.details, probe.details
+    assert "abc on the command line" not in probe.details, probe.details  # plain int refuses abc as well

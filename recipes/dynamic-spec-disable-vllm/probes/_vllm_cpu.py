@@ -43,22 +43,85 @@ def model_dir():
     return folder
 
 
-def engine_args(argv):
-    """EngineArgs from a command line, through vLLM's own parser (so the flag is parsed as `vllm serve` would)."""
+def parser():
+    """vLLM's own parser with EngineArgs' arguments, as `vllm serve` builds it (its defaults build a DeviceConfig:
+    the platform's device type first)."""
+    cpu_platform()
     from vllm.engine.arg_utils import EngineArgs
 
     try:
         from vllm.utils.argparse_utils import FlexibleArgumentParser
     except ImportError:
         from vllm.utils import FlexibleArgumentParser
-    parser = EngineArgs.add_cli_args(FlexibleArgumentParser())
-    return EngineArgs.from_cli_args(parser.parse_args(argv))
+    return EngineArgs.add_cli_args(FlexibleArgumentParser())
 
 
-def base_argv(model, *, method="ngram", extra=()):
+def engine_args(argv):
+    """EngineArgs from a command line, through vLLM's own parser (so the flag is parsed as `vllm serve` would)."""
+    from vllm.engine.arg_utils import EngineArgs
+
+    return EngineArgs.from_cli_args(parser().parse_args(argv))
+
+
+def usage_error(argv):
+    """The parser must stop on `argv` as argparse does on a bad value: exit status 2 and a one-line error on
+    stderr. Returns (None, that line), or (what went wrong instead, the line or None)."""
+    import contextlib
+    import io
+
+    err = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(err):
+            parser().parse_args(argv)
+    except SystemExit as exc:
+        line = (err.getvalue().strip().splitlines() or [""])[-1]
+        if exc.code != 2:
+            return "exit status %r, not argparse's 2" % (exc.code,), line
+        return None, line
+    return "accepted by the parser", None
+
+
+def check_bad_thresholds(model, ok, fail):
+    """A negative or non-integer N: on the command line argparse's usage error (exit 2, naming the flag, from the
+    recipe's int >= 0 type), never a traceback at start-up; inside --speculative-config and in EngineArgs built in
+    code (no parser), refused when the config is built."""
+    flag = "--speculative-disable-batch-threshold"
+    bad = False
+    for value, fragment in (("-3", "must be >= 0 (0 means always speculate), got -3"),
+                            ("abc", "invalid int value: 'abc'")):
+        wrong, line = usage_error(base_argv(model, extra=[flag, value]))
+        if wrong is None and ("argument %s" % flag) in line and fragment in line:
+            continue
+        bad = True
+        fail("%s %s on the command line: %s%s (wanted argparse's usage error: argument %s: %s)"
+             % (flag, value, wrong or "the error line is", ": " + line if line else "", flag, fragment))
+    if not bad:
+        ok("%s -3 / abc on the command line are usage errors (exit 2, argument %s: ...)" % (flag, flag))
+    import dataclasses
+
+    cases = (("EngineArgs(speculative_disable_batch_threshold=-3) built in code",
+              lambda: dataclasses.replace(engine_args(base_argv(model)), speculative_disable_batch_threshold=-3),
+              ("must be an integer >= 0",)),
+             ("--speculative-config {..., \"disable_batch_threshold\": -3}",
+              lambda: engine_args(base_argv(model, spec_extra={"disable_batch_threshold": -3})),
+              ("disable_batch_threshold", "greater than or equal to 0")))  # SpeculativeConfig's Field(ge=0)
+    for what, make, fragments in cases:
+        try:
+            make().create_engine_config()
+        except Exception as exc:  # noqa: BLE001 - the refusal is what we look for
+            if all(f in str(exc) for f in fragments):
+                ok("%s refused when the config is built" % what)
+            else:
+                fail("%s: refused for another reason: %s: %s" % (what, type(exc).__name__, str(exc)[:300]))
+        else:
+            fail("%s was accepted" % what)
+
+
+def base_argv(model, *, method="ngram", extra=(), spec_extra=None):
     spec = {"method": method, "num_speculative_tokens": NUM_SPEC}
     if method == "ngram":
         spec.update(prompt_lookup_max=3, prompt_lookup_min=1)
+    spec.update(spec_extra or {})
     return ["--model", model, "--skip-tokenizer-init", "--max-num-seqs", str(MAX_NUM_SEQS),
             "--max-num-batched-tokens", "2048", "--max-model-len", "512", "--enforce-eager", "--no-enable-prefix-caching",
             "--speculative-config", json.dumps(spec)] + list(extra)

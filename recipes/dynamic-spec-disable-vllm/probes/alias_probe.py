@@ -6,7 +6,9 @@ max_num_seqs, 0]]; the scheduler's batch-size -> K table gives K up to N and 0 a
 whose batch is above N asks the drafter for 0 tokens (SchedulerOutput.num_spec_tokens_to_schedule) and, from the
 next step, schedules and charges no drafts (the lag is at most one step, both ways); the async scheduler's
 placeholders match K; data parallel > 1 and a method vLLM's V1 proposer cannot size are refused at start-up
-(vLLM would drop the schedule with only a warning). Prints PROBE-OK / PROBE-FAIL lines.
+(vLLM would drop the schedule with only a warning); -3 and abc are usage errors of vLLM's parser (exit 2), a
+negative N in --speculative-config or in EngineArgs built in code is refused when the config is built. Prints
+PROBE-OK / PROBE-FAIL lines.
 """
 
 import os
@@ -14,7 +16,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import _vllm_cpu as v  # noqa: E402
-from backport_probe import PLAN, check_steps, failures, fail  # noqa: E402  (same step checks)
+from backport_probe import PLAN, check_steps, failures, fail, ok  # noqa: E402  (same step checks)
 
 N = 4
 
@@ -41,6 +43,7 @@ def main():
         fail("num_speculative_tokens_per_batch_size is %r, not %r" % (got, want))
         return
     print("PROBE-OK: the flag is written as num_speculative_tokens_per_batch_size %r" % (want,))
+    v.check_bad_thresholds(model, ok, fail)
     for use_async in (False, True):
         label = "async" if use_async else "sync"
         scheduler = v.build_scheduler(config, use_async=use_async)

@@ -5,7 +5,8 @@ schedules no draft tokens and charges each decode request 1 token (budget and KV
 at or below N every decode request verifies its K drafts (1 + K tokens); the switch follows the batch within one
 step both ways; scheduled_spec_decode_tokens matches the tokens charged; the async scheduler's output placeholders
 grow by exactly 1 + the drafts scheduled; without the flag nothing changes; data parallel > 1 is refused at
-start-up. Prints PROBE-OK / PROBE-FAIL lines (see patcher/verify.py).
+start-up; -3 and abc are usage errors of vLLM's parser (exit 2), a negative N in --speculative-config or in
+EngineArgs built in code is refused when the config is built. Prints PROBE-OK / PROBE-FAIL lines (see patcher/verify.py).
 """
 
 import os
@@ -22,6 +23,10 @@ failures = []
 def fail(message):
     failures.append(message)
     print("PROBE-FAIL: " + message)
+
+
+def ok(message):
+    print("PROBE-OK: " + message)
 
 
 def check_steps(steps, threshold, label, use_async):
@@ -67,6 +72,7 @@ def main():
         fail("the flag did not reach SpeculativeConfig (disable_batch_threshold=%r)" % (got,))
         return
     print("PROBE-OK: --speculative-disable-batch-threshold %d parsed into SpeculativeConfig" % N)
+    v.check_bad_thresholds(model, ok, fail)
     for use_async in (False, True):
         label = "async" if use_async else "sync"
         steps = v.run_schedule(v.Driver(v.build_scheduler(config, use_async=use_async), use_async), PLAN)
