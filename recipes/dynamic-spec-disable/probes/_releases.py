@@ -1,5 +1,5 @@
-"""Release adapters of the fallback contract (worker_probe.py, the eager fallback of 0.5.4 - 0.5.5; worker_probe_graphs.py,
-the one-token-graph fallback of 0.5.6 - 0.5.12): per release family, how to build the batches
+"""Release adapters of the fallback contracts (worker_probe.py, the eager fallback of 0.5.4 - 0.5.5, and
+worker_probe_graphs.py, the one-token-graph fallback of 0.5.6 - 0.5.12): per release family, how to build the batches
 and fakes and how the release's own scheduler code takes the fallback's result.
 
 The adapter is the one of the variant the engine applied (`SPECPATCH_VARIANT`, set by `specpatch verify` from the
