@@ -42,3 +42,30 @@ def run_broken(patched: Path, rel: str, breakages: list[tuple], mktemp: Callable
     with ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2)) as pool:
         futures = {name: pool.submit(run, root) for name, root in jobs.items() if isinstance(root, Path)}
         return {name: futures[name].result() if name in futures else jobs[name] for name in jobs}
+
+
+def patched_releases(request, tmp_path_factory, sglang_release, recipe, interpreters: dict[str, str]):
+    """A factory for module-scoped fixtures: get(release) is (interpreter, a copy of the release with the recipe's
+    variant `fallback-<release>` applied by the engine, that variant), built once per module. `interpreters` maps a
+    release to the conftest fixture of the interpreter in which it imports."""
+    import shutil
+
+    from patcher.engine import plan
+    from patcher.target import find_target
+
+    built = {}
+
+    def get(version: str):
+        if version not in built:
+            root = tmp_path_factory.mktemp(f"sglang-{version}-patched")
+            shutil.copytree(sglang_release(version) / "sglang", root / "sglang",
+                            ignore=shutil.ignore_patterns("__pycache__"))
+            result = plan(recipe, find_target(root, assume_version=version))
+            assert result.ok, [str(e) for e in result.errors]
+            assert result.selection.variant == f"fallback-{version}"
+            for f in result.changed_files:
+                f.path.write_bytes(f.after)
+            built[version] = request.getfixturevalue(interpreters[version]), root, result.selection.variant
+        return built[version]
+
+    return get

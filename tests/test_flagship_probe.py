@@ -23,7 +23,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from sabotage import run_broken
+from sabotage import patched_releases, run_broken
 
 from patcher.engine import plan
 from patcher.recipe import load_recipe
@@ -189,22 +189,7 @@ PORT_BREAKAGES = {
 @pytest.fixture(scope="module")
 def ports(request, tmp_path_factory, sglang_release):
     """ports(release): (interpreter, a copy of the release with its variant applied by the engine, the variant)."""
-    built = {}
-
-    def get(version):
-        if version not in built:
-            root = tmp_path_factory.mktemp(f"sglang-{version}-patched")
-            shutil.copytree(sglang_release(version) / "sglang", root / "sglang",
-                            ignore=shutil.ignore_patterns("__pycache__"))
-            result = plan(load_recipe(str(RECIPE)), find_target(root, assume_version=version))
-            assert result.ok, [str(e) for e in result.errors]
-            assert result.selection.variant == f"fallback-{version}"
-            for f in result.changed_files:
-                f.path.write_bytes(f.after)
-            built[version] = request.getfixturevalue(PORTS[version]), root, result.selection.variant
-        return built[version]
-
-    return get
+    return patched_releases(request, tmp_path_factory, sglang_release, load_recipe(str(RECIPE)), PORTS)
 
 
 def test_the_ports_name_the_contract_probe():

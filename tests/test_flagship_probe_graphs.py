@@ -22,9 +22,8 @@ from pathlib import Path
 
 import pytest
 from packaging.version import Version
-from sabotage import run_broken
+from sabotage import patched_releases, run_broken
 
-from patcher.engine import plan
 from patcher.recipe import load_recipe
 from patcher.target import find_target
 
@@ -51,22 +50,7 @@ def recipe():
 @pytest.fixture(scope="module")
 def patched(request, tmp_path_factory, sglang_release, recipe):
     """patched(release): (interpreter, a copy of the release with its variant applied by the engine, the variant)."""
-    built = {}
-
-    def get(version):
-        if version not in built:
-            root = tmp_path_factory.mktemp(f"sglang-{version}-graphs-patched")
-            shutil.copytree(sglang_release(version) / "sglang", root / "sglang",
-                            ignore=shutil.ignore_patterns("__pycache__"))
-            result = plan(recipe, find_target(root, assume_version=version))
-            assert result.ok, [str(e) for e in result.errors]
-            assert result.selection.variant == f"fallback-{version}"
-            for f in result.changed_files:
-                f.path.write_bytes(f.after)
-            built[version] = request.getfixturevalue(RELEASES[version]), root, result.selection.variant
-        return built[version]
-
-    return get
+    return patched_releases(request, tmp_path_factory, sglang_release, recipe, RELEASES)
 
 
 def run_probe(python: str, import_root: Path, params: dict, variant: str):
