@@ -1,6 +1,6 @@
-"""The one-token-graph fallback on 0.5.6 - 0.5.12 (variants `fallback-0.5.6` ... `fallback-0.5.12`) and its behaviour
-probe, worker_probe_graphs.py: the probe passes on sglang 0.5.9 (the base) and 0.5.12 patched by the
-recipe, fails on the pristine release and with the wrong release adapter, and fails on broken fallbacks.
+"""The one-token-graph fallback on 0.5.4 - 0.5.12 (variants `fallback-0.5.4` ... `fallback-0.5.12`) and its behaviour
+probe, worker_probe_graphs.py: the probe passes on sglang 0.5.5 (the oldest family: allocate_lens, decode arm first,
+no IDLE batch, no grammar, an eager draft extend), 0.5.9 (the base) and 0.5.12 patched by the recipe, fails on the pristine release and with the wrong release adapter, and fails on broken fallbacks.
 
 The recipe is applied with the engine to a copy of a pristine release; the probe runs as `specpatch verify` runs it (a
 subprocess of an interpreter in which sglang imports, the copy first on sys.path, GPU-only packages stubbed, the
@@ -8,7 +8,7 @@ variant applied in SPECPATCH_VARIANT). Each broken variant edits one thing in th
 captured with the speculative algorithm on, the speculative state not swapped back, tokens not at the stride the
 0.5.9 scheduler reads, ...) and the probe must report a PROBE-FAIL naming it and exit non-zero.
 
-Needs: the CPU environments (0.5.9: $SPECPATCH_CPU_PYTHON or this interpreter; 0.5.12: $SPECPATCH_CPU_PYTHON_TF5)
+Needs: the CPU environments (0.5.5 and 0.5.9: $SPECPATCH_CPU_PYTHON or this interpreter; 0.5.12: $SPECPATCH_CPU_PYTHON_TF5)
 and the releases (fetched from the registry, cached).
 """
 
@@ -37,7 +37,7 @@ pytestmark = [pytest.mark.sglang, pytest.mark.cpuenv]
 
 
 #: release -> the conftest fixture of the interpreter in which it imports
-RELEASES = {"0.5.9": "cpuenv_python", "0.5.12": "cpuenv_python_tf5"}
+RELEASES = {"0.5.5": "cpuenv_python", "0.5.9": "cpuenv_python", "0.5.12": "cpuenv_python_tf5"}
 #: one xdist group per release (`--dist loadgroup`): a worker builds a release and its broken overlays once
 RELEASE_PARAMS = [pytest.param(v, marks=pytest.mark.xdist_group(f"graphs-{v}")) for v in RELEASES]
 
@@ -65,7 +65,8 @@ def marks(out: str, kind: str) -> list[str]:
     return [line for line in out.splitlines() if line.startswith(f"PROBE-{kind}:")]
 
 
-@pytest.mark.parametrize("version", ["0.5.6", "0.5.7", "0.5.8", "0.5.9", "0.5.10", "0.5.11", "0.5.12"])
+@pytest.mark.parametrize("version", ["0.5.4", "0.5.5", "0.5.6", "0.5.7", "0.5.8", "0.5.9", "0.5.10", "0.5.11",
+                                     "0.5.12"])
 def test_the_graph_variants_use_the_graphs_probe(recipe, version):
     selection = recipe.select(Version(version))
     assert selection.variant == f"fallback-{version}"
@@ -144,9 +145,27 @@ COMMON = [
      r"\4target_result = self._spec_disable_target_decode(batch, out_cache_loc)\n\4verify_done.record()",
      "verify_done is recorded after the target's forward"),
 ]
-#: release -> its breakages: the common ones, and those of what 0.5.10 - 0.5.12 do differently (NaN check, penalties,
-#: logprob rows, the stride on the result, bonus_tokens, the adaptive and hybrid refusals)
+#: release -> its breakages: the common ones, and those of what 0.5.5 (allocate_lens, no grammar, hidden states always
+#: handed over, no one-token draft graph) and 0.5.10 - 0.5.12 do differently (NaN check, penalties, logprob rows, the
+#: stride on the result, bonus_tokens, the adaptive and hybrid refusals)
 BREAKAGES = {
+    # (the real 0.5.5 draft extend breaks on a result at stride n, before it could read the wrong tokens)
+    "0.5.5": [b if b[0] != "draft-extend-at-stride-n" else (*b[:3], "falls back (padded catch-up)")
+              for b in COMMON if b[0] not in ("draft-backend-made-with-n", "hidden-kept")] + [
+        ("no-nan-check", r"(logits_output = target_result\.logits_output\n)\s*if self\.enable_nan_detection:\n"
+                         r"\s*detect_nan\(logits_output\)\n", r"\1", "NaN"),
+        ("grammar-kept", r"acc_linear_penalties=None, grammars=None, vocab_mask=None", "acc_linear_penalties=None",
+         "a grammar reached the target's sampler"),
+        ("penalties-kept", r"acc_linear_penalties=None, grammars=None", "grammars=None", "penalties"),
+        ("allocate-lens-dropped", r"(Passed on, as verify\(\) does\.\n)\s*allocate_lens=batch\.spec_info\.allocate_lens,",
+         r"\1", "allocate_lens not passed on"),
+        ("allocate-lens-not-in-draft-input", r"(verify_done=verify_done,\n)\s*allocate_lens=batch\.spec_info\.allocate_lens,",
+         r"\1", "next draft input"),
+        ("hidden-dropped", r"(\n(\s*)# no reqs\), so they are handed over, as verify hands over its own\.\n)",
+         r"\1\2logits_output.hidden_states = None\n", "hidden states were dropped"),
+        ("one-token-draft-graph-built", r"(\n(\s*)draft_extend_graph = None\n)",
+         r"\1\2draft_extend_graph = EAGLEDraftExtendCudaGraphRunner(dw)\n", "draft-extend backend or graph was built"),
+    ],
     "0.5.9": COMMON,
     "0.5.12": COMMON + [
         ("no-nan-check", r'maybe_detect_nan\(logits_output\.next_token_logits, "fallback: target model logits"\)',
@@ -194,12 +213,13 @@ def test_graphs_probe_fails_on_a_broken_fallback(broken_runs, version, name, exp
     assert any(expected in line for line in fails), f"`{name}` failed, but not as expected:\n" + "\n".join(fails)
 
 
-@pytest.mark.parametrize("version", ["0.5.6", "0.5.9"])
+@pytest.mark.parametrize("version", ["0.5.4", "0.5.6", "0.5.9"])
 def test_probe_through_specpatch_verify(cpuenv_python, recipe, sglang_release, tmp_path, version):
     """The variant's probes through patcher.verify.run_probes, the runner `specpatch verify` uses: it reads the
-    variant from the target's ledger and hands it to the probes, with the variant's stubs (0.5.6: vllm too). 0.5.6
-    is the oldest release of the family (no MoE contexts around the draft calls, NPUGraphRunner elsewhere,
-    ModelRunner.forward returning a tuple)."""
+    variant from the target's ledger and hands it to the probes, with the variant's stubs (0.5.4, 0.5.6: vllm too)
+    and shims (0.5.4: fast_topk). 0.5.4 is the oldest release (--enable-beta-spec, EAGLE only, no MoE context,
+    _get_attention_backend without argument); 0.5.6 the oldest with IDLE batches (no MoE contexts around the draft
+    calls, NPUGraphRunner elsewhere, ModelRunner.forward returning a tuple)."""
     from patcher import verify
     from patcher.api import apply_recipe
 

@@ -89,13 +89,11 @@ def _handle_speculative_disable_batch_threshold(self):
         problems.append("--enable-two-batch-overlap has not been validated with the fallback")
     if self.enable_pdmux:
         problems.append("--enable-pdmux has not been validated with the fallback")
-    # <piece catch-up-check>
     catch_up = envs.SGLANG_SPEC_DISABLE_CATCH_UP.get()
-    if catch_up not in ("padded", "single"):
+    if catch_up not in ("padded", "single", "skip"):
         problems.append(
-            f"SGLANG_SPEC_DISABLE_CATCH_UP={catch_up!r}: the draft catch-up is 'padded' or 'single'"
+            f"SGLANG_SPEC_DISABLE_CATCH_UP={catch_up!r}: the draft catch-up is 'padded', 'single' or 'skip'"
         )
-    # </piece>
     if problems:
         raise ValueError(
             f"{source}={threshold} cannot be used with this configuration:\n  - "

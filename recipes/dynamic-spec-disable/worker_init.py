@@ -1,6 +1,6 @@
 def _init_speculative_disable(self, server_args: ServerArgs) -> None:
     # <piece docstring>
-    """Read N for the dynamic speculation disable (specpatch: dynamic-spec-disable); log it."""
+    """Read N for the dynamic speculation disable (specpatch: dynamic-spec-disable), build its state, log it."""
     # </piece>
     # N is --speculative-disable-batch-threshold, or SGLANG_SPEC_DISABLE_BATCH_THRESHOLD
     # when the flag is 0 (ServerArgs has normally folded the variable into the flag
@@ -14,6 +14,10 @@ def _init_speculative_disable(self, server_args: ServerArgs) -> None:
     self.spec_disable_batch_threshold = threshold
     self.spec_disable_catch_up = catch_up
     # <piece state>
+    # Decode steps run without speculation, for the operator (the scheduler counts them
+    # from the results for the decode log line and the server info).
+    self.spec_disable_steps = 0
+    self._spec_disable_plain = None
     # </piece>
     if threshold == 0:
         return
@@ -26,11 +30,10 @@ def _init_speculative_disable(self, server_args: ServerArgs) -> None:
             "speculative_disable_batch_threshold needs --speculative-eagle-topk 1, "
             f"got {self.topk}."
         )
-    # <piece catch-up-check>
-    if catch_up not in ("padded", "single"):
+    if catch_up not in ("padded", "single", "skip"):
         raise ValueError(
-            f"SGLANG_SPEC_DISABLE_CATCH_UP must be 'padded' or 'single', got {catch_up!r}."
-    # </piece>
+            "SGLANG_SPEC_DISABLE_CATCH_UP must be 'padded', 'single' or 'skip', "
+            f"got {catch_up!r}."
         )
     # <piece adaptive-check>
     # </piece>
@@ -42,6 +45,10 @@ def _init_speculative_disable(self, server_args: ServerArgs) -> None:
             "of the per-rank batch sizes (require_mlp_tp_gather), which this set-up skips."
         )
     # <piece build>
+    with self._draft_worker.draft_tp_context(
+        self._draft_worker.draft_runner.tp_group
+    ), speculative_moe_backend_context(), speculative_moe_a2a_backend_context():
+        self._spec_disable_plain = self._spec_disable_build_plain_state(threshold)
     # </piece>
     scope = (
         "summed over the DP attention ranks"
@@ -49,10 +56,13 @@ def _init_speculative_disable(self, server_args: ServerArgs) -> None:
         else "per decode batch"
     )
     requests = "request" if threshold == 1 else "requests"
-    # <piece log>
+    catch_up_text = (
+        "no draft catch-up (the draft model resumes cold)"
+        if catch_up == "skip"
+        else "a one-token draft catch-up"
+    )
     logger.info(
         f"Dynamic speculation disable is on: decode batches of more than {threshold} "
-        f"{requests} ({scope}) run without speculative decoding, as plain target "
-        f"decodes with a '{catch_up}' draft catch-up."
-    # </piece>
+        f"{requests} ({scope}) run without speculative decoding, as one-token target "
+        f"decodes with {catch_up_text}."
     )

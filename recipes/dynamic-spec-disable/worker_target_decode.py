@@ -4,21 +4,30 @@ def _spec_disable_target_decode(
     # </piece>
 ) -> GenerationBatchResult:
     # <piece docstring>
-    """One eager DECODE forward of the target with spec_info=None, sampling one token each."""
+    """One DECODE forward of the target with spec_info=None, sampling one token each."""
     # </piece>
     # spec_info must be None: in DECODE mode the attention backends read one as a draft
     # <piece notes>
-    # multi-step decode. The target's CUDA graphs were captured for TARGET_VERIFY (n
-    # tokens per request) and its graph runner does not check the forward mode, so it is
-    # set aside for the call and put back even when the forward raises. The penalizers are
-    # left out: spec v2 never feeds them decode tokens, so their state is stale
+    # multi-step decode. The caller has swapped in the target's DECODE CUDA graph and its
+    # attention backend (captured at start-up for one token per request with the hidden
+    # states the draft catch-up reads); the forward runs on a copy of the batch, so the
+    # batch keeps the values the draft catch-up reads after this. The penalizers are left
+    # out: spec v2 never feeds them decode tokens in this release, so their state is stale
     # (min_new_tokens would mask EOS for ever), and the speculative path does not apply
     # them either. Grammar masks and the sampling parameters apply as in any decode;
     # logprobs are not computed, as on the speculative path of this release.
+    # The DP attention token counts are copied: the forward aligns them in place, and the
+    # scheduler's batch (and its draft catch-up) must keep its own.
     # </piece>
     bs = len(batch.seq_lens)
-    # <piece dp-counts>
-    # </piece>
+    dp_counts = dict(
+        global_num_tokens=None
+        if batch.global_num_tokens is None
+        else list(batch.global_num_tokens),
+        global_num_tokens_for_logprob=None
+        if batch.global_num_tokens_for_logprob is None
+        else list(batch.global_num_tokens_for_logprob),
+    )
     # <piece sampling>
     sampling_info = batch.sampling_info
     if sampling_info is not None:
@@ -32,6 +41,7 @@ def _spec_disable_target_decode(
             # <piece idle-tail>
             return_logprob=False,
             sampling_info=sampling_info,
+            **dp_counts,
             # </piece>
         )
     else:
@@ -52,14 +62,7 @@ def _spec_disable_target_decode(
             # <piece decode-tail>
             return_logprob=False,
             sampling_info=sampling_info,
+            **dp_counts,
             # </piece>
         )
-    # <piece forward>
-    model_runner = self.target_worker.model_runner
-    graph_runner = model_runner.graph_runner
-    model_runner.graph_runner = None
-    try:
-        return self.target_worker.forward_batch_generation(target_batch)
-    finally:
-        model_runner.graph_runner = graph_runner
-    # </piece>
+    return self.target_worker.forward_batch_generation(target_batch)

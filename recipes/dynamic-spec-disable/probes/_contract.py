@@ -1,7 +1,6 @@
-"""Checks of the fallback contract shared by both fallback probes (worker_probe.py, the eager fallback, and
-worker_probe_graphs.py, the one-token-graph fallback): how the release's real scheduler code takes a step's result,
-and the start-up refusals some release families add. What differs per release comes from the adapter `rel`
-(_releases.py). Import after `_probe_env.setup()`.
+"""Checks of the fallback contract (worker_probe_graphs.py, the one-token-graph fallback of 0.5.4 - 0.5.12): how the
+release's real scheduler code takes a step's result, and the start-up refusals some release families add. What differs
+per release comes from the adapter `rel` (_releases.py). Import after `_probe_env.setup()`.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
-"""Release adapters of the fallback contracts (worker_probe.py, the eager fallback of 0.5.4 - 0.5.5, and
-worker_probe_graphs.py, the one-token-graph fallback of 0.5.6 - 0.5.12): per release family, how to build the batches
-and fakes and how the release's own scheduler code takes the fallback's result.
+"""Release adapters of the fallback contract (worker_probe_graphs.py, the one-token-graph fallback of 0.5.4 - 0.5.12):
+per release family, how to build the batches and fakes and how the release's own scheduler code takes the fallback's
+result.
 
 The adapter is the one of the variant the engine applied (`SPECPATCH_VARIANT`, set by `specpatch verify` from the
 target's ledger; empty for the recipe's own steps). Each class says what its releases do differently from the one it
@@ -36,7 +36,7 @@ class Release059:
     histogram = True  #: the scheduler keeps an acceptance histogram
     per_request_counts = "accept_length_per_req_cpu"  #: the result's per-request accepted counts (None: none)
     total_count = "num_accepted_tokens"
-    extra_checks: tuple = ()  #: names of worker_probe's checks only this release family has
+    extra_checks: tuple = ()  #: names of the probe's checks only this release family has
     #: the one-token-graph probe: the graph runners keep the backend they were built with (0.5.11+), else they
     #: replay on the model runner's / worker's current one
     graphs_keep_backend = False
@@ -134,7 +134,8 @@ class Release055(Release056):
     def check_result_extra(self, result, exp):
         assert result.allocate_lens is not None and \
             result.allocate_lens.tolist() == [e.s + N_DRAFT for e in exp], "allocate_lens not passed on"
-        assert result.next_draft_input.allocate_lens.tolist() == [e.s + N_DRAFT for e in exp], \
+        nd = result.next_draft_input
+        assert nd.allocate_lens is not None and nd.allocate_lens.tolist() == [e.s + N_DRAFT for e in exp], \
             "allocate_lens not passed on to the next draft input"
 
 
@@ -222,13 +223,9 @@ class Release0512(Release0511):
         assert result.speculative_num_draft_tokens == N_DRAFT, "the result does not carry its stride"
 
 
-#: the eager fallback (worker_probe.py): the variant the engine applied -> its adapter ("" = the recipe's own steps)
-BY_VARIANT = {
-    "": Release059,
-    "fallback-0.5.4": Release054, "fallback-0.5.5": Release054,
-}
 #: the one-token-graph fallback (worker_probe_graphs.py): the variant the engine applied -> its adapter
 GRAPHS_BY_VARIANT = {
+    "": Release059,  # the recipe's own steps
     "fallback-0.5.4": Release054, "fallback-0.5.5": Release055,
     "fallback-0.5.6": Release056, "fallback-0.5.7": Release057, "fallback-0.5.8": Release057,
     "fallback-0.5.9": Release059, "fallback-0.5.10": Release0510, "fallback-0.5.11": Release0511,

@@ -1,4 +1,4 @@
-"""Behaviour probe of the dynamic speculation disable with one-token graphs (sglang 0.5.6 - 0.5.12), on CPU.
+"""Behaviour probe of the dynamic speculation disable with one-token graphs (sglang 0.5.4 - 0.5.12), on CPU.
 
 The 0.5.13 design on 0.5.9's API: at start-up the worker builds a target attention backend and a target DECODE
 CUDA graph runner (one token per request, hidden states FULL) and, for the padded/single catch-up, a one-token
@@ -962,11 +962,11 @@ def check_env_var():
         assert w.spec_disable_batch_threshold == 5, "the flag must win over the environment variable"
         w.forward_batch_generation(decode_batch(3))
         assert took_speculative_path(w)
-    default = PARAMS.get("catchup_mode_graphs")
+    default = PARAMS.get("catchup_mode")
     if default:
         assert make_worker(2).spec_disable_catch_up == default, \
             f"SGLANG_SPEC_DISABLE_CATCH_UP defaults to {make_worker(2).spec_disable_catch_up!r}, " \
-            f"not the recipe's catchup_mode_graphs {default!r}"
+            f"not the recipe's catchup_mode {default!r}"
     return f"the variable sets N when the flag is 0; a non-zero flag wins; catch-up default {default!r}"
 
 
