@@ -671,6 +671,8 @@ def _candidates(m: cst.Module, n: cst.Module, site: _Site) -> Iterator[list[dict
     if len(old) == 1 and len(new) == 1 and type(old[0]) is type(new[0]) \
             and _lead_text(m, old[0]) == _lead_text(n, new[0]):
         yield from _expression_edits(m, n, site.mpath + (old[0],), old[0], new[0], scope)
+    if len(old) == 1 and len(new) == 1:
+        yield from _header_replacement(m, n, site, old[0], new[0], scope)
     yield from _replacements(m, n, site, ms, ns, scope)
     # the whole enclosing statement, up to the def that holds the site
     path, npath = site.mpath, site.npath
@@ -686,6 +688,31 @@ def _candidates(m: cst.Module, n: cst.Module, site: _Site) -> Iterator[list[dict
         if isinstance(path[-1], cst.FunctionDef):
             return
         path, npath = pm, pn
+
+
+def _header_replacement(m, n, site, old, new, scope) -> Iterator[list[dict]]:
+    """A compound statement whose header alone changed (a `with`'s items, an `if`'s test): `replace_statements` of
+    the header (a block of `...`), so that the step survives upstream editing the statement's block."""
+    from .operations.replace_statements import _DOTS, _HEADED
+
+    if type(old) is not type(new) or not isinstance(old, _HEADED) or not isinstance(old.body, cst.IndentedBlock) \
+            or not isinstance(new.body, cst.IndentedBlock):
+        return
+    if m.code_for_node(old.body) != n.code_for_node(new.body) or not _lead_text(n, new).startswith(_lead_text(m, old)):
+        return
+    if getattr(old, "orelse", None) is not None or getattr(new, "orelse", None) is not None:
+        if m.code_for_node(old.orelse) != n.code_for_node(new.orelse):
+            return
+    def header(node, keep=()):
+        changes = {"body": _DOTS, "leading_lines": keep}
+        if getattr(node, "orelse", None) is not None:
+            changes["orelse"] = None
+        return node.with_changes(**changes)
+
+    lead = tuple(new.leading_lines)[len(old.leading_lines):]
+    within = {"within": scope} if scope else {}
+    yield [{"op": "replace_statements", "match": _code(m, site.mpath, [header(old)], lead=False),
+            "code": _code(n, site.npath, [header(new, lead)]), **within}]
 
 
 def _import_merges(old: cst.CSTNode, new: cst.CSTNode) -> Iterator[list[dict]]:
@@ -752,6 +779,9 @@ def _insertions(m, n, site, ms, new, owner, scope) -> Iterator[list[dict]]:
     if isinstance(owner, cst.Module):
         if all(_is_import_line(s) for s in new):
             yield [{"op": "add_import", "code": _code(n, site.npath, [s], lead=False).strip()} for s in new]
+            # an import put in the middle of a sorted block: where it sorts (it follows the block's own changes)
+            yield [{"op": "add_import", "code": _code(n, site.npath, [s], lead=False).strip(), "sorted": True}
+                   for s in new]
         code = _code(n, site.npath, new)
         if prev is not None and defined_names(prev):
             yield [{"op": "add_definition", "after": defined_names(prev)[0], "code": code}]
@@ -778,14 +808,36 @@ def _statement_insertions(m, site, ms, new_code: str, fn: NodePath) -> Iterator[
     adding one), then as written. A pattern that matches more than one statement of the function is not taken."""
     i = site.i1
     function = _dotted(fn)
-    for at, stmt in (("after", ms[i - 1] if i > 0 else None), ("before", ms[i] if i < len(ms) else None)):
+    sides = (("after", ms[i - 1] if i > 0 else None), ("before", ms[i] if i < len(ms) else None))
+
+    def patterns(stmt) -> list[str]:
         if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1):
-            continue
+            return []
         text = m.code_for_node(stmt.body[0]).strip()
-        for pattern in dict.fromkeys((_any_arguments(text), text)):
-            if pattern:
-                yield [{"op": "insert_statements", "function": function, "at": at, "match": pattern,
-                        "code": new_code, "if_present_elsewhere": "refuse"}]
+        return [p for p in dict.fromkeys((_any_arguments(text), text)) if p]
+
+    for k, (at, stmt) in enumerate(sides):
+        other = sides[1 - k][1]
+        # the statement on the other side, as a second anchor for when upstream rewrites the first: taken only
+        # when it alone matches in the function (else the fallback could land anywhere)
+        fallback = next((p for p in patterns(other) if _unique_in(m, fn, p)), None)
+        for pattern in patterns(stmt):
+            step = {"op": "insert_statements", "function": function, "at": at, "match": pattern, "code": new_code,
+                    "if_present_elsewhere": "refuse"}
+            if fallback:
+                yield [{**step, "fallback_match": fallback}]
+            yield [step]
+
+
+def _unique_in(module: cst.Module, fn: NodePath, pattern: str) -> bool:
+    """Does exactly one statement of the function match the code pattern?"""
+    from .anchors import statements_matching
+    from .patterns import Pattern
+
+    try:
+        return len(statements_matching(module, fn, Pattern.parse(pattern))) == 1
+    except Exception:  # noqa: BLE001 - a text that is not a pattern is no anchor
+        return False
 
 
 class _AnyArguments(ast.NodeTransformer):
