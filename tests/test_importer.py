@@ -625,3 +625,88 @@ def test_a_layer_that_calls_the_same_method_on_the_next_layer_falls_when_that_la
     engine = ported["engine-h1-method"]
     assert engine.status == "refused"
     assert engine.message.startswith("it uses `flush_weights`") and "tok-h1-method" in engine.message
+
+
+# ------------------------------------------------------------------ anchors that survive an edit of the anchor itself
+
+POOL = '''\
+class Pool:
+    def __init__(self, size):
+        with (
+            use_pool(self.pool)
+            if self.pool
+            else nullcontext()
+        ):
+            self.buf = [
+                zeros(size)
+                for _ in range(3)
+            ]
+        self.done = True
+'''
+
+
+def test_a_with_whose_items_change_is_lifted_by_its_header_and_survives_upstream_editing_its_body(tmp_path):
+    after = POOL.replace("            use_pool(self.pool)\n            if self.pool\n            else nullcontext()\n",
+                         "            (\n                use_pool(self.pool)\n                if self.pool\n"
+                         "                else nullcontext()\n            ),\n            region(KV),\n")
+    after = after.replace("            ]\n        self.done", "            ]\n            self.ptrs = ptrs(self.buf)\n"
+                          "        self.done")
+    pkg = package(tmp_path / "base", {"srt/pool.py": POOL})
+    lifted, out = lift_and_write(tmp_path, pkg, git_diff(POOL, after, "srt/pool.py"))
+    assert [s.options["op"] for s in lifted.steps] == ["replace_statements", "insert_statements"]
+    assert lifted.steps[0].options["match"].rstrip().endswith(":\n    ...")
+    assert importer.round_trip(out, pkg, lifted.expected).ok
+    # upstream edited the `with` block (the header the step matches is the same): both steps land
+    later = POOL.replace("zeros(size)", "zeros(buf_size + 1)")
+    ported = importer.port(load_recipe(out), package(tmp_path / "later", {"srt/pool.py": later}))
+    assert [s.status for s in ported.steps] == ["applied", "applied"]
+    assert ported.files["srt/pool.py"].decode() == after.replace("zeros(size)", "zeros(buf_size + 1)")
+
+
+GATE = '''\
+class Indexer:
+    def gate(self, x, q):
+        w, _ = self.proj(x)
+        w = w.float()
+        w = w * self.n_heads**-0.5
+        return w * q
+'''
+
+
+def test_an_insertion_falls_back_to_the_statement_below_when_upstream_rewrote_the_one_above(tmp_path):
+    after = GATE.replace("        w = w.float()\n", "        w = w.float()\n        if w.shape[1] < q.shape[1]:\n"
+                         "            w = w.repeat_interleave(2, dim=1)\n")
+    pkg = package(tmp_path / "base", {"srt/ix.py": GATE})
+    lifted, out = lift_and_write(tmp_path, pkg, git_diff(GATE, after, "srt/ix.py"))
+    assert [(s.options["op"], s.options["match"], s.options.get("fallback_match")) for s in lifted.steps] == [
+        ("insert_statements", "w = w.float(...)", "w = w * self.n_heads**-0.5")]
+    assert importer.round_trip(out, pkg, lifted.expected).ok
+    # upstream merged the two statements above into one call: the code goes above the statement below
+    later = GATE.replace("        w, _ = self.proj(x)\n        w = w.float()\n", "        w = self._proj_fp32(x)\n")
+    ported = importer.port(load_recipe(out), package(tmp_path / "later", {"srt/ix.py": later}))
+    assert [s.status for s in ported.steps] == ["applied"]
+    assert b"w = self._proj_fp32(x)\n        if w.shape[1] < q.shape[1]:" in ported.files["srt/ix.py"]
+    # the statement below is there twice: the fallback is not used, the step refuses
+    twice = later.replace("        return w * q", "        w = w * self.n_heads**-0.5\n        return w * q")
+    ported = importer.port(load_recipe(out), package(tmp_path / "twice", {"srt/ix.py": twice}))
+    assert [s.status for s in ported.steps] == ["refused"]
+
+
+def test_the_fallback_is_not_written_when_the_statement_below_is_not_unique_in_the_function(tmp_path):
+    before = GATE.replace("        return w * q", "        w = w * self.n_heads**-0.5\n        return w * q")
+    after = before.replace("        w = w.float()\n", "        w = w.float()\n        w = w + 1\n")
+    pkg = package(tmp_path / "base", {"srt/ix.py": before})
+    lifted, _ = lift_and_write(tmp_path, pkg, git_diff(before, after, "srt/ix.py"))
+    assert [s.options.get("fallback_match") for s in lifted.steps] == [None]
+
+
+def test_an_import_in_the_middle_of_a_sorted_block_is_lifted_sorted_and_follows_the_block(tmp_path):
+    before = "import contextlib\nfrom abc import ABC\n\nimport torch\n\n\ndef f():\n    return ABC\n"
+    after = before.replace("import contextlib\n", "import contextlib\nimport os\n")
+    pkg = package(tmp_path / "base", {"srt/s.py": before})
+    lifted, out = lift_and_write(tmp_path, pkg, git_diff(before, after, "srt/s.py"))
+    assert [(s.options["op"], s.options.get("sorted")) for s in lifted.steps] == [("add_import", True)]
+    assert importer.round_trip(out, pkg, lifted.expected).ok
+    later = before.replace("import contextlib\n", "import contextlib\nimport logging\n")
+    ported = importer.port(load_recipe(out), package(tmp_path / "later", {"srt/s.py": later}))
+    assert b"import contextlib\nimport logging\nimport os\nfrom abc import ABC\n" in ported.files["srt/s.py"]
