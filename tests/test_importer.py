@@ -710,3 +710,44 @@ def test_an_import_in_the_middle_of_a_sorted_block_is_lifted_sorted_and_follows_
     later = before.replace("import contextlib\n", "import contextlib\nimport logging\n")
     ported = importer.port(load_recipe(out), package(tmp_path / "later", {"srt/s.py": later}))
     assert b"import contextlib\nimport logging\nimport os\nfrom abc import ABC\n" in ported.files["srt/s.py"]
+
+
+# ------------------------------------------------------------------ a file upstream renamed
+
+OLD_MIXIN = '''\
+class CommunicatorMixin:
+    def init(self):
+        self.a = 1
+
+    def pause(self):
+        return 1
+
+    def resume(self):
+        return 2
+
+    def flush(self):
+        return 3
+'''
+
+
+def test_port_follows_a_file_upstream_renamed_with_its_class_and_says_so(tmp_path):
+    after = OLD_MIXIN.replace("    def flush(self):\n        return 3\n",
+                              "    def flush(self):\n        return 3\n\n    def post_process(self):\n        return 4\n")
+    pkg = package(tmp_path / "base", {"srt/comm_mixin.py": OLD_MIXIN})
+    lifted, out = lift_and_write(tmp_path, pkg, git_diff(OLD_MIXIN, after, "srt/comm_mixin.py"))
+    assert [s.options["op"] for s in lifted.steps] == ["add_method"]
+    # the later release renamed the file and the class, and has one more method
+    later_text = OLD_MIXIN.replace("CommunicatorMixin", "ControlMixin") + "\n    def stats(self):\n        return 5\n"
+    later = package(tmp_path / "later", {"srt/control_mixin.py": later_text, "srt/other.py": "class X:\n    pass\n"})
+    ported = importer.port(load_recipe(out), later, base_dir=pkg)
+    step = ported.steps[0]
+    assert (step.status, step.file) == ("applied", "srt/control_mixin.py")
+    assert "followed to `srt/control_mixin.py`" in step.message and "`ControlMixin` (4 of its 4 methods)" in step.message
+    assert b"    def post_process(self):\n        return 4\n" in ported.files["srt/control_mixin.py"]
+    # without the base release, or when two classes of the release look alike, nothing moves: the step refuses
+    assert [s.status for s in importer.port(load_recipe(out), later).steps] == ["refused"]
+    twin = package(tmp_path / "twin", {"srt/control_mixin.py": later_text,
+                                       "srt/control_mixin2.py": later_text.replace("ControlMixin", "Control2")})
+    ported = importer.port(load_recipe(out), twin, base_dir=pkg)
+    assert [(s.status, s.file) for s in ported.steps] == [("refused", "srt/comm_mixin.py")]
+    assert "not in the release" in ported.steps[0].message
