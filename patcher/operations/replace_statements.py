@@ -138,7 +138,7 @@ class ReplaceStatements(Operation):
         if not anchors:
             if placed:
                 return AlreadyApplied(placed[0])
-            raise AnchorNotFound(f"no statement whose header is `{first_line(cst.Module(body=[]), old)}` in "
+            raise AnchorNotFound(f"no statement whose header is `{line_text(self.match)}` in "
                                  f"{f'`{self.within}`' if self.within else 'the module'}",
                                  candidates=_near(module, scope, old))
         if len(anchors) > 1:
