@@ -751,3 +751,24 @@ def test_port_follows_a_file_upstream_renamed_with_its_class_and_says_so(tmp_pat
     ported = importer.port(load_recipe(out), twin, base_dir=pkg)
     assert [(s.status, s.file) for s in ported.steps] == [("refused", "srt/comm_mixin.py")]
     assert "not in the release" in ported.steps[0].message
+
+
+def test_bench_landed_in_the_teams_context_reads_the_context_from_the_teams_files():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("specpatch_bench_import",
+                                                  Path(__file__).resolve().parent.parent / "bench" / "import.py")
+    bench = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = bench  # its dataclasses look their module up
+    spec.loader.exec_module(bench)
+    patch = git_diff("import contextlib\nfrom abc import ABC\n", "import contextlib\nimport os\nfrom abc import ABC\n",
+                     "srt/s.py")
+    fp = importer.parse_patch(patch)[0]
+    info = bench.hunk_info(fp, fp.hunks[0])
+    team = ["import contextlib", "import logging", "import os", "from abc import ABC"]  # upstream added logging
+    # the hunk's own context (`import contextlib` above) is in no port: only the second figure sees it land
+    assert bench.count(team, info.groups[0]) == 0
+    assert bench.landed_in_context(info, list(team), team)
+    assert not bench.landed_in_context(info, ["import contextlib", "import os", "import logging", "from abc import ABC"],
+                                       team)
+    assert not bench.landed_in_context(info, team + ["import logging", "import os", "from abc import ABC"], team)
