@@ -23,6 +23,13 @@ Prints, in one run:
   (added lines with one line of context on each side, whitespace aside); it *landed as the team's port* when every
   group occurs as many times in the tool's files as in the team's (at least once); it was *applied wrongly* when a
   group occurs more often in the tool's files than in the team's (code the team does not have, or twice).
+  A second, looser figure, *landed in the team's context*, reads the context from the team's files instead of the
+  hunk: a group's added lines must sit between the same neighbouring lines, as many times, in the tool's files as in
+  the team's (for a group with no added line that is not blank, the first rule): a hunk whose context lines upstream
+  edited (so that no port can have them) is then still seen landing where the team put it.
+
+  A hunk of a file the later release renamed, whose steps `port` followed to another file, is classed and scored in
+  that file (the team's port of it is there too), for both tools.
 
 The patches are read from wherever they are (keep other projects' patches out of this repository).
 """
@@ -59,9 +66,11 @@ class HunkInfo:
     file: str
     hunk: importer.Hunk
     groups: list[str] = field(default_factory=list)  #: change groups, normalized
+    blocks: list[list[str]] = field(default_factory=list)  #: each group's added lines, normalized
     added: list[str] = field(default_factory=list)  #: normalized non-blank added lines
     changed: tuple = ()  #: (-, +) lines normalized, for "carried"
     klass: str = ""
+    where: str = ""  #: the file the hunk is scored in: its own, or the one `port` followed a renamed file to
 
 
 def _lifted_from_recipe(recipe, files: list[importer.FilePatch], base_pkg: Path) -> importer.Lifted:
@@ -104,6 +113,7 @@ def hunk_info(fp: importer.FilePatch, h: importer.Hunk) -> HunkInfo:
             plus = [norm(ln[1:]) for ln in lines[i:j] if ln[:1] == "+"]
             if any(p for p in plus) or any(ln[1:].strip() for ln in lines[i:j]):
                 info.groups.append("\n".join(before + plus + after))
+                info.blocks.append(plus)
             i = j
         else:
             i += 1
@@ -120,6 +130,27 @@ def count(text_lines: list[str], group: str) -> int:
     want = group.split("\n")
     n = len(want)
     return sum(1 for k in range(len(text_lines) - n + 1) if text_lines[k:k + n] == want)
+
+
+def contexts(text_lines: list[str], block: list[str]) -> Counter:
+    """Where `block` occurs in the file: a count per (line before, line after)."""
+    n = len(block)
+    return Counter((text_lines[k - 1] if k else None, text_lines[k + n] if k + n < len(text_lines) else None)
+                   for k in range(len(text_lines) - n + 1) if text_lines[k:k + n] == block)
+
+
+def landed_in_context(info: HunkInfo, ours: list[str], theirs: list[str]) -> bool:
+    """Every group's added lines sit between the same neighbours, as often, in `ours` as in `theirs`."""
+    if not info.groups:
+        return False
+    for group, block in zip(info.groups, info.blocks):
+        if any(block):
+            want = contexts(theirs, block)
+            if not want or contexts(ours, block) != want:
+                return False
+        elif not (count(ours, group) == count(theirs, group) >= 1):
+            return False
+    return True
 
 
 def normalized_files(root: Path, rels: set[str]) -> dict[str, list[str]]:
@@ -189,6 +220,9 @@ def run(args, scratch: Path) -> int:
     for ls, ps in zip(lifted.steps, ported.steps):
         by_hunk.setdefault((ls.file, ls.hunk.number), []).append(ps)
     infos = [hunk_info(fp, h) for fp in files for h in fp.hunks]
+    for info in infos:  # a file upstream renamed, which `port` followed: scored where its steps went
+        moved = {s.file for s in by_hunk.get((info.file, info.hunk.number), [])}
+        info.where = moved.pop() if len(moved) == 1 else info.file
 
     def answer(info: HunkInfo) -> str:
         steps = by_hunk.get((info.file, info.hunk.number), [])
@@ -239,14 +273,15 @@ def score(args, infos: list[HunkInfo], ported, answer, scratch: Path) -> dict:
             truth_changed.setdefault(fp.path, set()).add(hi.changed)
             truth_added.setdefault(fp.path, set()).update(hi.added)
     later_pkg = fetch_release(PACKAGE, args.later) / PACKAGE
-    rels = {i.file for i in infos}
+    rels = {i.where or i.file for i in infos}
     later_lines = normalized_files(later_pkg, rels)
     for info in infos:
-        if any(_contains(t, info.changed) for t in truth_changed.get(info.file, set())):
+        f = info.where or info.file
+        if any(_contains(t, info.changed) for t in truth_changed.get(f, set())):
             info.klass = "carried"
-        elif info.added and sum(a in truth_added.get(info.file, set()) for a in info.added) * 2 >= len(info.added):
+        elif info.added and sum(a in truth_added.get(f, set()) for a in info.added) * 2 >= len(info.added):
             info.klass = "adapted"
-        elif info.added and sum(a in set(later_lines[info.file]) for a in info.added) >= 0.8 * len(info.added):
+        elif info.added and sum(a in set(later_lines[f]) for a in info.added) >= 0.8 * len(info.added):
             info.klass = "upstream"
         else:
             info.klass = "dropped"
@@ -270,18 +305,22 @@ def score(args, infos: list[HunkInfo], ported, answer, scratch: Path) -> dict:
     for tool, files in trees.items():
         tally: Counter = Counter()
         for info in infos:
-            ours = [count(files[info.file], g) for g in info.groups]
-            theirs = [count(team[info.file], g) for g in info.groups]
+            f = info.where or info.file
+            ours = [count(files[f], g) for g in info.groups]
+            theirs = [count(team[f], g) for g in info.groups]
             landed = bool(info.groups) and all(o == t and t >= 1 for o, t in zip(ours, theirs))
             wrong = any(o > t for o, t in zip(ours, theirs))
             tally[(info.klass, "landed")] += landed
+            in_context = landed_in_context(info, files[f], team[f])
+            tally[(info.klass, "landed_context")] += in_context
             tally[(info.klass, "wrong")] += wrong
             if tool == "specpatch":
                 tally[(info.klass, answer(info))] += 1
                 rows.append({"file": info.file, "hunk": info.hunk.header.split("@@")[1].strip(), "class": info.klass,
-                             "specpatch": answer(info), "landed": landed, "wrong": wrong})
-        per = {k: {m: tally[(k, m)] for m in ("landed", "wrong", "applied", "already_upstream", "upstream_other_form",
-                                               "refused")}
+                             "specpatch": answer(info), "landed": landed, "wrong": wrong,
+                             "landed_context": in_context, **({"scored_in": f} if f != info.file else {})})
+        per = {k: {m: tally[(k, m)] for m in ("landed", "landed_context", "wrong", "applied", "already_upstream",
+                                               "upstream_other_form", "refused")}
                for k in ("carried", "adapted", "upstream", "dropped")}
         result["tools"][tool] = per
         print(f"  {tool}:")
@@ -292,6 +331,8 @@ def score(args, infos: list[HunkInfo], ported, answer, scratch: Path) -> dict:
                          f"{per[k]['upstream_other_form']} upstream in another form, {per[k]['refused']} refused")
             print(f"    {k:9} {classes[k]:3}: {per[k]['landed']:3} landed as the team's port, "
                   f"{per[k]['wrong']:3} applied wrongly{extra}")
+        print(f"    (landed in the team's context: " + ", ".join(
+            f"{k} {per[k]['landed_context']}" for k in ("carried", "adapted", "upstream", "dropped")) + ")")
     fuzz_failed = sum(1 for ln in fuzz_log.splitlines() if "FAILED" in ln)
     fuzz_fuzzed = sum(1 for ln in fuzz_log.splitlines() if "with fuzz" in ln)
     result["patch_fuzz2"] = {"failed_hunks": fuzz_failed, "applied_with_fuzz": fuzz_fuzzed,

@@ -671,6 +671,8 @@ def _candidates(m: cst.Module, n: cst.Module, site: _Site) -> Iterator[list[dict
     if len(old) == 1 and len(new) == 1 and type(old[0]) is type(new[0]) \
             and _lead_text(m, old[0]) == _lead_text(n, new[0]):
         yield from _expression_edits(m, n, site.mpath + (old[0],), old[0], new[0], scope)
+    if len(old) == 1 and len(new) == 1:
+        yield from _header_replacement(m, n, site, old[0], new[0], scope)
     yield from _replacements(m, n, site, ms, ns, scope)
     # the whole enclosing statement, up to the def that holds the site
     path, npath = site.mpath, site.npath
@@ -686,6 +688,31 @@ def _candidates(m: cst.Module, n: cst.Module, site: _Site) -> Iterator[list[dict
         if isinstance(path[-1], cst.FunctionDef):
             return
         path, npath = pm, pn
+
+
+def _header_replacement(m, n, site, old, new, scope) -> Iterator[list[dict]]:
+    """A compound statement whose header alone changed (a `with`'s items, an `if`'s test): `replace_statements` of
+    the header (a block of `...`), so that the step survives upstream editing the statement's block."""
+    from .operations.replace_statements import _DOTS, _HEADED
+
+    if type(old) is not type(new) or not isinstance(old, _HEADED) or not isinstance(old.body, cst.IndentedBlock) \
+            or not isinstance(new.body, cst.IndentedBlock):
+        return
+    if m.code_for_node(old.body) != n.code_for_node(new.body) or not _lead_text(n, new).startswith(_lead_text(m, old)):
+        return
+    if getattr(old, "orelse", None) is not None or getattr(new, "orelse", None) is not None:
+        if m.code_for_node(old.orelse) != n.code_for_node(new.orelse):
+            return
+    def header(node, keep=()):
+        changes = {"body": _DOTS, "leading_lines": keep}
+        if getattr(node, "orelse", None) is not None:
+            changes["orelse"] = None
+        return node.with_changes(**changes)
+
+    lead = tuple(new.leading_lines)[len(old.leading_lines):]
+    within = {"within": scope} if scope else {}
+    yield [{"op": "replace_statements", "match": _code(m, site.mpath, [header(old)], lead=False),
+            "code": _code(n, site.npath, [header(new, lead)]), **within}]
 
 
 def _import_merges(old: cst.CSTNode, new: cst.CSTNode) -> Iterator[list[dict]]:
@@ -752,6 +779,9 @@ def _insertions(m, n, site, ms, new, owner, scope) -> Iterator[list[dict]]:
     if isinstance(owner, cst.Module):
         if all(_is_import_line(s) for s in new):
             yield [{"op": "add_import", "code": _code(n, site.npath, [s], lead=False).strip()} for s in new]
+            # an import put in the middle of a sorted block: where it sorts (it follows the block's own changes)
+            yield [{"op": "add_import", "code": _code(n, site.npath, [s], lead=False).strip(), "sorted": True}
+                   for s in new]
         code = _code(n, site.npath, new)
         if prev is not None and defined_names(prev):
             yield [{"op": "add_definition", "after": defined_names(prev)[0], "code": code}]
@@ -778,14 +808,36 @@ def _statement_insertions(m, site, ms, new_code: str, fn: NodePath) -> Iterator[
     adding one), then as written. A pattern that matches more than one statement of the function is not taken."""
     i = site.i1
     function = _dotted(fn)
-    for at, stmt in (("after", ms[i - 1] if i > 0 else None), ("before", ms[i] if i < len(ms) else None)):
+    sides = (("after", ms[i - 1] if i > 0 else None), ("before", ms[i] if i < len(ms) else None))
+
+    def patterns(stmt) -> list[str]:
         if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1):
-            continue
+            return []
         text = m.code_for_node(stmt.body[0]).strip()
-        for pattern in dict.fromkeys((_any_arguments(text), text)):
-            if pattern:
-                yield [{"op": "insert_statements", "function": function, "at": at, "match": pattern,
-                        "code": new_code, "if_present_elsewhere": "refuse"}]
+        return [p for p in dict.fromkeys((_any_arguments(text), text)) if p]
+
+    for k, (at, stmt) in enumerate(sides):
+        other = sides[1 - k][1]
+        # the statement on the other side, as a second anchor for when upstream rewrites the first: taken only
+        # when it alone matches in the function (else the fallback could land anywhere)
+        fallback = next((p for p in patterns(other) if _unique_in(m, fn, p)), None)
+        for pattern in patterns(stmt):
+            step = {"op": "insert_statements", "function": function, "at": at, "match": pattern, "code": new_code,
+                    "if_present_elsewhere": "refuse"}
+            if fallback:
+                yield [{**step, "fallback_match": fallback}]
+            yield [step]
+
+
+def _unique_in(module: cst.Module, fn: NodePath, pattern: str) -> bool:
+    """Does exactly one statement of the function match the code pattern?"""
+    from .anchors import statements_matching
+    from .patterns import Pattern
+
+    try:
+        return len(statements_matching(module, fn, Pattern.parse(pattern))) == 1
+    except Exception:  # noqa: BLE001 - a text that is not a pattern is no anchor
+        return False
 
 
 class _AnyArguments(ast.NodeTransformer):
@@ -1065,6 +1117,11 @@ def _port(recipe, package_dir: Path, skip: tuple[str, ...], base_dir: Path | Non
     if unmatched:
         raise UsageError(f"--skip: no step of `{recipe.id}` is named {', '.join(f'`{p}`' for p in unmatched)} "
                          "(`specpatch show` lists the step names)")
+    moved: dict[int, str] = {}
+    was = {i: op.file for i, op in ops}
+    if base_dir is not None:
+        ops, moved = follow_renamed(ops, package_dir, base_dir)
+    renamed = {op.file: was[i] for i, op in ops if i in moved}  #: the file in the release -> in the base
     by_file: dict[str, list[tuple[int, Operation]]] = {}
     for index, op in ops:
         by_file.setdefault(op.file, []).append((index, op))
@@ -1077,14 +1134,144 @@ def _port(recipe, package_dir: Path, skip: tuple[str, ...], base_dir: Path | Non
         steps = sorted((s for rel in planned for s in planned[rel][0]), key=lambda s: s.index)
         if not hold_together:
             break
-        more = consistent(ops, steps, pristine, _texts_of(base_dir, by_file) if base_dir else None)
+        base_texts = None
+        if base_dir:
+            base_texts = _texts_of(base_dir, [renamed.get(rel, rel) for rel in by_file])
+            base_texts.update({new: base_texts.pop(old, "") for new, old in renamed.items()})
+        more = consistent(ops, steps, pristine, base_texts)
         new = {i: v for i, v in more.items() if i not in held}
         if not new:
             break
         held.update(new)
         todo = {op.file for i, op in ops if i in new}
+    for s in steps:
+        if s.index in moved:
+            s.message = f"{moved[s.index]}{'; ' + s.message if s.message else ''}"
     files = {rel: data for rel, (_, data) in planned.items() if data is not None}
     return Ported(steps, files)
+
+
+# --------------------------------------------------------------------------------------------------- renamed files
+
+_ANCHOR_FIELDS = ("cls", "function", "within")
+
+
+def follow_renamed(ops: list[tuple[int, Operation]], package_dir: Path,
+                   base_dir: Path) -> tuple[list[tuple[int, Operation]], dict[int, str]]:
+    """Steps whose file the release does not have, but the base release does, moved to the file where their
+    anchors now live: the one file of the release that defines the classes and module-level functions the steps
+    anchor on, each found by its name or, for a class upstream renamed too, as the one class of the release that has
+    three fifths of its methods or more (more than any other class). Everything must point to one file, the same
+    for all the file's steps, else nothing moves (the steps refuse: the file is not in the release). Returns the
+    steps (moved ones rewritten: file, and a renamed class in `class`/`function`/`within`) and, per moved step, the
+    note that says so."""
+    import dataclasses
+
+    gone = {op.file for _, op in ops if not (package_dir / op.file).is_file() and (base_dir / op.file).is_file()}
+    if not gone:
+        return ops, {}
+    index = _ReleaseIndex(package_dir)
+    verdicts: dict[str, tuple[str, dict[str, str], str]] = {}
+    for rel in sorted(gone):
+        try:
+            tree = ast.parse((base_dir / rel).read_text(encoding="utf-8", errors="replace"))
+        except SyntaxError:
+            continue
+        classes = {c.name: {f.name for f in c.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))}
+                   for c in tree.body if isinstance(c, ast.ClassDef)}
+        functions = {f.name for f in tree.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        heads = {getattr(op, f).split(".")[0] for _, op in ops if op.file == rel for f in _ANCHOR_FIELDS
+                 if isinstance(getattr(op, f, None), str)}
+        heads = {h for h in heads if h in classes or h in functions}
+        if not heads:
+            continue
+        targets, renames, whys = set(), {}, []
+        for head in sorted(heads):
+            found = index.find_class(head, classes[head]) if head in classes else index.find_function(head)
+            if found is None:
+                break
+            where, name, why = found
+            targets.add(where)
+            if name != head:
+                renames[head] = name
+            whys.append(why)
+        else:
+            if len(targets) == 1:
+                target = targets.pop()
+                verdicts[rel] = (target, renames, f"`{rel}` is not in the release: followed to `{target}`, where "
+                                 + "; ".join(whys))
+    if not verdicts:
+        return ops, {}
+    out, notes = [], {}
+    for i, op in ops:
+        if op.file in verdicts:
+            target, renames, why = verdicts[op.file]
+            changes: dict[str, Any] = {"file": target}
+            for f in _ANCHOR_FIELDS:
+                value = getattr(op, f, None)
+                if isinstance(value, str) and value.split(".")[0] in renames:
+                    head, _, rest = value.partition(".")
+                    changes[f] = renames[head] + ("." + rest if rest else "")
+            op = dataclasses.replace(op, **changes)
+            notes[i] = why
+        out.append((i, op))
+    return out, notes
+
+
+class _ReleaseIndex:
+    """The classes and module-level functions of a release's Python files, read when first asked."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._texts: dict[str, str] | None = None
+        self._trees: dict[str, ast.Module | None] = {}
+
+    def texts(self) -> dict[str, str]:
+        if self._texts is None:
+            self._texts = {}
+            for path in sorted(self.root.rglob("*.py")):
+                try:
+                    self._texts[path.relative_to(self.root).as_posix()] = path.read_text(encoding="utf-8",
+                                                                                        errors="replace")
+                except OSError:
+                    pass
+        return self._texts
+
+    def tree(self, rel: str) -> ast.Module | None:
+        if rel not in self._trees:
+            try:
+                self._trees[rel] = ast.parse(self.texts()[rel])
+            except SyntaxError:
+                self._trees[rel] = None
+        return self._trees[rel]
+
+    def find_class(self, name: str, methods: set[str]) -> tuple[str, str, str] | None:
+        """(file, class name, why) of the class `name` in the release, by its name (one file), else by its methods."""
+        by_name = [rel for rel, text in self.texts().items() if f"class {name}" in text
+                   and any(isinstance(c, ast.ClassDef) and c.name == name for c in (self.tree(rel) or ast.Module()).body)]
+        if len(by_name) == 1:
+            return by_name[0], name, f"`{name}` is defined"
+        if by_name or len(methods) < 3:
+            return None
+        scores = []
+        for rel, text in self.texts().items():
+            if sum(f"def {m}(" in text for m in methods) * 5 < 3 * len(methods):
+                continue
+            for c in (self.tree(rel) or ast.Module()).body:
+                if isinstance(c, ast.ClassDef):
+                    have = {f.name for f in c.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))}
+                    scores.append((len(methods & have), rel, c.name))
+        scores.sort(reverse=True)
+        if not scores or scores[0][0] * 5 < 3 * len(methods) or (len(scores) > 1 and scores[1][0] == scores[0][0]):
+            return None
+        shared, rel, cls = scores[0]
+        return rel, cls, f"`{name}` is `{cls}` ({shared} of its {len(methods)} methods)"
+
+    def find_function(self, name: str) -> tuple[str, str, str] | None:
+        hits = [rel for rel, text in self.texts().items() if f"def {name}(" in text
+                and any(isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and f.name == name
+                        for f in (self.tree(rel) or ast.Module()).body)]
+        return (hits[0], name, f"`{name}` is defined") if len(hits) == 1 else None
 
 
 def _plan_file(recipe, rel: str, ops: list[tuple[int, Operation]], package_dir: Path,

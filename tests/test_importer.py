@@ -625,3 +625,150 @@ def test_a_layer_that_calls_the_same_method_on_the_next_layer_falls_when_that_la
     engine = ported["engine-h1-method"]
     assert engine.status == "refused"
     assert engine.message.startswith("it uses `flush_weights`") and "tok-h1-method" in engine.message
+
+
+# ------------------------------------------------------------------ anchors that survive an edit of the anchor itself
+
+POOL = '''\
+class Pool:
+    def __init__(self, size):
+        with (
+            use_pool(self.pool)
+            if self.pool
+            else nullcontext()
+        ):
+            self.buf = [
+                zeros(size)
+                for _ in range(3)
+            ]
+        self.done = True
+'''
+
+
+def test_a_with_whose_items_change_is_lifted_by_its_header_and_survives_upstream_editing_its_body(tmp_path):
+    after = POOL.replace("            use_pool(self.pool)\n            if self.pool\n            else nullcontext()\n",
+                         "            (\n                use_pool(self.pool)\n                if self.pool\n"
+                         "                else nullcontext()\n            ),\n            region(KV),\n")
+    after = after.replace("            ]\n        self.done", "            ]\n            self.ptrs = ptrs(self.buf)\n"
+                          "        self.done")
+    pkg = package(tmp_path / "base", {"srt/pool.py": POOL})
+    lifted, out = lift_and_write(tmp_path, pkg, git_diff(POOL, after, "srt/pool.py"))
+    assert [s.options["op"] for s in lifted.steps] == ["replace_statements", "insert_statements"]
+    assert lifted.steps[0].options["match"].rstrip().endswith(":\n    ...")
+    assert importer.round_trip(out, pkg, lifted.expected).ok
+    # upstream edited the `with` block (the header the step matches is the same): both steps land
+    later = POOL.replace("zeros(size)", "zeros(buf_size + 1)")
+    ported = importer.port(load_recipe(out), package(tmp_path / "later", {"srt/pool.py": later}))
+    assert [s.status for s in ported.steps] == ["applied", "applied"]
+    assert ported.files["srt/pool.py"].decode() == after.replace("zeros(size)", "zeros(buf_size + 1)")
+
+
+GATE = '''\
+class Indexer:
+    def gate(self, x, q):
+        w, _ = self.proj(x)
+        w = w.float()
+        w = w * self.n_heads**-0.5
+        return w * q
+'''
+
+
+def test_an_insertion_falls_back_to_the_statement_below_when_upstream_rewrote_the_one_above(tmp_path):
+    after = GATE.replace("        w = w.float()\n", "        w = w.float()\n        if w.shape[1] < q.shape[1]:\n"
+                         "            w = w.repeat_interleave(2, dim=1)\n")
+    pkg = package(tmp_path / "base", {"srt/ix.py": GATE})
+    lifted, out = lift_and_write(tmp_path, pkg, git_diff(GATE, after, "srt/ix.py"))
+    assert [(s.options["op"], s.options["match"], s.options.get("fallback_match")) for s in lifted.steps] == [
+        ("insert_statements", "w = w.float(...)", "w = w * self.n_heads**-0.5")]
+    assert importer.round_trip(out, pkg, lifted.expected).ok
+    # upstream merged the two statements above into one call: the code goes above the statement below
+    later = GATE.replace("        w, _ = self.proj(x)\n        w = w.float()\n", "        w = self._proj_fp32(x)\n")
+    ported = importer.port(load_recipe(out), package(tmp_path / "later", {"srt/ix.py": later}))
+    assert [s.status for s in ported.steps] == ["applied"]
+    assert b"w = self._proj_fp32(x)\n        if w.shape[1] < q.shape[1]:" in ported.files["srt/ix.py"]
+    # the statement below is there twice: the fallback is not used, the step refuses
+    twice = later.replace("        return w * q", "        w = w * self.n_heads**-0.5\n        return w * q")
+    ported = importer.port(load_recipe(out), package(tmp_path / "twice", {"srt/ix.py": twice}))
+    assert [s.status for s in ported.steps] == ["refused"]
+
+
+def test_the_fallback_is_not_written_when_the_statement_below_is_not_unique_in_the_function(tmp_path):
+    before = GATE.replace("        return w * q", "        w = w * self.n_heads**-0.5\n        return w * q")
+    after = before.replace("        w = w.float()\n", "        w = w.float()\n        w = w + 1\n")
+    pkg = package(tmp_path / "base", {"srt/ix.py": before})
+    lifted, _ = lift_and_write(tmp_path, pkg, git_diff(before, after, "srt/ix.py"))
+    assert [s.options.get("fallback_match") for s in lifted.steps] == [None]
+
+
+def test_an_import_in_the_middle_of_a_sorted_block_is_lifted_sorted_and_follows_the_block(tmp_path):
+    before = "import contextlib\nfrom abc import ABC\n\nimport torch\n\n\ndef f():\n    return ABC\n"
+    after = before.replace("import contextlib\n", "import contextlib\nimport os\n")
+    pkg = package(tmp_path / "base", {"srt/s.py": before})
+    lifted, out = lift_and_write(tmp_path, pkg, git_diff(before, after, "srt/s.py"))
+    assert [(s.options["op"], s.options.get("sorted")) for s in lifted.steps] == [("add_import", True)]
+    assert importer.round_trip(out, pkg, lifted.expected).ok
+    later = before.replace("import contextlib\n", "import contextlib\nimport logging\n")
+    ported = importer.port(load_recipe(out), package(tmp_path / "later", {"srt/s.py": later}))
+    assert b"import contextlib\nimport logging\nimport os\nfrom abc import ABC\n" in ported.files["srt/s.py"]
+
+
+# ------------------------------------------------------------------ a file upstream renamed
+
+OLD_MIXIN = '''\
+class CommunicatorMixin:
+    def init(self):
+        self.a = 1
+
+    def pause(self):
+        return 1
+
+    def resume(self):
+        return 2
+
+    def flush(self):
+        return 3
+'''
+
+
+def test_port_follows_a_file_upstream_renamed_with_its_class_and_says_so(tmp_path):
+    after = OLD_MIXIN.replace("    def flush(self):\n        return 3\n",
+                              "    def flush(self):\n        return 3\n\n    def post_process(self):\n        return 4\n")
+    pkg = package(tmp_path / "base", {"srt/comm_mixin.py": OLD_MIXIN})
+    lifted, out = lift_and_write(tmp_path, pkg, git_diff(OLD_MIXIN, after, "srt/comm_mixin.py"))
+    assert [s.options["op"] for s in lifted.steps] == ["add_method"]
+    # the later release renamed the file and the class, and has one more method
+    later_text = OLD_MIXIN.replace("CommunicatorMixin", "ControlMixin") + "\n    def stats(self):\n        return 5\n"
+    later = package(tmp_path / "later", {"srt/control_mixin.py": later_text, "srt/other.py": "class X:\n    pass\n"})
+    ported = importer.port(load_recipe(out), later, base_dir=pkg)
+    step = ported.steps[0]
+    assert (step.status, step.file) == ("applied", "srt/control_mixin.py")
+    assert "followed to `srt/control_mixin.py`" in step.message and "`ControlMixin` (4 of its 4 methods)" in step.message
+    assert b"    def post_process(self):\n        return 4\n" in ported.files["srt/control_mixin.py"]
+    # without the base release, or when two classes of the release look alike, nothing moves: the step refuses
+    assert [s.status for s in importer.port(load_recipe(out), later).steps] == ["refused"]
+    twin = package(tmp_path / "twin", {"srt/control_mixin.py": later_text,
+                                       "srt/control_mixin2.py": later_text.replace("ControlMixin", "Control2")})
+    ported = importer.port(load_recipe(out), twin, base_dir=pkg)
+    assert [(s.status, s.file) for s in ported.steps] == [("refused", "srt/comm_mixin.py")]
+    assert "not in the release" in ported.steps[0].message
+
+
+def test_bench_landed_in_the_teams_context_reads_the_context_from_the_teams_files():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("specpatch_bench_import",
+                                                  Path(__file__).resolve().parent.parent / "bench" / "import.py")
+    bench = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = bench  # its dataclasses look their module up
+    spec.loader.exec_module(bench)
+    patch = git_diff("import contextlib\nfrom abc import ABC\n", "import contextlib\nimport os\nfrom abc import ABC\n",
+                     "srt/s.py")
+    fp = importer.parse_patch(patch)[0]
+    info = bench.hunk_info(fp, fp.hunks[0])
+    team = ["import contextlib", "import logging", "import os", "from abc import ABC"]  # upstream added logging
+    # the hunk's own context (`import contextlib` above) is in no port: only the second figure sees it land
+    assert bench.count(team, info.groups[0]) == 0
+    assert bench.landed_in_context(info, list(team), team)
+    assert not bench.landed_in_context(info, ["import contextlib", "import os", "import logging", "from abc import ABC"],
+                                       team)
+    assert not bench.landed_in_context(info, team + ["import logging", "import os", "from abc import ABC"], team)

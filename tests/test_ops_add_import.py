@@ -346,3 +346,51 @@ def test_merge_still_refuses_a_name_bound_elsewhere():
 def test_merge_options_are_checked_at_load_time(options, message):
     with pytest.raises(ValidationError, match=message):
         op("add_import", **options)
+
+
+def test_sorted_goes_where_it_sorts_in_its_section():
+    step = op("add_import", code="import os", sorted=True)
+    check(step, '''
+        from __future__ import annotations
+
+        import contextlib
+        import logging
+        from abc import ABC
+
+        import torch
+
+        x = 1
+        ''', '''
+        from __future__ import annotations
+
+        import contextlib
+        import logging
+        import os
+        from abc import ABC
+
+        import torch
+
+        x = 1
+        ''')
+    # the release the recipe was made on: the same step after `import contextlib`
+    check(step, '''
+        import contextlib
+        from abc import ABC
+        ''', '''
+        import contextlib
+        import os
+        from abc import ABC
+        ''')
+
+
+def test_sorted_without_a_sorted_section_around_it_goes_at_the_end():
+    check(op("add_import", code="import os", sorted=True), '''
+        import torch
+        import logging
+        x = 1
+        ''', '''
+        import torch
+        import logging
+        import os
+        x = 1
+        ''')

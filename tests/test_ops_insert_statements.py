@@ -283,3 +283,66 @@ def test_if_present_elsewhere_refuse_is_a_conflict_when_the_function_has_the_sta
                 self.a(1)
                 self.flush()
         ''')
+
+
+# ------------------------------------------------------------------ fallback_match: the statement on the other side
+
+def fall(at: str, match: str, fallback: str, code: str = "self.n = 0"):
+    return op("insert_statements", function="W.f", at=at, code=code, match=match, fallback_match=fallback)
+
+
+GATE = """
+    class W:
+        def f(self, x):
+            w = self.proj(x)
+            w = w * self.scale
+            return w
+    """
+
+
+def test_fallback_match_is_read_only_when_the_anchor_is_gone():
+    step = fall("after", "w = self.proj(...)", "w = w * self.scale")
+    # the anchor is there: the fallback is not read
+    check(step, GATE, """
+        class W:
+            def f(self, x):
+                w = self.proj(x)
+                self.n = 0
+                w = w * self.scale
+                return w
+        """)
+    # upstream rewrote the anchor statement: the code goes before the statement that followed it
+    rewritten = GATE.replace("w = self.proj(x)", "w = self._proj_fp32(x)")
+    check(step, rewritten, """
+        class W:
+            def f(self, x):
+                w = self._proj_fp32(x)
+                self.n = 0
+                w = w * self.scale
+                return w
+        """)
+
+
+def test_fallback_match_with_at_before_goes_after_it():
+    step = fall("before", "return w * 2", "w = w * self.scale")
+    check(step, GATE, """
+        class W:
+            def f(self, x):
+                w = self.proj(x)
+                w = w * self.scale
+                self.n = 0
+                return w
+        """)
+
+
+def test_fallback_match_refuses_when_ambiguous_or_both_are_gone():
+    step = fall("after", "w = self.proj(...)", "w = w * self.scale")
+    twice = GATE.replace("w = self.proj(x)", "w = w * self.scale")
+    cannot(step, twice, AnchorAmbiguous)
+    gone = GATE.replace("w = self.proj(x)", "w = 1").replace("w = w * self.scale", "w = 2")
+    cannot(step, gone, AnchorNotFound, mentions=("w = self.proj(...)",))
+
+
+def test_fallback_match_needs_match():
+    with pytest.raises(ValidationError):
+        op("insert_statements", function="W.f", at="start", code="x = 1", fallback_match="y = 2")

@@ -154,3 +154,73 @@ def test_emptying_a_block_is_refused():
 def test_a_change_of_comments_only_is_told_apart_by_the_text():
     check(rep("out = None", "out = None  # nothing to verify"), BEFORE,
           BEFORE.replace("out = None", "out = None  # nothing to verify"))
+
+
+# ------------------------------------------------------------------ by its header: a block of `...`
+
+WITH = """
+    class P:
+        def __init__(self, size):
+            with (
+                use_pool(self.pool)
+                if self.pool
+                else nullcontext()
+            ):
+                self.buf = [zeros(size) for _ in range(3)]
+            self.done = True
+    """
+
+
+def test_a_header_is_replaced_and_the_block_kept_as_the_release_has_it():
+    step = rep("with (use_pool(self.pool) if self.pool else nullcontext()):\n    ...",
+               "with (\n    (use_pool(self.pool) if self.pool else nullcontext()),\n    region(KV),\n):\n    ...",
+               within="P.__init__")
+    # upstream edited the block (`size` became `buf_size + 1`): the header still matches
+    check(step, WITH.replace("zeros(size)", "zeros(size + 1)"), """
+        class P:
+            def __init__(self, size):
+                with (
+                    (use_pool(self.pool) if self.pool else nullcontext()),
+                    region(KV),
+                ):
+                    self.buf = [zeros(size + 1) for _ in range(3)]
+                self.done = True
+        """)
+
+
+def test_a_header_keeps_the_else_arm_and_refuses_when_gone_or_ambiguous():
+    before = """
+        def f(x):
+            if x > 1:
+                a = 1
+            else:
+                a = 2
+            return a
+        """
+    check(rep("if x > 1:\n    ...", "if x > 2:\n    ...", within="f"), before, """
+        def f(x):
+            if x > 2:
+                a = 1
+            else:
+                a = 2
+            return a
+        """)
+    cannot(rep("if x > 5:\n    ...", "if x > 2:\n    ...", within="f"), before, AnchorNotFound,
+           candidates=("if x > 1:",))
+    twice = before.replace("return a", "if x > 1:\n                a = 3\n            return a")
+    cannot(rep("if x > 1:\n    ...", "if x > 2:\n    ...", within="f"), twice, AnchorAmbiguous)
+
+
+def test_a_literal_stub_body_is_still_a_header_and_code_that_is_not_a_header_matches_exactly():
+    before = """
+        def f(x):
+            with a():
+                y = 1
+        """
+    # `code` is not a header: the match is the statement with `...` as its body, which is not there
+    cannot(rep("with a():\n    ...", "with b():\n    y = 1", within="f"), before, AnchorNotFound)
+    check(rep("with a():\n    ...", "with a(), b():\n    ...", within="f"), before, """
+        def f(x):
+            with a(), b():
+                y = 1
+        """)

@@ -30,6 +30,13 @@ whose list has changed around it. Without such a statement, a new one is added a
       merge: true
       after: cp_all_gather_rerange_output
 
+With `sorted: true` (what `specpatch import` writes for an import a patch put in the middle of a sorted block), the
+new statement goes where it sorts in the leading block instead of at its end: in the section (a run of import
+lines between blank lines) whose lines are in isort's order (`import x` lines, then `from x import` lines, each by
+module name, case aside) and whose first and last lines it sorts between, after the last line that sorts before
+it. So `import os` added after `import contextlib` lands after the `import logging` a later release put there. When
+no section is sorted around it, it goes at the end of the block as without `sorted`.
+
 Answers: *changed*; *already applied* (every name is already imported so); *cannot apply* (a conflict: a requested
 name is already bound by another top-level import, e.g. `from x import c` when the recipe imports `c` from `a.b`;
 or the same thing is imported under another alias, e.g. `import numpy` when the recipe asks for
@@ -138,6 +145,9 @@ class AddImport(Operation):
     after: str | None = option(default=None, description="with `merge`: the imported name the new names follow "
                                "in that statement (default, or when it is not there: the end of its list)")
 
+    sorted: bool = option(default=False, description="place the new statement where it sorts in its section of the "
+                          "leading import block (isort order), not at the block's end")
+
     def __post_init__(self) -> None:
         if (self.merge or self.after) and not isinstance(_parse_import(self.code), ast.ImportFrom):
             raise ValueError("`merge` and `after` are for a `from ... import ...` statement")
@@ -186,6 +196,8 @@ class AddImport(Operation):
         code = self.code if len(missing) == len(wanted.names) else _statement(wanted, missing)
         new = parse_statements(code, module, what="code")
         where = self._where(module, wanted)
+        if self.sorted:
+            where = _sorted_place(module, wanted) or where
         if where is None:
             if not module.body:
                 return Changed(module.with_changes(body=tuple(new)), inserted=tuple(new))
@@ -243,6 +255,42 @@ class AddImport(Operation):
         if isinstance(wanted, ast.ImportFrom) and wanted.module == "__future__" and not wanted.level:
             return last_future or docstring
         return last_import or docstring
+
+
+def _sort_key(node: cst.CSTNode) -> tuple[int, str]:
+    """isort's order within a section: `import x` lines first, then `from x import` lines, by module, case aside."""
+    first = _as_ast(node.body[0])
+    if isinstance(first, ast.Import):
+        return 0, first.names[0].name.lower()
+    return 1, ("." * first.level + (first.module or "")).lower()
+
+
+def _sorted_place(module: cst.Module, wanted: ast.stmt) -> cst.CSTNode | None:
+    """The import line of the leading block that `wanted` sorts right after, in a sorted section it falls inside."""
+    if isinstance(wanted, ast.Import):
+        key = (0, wanted.names[0].name.lower())
+    else:
+        key = (1, ("." * wanted.level + (wanted.module or "")).lower())
+    body = list(module.body)
+    start = 1 if body and is_docstring(body[0]) else 0
+    sections: list[list[cst.CSTNode]] = []
+    for stmt in body[start:]:
+        if _is_import_line(stmt) and not _is_future_line(stmt):
+            blank = any(not line.comment for line in stmt.leading_lines)
+            if blank or not sections:
+                sections.append([])
+            sections[-1].append(stmt)
+        elif _is_future_line(stmt):
+            sections.append([])
+        elif _only_imports(stmt):
+            sections.append([])
+        else:
+            break
+    for section in sections:
+        keys = [_sort_key(s) for s in section]
+        if len(keys) >= 2 and keys == sorted(keys) and keys[0] <= key <= keys[-1]:
+            return [s for s, k in zip(section, keys) if k <= key][-1]
+    return None
 
 
 def _parse_import(code: str) -> ast.Import | ast.ImportFrom:

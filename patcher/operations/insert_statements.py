@@ -22,6 +22,20 @@ right before/after that statement, in its block, with its indentation; with `bef
 matched statement stay above the new code. Blank lines at the top of `code` are kept. `match` is refused at load time with `at: start`/`at: end`, and required
 with `before`/`after`.
 
+`fallback_match` (with `before`/`after`, what `specpatch import` writes when it can) is a pattern of the statement on
+the other side of the insertion point: the one that followed the insertion point (`at: after`) or preceded it
+(`at: before`) in the release the recipe was made on. It is read only when no statement matches `match` (upstream
+rewrote the anchor statement itself): then the one statement matching `fallback_match` is the anchor, on its other
+side (before it for `at: after`). It must match exactly one statement too; when neither pattern matches, the step
+refuses naming `match`::
+
+    - op: insert_statements
+      function: Indexer._get_logits_head_gate
+      at: after
+      match: weights = weights.float(...)
+      fallback_match: weights = weights * self.n_heads**-0.5
+      code: ...
+
 Answers: *changed*; *already applied* (the new statements, compared as ASTs, already sit at the requested place:
 right before/after the matched statement, or first/last in the function); *cannot apply* (the function is missing or
 ambiguous; no statement or several statements match `match`). By default there is no conflict answer: equal
@@ -56,6 +70,9 @@ class InsertStatements(Operation):
     code: str = option(description="the statements to insert (one or more)")
     at: Literal["start", "end", "before", "after"] = option(description="where: start | end | before | after")
     match: str | None = option(default=None, description="with before/after: a code pattern of the anchor statement")
+    fallback_match: str | None = option(
+        default=None, description="with before/after: a pattern of the statement on the other side of the insertion "
+        "point, the anchor when nothing matches `match`")
     if_present_elsewhere: Literal["apply", "refuse"] = option(
         default="apply", description="when a statement that `code` adds is already in the function: apply | refuse")
 
@@ -68,6 +85,10 @@ class InsertStatements(Operation):
             Pattern.parse(self.match)  # a PatternError is a ValueError: reported at load time, with the line
         elif self.match is not None:
             raise ValueError(f"`match` goes with `at: before` or `at: after`, not with `at: {self.at}`")
+        if self.fallback_match is not None:
+            if self.match is None:
+                raise ValueError("`fallback_match` goes with `match` (`at: before` or `at: after`)")
+            Pattern.parse(self.fallback_match)
 
     def describe(self) -> str:
         n = len(self.code.strip().splitlines())
@@ -91,7 +112,16 @@ class InsertStatements(Operation):
         fpath = find_function(module, self.function)
         if self.match is None:
             return self._at_an_end(module, fpath, new)
-        return self._next_to_match(module, fpath, new, Pattern.parse(self.match))
+        try:
+            return self._next_to_match(module, fpath, new, Pattern.parse(self.match), self.at)
+        except AnchorNotFound as gone:
+            if self.fallback_match is None:
+                raise
+            other = "before" if self.at == "after" else "after"
+            try:
+                return self._next_to_match(module, fpath, new, Pattern.parse(self.fallback_match), other)
+            except AnchorNotFound:
+                raise gone from None
 
     def _at_an_end(self, module: cst.Module, fpath: NodePath, new: list[cst.BaseStatement]) -> Outcome:
         statements = list(body_of(fpath[-1]))
@@ -107,11 +137,11 @@ class InsertStatements(Operation):
         return Changed(set_block_body(fpath, body), inserted=tuple(new), anchor=fpath[-1])
 
     def _next_to_match(self, module: cst.Module, fpath: NodePath, new: list[cst.BaseStatement],
-                       pattern: Pattern) -> Outcome:
+                       pattern: Pattern, at: str) -> Outcome:
         matches = statements_matching(module, fpath, pattern)
         # Where the new code is already next to a match, its statements may match the pattern too (inserting
         # `self.f(x)` after `self.f(...)`): they are not anchors, or a second run would see an ambiguity.
-        placed = {id(m[-1]): run for m in matches if (run := self._neighbours(module, m, new)) is not None}
+        placed = {id(m[-1]): run for m in matches if (run := self._neighbours(module, m, new, at)) is not None}
         ours = {id(s) for run in placed.values() for s in run}
         anchors = [m for m in matches if id(m[-1]) not in ours]
         if not anchors:
@@ -126,7 +156,7 @@ class InsertStatements(Operation):
             return AlreadyApplied(placed[id(anchor[-1])][0])
         if self.if_present_elsewhere == "refuse":
             self._refuse_duplicates(module, fpath, new)
-        edit = insert_after if self.at == "after" else insert_before
+        edit = insert_after if at == "after" else insert_before
         return Changed(edit(anchor, new), inserted=tuple(new), anchor=anchor[-1])
 
     def _refuse_duplicates(self, module: cst.Module, fpath: NodePath, new: Sequence[cst.BaseStatement]) -> None:
@@ -136,13 +166,13 @@ class InsertStatements(Operation):
         keys = {fingerprint(module, s) for s in new if not _common(s)} - {None}
         refuse_present(module, fpath, keys, f"`{self.function}`")
 
-    def _neighbours(self, module: cst.Module, spath: NodePath,
-                    new: Sequence[cst.BaseStatement]) -> Sequence[cst.CSTNode] | None:
+    def _neighbours(self, module: cst.Module, spath: NodePath, new: Sequence[cst.BaseStatement],
+                    at: str) -> Sequence[cst.CSTNode] | None:
         """The statements on the requested side of the statement at `spath` when they equal `new`, else None."""
         block = list(body_of(spath[-2]))
         i = next(j for j, s in enumerate(block) if s is spath[-1])
         k = len(new)
-        run = block[i + 1:i + 1 + k] if self.at == "after" else block[max(0, i - k):i]
+        run = block[i + 1:i + 1 + k] if at == "after" else block[max(0, i - k):i]
         return run if _same_statements(module, run, new) else None
 
 

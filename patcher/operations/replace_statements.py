@@ -21,10 +21,14 @@ included). It matches a run of consecutive statements of one block, at any depth
 `within` is not given; nested functions and classes included), whose code is the same up to formatting and comments
 (compared as ASTs, statement by statement). It must match exactly one run. `code` replaces the run, with the run's
 indentation; it may be empty (the run is deleted), or wrap the match (`with ctx:` + the matched statements, indented).
+*By its header*: when `match` and `code` are each one compound statement whose block is only `...` (a `with`, `for`,
+`while`, `if` without `else`, `def` or `class`), `match` matches the one statement of that kind whose header (its
+items, test, target, signature, decorators) is the same code, whatever its blocks hold (`else` and `elif` arms
+included), and `code`'s header replaces that header, the blocks kept as the release has them: a change to a `with`'s items survives upstream editing its body.
 The comment lines above the first matched statement stay above the replacement; comment lines at the top of `code`
 go below them. Blank lines at the top of `code` are kept. When `match` and `code` are the same code and differ only
-in comments or layout, the runs are told apart by their text (without the comment lines above the run). There are no wildcards: a recipe that needs one uses
-`insert_statements` or `replace_expression`.
+in comments or layout, the runs are told apart by their text (without the comment lines above the run). There are no
+other wildcards: a recipe that needs one uses `insert_statements` or `replace_expression`.
 
 Answers: *changed*; *already applied* (no run matches `match` outside the code that replaced it, and `code` is
 there; with an empty `code`: no run matches `match`); *cannot apply* (nothing matches `match` nor `code`, with the
@@ -82,6 +86,8 @@ class ReplaceStatements(Operation):
         if not old:
             raise RecipeError("`match` holds no statement")
         scope = scope_path(module, self.within)
+        if _header_only(old) and _header_only(new) and type(old[0]) is type(new[0]):
+            return self._replace_header(module, scope, old[0], new[0])
         old_keys = [fingerprint(module, s) for s in old]
         new_keys = [fingerprint(module, s) for s in new]
         if None in old_keys or None in new_keys:
@@ -112,6 +118,50 @@ class ReplaceStatements(Operation):
             self._refuse_duplicates(module, scope, old_keys, new, new_keys)
         return self._replace(module, owner, run, new)
 
+    def _replace_header(self, module: cst.Module, scope: NodePath, old: cst.CSTNode, new: cst.CSTNode) -> Outcome:
+        """`match` and `code` are headers (a block of `...`): replace the header of the one statement that has
+        `match`'s, keeping its block."""
+        want, have = header_key(cst.Module(body=[]), old), header_key(cst.Module(body=[]), new)
+        if want is None or have is None:
+            raise RecipeError("`match` and `code` must be complete statements that Python can parse")
+        if want == have:
+            raise RecipeError("`match` and `code` are the same header: there is nothing to replace")
+        anchors, placed = [], []
+        for owner, statements in blocks_under(scope):
+            for stmt in statements:
+                if type(stmt) is type(old):
+                    key = header_key(module, stmt)
+                    if key == want:
+                        anchors.append((owner, stmt))
+                    elif key == have:
+                        placed.append(stmt)
+        if not anchors:
+            if placed:
+                return AlreadyApplied(placed[0])
+            raise AnchorNotFound(f"no statement whose header is `{line_text(self.match)}` in "
+                                 f"{f'`{self.within}`' if self.within else 'the module'}",
+                                 candidates=_near(module, scope, old))
+        if len(anchors) > 1:
+            raise AnchorAmbiguous(f"{len(anchors)} statements have the header `{line_text(self.match)}`",
+                                  candidates=[Candidate(f"`{first_line(module, s)}`", node=s) for _, s in anchors])
+        owner, stmt = anchors[0]
+        lead = tuple(getattr(stmt, "leading_lines", ()))
+        changes = {"body": stmt.body, "leading_lines": (*lead, *new.leading_lines)}
+        if hasattr(stmt, "orelse"):
+            changes["orelse"] = stmt.orelse  # the `else`/`elif` arms are the block's, kept as they are
+        replaced = new.with_changes(**changes)
+        statements = list(_body(owner))
+        i = next(j for j, s in enumerate(statements) if s is stmt)
+        statements[i] = replaced
+        if isinstance(owner[-1], cst.Module):
+            from ..anchors import replace_at
+
+            changed = replace_at(owner, owner[-1].with_changes(body=tuple(statements))) if len(owner) > 1 \
+                else owner[-1].with_changes(body=tuple(statements))
+        else:
+            changed = set_block_body(owner, statements)
+        return Changed(changed, inserted=(replaced,), anchor=stmt)
+
     def _refuse_duplicates(self, module: cst.Module, scope: NodePath, old_keys: list, new: list,
                            new_keys: list) -> None:
         keys = {k for s, k in zip(new, new_keys) if k not in old_keys and not _common(s)}
@@ -136,6 +186,36 @@ class ReplaceStatements(Operation):
         else:
             changed = set_block_body(owner, body)
         return Changed(changed, inserted=tuple(new), anchor=run[0])
+
+
+_HEADED = (cst.With, cst.For, cst.While, cst.If, cst.FunctionDef, cst.ClassDef)
+
+
+def _header_only(stmts: Sequence[cst.CSTNode]) -> bool:
+    """One compound statement whose only block is `...` (a header, as `match` or `code` writes it)."""
+    if len(stmts) != 1 or not isinstance(stmts[0], _HEADED) or getattr(stmts[0], "orelse", None) is not None:
+        return False
+    body = stmts[0].body
+    if not isinstance(body, cst.IndentedBlock) or len(body.body) != 1:
+        return False
+    line = body.body[0]
+    return isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1 and isinstance(line.body[0], cst.Expr) \
+        and isinstance(line.body[0].value, cst.Ellipsis)
+
+
+_DOTS = cst.IndentedBlock(body=[cst.SimpleStatementLine(body=[cst.Expr(cst.Ellipsis())])])
+
+
+def header_key(module: cst.Module, stmt: cst.CSTNode) -> str | None:
+    """A compound statement's header up to formatting and comments (its block and any `else` left out)."""
+    from ..anchors import normalized
+
+    changes = {"body": _DOTS, "leading_lines": ()}
+    if getattr(stmt, "orelse", None) is not None:
+        changes["orelse"] = None
+    if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
+        changes["lines_after_decorators"] = ()
+    return normalized(module.code_for_node(stmt.with_changes(**changes)))
 
 
 def _body(owner: NodePath) -> Sequence[cst.CSTNode]:
