@@ -27,6 +27,7 @@ class Release059:
     """The recipe's own steps, written for 0.5.9's EAGLEWorkerV2 and scheduler."""
 
     token = "verified_id"  #: the draft input's field of the sampled token
+    lens_on_result = False  #: the new sequence lengths travel on the result (0.5.13), not on the draft input
     #: (mode, is_extend_in_batch) of the batches that must keep the prefill path
     prefill_modes = ((ForwardMode.EXTEND, False), (ForwardMode.DECODE, True), (ForwardMode.IDLE, True))
     dp_attention = True  #: the worker serves DP attention (else the variant refuses it at start-up)

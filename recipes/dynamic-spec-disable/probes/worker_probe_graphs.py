@@ -37,7 +37,6 @@ report = _probe_env.Report()
 import torch  # noqa: E402
 
 from sglang.srt.environ import envs  # noqa: E402
-from sglang.srt.layers.logits_processor import LogitsProcessorOutput  # noqa: E402
 from sglang.srt.managers import overlap_utils  # noqa: E402
 from sglang.srt.managers.schedule_batch import ModelWorkerBatch  # noqa: E402
 from sglang.srt.managers.scheduler_output_processor_mixin import SchedulerOutputProcessorMixin  # noqa: E402
@@ -49,24 +48,19 @@ from sglang.srt.sampling.sampling_batch_info import SamplingBatchInfo  # noqa: E
 from sglang.srt.speculative import eagle_draft_extend_cuda_graph_runner as real_draft_graph  # noqa: E402
 from sglang.srt.speculative import eagle_worker_v2  # noqa: E402
 from sglang.srt.speculative.eagle_info import EagleDraftInput  # noqa: E402
-from sglang.srt.speculative.eagle_worker_v2 import EagleDraftWorker, EAGLEWorkerV2  # noqa: E402
+from sglang.srt.speculative.eagle_worker_v2 import EAGLEWorkerV2  # noqa: E402
 from sglang.srt.speculative.spec_info import SpeculativeAlgorithm  # noqa: E402
 
 import _contract  # noqa: E402
+import _fakes  # noqa: E402
 import _releases  # noqa: E402
-from _fakes import logprob_row  # noqa: E402
+from _fakes import H_DRAFT, H_TARGET, N_DRAFT, STEPS, V, draft_answer, record_forward, slot  # noqa: E402
+from _fakes import draft_token, target_token  # noqa: E402
 
 VARIANT = os.environ.get("SPECPATCH_VARIANT", "")
 REL = _releases.GRAPHS_BY_VARIANT[VARIANT]() if VARIANT in _releases.GRAPHS_BY_VARIANT else None
 
-V = 97  # vocabulary
-H_TARGET = 6  # target hidden size handed to the draft (3 * hidden for EAGLE3: any width works here)
-H_DRAFT = 5
-STEPS = 3
-N_DRAFT = STEPS + 1  # num_draft_tokens with topk 1
 CUDA_GRAPH_BS = [1, 2, 4, 8, 16]
-POOL_ROWS, POOL_LEN = 12, 160
-SLOT_BASE = 10_000  # req_to_token[r, p] = SLOT_BASE + r * POOL_LEN + p: every slot tells its row and position
 EAGLE = SpeculativeAlgorithm.EAGLE
 
 # The distributed groups do not exist on CPU; ForwardBatch.init_new asks them whether to pad token counts.
@@ -75,42 +69,6 @@ forward_batch_info.enable_num_token_non_padded = lambda *args: False
 overlap_utils.spec_need_hidden_states = lambda server_args=None: True
 # No GPU to measure.
 eagle_worker_v2.get_available_gpu_memory = lambda *args, **kwargs: 0.0
-
-
-def slot(row: int, pos: int) -> int:
-    return SLOT_BASE + row * POOL_LEN + pos
-
-
-def target_token(input_id: int, seq_len: int) -> int:
-    return (input_id * 7 + seq_len) % V
-
-
-def draft_token(input_id: int, position: int) -> int:
-    return (input_id + position) % V
-
-
-def draft_answer(fb) -> LogitsProcessorOutput:
-    """The draft model on a forward batch: logits for draft_token(input, position), hidden [pos, input, target row]."""
-    spec_hidden = getattr(fb.spec_info, "hidden_states", None)
-    rows = len(fb.input_ids)
-    answer = torch.tensor([draft_token(int(x), int(p)) for x, p in zip(fb.input_ids, fb.positions)],
-                          dtype=torch.int64)
-    logits = torch.full((rows, V), -5.0)
-    logits[torch.arange(rows), answer] = 5.0
-    hidden = torch.zeros((rows, H_DRAFT))
-    hidden[:, 0] = fb.positions.to(torch.float32)
-    hidden[:, 1] = fb.input_ids.to(torch.float32)
-    if spec_hidden is not None and rows:
-        hidden[:, 2] = spec_hidden[:, 1]  # which target row fed this draft row
-    return LogitsProcessorOutput(next_token_logits=logits, hidden_states=hidden)
-
-
-def record_forward(fb, log):
-    spec_hidden = getattr(fb.spec_info, "hidden_states", None)
-    log.append(SimpleNamespace(
-        mode=fb.forward_mode, input_ids=fb.input_ids.clone(), positions=fb.positions.clone(),
-        out_cache_loc=fb.out_cache_loc.clone(), seq_lens=fb.seq_lens.clone(), capture=fb.capture_hidden_mode,
-        spec_hidden=None if spec_hidden is None else spec_hidden.clone()))
 
 
 # ------------------------------------------------------------------------------ recorders of GPU-only constructors
@@ -307,27 +265,11 @@ class FakeTargetWorker:
             self.timeline.append(("target", None))
         if self.fail_forward:
             raise RuntimeError("target forward failed (probe)")
-        bs = len(b.seq_lens)
-        if b.forward_mode.is_decode():
-            tokens = [target_token(int(x), int(s)) for x, s in zip(b.input_ids, b.seq_lens)]
-        else:
-            tokens = [(3 * i + 1) % V for i in range(bs)]
-        tokens = torch.tensor(tokens, dtype=torch.int64)
-        logits = torch.full((bs, V), -5.0)
-        logits[torch.arange(bs), tokens] = 5.0
-        if self.nan_logits and bs:
-            logits[0, 0] = float("nan")
-        hidden = torch.zeros((bs, H_TARGET))
-        hidden[:, 0] = b.seq_lens.to(torch.float32) - 1  # the position of the row
-        hidden[:, 1] = 1000 + torch.arange(bs, dtype=torch.float32)  # the request's row in the batch
         graph = mr.graph_runner
         replayed = isinstance(graph, RecordingCudaGraphRunner) and b.forward_mode.is_decode() \
-            and bs <= max(graph.capture_bs)
-        logprobs = torch.tensor([logprob_row(i) for i in range(bs)]) if b.return_logprob else None
-        return GenerationBatchResult(
-            logits_output=LogitsProcessorOutput(next_token_logits=logits, hidden_states=hidden,
-                                                next_token_logprobs=logprobs),
-            next_token_ids=tokens, can_run_cuda_graph=replayed)
+            and len(b.seq_lens) <= max(graph.capture_bs)
+        return GenerationBatchResult(**_fakes.target_output(b, b.forward_mode.is_decode(), self.nan_logits),
+                                     can_run_cuda_graph=replayed)
 
 
 class FakeDraftRunner:
@@ -356,98 +298,30 @@ class FakeDraftRunner:
         return REL.runner_output(draft_answer(forward_batch))
 
 
-class FakeVerifyInput:
-    def is_verify_input(self):
-        return True
-
-
-class RecordingDraftWorker(EagleDraftWorker):
-    """The real EagleDraftWorker (its draft-extend code runs) with `draft` faked and every entry recorded."""
+class RecordingDraftWorker(_fakes.RecordingDraftWorker):
+    """_fakes' recording draft worker on this probe's draft runner, with the speculative path's graphs and backends
+    (sentinels: a step without speculation must not use them)."""
 
     def __init__(self, req_to_token_pool, *, spec_draft_graph: bool):  # not the real __init__: no model to load
-        self.device = "cpu"
-        self.topk = 1
-        self.speculative_num_steps = STEPS
-        self.speculative_num_draft_tokens = N_DRAFT
-        self.server_args = SimpleNamespace(enable_nan_detection=False)
-        self.req_to_token_pool = req_to_token_pool
+        super().__init__(REL, req_to_token_pool)
         self.draft_runner = FakeDraftRunner(req_to_token_pool)
-        self.draft_tp_context = lambda group: contextlib.nullcontext()
-        self.plan_stream, self.plan_stream_ctx = None, contextlib.nullcontext()
         self.cuda_graph_runner = Sentinel("draft multi-step graph runner")
         self.spec_extend_backend = Backend("draft-extend-speculative")
         self.draft_extend_attn_backend = self.spec_extend_backend
         self.spec_extend_graph = SpeculativeDraftExtendGraph() if spec_draft_graph else None
         self.cuda_graph_runner_for_draft_extend = self.spec_extend_graph
-        self.hot_token_id = None
-        self.draft_calls = []
-        self.extend_decode_calls = []
-        self.extend_prefill_calls = []
-
-    def draft(self, model_worker_batch):
-        self.draft_calls.append(model_worker_batch)
-        return FakeVerifyInput()
-
-    def _draft_extend_for_decode(self, batch, batch_result):
-        hidden = batch_result.logits_output.hidden_states
-        self.extend_decode_calls.append(SimpleNamespace(
-            out_cache_loc=None if batch.out_cache_loc is None else batch.out_cache_loc.clone(),
-            seq_lens_values=batch.seq_lens.clone(), next_token_ids=batch_result.next_token_ids.clone(),
-            accept_lens=batch_result.accept_lens.clone(), hidden_shape=None if hidden is None else tuple(hidden.shape),
-            steps=self.speculative_num_steps, draft_tokens=self.speculative_num_draft_tokens,
-            graph=self.cuda_graph_runner_for_draft_extend, backend=self.draft_extend_attn_backend))
-        return super()._draft_extend_for_decode(batch, batch_result)
-
-    def _draft_extend_for_prefill(self, batch, target_hidden_states, next_token_ids, *more):
-        self.extend_prefill_calls.append(batch)
-        bs = len(batch.seq_lens)
-        return EagleDraftInput(topk_p=torch.ones((bs, 1)), topk_index=torch.zeros((bs, 1), dtype=torch.int64),
-                               hidden_states=torch.zeros((bs, H_DRAFT)), new_seq_lens=batch.seq_lens,
-                               **{REL.token: next_token_ids})
 
 
 def make_worker(threshold: int = 0, *, dp_attention: bool = False, nan_detection: bool = False,
                 catch_up: str | None = None, spec_draft_graph: bool = True, disable_cuda_graph: bool = False):
     """An EAGLEWorkerV2 without its __init__; the patch's own init step reads N (and the environment) and builds."""
-    pool = SimpleNamespace(req_to_token=(SLOT_BASE + torch.arange(POOL_ROWS * POOL_LEN, dtype=torch.int32))
-                           .view(POOL_ROWS, POOL_LEN))
-    server_args = SimpleNamespace(speculative_disable_batch_threshold=threshold, enable_dp_attention=dp_attention,
-                                  dp_size=2 if dp_attention else 1, tp_size=2 if dp_attention else 1,
-                                  moe_dense_tp_size=None, enable_dp_lm_head=False, moe_a2a_backend="none",
-                                  speculative_num_draft_tokens=N_DRAFT, speculative_num_steps=STEPS)
-    w = EAGLEWorkerV2.__new__(EAGLEWorkerV2)
-    w.server_args = server_args
-    w.topk = 1
-    w.speculative_num_steps = STEPS
-    w.speculative_num_draft_tokens = N_DRAFT
-    w.enable_nan_detection = nan_detection
-    w.tp_rank = 0
-    w.gpu_id = 0
-    w.device = "cpu"
-    w.page_size = 1
-    w.speculative_algorithm = EAGLE
-    w.req_to_token_pool = pool
-    w.token_to_kv_pool_allocator = None
-    w.plan_stream, w.plan_stream_ctx = None, contextlib.nullcontext()
-    w._target_worker = FakeTargetWorker()
+    pool = _fakes.make_pool()
+    server_args = _fakes.make_server_args(threshold, dp_attention, speculative_num_draft_tokens=N_DRAFT,
+                                          speculative_num_steps=STEPS)
+    w = _fakes.bare_worker(server_args, pool, enable_nan_detection=nan_detection, _target_worker=FakeTargetWorker(),
+                           _draft_worker=RecordingDraftWorker(pool, spec_draft_graph=spec_draft_graph))
     w._target_worker.model_runner.server_args.disable_cuda_graph = disable_cuda_graph
-    w._draft_worker = RecordingDraftWorker(pool, spec_draft_graph=spec_draft_graph)
-    w.verify_calls = []
-
-    def fake_verify(batch, *more):  # the speculative path's verify, as far as the scheduler sees it
-        w.verify_calls.append(batch)
-        bs = len(batch.seq_lens)
-        starts = batch.seq_lens[:, None] + torch.arange(N_DRAFT)[None, :]
-        batch.out_cache_loc = pool.req_to_token[batch.req_pool_indices[:, None], starts].reshape(-1).to(torch.int64)
-        accept = torch.full((bs,), 2, dtype=torch.int32)
-        return GenerationBatchResult(
-            logits_output=LogitsProcessorOutput(next_token_logits=None,
-                                                hidden_states=torch.zeros((bs * N_DRAFT, H_TARGET))),
-            next_token_ids=torch.zeros((bs * N_DRAFT,), dtype=torch.int32), accept_lens=accept,
-            next_draft_input=EagleDraftInput(new_seq_lens=batch.seq_lens + accept,
-                                             **{REL.token: torch.zeros((bs,), dtype=torch.int32)}))
-
-    w.verify = fake_verify
+    _fakes.install_verify(w, pool, REL.token)
     # the speculative path's draft extend must not reach the speculative draft-extend graph in these fakes
     w._draft_worker.cuda_graph_runner_for_draft_extend = w._draft_worker.spec_extend_graph
     BUILT.target_graphs.clear()
