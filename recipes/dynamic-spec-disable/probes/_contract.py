@@ -56,7 +56,7 @@ def scheduler_accepts(rel, w, result, exp):
 
 
 def hybrid_refused(rel):
-    for attr in ("hybrid_gdn_config", "mamba2_config"):
+    for attr in rel.hybrid_attrs:
         target = _fakes.FakeTargetWorker()
         setattr(target.model_runner, attr, object())
         try:
@@ -68,7 +68,7 @@ def hybrid_refused(rel):
             raise AssertionError(f"a target with {attr} was accepted (start-up went on: {exc!r})") from None
         else:
             raise AssertionError(f"a target with {attr} was accepted")
-    return "targets with hybrid_gdn_config or mamba2_config are refused at start-up"
+    return f"targets with {', '.join(rel.hybrid_attrs)} are refused at start-up"
 
 
 def adaptive_refused(rel):
@@ -86,4 +86,5 @@ def adaptive_refused(rel):
 
 
 #: the names an adapter lists in `extra_checks` -> the check (called with the adapter)
-EXTRA_CHECKS = {"hybrid mamba/GDN target refused": hybrid_refused, "adaptive speculation refused": adaptive_refused}
+EXTRA_CHECKS = {"hybrid mamba/GDN target refused": hybrid_refused,
+                "hybrid mamba/GDN/lightning target refused": hybrid_refused, "adaptive speculation refused": adaptive_refused}

@@ -16,7 +16,6 @@ import torch
 
 from sglang.srt.environ import envs
 from sglang.srt.managers import overlap_utils
-from sglang.srt.managers.scheduler_output_processor_mixin import SchedulerOutputProcessorMixin
 from sglang.srt.model_executor.forward_batch_info import ForwardMode
 from sglang.srt.speculative.spec_info import SpeculativeAlgorithm
 
@@ -38,6 +37,7 @@ class Release059:
     per_request_counts = "accept_length_per_req_cpu"  #: the result's per-request accepted counts (None: none)
     total_count = "num_accepted_tokens"
     extra_checks: tuple = ()  #: names of worker_probe's checks only this release family has
+    hybrid_attrs = ("hybrid_gdn_config", "mamba2_config")  #: model-runner configs of the refused hybrid targets
     #: the one-token-graph probe: the graph runners keep the backend they were built with (0.5.11+), else they
     #: replay on the model runner's / worker's current one
     graphs_keep_backend = False
@@ -78,6 +78,8 @@ class Release059:
 
     def resolve(self, w, result, reqs):
         """The scheduler's own reading of the result: the tokens per request."""
+        from sglang.srt.managers.scheduler_output_processor_mixin import SchedulerOutputProcessorMixin  # <= 0.5.12
+
         return SchedulerOutputProcessorMixin._resolve_spec_overlap_token_ids(
             SimpleNamespace(draft_worker=w), result, SimpleNamespace(reqs=reqs))
 
@@ -198,12 +200,27 @@ class Release0512(Release0511):
     extra_checks = Release0511.extra_checks + ("adaptive speculation refused",)
 
     def resolve(self, w, result, reqs):
+        from sglang.srt.managers.scheduler_output_processor_mixin import SchedulerOutputProcessorMixin
+
         w.adaptive_controller = None  # not adaptive: on_verify_complete_cpu is a no-op
         return SchedulerOutputProcessorMixin._resolve_spec_overlap_tokens(
             SimpleNamespace(draft_worker=w, model_worker=w), result, SimpleNamespace(reqs=reqs))
 
     def check_result_extra(self, result, exp):
         assert result.speculative_num_draft_tokens == N_DRAFT, "the result does not carry its stride"
+
+
+class Release013(Release0512):
+    """0.5.13 (worker_probe_on_publish.py, its own ScheduleBatch / on_publish design): the new sequence lengths
+    travel on the result, not on the draft input; NaN is checked under SGLANG_ENABLE_ASYNC_ASSERT; hybrid
+    lightning targets are refused as well."""
+
+    lens_on_result = True
+    hybrid_attrs = Release0512.hybrid_attrs + ("hybrid_lightning_config",)
+    extra_checks = ("hybrid mamba/GDN/lightning target refused", "adaptive speculation refused")
+
+    def nan_detection(self, on):
+        return envs.SGLANG_ENABLE_ASYNC_ASSERT.override(on)
 
 
 #: the eager fallback (worker_probe.py): the variant the engine applied -> its adapter ("" = the recipe's own steps)
@@ -217,3 +234,5 @@ GRAPHS_BY_VARIANT = {
     "fallback-0.5.9": Release059, "fallback-0.5.10": Release0510, "fallback-0.5.11": Release0511,
     "fallback-0.5.12": Release0512,
 }
+#: the ScheduleBatch / on_publish fallback (worker_probe_on_publish.py): the variant the engine applied -> its adapter
+ON_PUBLISH_BY_VARIANT = {"fallback-0.5.13": Release013}

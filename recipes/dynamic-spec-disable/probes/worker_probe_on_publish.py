@@ -44,7 +44,6 @@ report = _probe_env.Report()
 import torch  # noqa: E402
 
 from sglang.srt.environ import envs  # noqa: E402
-from sglang.srt.layers.logits_processor import LogitsProcessorOutput  # noqa: E402
 from sglang.srt.managers import overlap_utils  # noqa: E402
 from sglang.srt.managers.schedule_batch import ScheduleBatch  # noqa: E402
 from sglang.srt.managers.scheduler import Scheduler  # noqa: E402
@@ -55,16 +54,17 @@ from sglang.srt.model_executor.forward_batch_info import CaptureHiddenMode, Forw
 from sglang.srt.sampling.sampling_batch_info import SamplingBatchInfo  # noqa: E402
 from sglang.srt.speculative import eagle_worker_v2  # noqa: E402
 from sglang.srt.speculative.eagle_info import EagleDraftInput  # noqa: E402
-from sglang.srt.speculative.eagle_worker_v2 import EagleDraftWorker, EAGLEWorkerV2  # noqa: E402
+from sglang.srt.speculative.eagle_worker_v2 import EAGLEWorkerV2  # noqa: E402
 from sglang.srt.speculative.spec_info import SpeculativeAlgorithm  # noqa: E402
 
-V = 97  # vocabulary
-H_TARGET = 6  # target hidden size handed to the draft (3 * hidden for EAGLE3: any width works here)
-H_DRAFT = 5
-STEPS = 3
-N_DRAFT = STEPS + 1  # num_draft_tokens with topk 1
-POOL_ROWS, POOL_LEN = 12, 160
-SLOT_BASE = 10_000  # req_to_token[r, p] = SLOT_BASE + r * POOL_LEN + p: every slot tells its row and position
+import _contract  # noqa: E402
+import _fakes  # noqa: E402
+import _releases  # noqa: E402
+from _fakes import H_DRAFT, H_TARGET, N_DRAFT, STEPS, V, GraphRunnerSentinel, draft_token, make_pool  # noqa: E402
+from _fakes import slot, target_token  # noqa: E402
+
+VARIANT = os.environ.get("SPECPATCH_VARIANT", "")
+REL = _releases.ON_PUBLISH_BY_VARIANT[VARIANT]() if VARIANT in _releases.ON_PUBLISH_BY_VARIANT else None
 EAGLE = SpeculativeAlgorithm.EAGLE
 
 # The distributed groups do not exist on CPU; ForwardBatch.init_new asks them whether to pad token counts.
@@ -92,30 +92,6 @@ def no_record_stream():
         yield
     finally:
         torch.Tensor.record_stream = saved
-
-
-def slot(row: int, pos: int) -> int:
-    return SLOT_BASE + row * POOL_LEN + pos
-
-
-def target_token(input_id: int, seq_len: int) -> int:
-    return (input_id * 7 + seq_len) % V
-
-
-def draft_token(input_id: int, position: int) -> int:
-    return (input_id + position) % V
-
-
-class GraphRunnerSentinel:
-    """Stands for the target's TARGET_VERIFY CUDA graph runner: a DECODE batch must never reach it."""
-
-    bs = 0
-
-    def can_run(self, forward_batch):
-        raise AssertionError("the target's verify CUDA graph runner was consulted for the fallback")
-
-    def replay(self, *args, **kwargs):
-        raise AssertionError("the target's verify CUDA graph was replayed for the fallback")
 
 
 class PlainTargetGraph:
@@ -231,51 +207,19 @@ class FakeTargetWorker:
             fb_attn_backend=getattr(fb, "attn_backend", None), is_verify=is_verify))
         if self.fail_forward:
             raise RuntimeError("target forward failed (probe)")
-        bs = len(b.seq_lens)
-        if fb is not None and b.forward_mode.is_decode():
-            tokens = [target_token(int(x), int(s)) for x, s in zip(b.input_ids, b.seq_lens)]
-        else:
-            tokens = [(3 * i + 1) % V for i in range(bs)]
-        tokens = torch.tensor(tokens, dtype=torch.int64)
-        logits = torch.full((bs, V), -5.0)
-        logits[torch.arange(bs), tokens] = 5.0
-        if self.nan_logits and bs:
-            logits[0, 0] = float("nan")
-        hidden = torch.zeros((bs, H_TARGET))
-        hidden[:, 0] = b.seq_lens.to(torch.float32) - 1  # the position of the row
-        hidden[:, 1] = 1000 + torch.arange(bs, dtype=torch.float32)  # the request's row in the batch
-        logprobs = -10.0 * torch.arange(bs, dtype=torch.float32) if b.return_logprob else None
         self.routed, self.indexer = Capture("routed experts"), Capture("indexer top-k")
         return GenerationBatchResult(
-            logits_output=LogitsProcessorOutput(next_token_logits=logits, hidden_states=hidden,
-                                                next_token_logprobs=logprobs),
-            next_token_ids=tokens, can_run_cuda_graph=True, routed_experts_output=self.routed,
-            indexer_topk_output=self.indexer)
+            **_fakes.target_output(b, fb is not None and b.forward_mode.is_decode(), self.nan_logits),
+            can_run_cuda_graph=True, routed_experts_output=self.routed, indexer_topk_output=self.indexer)
 
 
 class FakeDraftRunner(FakeRunner):
     """The draft model runner: answers draft_token(input, position), hidden [position, input, target hidden[1]]."""
 
     def forward(self, forward_batch, **kwargs):
-        fb = forward_batch
         self.log.append("draft")
-        spec_hidden = getattr(fb.spec_info, "hidden_states", None)
-        self.calls.append(SimpleNamespace(
-            mode=fb.forward_mode, input_ids=fb.input_ids.clone(), positions=fb.positions.clone(),
-            out_cache_loc=fb.out_cache_loc.clone(), seq_lens=fb.seq_lens.clone(), capture=fb.capture_hidden_mode,
-            extend_seq_lens_cpu=fb.extend_seq_lens_cpu, return_logprob=fb.return_logprob,
-            spec_hidden=None if spec_hidden is None else spec_hidden.clone()))
-        rows = len(fb.input_ids)
-        answer = torch.tensor([draft_token(int(x), int(p)) for x, p in zip(fb.input_ids, fb.positions)],
-                              dtype=torch.int64)
-        logits = torch.full((rows, V), -5.0)
-        logits[torch.arange(rows), answer] = 5.0
-        hidden = torch.zeros((rows, H_DRAFT))
-        hidden[:, 0] = fb.positions.to(torch.float32)
-        hidden[:, 1] = fb.input_ids.to(torch.float32)
-        if spec_hidden is not None and rows:
-            hidden[:, 2] = spec_hidden[:, 1]  # which target row fed this draft row
-        return SimpleNamespace(logits_output=LogitsProcessorOutput(next_token_logits=logits, hidden_states=hidden))
+        _fakes.record_forward(forward_batch, self.calls)
+        return SimpleNamespace(logits_output=_fakes.draft_answer(forward_batch))
 
 
 SPEC_DRAFT_GRAPH = SimpleNamespace(kind="the speculative path's draft graph")
@@ -288,39 +232,20 @@ SPEC_TARGET_BACKEND = SimpleNamespace(kind="the speculative path's target backen
 CUDA_GRAPH_BS = [1, 2, 4, 8, 16, 32]
 
 
-class FakeVerifyInput:
-    def is_verify_input(self):
-        return True
-
-
-class RecordingDraftWorker(EagleDraftWorker):
-    """The real EagleDraftWorker (its draft-extend code runs) with `draft` faked and every entry recorded."""
+class RecordingDraftWorker(_fakes.RecordingDraftWorker):
+    """_fakes' recording draft worker on this probe's draft runner, with the speculative path's graphs and backends
+    (a step without speculation must put them back) and a recorder of the graphs it would capture."""
 
     def __init__(self, pool, log):  # not the real __init__: no model to load
-        self.device = "cpu"
-        self.topk = 1
-        self.speculative_num_steps = STEPS
-        self.speculative_num_draft_tokens = N_DRAFT
+        super().__init__(REL, pool)
         self.speculative_algorithm = EAGLE
-        self.server_args = SimpleNamespace(enable_nan_detection=False)
-        self.req_to_token_pool = pool
         self.draft_runner = FakeDraftRunner(pool, log)
-        self.draft_tp_context = lambda group: contextlib.nullcontext()
-        self.plan_stream, self.plan_stream_ctx = None, contextlib.nullcontext()
         self.cuda_graph_runner = SPEC_DRAFT_GRAPH
         self.cuda_graph_runner_for_draft_extend = SPEC_DRAFT_EXTEND_GRAPH
         self.draft_attn_backend = SPEC_DRAFT_BACKEND
         self.draft_extend_attn_backend = SPEC_DRAFT_EXTEND_BACKEND
         self.draft_runner.draft_attn_backend = SPEC_DRAFT_BACKEND
-        self.hot_token_id = None
         self.graphs_built = []
-        self.draft_calls = []
-        self.extend_decode_calls = []
-        self.extend_prefill_calls = []
-
-    def draft(self, batch):
-        self.draft_calls.append(batch)
-        return FakeVerifyInput()
 
     def init_cuda_graphs(self):  # the real one captures CUDA graphs; record what it would build
         self.graphs_built.append(dict(num_draft_tokens=self.speculative_num_draft_tokens,
@@ -330,55 +255,18 @@ class RecordingDraftWorker(EagleDraftWorker):
         self.cuda_graph_runner = None
         self.cuda_graph_runner_for_draft_extend = DraftExtendGraph(self.speculative_num_draft_tokens)
 
-    def _draft_extend_for_decode(self, batch, batch_result):
-        hidden = batch_result.logits_output.hidden_states
-        self.extend_decode_calls.append(SimpleNamespace(
-            num_draft_tokens=self.speculative_num_draft_tokens, graph=self.cuda_graph_runner_for_draft_extend,
-            out_cache_loc=None if batch.out_cache_loc is None else batch.out_cache_loc.clone(),
-            seq_lens=batch.seq_lens, seq_lens_values=batch.seq_lens.clone(),
-            next_token_ids=batch_result.next_token_ids.clone(), accept_lens=batch_result.accept_lens.clone(),
-            hidden_shape=None if hidden is None else tuple(hidden.shape)))
-        return super()._draft_extend_for_decode(batch, batch_result)
-
-    def _draft_extend_for_prefill(self, batch, target_hidden_states, next_token_ids, mm_input_embeds=None):
-        self.extend_prefill_calls.append(batch)
-        bs = len(batch.seq_lens)
-        return EagleDraftInput(topk_p=torch.ones((bs, 1)), topk_index=torch.zeros((bs, 1), dtype=torch.int64),
-                               hidden_states=torch.zeros((bs, H_DRAFT)), bonus_tokens=next_token_ids)
-
-
-def make_pool():
-    return SimpleNamespace(req_to_token=(SLOT_BASE + torch.arange(POOL_ROWS * POOL_LEN, dtype=torch.int32))
-                           .view(POOL_ROWS, POOL_LEN), device="cpu")
-
 
 def make_worker(threshold: int = 0, *, dp_attention: bool = False, catch_up: str | None = None,
                 disable_cuda_graph: bool = False):
     """An EAGLEWorkerV2 without its __init__; the patch's own init step reads N (and the environment)."""
     pool = make_pool()
     log = []
-    server_args = SimpleNamespace(speculative_disable_batch_threshold=threshold, enable_dp_attention=dp_attention,
-                                  dp_size=2 if dp_attention else 1, tp_size=2 if dp_attention else 1,
-                                  moe_dense_tp_size=None, enable_dp_lm_head=False, moe_a2a_backend="none",
-                                  speculative_adaptive=False, speculative_num_steps=STEPS,
-                                  speculative_num_draft_tokens=N_DRAFT, cuda_graph_bs=list(CUDA_GRAPH_BS),
-                                  disable_cuda_graph=disable_cuda_graph, cuda_graph_max_bs=32,
-                                  max_running_requests=32, enable_return_hidden_states=False,
-                                  attention_backend="torch_native", enable_lora=False)
-    w = EAGLEWorkerV2.__new__(EAGLEWorkerV2)
-    w.server_args = server_args
-    w.topk = 1
-    w.speculative_num_steps = STEPS
-    w.speculative_num_draft_tokens = N_DRAFT
-    w.tp_rank = 0
-    w.gpu_id = 0
-    w.device = "cpu"
-    w.page_size = 1
-    w.speculative_algorithm = EAGLE
-    w.req_to_token_pool = pool
-    w.token_to_kv_pool_allocator = None
-    w.plan_stream, w.plan_stream_ctx = None, contextlib.nullcontext()
-    w.adaptive_controller = None
+    server_args = _fakes.make_server_args(
+        threshold, dp_attention, speculative_adaptive=False, speculative_num_steps=STEPS,
+        speculative_num_draft_tokens=N_DRAFT, cuda_graph_bs=list(CUDA_GRAPH_BS), disable_cuda_graph=disable_cuda_graph,
+        cuda_graph_max_bs=32, max_running_requests=32, enable_return_hidden_states=False,
+        attention_backend="torch_native", enable_lora=False)
+    w = _fakes.bare_worker(server_args, pool, adaptive_controller=None)
     w._target_worker = FakeTargetWorker(pool, log)
     w._target_worker.model_runner.server_args = server_args
     w._target_worker.model_runner.attn_backend = SPEC_TARGET_BACKEND
@@ -389,23 +277,7 @@ def make_worker(threshold: int = 0, *, dp_attention: bool = False, catch_up: str
                                                                 dtype=torch.float32)
     w._draft_worker._rebuild_topk1_chain_buffers()
     w.log = log
-    w.verify_calls = []
-
-    def fake_verify(batch):  # the speculative path's verify, as far as the scheduler sees it
-        w.verify_calls.append(batch)
-        log.append("verify")
-        bs = len(batch.seq_lens)
-        starts = batch.seq_lens[:, None] + torch.arange(N_DRAFT)[None, :]
-        batch.out_cache_loc = pool.req_to_token[batch.req_pool_indices[:, None], starts].reshape(-1).to(torch.int64)
-        accept = torch.full((bs,), 2, dtype=torch.int32)
-        return GenerationBatchResult(
-            logits_output=LogitsProcessorOutput(next_token_logits=None,
-                                                hidden_states=torch.zeros((bs * N_DRAFT, H_TARGET))),
-            next_token_ids=torch.zeros((bs * N_DRAFT,), dtype=torch.int32), accept_lens=accept,
-            speculative_num_draft_tokens=N_DRAFT, new_seq_lens=batch.seq_lens + accept,
-            next_draft_input=EagleDraftInput(bonus_tokens=torch.zeros((bs,), dtype=torch.int32)))
-
-    w.verify = fake_verify
+    _fakes.install_verify(w, pool, REL.token, lens_on_result=True)
     env = envs.SGLANG_SPEC_DISABLE_CATCH_UP
     with (env.override(catch_up) if catch_up else contextlib.nullcontext()):
         w._init_speculative_disable(server_args)
@@ -742,7 +614,7 @@ def check_fallback(catch_up: str, *, overlap: bool = True, needs_cpu_seq_lens: b
             rc = runner_calls[0]
             assert len(w.draft_worker.extend_decode_calls) == 1, "_draft_extend_for_decode did not run"
             de = w.draft_worker.extend_decode_calls[0]
-            assert de.num_draft_tokens == 1, f"the draft extend ran at {de.num_draft_tokens} tokens per request, not 1"
+            assert de.draft_tokens == 1, f"the draft extend ran at {de.draft_tokens} tokens per request, not 1"
             assert isinstance(de.graph, DraftExtendGraph) and de.graph.num_tokens_per_bs == 1 \
                 and de.graph is plain[3], "the draft extend did not get the one-token graph built at start-up"
             assert de.graph.asked and set(de.graph.asked) == {bs}, \
@@ -981,15 +853,15 @@ def check_nan_detection():
     w = make_worker(1)
     w.target_worker.nan_logits = True
     try:
-        with envs.SGLANG_ENABLE_ASYNC_ASSERT.override(True):
+        with REL.nan_detection(True):
             w.forward_batch_generation(decode_batch(2), on_publish=Publishes(w.log))
-    except (ValueError, RuntimeError) as exc:
+    except REL.nan_errors as exc:
         assert "NaN" in str(exc), str(exc)
     else:
         raise AssertionError("NaN logits went through with SGLANG_ENABLE_ASYNC_ASSERT (verify's check raises)")
     w = make_worker(1)
     w.target_worker.nan_logits = True
-    with envs.SGLANG_ENABLE_ASYNC_ASSERT.override(False):
+    with REL.nan_detection(False):
         w.forward_batch_generation(decode_batch(2), on_publish=Publishes(w.log))
     return "NaN logits raise with SGLANG_ENABLE_ASYNC_ASSERT, as verify's check does"
 
@@ -1029,38 +901,12 @@ def check_refusals():
     return "the worker refuses N < 0, topk != 1 and an unknown catch-up mode"
 
 
-def check_adaptive_refused():
-    w = EAGLEWorkerV2.__new__(EAGLEWorkerV2)
-    w.topk, w._target_worker = 1, FakeTargetWorker(make_pool(), [])
-    try:
-        with envs.SGLANG_SPEC_DISABLE_CATCH_UP.override("padded"):
-            w._init_speculative_disable(SimpleNamespace(speculative_disable_batch_threshold=3,
-                                                        enable_dp_attention=False, speculative_adaptive=True))
-    except ValueError as exc:
-        assert "--speculative-adaptive" in str(exc), str(exc)
-    else:
-        raise AssertionError("--speculative-adaptive was accepted beside the threshold")
-    return "--speculative-adaptive beside the threshold is refused at start-up"
-
-
-def check_hybrid_refused():
-    for attr in ("hybrid_gdn_config", "mamba2_config", "hybrid_lightning_config"):
-        target = FakeTargetWorker(make_pool(), [])
-        setattr(target.model_runner, attr, object())
-        w = EAGLEWorkerV2.__new__(EAGLEWorkerV2)
-        w.topk, w._target_worker = 1, target
-        try:
-            with envs.SGLANG_SPEC_DISABLE_CATCH_UP.override("padded"):
-                w._init_speculative_disable(SimpleNamespace(speculative_disable_batch_threshold=3,
-                                                            enable_dp_attention=False))
-        except ValueError as exc:
-            assert "mamba" in str(exc), str(exc)
-        else:
-            raise AssertionError(f"a target with {attr} was accepted")
-    return "targets with hybrid_gdn_config, mamba2_config or hybrid_lightning_config are refused at start-up"
-
-
 def main():
+    if REL is None:
+        print(f"PROBE-FAIL: no release adapter for the variant `{VARIANT}` (SPECPATCH_VARIANT) in _releases.py: "
+              f"this probe knows {', '.join(repr(v) for v in _releases.ON_PUBLISH_BY_VARIANT)}", flush=True)
+        sys.exit(1)
+    print(f"release adapter {type(REL).__name__} for variant {VARIANT}", flush=True)
     report.run("patched", check_patched)
     if report.failed:
         report.finish()
@@ -1081,8 +927,8 @@ def main():
     report.run("NaN detection", check_nan_detection)
     report.run("grammar", check_grammar)
     report.run("worker refusals", check_refusals)
-    report.run("hybrid mamba/GDN/lightning target refused", check_hybrid_refused)
-    report.run("adaptive speculation refused", check_adaptive_refused)
+    for name in REL.extra_checks:
+        report.run(name, lambda check=_contract.EXTRA_CHECKS[name]: check(REL))
     report.finish()
 
 
