@@ -43,6 +43,11 @@ class Release059:
     graphs_keep_backend = False
     #: the one-token-graph probe: the module and method of the decode log line
     metrics = ("sglang.srt.managers.scheduler_metrics_mixin", "log_decode_stats")
+    #: the one-token-graph probe's operator counting: what this release's process_batch_result_decode reads of the
+    #: scheduler and of the batch, and its decode log line of the scheduler, beyond what every release reads
+    counting_scheduler = {"_resolve_spec_overlap_token_ids": lambda result, batch: []}
+    counting_batch = {"is_spec_v2": True}
+    counting_log: dict = {}
 
     def batch_fields(self, bs: int, has_grammar: bool) -> dict:
         """ModelWorkerBatch fields that not every release has."""
@@ -97,6 +102,8 @@ class Release056(Release057):
     """0.5.6: ModelRunner.forward returns (logits_output, can_run_graph); the result has no per-request counts."""
 
     per_request_counts = None
+    counting_batch = {"is_v2_eagle": True}
+    counting_log = {"is_hybrid_gdn": False}
 
     def runner_output(self, logits_output):
         return logits_output, False
@@ -140,6 +147,11 @@ class Release0510(Release059):
     runner_attrs = {"use_ngram_embedding": False, "is_hybrid_swa": False}
     extra_checks = ("hybrid mamba/GDN target refused",)
     metrics = ("sglang.srt.observability.scheduler_metrics_mixin", "report_decode_stats")
+    #: report_decode_stats: the metrics off, the logging rank, every interval
+    counting_log = dict(current_scheduler_metrics_enabled=False, is_stats_logging_rank=True, forward_ct_decode=0,
+                        get_pool_stats=lambda: SimpleNamespace(get_decode_usage_msg_parts=lambda: []),
+                        enable_mfu_metrics=False, spec_num_accept_tokens=0, spec_total_num_accept_tokens=0,
+                        _graph_backend_label="cuda graph")
     nan_errors = (ValueError, RuntimeError)
 
     def batch_fields(self, bs, has_grammar):
@@ -198,6 +210,7 @@ class Release0512(Release0511):
     per_request_counts = "num_correct_drafts_per_req_cpu"
     total_count = "num_correct_drafts"
     extra_checks = Release0511.extra_checks + ("adaptive speculation refused",)
+    counting_scheduler = {"_resolve_spec_overlap_tokens": lambda result, batch: []}
 
     def resolve(self, w, result, reqs):
         from sglang.srt.managers.scheduler_output_processor_mixin import SchedulerOutputProcessorMixin

@@ -942,11 +942,9 @@ def check_operator_counting():
     assert getattr(fallback, "speculation_disabled", False) and not getattr(speculative, "speculation_disabled", False)
     fake = SimpleNamespace(
         num_generated_tokens=0, update_spec_metrics=lambda bs, accepted: None, enable_metrics=False,
-        token_to_kv_pool_allocator=SimpleNamespace(free_group_begin=stop),
-        _resolve_spec_overlap_token_ids=lambda result, batch: [],  # 0.5.9 - 0.5.11
-        _resolve_spec_overlap_tokens=lambda result, batch: [])  # 0.5.12
-    batch = SimpleNamespace(reqs=[], spec_algorithm=EAGLE, is_spec_v2=True, is_v2_eagle=True,  # 0.5.6: is_v2_eagle
-                            batch_size=lambda: 0, return_logprob=False)
+        token_to_kv_pool_allocator=SimpleNamespace(free_group_begin=stop), **REL.counting_scheduler)
+    batch = SimpleNamespace(reqs=[], spec_algorithm=EAGLE, batch_size=lambda: 0, return_logprob=False,
+                            **REL.counting_batch)
     for result in (fallback, fallback, speculative):
         try:
             SchedulerOutputProcessorMixin.process_batch_result_decode(fake, batch, result)
@@ -957,18 +955,13 @@ def check_operator_counting():
         "speculation for 2 fallback results and 1 speculative one"
 
     fake.__dict__.update(
-        last_decode_stats_tic=0.0, is_hybrid_swa=False, is_hybrid_ssm=False,
-        is_hybrid_gdn=False, _get_token_info=lambda: (0, 0.0, 0, 0),  # 0.5.6: is_hybrid_gdn
+        last_decode_stats_tic=0.0, is_hybrid_swa=False, is_hybrid_ssm=False, _get_token_info=lambda: (0, 0.0, 0, 0),
         forward_ct=0, spec_algorithm=EAGLE, spec_num_accepted_tokens=0, spec_num_forward_ct=3,
         spec_total_num_accepted_tokens=0, spec_total_num_forward_ct=0, disaggregation_mode=DisaggregationMode.NULL,
         server_args=SimpleNamespace(speculative_num_steps=STEPS, speculative_num_draft_tokens=N_DRAFT,
                                     language_only=False, decode_log_interval=40),
         device="cpu", waiting_queue=[], running_batch=SimpleNamespace(reqs=[], forward_iter=None),
-        _publish_kv_events=lambda: None,
-        # what report_decode_stats (0.5.10+) reads besides: the metrics off, the logging rank, every interval
-        current_scheduler_metrics_enabled=False, is_stats_logging_rank=True, forward_ct_decode=0,
-        get_pool_stats=lambda: SimpleNamespace(get_decode_usage_msg_parts=lambda: []), enable_mfu_metrics=False,
-        spec_num_accept_tokens=0, spec_total_num_accept_tokens=0, _graph_backend_label="cuda graph")
+        _publish_kv_events=lambda: None, **REL.counting_log)
     records = []
     handler = logging.Handler()
     handler.emit = records.append
