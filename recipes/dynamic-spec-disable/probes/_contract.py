@@ -1,16 +1,21 @@
-"""Checks of the fallback contract shared by both fallback probes (worker_probe.py, the eager fallback, and
-worker_probe_graphs.py, the one-token-graph fallback): how the release's real scheduler code takes a step's result,
-and the start-up refusals some release families add. What differs per release comes from the adapter `rel`
-(_releases.py). Import after `_probe_env.setup()`.
+"""Checks of the fallback contract shared by the fallback probes (worker_probe.py, the eager fallback;
+worker_probe_graphs.py, the one-token-graph fallback; worker_probe_on_publish.py, 0.5.13's): how the release's real
+scheduler code takes a step's result, the start-up refusals some release families add, and the checks every probe
+runs on its own scene (the environment variable, the start-up log line, the worker's refusals). What differs per
+release comes from the adapter `rel` (_releases.py). Import after `_probe_env.setup()`.
 """
 
 from __future__ import annotations
 
+import contextlib
+import logging
 from types import SimpleNamespace
 
 import torch
 
+from sglang.srt.environ import envs
 from sglang.srt.speculative.eagle_info import EagleDraftInput
+from sglang.srt.speculative.eagle_worker_v2 import EAGLEWorkerV2
 
 import _fakes
 from _fakes import H_DRAFT, FakeReq
@@ -68,7 +73,7 @@ def hybrid_refused(rel):
             raise AssertionError(f"a target with {attr} was accepted (start-up went on: {exc!r})") from None
         else:
             raise AssertionError(f"a target with {attr} was accepted")
-    return f"targets with {', '.join(rel.hybrid_attrs)} are refused at start-up"
+    return f"targets with {', '.join(rel.hybrid_attrs[:-1])} or {rel.hybrid_attrs[-1]} are refused at start-up"
 
 
 def adaptive_refused(rel):
@@ -86,5 +91,96 @@ def adaptive_refused(rel):
 
 
 #: the names an adapter lists in `extra_checks` -> the check (called with the adapter)
-EXTRA_CHECKS = {"hybrid mamba/GDN target refused": hybrid_refused,
-                "hybrid mamba/GDN/lightning target refused": hybrid_refused, "adaptive speculation refused": adaptive_refused}
+EXTRA_CHECKS = {"hybrid mamba/GDN target refused": hybrid_refused, "hybrid mamba/GDN/lightning target refused":
+                hybrid_refused, "adaptive speculation refused": adaptive_refused}
+
+
+# ------------------------------------------------------------------------------------- checks on a probe's scene
+# `probe` is the probe module: make_worker(threshold, *, catch_up=None, ...), decode_batch(bs, ...) and step(w, batch),
+# the worker's forward as that release's scheduler calls it; its workers record their calls (took_fallback reads them).
+
+
+def took_speculative_path(w) -> bool:
+    return bool(w.draft_worker.draft_calls) and bool(w.verify_calls)
+
+
+def took_fallback(w) -> bool:
+    return not w.draft_worker.draft_calls and not w.verify_calls and len(w.target_worker.calls) == 1 \
+        and w.target_worker.calls[0].mode.is_decode()
+
+
+def env_var(probe, catch_up_default: str | None):
+    env = envs.SGLANG_SPEC_DISABLE_BATCH_THRESHOLD
+    with env.override(2):
+        w = probe.make_worker(0)
+        assert w.spec_disable_batch_threshold == 2, "SGLANG_SPEC_DISABLE_BATCH_THRESHOLD was not read when the flag is 0"
+        probe.step(w, probe.decode_batch(3))
+        assert took_fallback(w), "bs 3 > N 2 (from the environment) did not take the fallback"
+        w = probe.make_worker(5)
+        assert w.spec_disable_batch_threshold == 5, "the flag must win over the environment variable"
+        probe.step(w, probe.decode_batch(3))
+        assert took_speculative_path(w)
+    if catch_up_default:
+        got = probe.make_worker(2).spec_disable_catch_up
+        assert got == catch_up_default, \
+            f"SGLANG_SPEC_DISABLE_CATCH_UP defaults to {got!r}, not the recipe's catchup_mode_graphs {catch_up_default!r}"
+    return f"the variable sets N when the flag is 0; a non-zero flag wins; catch-up default {catch_up_default!r}"
+
+
+@contextlib.contextmanager
+def records_of(logger: logging.Logger):
+    """The log records `logger` emits in the body, at INFO and above."""
+    records = []
+    handler = logging.Handler()
+    handler.emit = records.append
+    logger.addHandler(handler)
+    level = logger.level
+    logger.setLevel(logging.INFO)
+    try:
+        yield records
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+
+
+def log_once(probe):
+    from sglang.srt.speculative import eagle_worker_v2
+
+    with records_of(logging.getLogger(eagle_worker_v2.__name__)) as records:
+        w = probe.make_worker(6, catch_up="padded")
+        for _ in range(3):
+            probe.step(w, probe.decode_batch(7))
+        probe.make_worker(0)
+    lines = [r.getMessage() for r in records if "speculation disable is on" in r.getMessage().lower()]
+    assert len(lines) == 1, f"expected one start-up line, got {lines}"
+    assert "6" in lines[0], f"the line does not say N: {lines[0]}"
+    assert w.spec_disable_steps == 3, f"{w.spec_disable_steps} steps without speculation counted, not 3"
+    return lines[0]
+
+
+def refusals(probe, modes=("padded", "single", "skip")):
+    problems = []
+    for name, kwargs, expected_texts in (
+        ("negative", dict(threshold=-1), (">= 0",)),
+        ("catch-up", dict(threshold=2, catch_up="sideways"), modes),
+    ):
+        try:
+            probe.make_worker(kwargs["threshold"], catch_up=kwargs.get("catch_up"))
+        except ValueError as exc:
+            if not all(text in str(exc) for text in expected_texts):
+                problems.append(f"{name}: {exc}")
+        else:
+            problems.append(f"{name}: accepted")
+    for mode in modes:
+        if probe.make_worker(2, catch_up=mode).spec_disable_catch_up != mode:
+            problems.append(f"{mode}: not accepted")
+    w = EAGLEWorkerV2.__new__(EAGLEWorkerV2)
+    w.topk = 4
+    try:
+        w._init_speculative_disable(SimpleNamespace(speculative_disable_batch_threshold=3, enable_dp_attention=False))
+    except ValueError as exc:
+        assert "topk" in str(exc), str(exc)
+    else:
+        problems.append("topk 4: accepted")
+    assert not problems, "; ".join(problems)
+    return f"the worker accepts {'/'.join(modes)} and refuses N < 0, topk != 1 and an unknown catch-up mode"

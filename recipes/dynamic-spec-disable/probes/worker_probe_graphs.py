@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import contextlib
 import inspect
-import logging
 import os
 import sys
 from types import SimpleNamespace
@@ -56,9 +55,11 @@ import _fakes  # noqa: E402
 import _releases  # noqa: E402
 from _fakes import H_DRAFT, H_TARGET, N_DRAFT, STEPS, V, draft_answer, record_forward, slot  # noqa: E402
 from _fakes import draft_token, target_token  # noqa: E402
+from _contract import took_fallback, took_speculative_path  # noqa: E402
 
 VARIANT = os.environ.get("SPECPATCH_VARIANT", "")
 REL = _releases.GRAPHS_BY_VARIANT[VARIANT]() if VARIANT in _releases.GRAPHS_BY_VARIANT else None
+PROBE = sys.modules[__name__]  #: this module: the scene of _contract's shared checks
 
 CUDA_GRAPH_BS = [1, 2, 4, 8, 16]
 EAGLE = SpeculativeAlgorithm.EAGLE
@@ -403,13 +404,9 @@ def expected(batch: ModelWorkerBatch):
     return out
 
 
-def took_speculative_path(w) -> bool:
-    return bool(w.draft_worker.draft_calls) and bool(w.verify_calls)
-
-
-def took_fallback(w) -> bool:
-    return not w.draft_worker.draft_calls and not w.verify_calls and len(w.target_worker.calls) == 1 \
-        and w.target_worker.calls[0].mode.is_decode()
+def step(w, batch):
+    """The worker's forward as this release's scheduler calls it (the scene of _contract's shared checks)."""
+    return w.forward_batch_generation(batch)
 
 
 def speculative_state(w):
@@ -798,48 +795,6 @@ def check_dp_attention():
     return "DP attention: the summed global batch size decides on every rank, idle ranks included"
 
 
-def check_env_var():
-    env = envs.SGLANG_SPEC_DISABLE_BATCH_THRESHOLD
-    with env.override(2):
-        w = make_worker(0)
-        assert w.spec_disable_batch_threshold == 2, "SGLANG_SPEC_DISABLE_BATCH_THRESHOLD was not read when the flag is 0"
-        w.forward_batch_generation(decode_batch(3))
-        assert took_fallback(w), "bs 3 > N 2 (from the environment) did not take the fallback"
-        w = make_worker(5)
-        assert w.spec_disable_batch_threshold == 5, "the flag must win over the environment variable"
-        w.forward_batch_generation(decode_batch(3))
-        assert took_speculative_path(w)
-    default = PARAMS.get("catchup_mode_graphs")
-    if default:
-        assert make_worker(2).spec_disable_catch_up == default, \
-            f"SGLANG_SPEC_DISABLE_CATCH_UP defaults to {make_worker(2).spec_disable_catch_up!r}, " \
-            f"not the recipe's catchup_mode_graphs {default!r}"
-    return f"the variable sets N when the flag is 0; a non-zero flag wins; catch-up default {default!r}"
-
-
-def check_log_once():
-    records = []
-    handler = logging.Handler()
-    handler.emit = records.append
-    logger = logging.getLogger(eagle_worker_v2.__name__)
-    logger.addHandler(handler)
-    level = logger.level
-    logger.setLevel(logging.INFO)
-    try:
-        w = make_worker(6, catch_up="padded")
-        for _ in range(3):
-            w.forward_batch_generation(decode_batch(7))
-        make_worker(0)
-    finally:
-        logger.removeHandler(handler)
-        logger.setLevel(level)
-    lines = [r.getMessage() for r in records if "speculation disable is on" in r.getMessage().lower()]
-    assert len(lines) == 1, f"expected one start-up line, got {lines}"
-    assert "6" in lines[0], f"the line does not say N: {lines[0]}"
-    assert w.spec_disable_steps == 3, f"{w.spec_disable_steps} steps without speculation counted, not 3"
-    return lines[0]
-
-
 def check_restored_on_error():
     w = make_worker(1, catch_up="padded")
     w.target_worker.fail_forward = True
@@ -889,34 +844,6 @@ def check_grammar():
     return "grammar objects reach the target's sampler (it builds the vocab mask)"
 
 
-def check_refusals():
-    problems = []
-    for name, kwargs, expected_text in (
-        ("negative", dict(threshold=-1), ">= 0"),
-        ("catch-up", dict(threshold=2, catch_up="sideways"), "skip"),
-    ):
-        try:
-            make_worker(kwargs["threshold"], catch_up=kwargs.get("catch_up"))
-        except ValueError as exc:
-            if expected_text not in str(exc):
-                problems.append(f"{name}: {exc}")
-        else:
-            problems.append(f"{name}: accepted")
-    for mode in ("padded", "single", "skip"):
-        if make_worker(2, catch_up=mode).spec_disable_catch_up != mode:
-            problems.append(f"{mode}: not accepted")
-    w = EAGLEWorkerV2.__new__(EAGLEWorkerV2)
-    w.topk = 4
-    try:
-        w._init_speculative_disable(SimpleNamespace(speculative_disable_batch_threshold=3, enable_dp_attention=False))
-    except ValueError as exc:
-        assert "topk" in str(exc), str(exc)
-    else:
-        problems.append("topk 4: accepted")
-    assert not problems, "; ".join(problems)
-    return "the worker accepts padded/single/skip and refuses N < 0, topk != 1 and an unknown catch-up mode"
-
-
 def check_operator_counting():
     # The steps without speculation, for the operator: counted from the results by the real (patched)
     # process_batch_result_decode, shown (and reset) by the real decode log line (log_decode_stats; from 0.5.10
@@ -962,20 +889,10 @@ def check_operator_counting():
                                     language_only=False, decode_log_interval=40),
         device="cpu", waiting_queue=[], running_batch=SimpleNamespace(reqs=[], forward_iter=None),
         _publish_kv_events=lambda: None, **REL.counting_log)
-    records = []
-    handler = logging.Handler()
-    handler.emit = records.append
-    logger = scheduler_metrics_mixin.logger
-    logger.addHandler(handler)
-    level = logger.level
-    logger.setLevel(logging.INFO)
-    try:
+    with _contract.records_of(scheduler_metrics_mixin.logger) as records:
         log_decode(fake, can_run_cuda_graph=True)
         fake.spec_num_forward_ct = 1  # the next interval's verifies (the line divides by them)
         log_decode(fake, can_run_cuda_graph=True)
-    finally:
-        logger.removeHandler(handler)
-        logger.setLevel(level)
     lines = [r.getMessage() for r in records if r.getMessage().startswith("Decode batch")]
     assert len(lines) == 2, lines
     assert "steps without speculation: 2" in lines[0], f"the decode log line does not say 2: {lines[0]}"
@@ -1020,12 +937,12 @@ def main():
     report.run("hidden states kept when asked", check_hidden_states_kept_when_asked)
     report.run("extend batches untouched", check_extend_untouched)
     report.run("DP attention decides on the global batch size", check_dp_attention)
-    report.run("environment variable", check_env_var)
-    report.run("start-up log line", check_log_once)
+    report.run("environment variable", lambda: _contract.env_var(PROBE, PARAMS.get("catchup_mode_graphs")))
+    report.run("start-up log line", lambda: _contract.log_once(PROBE))
     report.run("state restored on error", check_restored_on_error)
     report.run("NaN detection", check_nan_detection)
     report.run("grammar", check_grammar)
-    report.run("worker refusals", check_refusals)
+    report.run("worker refusals", lambda: _contract.refusals(PROBE))
     report.run("operator counting", check_operator_counting)
     for name in REL.extra_checks:
         report.run(name, lambda check=_contract.EXTRA_CHECKS[name]: check(REL))

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import logging
 import os
 import sys
 from types import SimpleNamespace
@@ -62,9 +61,11 @@ import _fakes  # noqa: E402
 import _releases  # noqa: E402
 from _fakes import H_DRAFT, H_TARGET, N_DRAFT, STEPS, V, GraphRunnerSentinel, draft_token, make_pool  # noqa: E402
 from _fakes import slot, target_token  # noqa: E402
+from _contract import took_fallback, took_speculative_path  # noqa: E402
 
 VARIANT = os.environ.get("SPECPATCH_VARIANT", "")
 REL = _releases.ON_PUBLISH_BY_VARIANT[VARIANT]() if VARIANT in _releases.ON_PUBLISH_BY_VARIANT else None
+PROBE = sys.modules[__name__]  #: this module: the scene of _contract's shared checks
 EAGLE = SpeculativeAlgorithm.EAGLE
 
 # The distributed groups do not exist on CPU; ForwardBatch.init_new asks them whether to pad token counts.
@@ -370,15 +371,6 @@ def expected(batch: ScheduleBatch):
     return out
 
 
-def took_speculative_path(w) -> bool:
-    return bool(w.draft_worker.draft_calls) and bool(w.verify_calls)
-
-
-def took_fallback(w) -> bool:
-    return not w.draft_worker.draft_calls and not w.verify_calls and len(w.target_worker.calls) == 1 \
-        and w.target_worker.calls[0].mode.is_decode()
-
-
 class Publishes:
     """An on_publish callback that records what it gets and when (in the worker's event log)."""
 
@@ -389,6 +381,12 @@ class Publishes:
     def __call__(self, new_seq_lens):
         self.log.append("publish")
         self.calls.append(new_seq_lens.clone())
+
+
+def step(w, batch):
+    """The worker's forward as this release's scheduler calls it, with an on_publish (the scene of _contract's
+    shared checks)."""
+    return w.forward_batch_generation(batch, on_publish=Publishes(w.log))
 
 
 # ------------------------------------------------------------------------ the real scheduler around the worker
@@ -798,42 +796,6 @@ def check_dp_attention():
     return "DP attention: the summed global batch size decides on every rank, idle ranks included"
 
 
-def check_env_var():
-    env = envs.SGLANG_SPEC_DISABLE_BATCH_THRESHOLD
-    with env.override(2):
-        w = make_worker(0)
-        assert w.spec_disable_batch_threshold == 2, "SGLANG_SPEC_DISABLE_BATCH_THRESHOLD was not read when the flag is 0"
-        w.forward_batch_generation(decode_batch(3), on_publish=Publishes(w.log))
-        assert took_fallback(w), "bs 3 > N 2 (from the environment) did not take the fallback"
-        w = make_worker(5)
-        assert w.spec_disable_batch_threshold == 5, "the flag must win over the environment variable"
-        w.forward_batch_generation(decode_batch(3), on_publish=Publishes(w.log))
-        assert took_speculative_path(w)
-    return "the variable sets N when the flag is 0; a non-zero flag wins"
-
-
-def check_log_once():
-    records = []
-    handler = logging.Handler()
-    handler.emit = records.append
-    logger = logging.getLogger(eagle_worker_v2.__name__)
-    logger.addHandler(handler)
-    level = logger.level
-    logger.setLevel(logging.INFO)
-    try:
-        w = make_worker(6)
-        for _ in range(3):
-            w.forward_batch_generation(decode_batch(7), on_publish=Publishes(w.log))
-        make_worker(0)
-    finally:
-        logger.removeHandler(handler)
-        logger.setLevel(level)
-    lines = [r.getMessage() for r in records if "speculation disable is on" in r.getMessage().lower()]
-    assert len(lines) == 1, f"expected one start-up line, got {lines}"
-    assert "6" in lines[0], f"the line does not say N: {lines[0]}"
-    return lines[0]
-
-
 def check_graph_runner_restored_on_error():
     w = make_worker(1)
     w.target_worker.fail_forward = True
@@ -876,31 +838,6 @@ def check_grammar():
     return "grammar objects reach the target's sampler (it builds the vocab mask)"
 
 
-def check_refusals():
-    problems = []
-    for name, kwargs, expected_text in (
-        ("negative", dict(threshold=-1), ">= 0"),
-        ("catch-up", dict(threshold=2, catch_up="sideways"), "padded"),
-    ):
-        try:
-            make_worker(kwargs["threshold"], catch_up=kwargs.get("catch_up"))
-        except ValueError as exc:
-            if expected_text not in str(exc):
-                problems.append(f"{name}: {exc}")
-        else:
-            problems.append(f"{name}: accepted")
-    w = EAGLEWorkerV2.__new__(EAGLEWorkerV2)
-    w.topk = 4
-    try:
-        w._init_speculative_disable(SimpleNamespace(speculative_disable_batch_threshold=3, enable_dp_attention=False))
-    except ValueError as exc:
-        assert "topk" in str(exc), str(exc)
-    else:
-        problems.append("topk 4: accepted")
-    assert not problems, "; ".join(problems)
-    return "the worker refuses N < 0, topk != 1 and an unknown catch-up mode"
-
-
 def main():
     if REL is None:
         print(f"PROBE-FAIL: no release adapter for the variant `{VARIANT}` (SPECPATCH_VARIANT) in _releases.py: "
@@ -921,12 +858,12 @@ def main():
         report.run(f"no CPU sequence lengths ({catch_up})", check_fallback(catch_up, needs_cpu_seq_lens=False))
     report.run("extend batches untouched", check_extend_untouched)
     report.run("DP attention decides on the global batch size", check_dp_attention)
-    report.run("environment variable", check_env_var)
-    report.run("start-up log line", check_log_once)
+    report.run("environment variable", lambda: _contract.env_var(PROBE, PARAMS.get("catchup_mode_graphs")))
+    report.run("start-up log line", lambda: _contract.log_once(PROBE))
     report.run("graph runner restored on error", check_graph_runner_restored_on_error)
     report.run("NaN detection", check_nan_detection)
     report.run("grammar", check_grammar)
-    report.run("worker refusals", check_refusals)
+    report.run("worker refusals", lambda: _contract.refusals(PROBE))
     for name in REL.extra_checks:
         report.run(name, lambda check=_contract.EXTRA_CHECKS[name]: check(REL))
     report.finish()
