@@ -184,3 +184,41 @@ def refusals(probe, modes=("padded", "single", "skip")):
         problems.append("topk 4: accepted")
     assert not problems, "; ".join(problems)
     return f"the worker accepts {'/'.join(modes)} and refuses N < 0, topk != 1 and an unknown catch-up mode"
+
+
+def threshold_zero(probe):
+    w = probe.make_worker(0)
+    probe.step(w, probe.decode_batch(7))
+    assert w.spec_disable_batch_threshold == 0
+    assert took_speculative_path(w), "N = 0 must always speculate (draft, then verify)"
+    assert len(w.draft_worker.extend_decode_calls) == 1, "the speculative path's draft extend did not run"
+    probe.check_speculative_step(w)
+    return "N = 0: bs 7 ran draft, verify, draft extend"
+
+
+def small_batch_speculates(probe):
+    for bs in (1, 4):
+        w = probe.make_worker(4)
+        probe.step(w, probe.decode_batch(bs))
+        assert took_speculative_path(w), f"bs {bs} <= N 4 must speculate"
+        assert not w.target_worker.calls, "the target ran a plain forward on the speculative path"
+        probe.check_speculative_step(w)
+    return "bs 1 and bs 4 with N = 4 ran draft then verify, on the speculative state"
+
+
+def nan_detection(probe, rel):
+    w = probe.make_worker(1, nan_detection=True)
+    w.target_worker.nan_logits = True
+    try:
+        with rel.nan_detection(True):
+            probe.step(w, probe.decode_batch(2))
+    except rel.nan_errors as exc:
+        assert "NaN" in str(exc), str(exc)
+    else:
+        raise AssertionError("NaN logits went through with NaN detection on (verify's check raises)")
+    probe.assert_speculative_state(w, "after NaN detection raised")
+    w = probe.make_worker(1, nan_detection=False)
+    w.target_worker.nan_logits = True
+    with rel.nan_detection(False):
+        probe.step(w, probe.decode_batch(2))
+    return "NaN logits raise with NaN detection on, as verify's check does"

@@ -570,25 +570,11 @@ def check_build_restores_on_error():
     return "a capture that raises leaves spec_algorithm, server_args, backends and graphs as they were"
 
 
-def check_threshold_zero():
-    w = make_worker(0)
-    w.forward_batch_generation(decode_batch(7))
-    assert w.spec_disable_batch_threshold == 0
-    assert took_speculative_path(w), "N = 0 must always speculate (draft, then verify)"
-    assert len(w.draft_worker.extend_decode_calls) == 1, "the speculative path's draft extend did not run"
-    return "N = 0: bs 7 ran draft, verify, draft extend"
-
-
-def check_small_batch_speculates():
-    for bs in (1, 4):
-        w = make_worker(4)
-        w.forward_batch_generation(decode_batch(bs))
-        assert took_speculative_path(w), f"bs {bs} <= N 4 must speculate"
-        assert not w.target_worker.calls, "the target ran a plain forward on the speculative path"
-        de = w.draft_worker.extend_decode_calls[0]
-        assert de.draft_tokens == N_DRAFT and de.graph is w.draft_worker.spec_extend_graph, \
-            "the speculative path's draft extend ran on the one-token state"
-    return "bs 1 and bs 4 with N = 4 ran draft then verify, on the speculative state"
+def check_speculative_step(w):
+    """After a speculative step (the scene of _contract's shared checks): its draft extend on the speculative state."""
+    de = w.draft_worker.extend_decode_calls[0]
+    assert de.draft_tokens == N_DRAFT and de.graph is w.draft_worker.spec_extend_graph, \
+        "the speculative path's draft extend ran on the one-token state"
 
 
 def check_scheduler_accepts(w, result, exp):
@@ -817,24 +803,6 @@ def check_restored_on_error():
     return "a target forward or draft extend that raises still gets the speculative state back"
 
 
-def check_nan_detection():
-    w = make_worker(1, nan_detection=True)
-    w.target_worker.nan_logits = True
-    try:
-        with REL.nan_detection(True):
-            w.forward_batch_generation(decode_batch(2))
-    except REL.nan_errors as exc:
-        assert "NaN" in str(exc)
-    else:
-        raise AssertionError("NaN logits went through with --enable-nan-detection (verify raises)")
-    assert_speculative_state(w, "after NaN detection raised")
-    w = make_worker(1, nan_detection=False)
-    w.target_worker.nan_logits = True
-    with REL.nan_detection(False):
-        w.forward_batch_generation(decode_batch(2))
-    return "NaN logits raise with --enable-nan-detection, as verify does"
-
-
 def check_grammar():
     w = make_worker(1)
     batch = decode_batch(2, has_grammar=True)
@@ -928,8 +896,8 @@ def main():
     report.run("one-token state built at start-up", check_plain_state_built)
     report.run("one-token state: catch-up and graph options", check_plain_state_variants)
     report.run("one-token state: a failing capture restores", check_build_restores_on_error)
-    report.run("threshold 0 always speculates", check_threshold_zero)
-    report.run("batch <= N speculates", check_small_batch_speculates)
+    report.run("threshold 0 always speculates", lambda: _contract.threshold_zero(PROBE))
+    report.run("batch <= N speculates", lambda: _contract.small_batch_speculates(PROBE))
     report.run("batch > N falls back (padded catch-up)", check_fallback("padded"))
     report.run("batch > N falls back (single catch-up)", check_fallback("single"))
     report.run("batch > N falls back (skip catch-up)", check_fallback("skip"))
@@ -940,7 +908,7 @@ def main():
     report.run("environment variable", lambda: _contract.env_var(PROBE, PARAMS.get("catchup_mode_graphs")))
     report.run("start-up log line", lambda: _contract.log_once(PROBE))
     report.run("state restored on error", check_restored_on_error)
-    report.run("NaN detection", check_nan_detection)
+    report.run("NaN detection", lambda: _contract.nan_detection(PROBE, REL))
     report.run("grammar", check_grammar)
     report.run("worker refusals", lambda: _contract.refusals(PROBE))
     report.run("operator counting", check_operator_counting)

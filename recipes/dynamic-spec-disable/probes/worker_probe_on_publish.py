@@ -258,7 +258,7 @@ class RecordingDraftWorker(_fakes.RecordingDraftWorker):
 
 
 def make_worker(threshold: int = 0, *, dp_attention: bool = False, catch_up: str | None = None,
-                disable_cuda_graph: bool = False):
+                disable_cuda_graph: bool = False, nan_detection: bool = False):
     """An EAGLEWorkerV2 without its __init__; the patch's own init step reads N (and the environment)."""
     pool = make_pool()
     log = []
@@ -267,7 +267,7 @@ def make_worker(threshold: int = 0, *, dp_attention: bool = False, catch_up: str
         speculative_num_draft_tokens=N_DRAFT, cuda_graph_bs=list(CUDA_GRAPH_BS), disable_cuda_graph=disable_cuda_graph,
         cuda_graph_max_bs=32, max_running_requests=32, enable_return_hidden_states=False,
         attention_backend="torch_native", enable_lora=False)
-    w = _fakes.bare_worker(server_args, pool, adaptive_controller=None)
+    w = _fakes.bare_worker(server_args, pool, adaptive_controller=None, enable_nan_detection=nan_detection)
     w._target_worker = FakeTargetWorker(pool, log)
     w._target_worker.model_runner.server_args = server_args
     w._target_worker.model_runner.attn_backend = SPEC_TARGET_BACKEND
@@ -460,26 +460,14 @@ def check_patched():
     return f"patched EAGLEWorkerV2 from {eagle_worker_v2.__file__}"
 
 
-def check_threshold_zero():
-    w = make_worker(0)
-    batch = decode_batch(7)
-    publishes = Publishes(w.log)
-    w.forward_batch_generation(batch, on_publish=publishes)
-    assert w.spec_disable_batch_threshold == 0
-    assert took_speculative_path(w), "N = 0 must always speculate (draft, then verify)"
-    assert len(w.draft_worker.extend_decode_calls) == 1, "the speculative path's draft extend did not run"
-    assert len(publishes.calls) == 1 and w.log.index("publish") < w.log.index("draft"), \
-        "the speculative path's on_publish did not come before its draft extend"
-    return "N = 0: bs 7 ran draft, verify, on_publish, draft extend"
-
-
-def check_small_batch_speculates():
-    for bs in (1, 4):
-        w = make_worker(4)
-        w.forward_batch_generation(decode_batch(bs), on_publish=Publishes(w.log))
-        assert took_speculative_path(w), f"bs {bs} <= N 4 must speculate"
-        assert not w.target_worker.calls, "the target ran a plain forward on the speculative path"
-    return "bs 1 and bs 4 with N = 4 ran draft then verify"
+def check_speculative_step(w):
+    """After a speculative step (the scene of _contract's shared checks): on_publish once, before its draft extend,
+    which ran on the speculative state."""
+    assert w.log.count("publish") == 1 and w.log.index("publish") < w.log.index("draft"), \
+        f"order {w.log}: the speculative path's on_publish did not come (once) before its draft extend"
+    de = w.draft_worker.extend_decode_calls[0]
+    assert de.draft_tokens == N_DRAFT and de.graph is SPEC_DRAFT_EXTEND_GRAPH, \
+        "the speculative path's draft extend ran on the one-token state"
 
 
 def check_fallback(catch_up: str, *, overlap: bool = True, needs_cpu_seq_lens: bool = True):
@@ -670,6 +658,14 @@ def check_fallback(catch_up: str, *, overlap: bool = True, needs_cpu_seq_lens: b
     return run
 
 
+def assert_speculative_state(w, when: str):
+    """check_restored, for _contract's shared checks."""
+    try:
+        check_restored(w)
+    except AssertionError as exc:
+        raise AssertionError(f"{when}: {exc}") from None
+
+
 def check_restored(w):
     """Every field the fallback swaps for its step is back to the speculative path's."""
     dw, runner = w.draft_worker, w.target_worker.model_runner
@@ -811,23 +807,6 @@ def check_graph_runner_restored_on_error():
     return "a failing target forward still gets every swapped field back, and nothing is published"
 
 
-def check_nan_detection():
-    w = make_worker(1)
-    w.target_worker.nan_logits = True
-    try:
-        with REL.nan_detection(True):
-            w.forward_batch_generation(decode_batch(2), on_publish=Publishes(w.log))
-    except REL.nan_errors as exc:
-        assert "NaN" in str(exc), str(exc)
-    else:
-        raise AssertionError("NaN logits went through with SGLANG_ENABLE_ASYNC_ASSERT (verify's check raises)")
-    w = make_worker(1)
-    w.target_worker.nan_logits = True
-    with REL.nan_detection(False):
-        w.forward_batch_generation(decode_batch(2), on_publish=Publishes(w.log))
-    return "NaN logits raise with SGLANG_ENABLE_ASYNC_ASSERT, as verify's check does"
-
-
 def check_grammar():
     w = make_worker(1)
     batch = decode_batch(2, has_grammar=True)
@@ -847,8 +826,8 @@ def main():
     report.run("patched", check_patched)
     if report.failed:
         report.finish()
-    report.run("threshold 0 always speculates", check_threshold_zero)
-    report.run("batch <= N speculates", check_small_batch_speculates)
+    report.run("threshold 0 always speculates", lambda: _contract.threshold_zero(PROBE))
+    report.run("batch <= N speculates", lambda: _contract.small_batch_speculates(PROBE))
     report.run("start-up: what is captured (skip)", check_plain_state("skip"))
     report.run("start-up: what is captured (padded)", check_plain_state("padded"))
     report.run("start-up: no CUDA graphs", check_plain_state("padded", disable_cuda_graph=True))
@@ -861,7 +840,7 @@ def main():
     report.run("environment variable", lambda: _contract.env_var(PROBE, PARAMS.get("catchup_mode_graphs")))
     report.run("start-up log line", lambda: _contract.log_once(PROBE))
     report.run("graph runner restored on error", check_graph_runner_restored_on_error)
-    report.run("NaN detection", check_nan_detection)
+    report.run("NaN detection", lambda: _contract.nan_detection(PROBE, REL))
     report.run("grammar", check_grammar)
     report.run("worker refusals", lambda: _contract.refusals(PROBE))
     for name in REL.extra_checks:
