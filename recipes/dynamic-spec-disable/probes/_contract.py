@@ -14,11 +14,12 @@ from types import SimpleNamespace
 import torch
 
 from sglang.srt.environ import envs
+from sglang.srt.model_executor.forward_batch_info import ForwardMode
 from sglang.srt.speculative.eagle_info import EagleDraftInput
 from sglang.srt.speculative.eagle_worker_v2 import EAGLEWorkerV2
 
 import _fakes
-from _fakes import H_DRAFT, FakeReq
+from _fakes import H_DRAFT, H_TARGET, FakeReq
 
 
 def scheduler_accepts(rel, w, result, exp):
@@ -222,3 +223,71 @@ def nan_detection(probe, rel):
     with rel.nan_detection(False):
         probe.step(w, probe.decode_batch(2))
     return "NaN logits raise with NaN detection on, as verify's check does"
+
+
+# ----------------------------------------------------------- pieces of a probe's check of a step without speculation
+# `exp`: per request, s (its length), v (its previous token), t (the sampled one), slot (its KV slot at s), draft (the
+# draft's answer at position s).
+
+
+def target_forward(w):
+    """Routing: no draft, no verify, one target forward: DECODE, without a spec_info, not a verify. Returns it."""
+    assert not w.draft_worker.draft_calls, "draft() was called for a batch larger than N"
+    assert not w.verify_calls, "verify() was called for a batch larger than N"
+    assert len(w.target_worker.calls) == 1, f"the target ran {len(w.target_worker.calls)} times, not once"
+    call = w.target_worker.calls[0]
+    assert call.mode == ForwardMode.DECODE, f"target forward mode {call.mode}, not DECODE"
+    assert call.spec_info_is_none, "the target forward got a spec_info (attention would read it as a draft)"
+    assert not call.is_verify, "the target forward was a verify forward"
+    return call
+
+
+def target_input(call, exp):
+    """The target's input: the previous tokens (int64) at lengths s + 1."""
+    assert call.input_ids.tolist() == [e.v for e in exp], \
+        f"target input {call.input_ids.tolist()} is not the previous tokens {[e.v for e in exp]}"
+    assert call.input_ids.dtype == torch.int64
+    assert call.seq_lens.tolist() == [e.s + 1 for e in exp], "target seq_lens are not s + 1"
+
+
+def target_cpu_lens(call, exp, seq_lens_values):
+    assert call.seq_lens_cpu.tolist() == [e.s + 1 for e in exp], "target seq_lens_cpu are not s + 1"
+    assert call.seq_lens_sum == int(seq_lens_values.sum()) + len(exp), "target seq_lens_sum is not sum(s) + bs"
+
+
+def target_slots(call, exp):
+    assert call.out_cache_loc.tolist() == [e.slot for e in exp], \
+        f"target KV slots {call.out_cache_loc.tolist()} are not req_to_token[row, s]"
+    assert call.out_cache_loc.dtype == torch.int64
+
+
+def draft_input_shapes(nd, bs: int):
+    assert nd.topk_p is not None and tuple(nd.topk_p.shape) == (bs, 1) and nd.topk_p.dtype == torch.float32
+    assert nd.topk_index is not None and tuple(nd.topk_index.shape) == (bs, 1) and nd.topk_index.dtype == torch.int64
+    assert nd.hidden_states is not None and tuple(nd.hidden_states.shape) == (bs, H_DRAFT)
+
+
+def catch_up_extend(de, exp, seq_lens_values):
+    """The draft extend of the catch-up: the request's slot at s, one accepted token each, the target's rows."""
+    assert de.out_cache_loc.tolist() == [e.slot for e in exp], \
+        "the draft extend does not write the request's slot at position s"
+    assert de.accept_lens.tolist() == [1] * len(exp)
+    assert de.hidden_shape == (len(exp), H_TARGET), f"draft extend hidden states {de.hidden_shape}"
+    assert torch.equal(de.seq_lens_values, seq_lens_values), "the draft extend got modified seq_lens"
+
+
+def catch_up_rows(rc, nd, exp):
+    """The draft model's forward of the catch-up: one row per request, the sampled token at position s, fed by its
+    own target row; the next draft input from its answer."""
+    bs = len(exp)
+    assert rc.mode == ForwardMode.DRAFT_EXTEND_V2, f"draft catch-up mode {rc.mode}"
+    assert len(rc.input_ids) == bs, f"{len(rc.input_ids)} draft tokens for {bs} requests"
+    assert rc.input_ids.tolist() == [e.t for e in exp], "the draft did not get the sampled tokens"
+    assert rc.positions.tolist() == [e.s for e in exp], "the draft rows are not at position s"
+    assert [int(rc.spec_hidden[r, 1]) for r in range(bs)] == [1000 + i for i in range(bs)], \
+        "the draft rows do not carry the target hidden state of their own request"
+    assert nd.topk_index[:, 0].tolist() == [e.draft for e in exp], \
+        "next_draft_input.topk_index does not come from the draft's answer at position s"
+    assert nd.hidden_states[:, 0].tolist() == [float(e.s) for e in exp] and \
+        nd.hidden_states[:, 1].tolist() == [float(e.t) for e in exp], \
+        "next_draft_input.hidden_states is not the draft hidden state at position s"

@@ -618,14 +618,7 @@ def check_fallback(catch_up: str, *, spec_draft_graph: bool = True):
             w.target_worker.timeline = timeline
             result = w.forward_batch_generation(batch)
 
-        # routing: no draft, no verify, one target forward
-        assert not w.draft_worker.draft_calls, "draft() was called for a batch larger than N"
-        assert not w.verify_calls, "verify() was called for a batch larger than N"
-        assert len(w.target_worker.calls) == 1, f"the target ran {len(w.target_worker.calls)} times, not once"
-        call = w.target_worker.calls[0]
-        assert call.mode == ForwardMode.DECODE, f"target forward mode {call.mode}, not DECODE"
-        assert call.spec_info_is_none, "the target forward got a spec_info (attention would read it as a draft)"
-        assert not call.is_verify, "the target forward was a verify forward"
+        call = _contract.target_forward(w)  # routing: no draft, no verify, one target forward
         assert call.graph_runner is plain_graph, \
             f"the target forward ran with graph runner {call.graph_runner}, not the plain DECODE graph"
         assert call.attn_backend is plain_backend, \
@@ -634,15 +627,9 @@ def check_fallback(catch_up: str, *, spec_draft_graph: bool = True):
         assert_speculative_state(w, "after a step without speculation")
         assert call.capture == CaptureHiddenMode.FULL, f"target capture mode {call.capture}"
         REL.check_penalties(call, batch)
-        assert call.input_ids.tolist() == [e.v for e in exp], \
-            f"target input {call.input_ids.tolist()} is not the previous tokens {[e.v for e in exp]}"
-        assert call.input_ids.dtype == torch.int64
-        assert call.seq_lens.tolist() == [e.s + 1 for e in exp], "target seq_lens are not s + 1"
-        assert call.seq_lens_cpu.tolist() == [e.s + 1 for e in exp], "target seq_lens_cpu are not s + 1"
-        assert call.seq_lens_sum == int(seq_lens_values.sum()) + bs, "target seq_lens_sum is not sum(s) + bs"
-        assert call.out_cache_loc.tolist() == [e.slot for e in exp], \
-            f"target KV slots {call.out_cache_loc.tolist()} are not req_to_token[row, s]"
-        assert call.out_cache_loc.dtype == torch.int64
+        _contract.target_input(call, exp)
+        _contract.target_cpu_lens(call, exp, seq_lens_values)
+        _contract.target_slots(call, exp)
         assert torch.equal(seq_lens_before, seq_lens_values), "seq_lens (shared with the scheduler) changed in place"
         assert torch.equal(seq_lens_cpu_before, seq_lens_cpu_values), "seq_lens_cpu changed in place"
 
@@ -673,9 +660,7 @@ def check_fallback(catch_up: str, *, spec_draft_graph: bool = True):
             timeline.index(("record", nd.verify_done)) < timeline.index(("target", None)), \
             f"verify_done is recorded after the target's forward ({timeline}): the scheduler waits for the " \
             "whole step before it prepares the next batch"
-        assert nd.topk_p is not None and tuple(nd.topk_p.shape) == (bs, 1) and nd.topk_p.dtype == torch.float32
-        assert nd.topk_index is not None and tuple(nd.topk_index.shape) == (bs, 1) and nd.topk_index.dtype == torch.int64
-        assert nd.hidden_states is not None and tuple(nd.hidden_states.shape) == (bs, H_DRAFT)
+        _contract.draft_input_shapes(nd, bs)
 
         dw = w.draft_worker
         if catch_up == "skip":
@@ -689,13 +674,9 @@ def check_fallback(catch_up: str, *, spec_draft_graph: bool = True):
             de = dw.extend_decode_calls[0]
             assert (de.steps, de.draft_tokens) == (0, 1), \
                 f"the draft extend ran with {de.steps} steps / {de.draft_tokens} tokens, not the one-token state"
-            assert de.out_cache_loc.tolist() == [e.slot for e in exp], \
-                "the draft extend does not write the request's slot at position s"
-            assert de.accept_lens.tolist() == [1] * bs
             assert de.next_token_ids.tolist() == [e.t for e in exp], \
                 f"the draft extend got tokens {de.next_token_ids.tolist()}, not one per request"
-            assert de.hidden_shape == (bs, H_TARGET), f"draft extend hidden states {de.hidden_shape}"
-            assert torch.equal(de.seq_lens_values, seq_lens_values), "the draft extend got modified seq_lens"
+            _contract.catch_up_extend(de, exp, seq_lens_values)
             if dw.spec_extend_graph is not None:
                 assert not dw.spec_extend_graph.consulted, "the speculative draft-extend graph (n tokens) was " \
                     "consulted by the fallback"
@@ -711,18 +692,8 @@ def check_fallback(catch_up: str, *, spec_draft_graph: bool = True):
                 assert len(dw.draft_runner.calls) == 1, "the eager one-token draft extend did not run"
                 rc = dw.draft_runner.calls[0]
                 detail = "eager one-token draft extend (no draft-extend graph)"
-            assert rc.mode == ForwardMode.DRAFT_EXTEND_V2, f"draft catch-up mode {rc.mode}"
-            assert len(rc.input_ids) == bs, f"{len(rc.input_ids)} draft tokens for {bs} requests"
-            assert rc.input_ids.tolist() == [e.t for e in exp], "the draft did not get the sampled tokens"
-            assert rc.positions.tolist() == [e.s for e in exp], "the draft rows are not at position s"
             assert rc.out_cache_loc.tolist() == [e.slot for e in exp]
-            assert [int(rc.spec_hidden[r, 1]) for r in range(bs)] == [1000 + i for i in range(bs)], \
-                "the draft rows do not carry the target hidden state of their own request"
-            assert nd.topk_index[:, 0].tolist() == [e.draft for e in exp], \
-                "next_draft_input.topk_index does not come from the draft's answer at position s"
-            assert nd.hidden_states[:, 0].tolist() == [float(e.s) for e in exp] and \
-                nd.hidden_states[:, 1].tolist() == [float(e.t) for e in exp], \
-                "next_draft_input.hidden_states is not the draft hidden state at position s"
+            _contract.catch_up_rows(rc, nd, exp)
         check_scheduler_accepts(w, result, exp)
         return f"bs {bs} > N 2 ({catch_up}): the plain DECODE graph and backend installed, {detail}, state " \
             "restored, result at stride n accepted by the scheduler"

@@ -361,13 +361,12 @@ def decode_batch(bs: int, *, mode: ForwardMode = ForwardMode.DECODE, global_num_
 
 
 def expected(batch: ScheduleBatch):
-    """Per request: the sampled token, the slots of positions s..s+n-1, and the draft's answer at position s."""
+    """Per request: the sampled token, its KV slot (position s), and the draft's answer at position s."""
     out = []
     for i in range(len(batch.seq_lens)):
         s, row, v = int(batch.seq_lens[i]), int(batch.req_pool_indices[i]), int(batch.spec_info.bonus_tokens[i])
         t = target_token(v, s + 1)
-        out.append(SimpleNamespace(s=s, row=row, v=v, t=t, slots=[slot(row, s + k) for k in range(N_DRAFT)],
-                                   draft=draft_token(t, s)))
+        out.append(SimpleNamespace(s=s, row=row, v=v, t=t, slot=slot(row, s), draft=draft_token(t, s)))
     return out
 
 
@@ -497,14 +496,7 @@ def check_fallback(catch_up: str, *, overlap: bool = True, needs_cpu_seq_lens: b
         with_cpu = entry["seq_lens_cpu"] is not None
         assert with_cpu == (needs_cpu_seq_lens or not overlap), "the probe's FutureMap set-up is wrong"
 
-        # routing: no draft, no verify, one target forward
-        assert not w.draft_worker.draft_calls, "draft() was called for a batch larger than N"
-        assert not w.verify_calls, "verify() was called for a batch larger than N"
-        assert len(w.target_worker.calls) == 1, f"the target ran {len(w.target_worker.calls)} times, not once"
-        call = w.target_worker.calls[0]
-        assert call.mode == ForwardMode.DECODE, f"target forward mode {call.mode}, not DECODE"
-        assert call.spec_info_is_none, "the target forward got a spec_info (attention would read it as a draft)"
-        assert not call.is_verify, "the target forward was a verify forward"
+        call = _contract.target_forward(w)  # routing: no draft, no verify, one target forward
         plain = w._spec_disable_plain
         assert isinstance(call.graph_runner, PlainTargetGraph) and call.graph_runner is plain[5], \
             "the target forward did not run on the DECODE graph runner built at start-up"
@@ -520,20 +512,14 @@ def check_fallback(catch_up: str, *, overlap: bool = True, needs_cpu_seq_lens: b
         assert si.acc_additive_penalties is not None and bool((si.acc_additive_penalties == -1e4).all()) and \
             si.acc_scaling_penalties is not None and bool((si.acc_scaling_penalties == 2.0).all()), \
             "the penalties (accumulated by spec v2 and applied by verify in this release) were not passed on"
-        assert call.input_ids.tolist() == [e.v for e in exp], \
-            f"target input {call.input_ids.tolist()} is not the previous tokens {[e.v for e in exp]}"
-        assert call.input_ids.dtype == torch.int64
-        assert call.seq_lens.tolist() == [e.s + 1 for e in exp], "target seq_lens are not s + 1"
+        _contract.target_input(call, exp)
         assert call.positions.tolist() == [e.s for e in exp], "the target's new token is not at position s"
         if with_cpu:
-            assert call.seq_lens_cpu.tolist() == [e.s + 1 for e in exp], "target seq_lens_cpu are not s + 1"
-            assert call.seq_lens_sum == int(seq_lens_values.sum()) + bs, "target seq_lens_sum is not sum(s) + bs"
+            _contract.target_cpu_lens(call, exp, seq_lens_values)
         else:
             assert call.seq_lens_cpu is None and call.seq_lens_sum is None, \
                 "the target got CPU sequence lengths the batch did not have (needs_cpu_seq_lens off)"
-        assert call.out_cache_loc.tolist() == [e.slots[0] for e in exp], \
-            f"target KV slots {call.out_cache_loc.tolist()} are not req_to_token[row, s]"
-        assert call.out_cache_loc.dtype == torch.int64
+        _contract.target_slots(call, exp)
         assert call.batch is not batch, "the target ran on the scheduler's ScheduleBatch itself, not a copy"
 
         # the scheduler's tensors are not changed in place
@@ -567,9 +553,7 @@ def check_fallback(catch_up: str, *, overlap: bool = True, needs_cpu_seq_lens: b
         nd = result.next_draft_input
         assert isinstance(nd, EagleDraftInput), "next_draft_input is not an EagleDraftInput"
         assert nd.bonus_tokens.tolist() == [e.t for e in exp] and nd.bonus_tokens.dtype == torch.int32
-        assert nd.topk_p is not None and tuple(nd.topk_p.shape) == (bs, 1) and nd.topk_p.dtype == torch.float32
-        assert nd.topk_index is not None and tuple(nd.topk_index.shape) == (bs, 1) and nd.topk_index.dtype == torch.int64
-        assert nd.hidden_states is not None and tuple(nd.hidden_states.shape) == (bs, H_DRAFT)
+        _contract.draft_input_shapes(nd, bs)
 
         # on_publish: the new lengths, once, after the target forward and before the draft catch-up
         log = w.log
@@ -605,25 +589,8 @@ def check_fallback(catch_up: str, *, overlap: bool = True, needs_cpu_seq_lens: b
                 and de.graph is plain[3], "the draft extend did not get the one-token graph built at start-up"
             assert de.graph.asked and set(de.graph.asked) == {bs}, \
                 f"the one-token draft graph was asked about {de.graph.asked} tokens, not {bs} (one per request)"
-            assert de.out_cache_loc.tolist() == [e.slots[0] for e in exp], \
-                "the draft extend does not write the request's slot s"
-            assert de.accept_lens.tolist() == [1] * bs
-            assert de.hidden_shape == (bs, H_TARGET), f"catch-up hidden states {de.hidden_shape}"
-            assert torch.equal(de.seq_lens_values, seq_lens_values), "the draft extend got modified seq_lens"
-            assert rc.mode == ForwardMode.DRAFT_EXTEND_V2, f"draft catch-up mode {rc.mode}"
-            assert len(rc.input_ids) == bs, f"{len(rc.input_ids)} draft tokens for {bs} requests"
-            draft_rows = list(range(bs))
-            assert [int(rc.input_ids[r]) for r in draft_rows] == [e.t for e in exp], \
-                "the draft did not get the sampled tokens"
-            assert [int(rc.positions[r]) for r in draft_rows] == [e.s for e in exp], \
-                "the draft rows are not at position s"
-            assert [int(rc.spec_hidden[r, 1]) for r in draft_rows] == [1000 + i for i in range(bs)], \
-                "the draft rows do not carry the target hidden state of their own request"
-            assert nd.topk_index[:, 0].tolist() == [e.draft for e in exp], \
-                "next_draft_input.topk_index does not come from the draft's answer at position s"
-            assert nd.hidden_states[:, 0].tolist() == [float(e.s) for e in exp] and \
-                nd.hidden_states[:, 1].tolist() == [float(e.t) for e in exp], \
-                "next_draft_input.hidden_states is not the draft hidden state at position s"
+            _contract.catch_up_extend(de, exp, seq_lens_values)
+            _contract.catch_up_rows(rc, nd, exp)
 
         # the scheduler after the call: its isolation put the batch's fields back, the next step is set up
         assert batch.spec_info is nd, "run_batch did not install next_draft_input"
