@@ -93,6 +93,30 @@ def draft_answer(fb) -> LogitsProcessorOutput:
     return LogitsProcessorOutput(next_token_logits=logits, hidden_states=hidden)
 
 
+def on_cpu() -> None:
+    """What the one-token-graph probes replace to run the worker on CPU."""
+    from sglang.srt.managers import overlap_utils
+    from sglang.srt.model_executor import forward_batch_info
+    from sglang.srt.speculative import eagle_worker_v2
+
+    # The distributed groups do not exist on CPU; ForwardBatch.init_new asks them whether to pad token counts.
+    forward_batch_info.enable_num_token_non_padded = lambda *args: False
+    # FutureMap asks the global server args whether hidden states travel (yes, unless multi-layer EAGLE/STANDALONE).
+    overlap_utils.spec_need_hidden_states = lambda server_args=None: True
+    # No GPU to measure.
+    eagle_worker_v2.get_available_gpu_memory = lambda *args, **kwargs: 0.0
+
+
+def sampling_info(bs: int, **more):
+    """Greedy sampling info for bs requests; `more` adds the release's penalty fields."""
+    from sglang.srt.sampling.sampling_batch_info import SamplingBatchInfo
+
+    return SamplingBatchInfo(
+        temperatures=torch.ones((bs, 1)), top_ps=torch.ones(bs), top_ks=torch.full((bs,), V), min_ps=torch.zeros(bs),
+        is_all_greedy=True, need_top_p_sampling=False, need_top_k_sampling=False, need_min_p_sampling=False,
+        vocab_size=V, device="cpu", **more)
+
+
 def make_pool():
     return SimpleNamespace(req_to_token=(SLOT_BASE + torch.arange(POOL_ROWS * POOL_LEN, dtype=torch.int32))
                            .view(POOL_ROWS, POOL_LEN), device="cpu")

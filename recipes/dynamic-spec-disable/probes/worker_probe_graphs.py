@@ -36,14 +36,11 @@ report = _probe_env.Report()
 import torch  # noqa: E402
 
 from sglang.srt.environ import envs  # noqa: E402
-from sglang.srt.managers import overlap_utils  # noqa: E402
 from sglang.srt.managers.schedule_batch import ModelWorkerBatch  # noqa: E402
 from sglang.srt.managers.scheduler_output_processor_mixin import SchedulerOutputProcessorMixin  # noqa: E402
 from sglang.srt.managers.utils import GenerationBatchResult  # noqa: E402
 from sglang.srt.model_executor import cuda_graph_runner as real_cuda_graph_runner  # noqa: E402
-from sglang.srt.model_executor import forward_batch_info  # noqa: E402
 from sglang.srt.model_executor.forward_batch_info import CaptureHiddenMode, ForwardMode  # noqa: E402
-from sglang.srt.sampling.sampling_batch_info import SamplingBatchInfo  # noqa: E402
 from sglang.srt.speculative import eagle_draft_extend_cuda_graph_runner as real_draft_graph  # noqa: E402
 from sglang.srt.speculative import eagle_worker_v2  # noqa: E402
 from sglang.srt.speculative.eagle_info import EagleDraftInput  # noqa: E402
@@ -64,12 +61,7 @@ PROBE = sys.modules[__name__]  #: this module: the scene of _contract's shared c
 CUDA_GRAPH_BS = [1, 2, 4, 8, 16]
 EAGLE = SpeculativeAlgorithm.EAGLE
 
-# The distributed groups do not exist on CPU; ForwardBatch.init_new asks them whether to pad token counts.
-forward_batch_info.enable_num_token_non_padded = lambda *args: False
-# FutureMap asks the global server args whether hidden states travel (yes, unless multi-layer EAGLE).
-overlap_utils.spec_need_hidden_states = lambda server_args=None: True
-# No GPU to measure.
-eagle_worker_v2.get_available_gpu_memory = lambda *args, **kwargs: 0.0
+_fakes.on_cpu()
 
 
 # ------------------------------------------------------------------------------ recorders of GPU-only constructors
@@ -273,30 +265,24 @@ class FakeTargetWorker:
                                      can_run_cuda_graph=replayed)
 
 
-class FakeDraftRunner:
-    """The draft model runner (eager): answers draft_answer; records every forward."""
+class FakeDraftRunner(_fakes.FakeDraftRunner):
+    """The draft model runner (eager) of _fakes, with the server arguments the graph constructors read; a forward
+    raises (after it is recorded) when `fail_forward` is set."""
 
     def __init__(self, req_to_token_pool):
-        self.tp_group = None
-        self.device = "cpu"
-        self.req_to_token_pool = req_to_token_pool
-        self.token_to_kv_pool = None
+        super().__init__(REL, req_to_token_pool)
         self.attn_backend = Backend("draft-runner")
         self.server_args = SimpleNamespace(attention_backend="torch_native", enable_lora=False,
                                            speculative_num_steps=STEPS, speculative_num_draft_tokens=N_DRAFT,
                                            cuda_graph_bs=list(CUDA_GRAPH_BS))
         self.model_config = SimpleNamespace(hidden_size=H_DRAFT, dtype=torch.float32)
-        self.model_is_mrope = False
-        for name, value in REL.runner_attrs.items():
-            setattr(self, name, value)
-        self.calls = []
         self.fail_forward = False
 
-    def forward(self, forward_batch, skip_attn_backend_init=False, **kwargs):
-        record_forward(forward_batch, self.calls)
+    def _answer(self, fb):
+        answer = super()._answer(fb)
         if self.fail_forward:
             raise RuntimeError("draft forward failed (probe)")
-        return REL.runner_output(draft_answer(forward_batch))
+        return answer
 
 
 class RecordingDraftWorker(_fakes.RecordingDraftWorker):
@@ -352,11 +338,8 @@ def catch_up_env(value: str | None):
             os.environ[name] = before
 
 
-def sampling_info(bs: int) -> SamplingBatchInfo:
-    return SamplingBatchInfo(
-        temperatures=torch.ones((bs, 1)), top_ps=torch.ones(bs), top_ks=torch.full((bs,), V), min_ps=torch.zeros(bs),
-        is_all_greedy=True, need_top_p_sampling=False, need_top_k_sampling=False, need_min_p_sampling=False,
-        vocab_size=V, device="cpu", **REL.penalties(bs))
+def sampling_info(bs: int):
+    return _fakes.sampling_info(bs, **REL.penalties(bs))
 
 
 def decode_batch(bs: int, *, mode: ForwardMode = ForwardMode.DECODE, global_num_tokens=None,

@@ -48,9 +48,7 @@ from sglang.srt.managers.schedule_batch import ScheduleBatch  # noqa: E402
 from sglang.srt.managers.scheduler import Scheduler  # noqa: E402
 from sglang.srt.managers.scheduler_components.batch_result_processor import SchedulerBatchResultProcessor  # noqa: E402
 from sglang.srt.managers.utils import GenerationBatchResult  # noqa: E402
-from sglang.srt.model_executor import forward_batch_info  # noqa: E402
 from sglang.srt.model_executor.forward_batch_info import CaptureHiddenMode, ForwardBatch, ForwardMode  # noqa: E402
-from sglang.srt.sampling.sampling_batch_info import SamplingBatchInfo  # noqa: E402
 from sglang.srt.speculative import eagle_worker_v2  # noqa: E402
 from sglang.srt.speculative.eagle_info import EagleDraftInput  # noqa: E402
 from sglang.srt.speculative.eagle_worker_v2 import EAGLEWorkerV2  # noqa: E402
@@ -68,10 +66,7 @@ REL = _releases.ON_PUBLISH_BY_VARIANT[VARIANT]() if VARIANT in _releases.ON_PUBL
 PROBE = sys.modules[__name__]  #: this module: the scene of _contract's shared checks
 EAGLE = SpeculativeAlgorithm.EAGLE
 
-# The distributed groups do not exist on CPU; ForwardBatch.init_new asks them whether to pad token counts.
-forward_batch_info.enable_num_token_non_padded = lambda *args: False
-# FutureMap asks the global server args whether hidden states travel (yes, unless multi-layer EAGLE or STANDALONE).
-overlap_utils.spec_need_hidden_states = lambda server_args=None: True
+_fakes.on_cpu()
 
 
 def _gather_spec_extras(indices, topk_p_buf, topk_index_buf, output_tokens_buf, hidden_states_buf):
@@ -133,7 +128,6 @@ class FakeBackendFactory:
 BUILT = []  # PlainTargetGraph instances, in order
 eagle_worker_v2.CudaGraphRunner = PlainTargetGraph
 eagle_worker_v2.DraftBackendFactory = FakeBackendFactory
-eagle_worker_v2.get_available_gpu_memory = lambda *args, **kwargs: 0.0
 
 
 class Capture:
@@ -300,11 +294,8 @@ class FakeOrchestrator:
         return torch.full((self.bs, V), 2.0)
 
 
-def sampling_info(bs: int) -> SamplingBatchInfo:
-    return SamplingBatchInfo(
-        temperatures=torch.ones((bs, 1)), top_ps=torch.ones(bs), top_ks=torch.full((bs,), V), min_ps=torch.zeros(bs),
-        is_all_greedy=True, need_top_p_sampling=False, need_top_k_sampling=False, need_min_p_sampling=False,
-        vocab_size=V, penalizer_orchestrator=FakeOrchestrator(bs), device="cpu")
+def sampling_info(bs: int):
+    return _fakes.sampling_info(bs, penalizer_orchestrator=FakeOrchestrator(bs))
 
 
 class FakeReq:
