@@ -4,9 +4,11 @@ From sglang 0.5.13 `EAGLEWorkerV2.forward_batch_generation(batch, on_publish=Non
 ScheduleBatch (there is no ModelWorkerBatch), calls `on_publish(new_seq_lens)` between verify and the draft extend,
 returns the new sequence lengths on the result (no `verify_done`, none on the draft input), and is driven by a
 scheduler that snapshots and restores the batch's fields around the call and relays the draft input and the lengths
-through a FutureMap keyed by the request's pool row. worker_probe.py (0.5.9's contract) cannot be edited into that
-(its batches, its fake target, its scheduler half and half of its result assertions change), so this is its
-counterpart: the same checks, on this contract, plus what the contract adds.
+through a FutureMap keyed by the request's pool row. Its batches, fake target, scheduler half and half of its result
+assertions differ from worker_probe_graphs.py's (0.5.9's contract), so this probe builds its own scene; the checks
+both designs share are written once in _contract.py (run on this module: make_worker, decode_batch, step), the fakes
+come from _fakes.py, and what is release-specific from the adapter of the variant applied (_releases.Release013, by
+SPECPATCH_VARIANT).
 
 The worker is built without its __init__; the target and draft workers are fakes that record their calls (the draft
 worker is the real EagleDraftWorker with `draft` and the model runner faked, so its real `_draft_extend_for_decode`
