@@ -148,10 +148,11 @@ def bare_worker(args, pool, **fields):
     return w
 
 
-def install_verify(w, pool, token: str, lens_on_result: bool = False):
+def install_verify(w, pool, token: str, lens_on_result: bool = False, pass_allocate_lens: bool = False):
     """w.verify: the speculative path's verify, as far as the scheduler sees it (the slots of positions s..s+n-1,
     2 accepted per request), recorded in w.verify_calls (and "verify" in w.log, where the worker has one). The new
-    lengths travel on the draft input, or (`lens_on_result`, 0.5.13) on the result beside its stride."""
+    lengths travel on the draft input, or (`lens_on_result`, 0.5.13) on the result beside its stride; with
+    `pass_allocate_lens`, the allocate_lens verify is given (0.5.4 - 0.5.5) are passed on on the result."""
     w.verify_calls = []
 
     def verify(batch, *more):
@@ -168,6 +169,7 @@ def install_verify(w, pool, token: str, lens_on_result: bool = False):
                                                 hidden_states=torch.zeros((bs * N_DRAFT, H_TARGET))),
             next_token_ids=torch.zeros((bs * N_DRAFT,), dtype=torch.int32), accept_lens=accept,
             **(dict(speculative_num_draft_tokens=N_DRAFT, **lens) if lens_on_result else {}),
+            **({"allocate_lens": more[0]} if pass_allocate_lens and more else {}),
             next_draft_input=EagleDraftInput(**({} if lens_on_result else lens),
                                              **{token: torch.zeros((bs,), dtype=torch.int32)}))
 

@@ -48,6 +48,13 @@ class Release059:
     counting_scheduler = {"_resolve_spec_overlap_token_ids": lambda result, batch: []}
     counting_batch = {"is_spec_v2": True}
     counting_log: dict = {}
+    batch_has_reqs = True  #: ModelWorkerBatch carries the requests (the fallback reads return_hidden_states)
+    backend_workspace_arg = True  #: ModelRunner._get_attention_backend(init_new_workspace=...)
+    #: the spec-v2 draft extend replays a draft-extend graph (else it runs eagerly: no one-token draft graph)
+    draft_extend_graph = True
+    #: the one-token-graph probe: how CudaGraphRunner.replay_prepare reaches the attention backend (None: by
+    #: graphs_keep_backend)
+    replay_backend = None
 
     def batch_fields(self, bs: int, has_grammar: bool) -> dict:
         """ModelWorkerBatch fields that not every release has."""
@@ -109,8 +116,8 @@ class Release056(Release057):
         return logits_output, False
 
 
-class Release054(Release056):
-    """0.5.4-0.5.5: the worker routes decode first with no IDLE or is_extend_in_batch handling, and DP attention is
+class Release055(Release056):
+    """0.5.5 (and 0.5.4): the worker routes decode first with no IDLE or is_extend_in_batch handling, and DP attention is
     refused at start-up (server_args_probe_compat.py checks that); ModelWorkerBatch has no reqs/has_grammar and the
     speculative path leaves grammar out (the scheduler never advances it for spec-v2 tokens); the draft extend
     calls draft_runner.model.forward; KV space is tracked by allocate_lens (no kv_committed_len), which the batch's
@@ -121,6 +128,10 @@ class Release054(Release056):
     grammar_to_sampler = False
     runner_attrs = {"is_draft_worker": True}
     committed_at_entry = None
+    batch_has_reqs = False
+    draft_extend_graph = False  # the draft worker captures one, but only the v1 worker replays it
+    replay_backend = "self.model_runner.attn_backend.init_forward_metadata_replay_cuda_graph("
+    counting_log = {**Release056.counting_log, "is_hybrid": False}
 
     def batch_fields(self, bs, has_grammar):
         return {}
@@ -136,6 +147,15 @@ class Release054(Release056):
             result.allocate_lens.tolist() == [e.s + N_DRAFT for e in exp], "allocate_lens not passed on"
         assert result.next_draft_input.allocate_lens.tolist() == [e.s + N_DRAFT for e in exp], \
             "allocate_lens not passed on to the next draft input"
+
+
+class Release054(Release055):
+    """0.5.4: ModelRunner._get_attention_backend() takes no argument (the registry reads the runner's
+    init_new_workspace)."""
+
+    backend_workspace_arg = False
+    counting_log = {**Release055.counting_log, "spec_num_total_accepted_tokens": 0, "spec_num_total_forward_ct": 3,
+                    "cum_spec_accept_length": 0, "cum_spec_accept_count": 0}
 
 
 class Release0510(Release059):
@@ -243,6 +263,7 @@ BY_VARIANT = {
 }
 #: the one-token-graph fallback (worker_probe_graphs.py): the variant the engine applied -> its adapter
 GRAPHS_BY_VARIANT = {
+    "fallback-0.5.4": Release054, "fallback-0.5.5": Release055,
     "fallback-0.5.6": Release056, "fallback-0.5.7": Release057, "fallback-0.5.8": Release057,
     "fallback-0.5.9": Release059, "fallback-0.5.10": Release0510, "fallback-0.5.11": Release0511,
     "fallback-0.5.12": Release0512,

@@ -212,6 +212,7 @@ class FakeTargetRunner:
     """The target ModelRunner's fields the patch reads and switches; _get_attention_backend records its context."""
 
     def __init__(self):
+        self.device = "cpu"
         self.spec_algorithm = EAGLE
         self.init_new_workspace = False
         self.verify_backend = Backend("target-speculative")
@@ -224,8 +225,12 @@ class FakeTargetRunner:
             speculative_num_draft_tokens=N_DRAFT, speculative_num_steps=STEPS)
         self.backend_calls = []
 
-    def _get_attention_backend(self, init_new_workspace: bool = False):
-        self.init_new_workspace = init_new_workspace  # as _get_attention_backend_from_str leaves it
+    def _get_attention_backend(self, init_new_workspace: bool | None = None):
+        if REL.backend_workspace_arg:
+            self.init_new_workspace = bool(init_new_workspace)  # as _get_attention_backend_from_str leaves it
+        else:  # 0.5.4: no argument, the registry reads the runner's init_new_workspace
+            assert init_new_workspace is None, "this release's _get_attention_backend takes no argument"
+            init_new_workspace = self.init_new_workspace
         backend = Backend("target-plain")
         self.backend_calls.append(SimpleNamespace(
             init_new_workspace=init_new_workspace, spec_algorithm=self.spec_algorithm,
@@ -278,7 +283,7 @@ class FakeDraftRunner(_fakes.FakeDraftRunner):
         self.model_config = SimpleNamespace(hidden_size=H_DRAFT, dtype=torch.float32)
         self.fail_forward = False
 
-    def _answer(self, fb):
+    def _answer(self, fb):  # also what model.forward answers (0.5.4 - 0.5.5: the spec-v2 draft extend calls it)
         answer = super()._answer(fb)
         if self.fail_forward:
             raise RuntimeError("draft forward failed (probe)")
@@ -308,7 +313,7 @@ def make_worker(threshold: int = 0, *, dp_attention: bool = False, nan_detection
     w = _fakes.bare_worker(server_args, pool, enable_nan_detection=nan_detection, _target_worker=FakeTargetWorker(),
                            _draft_worker=RecordingDraftWorker(pool, spec_draft_graph=spec_draft_graph))
     w._target_worker.model_runner.server_args.disable_cuda_graph = disable_cuda_graph
-    _fakes.install_verify(w, pool, REL.token)
+    _fakes.install_verify(w, pool, REL.token, pass_allocate_lens=True)  # 0.5.4 - 0.5.5 pass it on
     # the speculative path's draft extend must not reach the speculative draft-extend graph in these fakes
     w._draft_worker.cuda_graph_runner_for_draft_extend = w._draft_worker.spec_extend_graph
     BUILT.target_graphs.clear()
@@ -356,8 +361,9 @@ def decode_batch(bs: int, *, mode: ForwardMode = ForwardMode.DECODE, global_num_
     if has_grammar:
         info.grammars = [object() for _ in range(bs)]
     fields = REL.batch_fields(bs, has_grammar)
-    fields["reqs"] = reqs if reqs is not None else [
-        SimpleNamespace(rid=f"req-{i}", return_hidden_states=False) for i in range(bs)]
+    if REL.batch_has_reqs:
+        fields["reqs"] = reqs if reqs is not None else [
+            SimpleNamespace(rid=f"req-{i}", return_hidden_states=False) for i in range(bs)]
     return ModelWorkerBatch(
         forward_mode=mode,
         input_ids=torch.full((3 * bs + 2,), -7, dtype=torch.int64),  # stale: the last prefill's, never read
@@ -448,8 +454,12 @@ def check_recorders_match_the_release():
         assert text in init, f"CudaGraphRunner.__init__ no longer has `{text}`"
     assert "server_args.cuda_graph_bs" in inspect.getsource(real_cuda_graph_runner.get_batch_sizes_to_capture)
     replay = inspect.getsource(real_cuda_graph_runner.CudaGraphRunner.replay_prepare)
-    used = "attn_backend = self.attn_backend" if own else "attn_backend = self.model_runner.attn_backend"
+    used = REL.replay_backend or ("attn_backend = self.attn_backend" if own
+                                  else "attn_backend = self.model_runner.attn_backend")
     assert used in replay, f"replay no longer has `{used}`"
+    if not REL.draft_extend_graph:
+        return "the recorder reads what this release's CudaGraphRunner reads (the spec-v2 draft extend " \
+            "replays no graph: no draft-extend graph is built)"
     dinit = inspect.getsource(real_draft_graph.EAGLEDraftExtendCudaGraphRunner.__init__)
     from sglang.srt.layers.attention.triton_backend import TritonAttnBackend
     tinit = inspect.getsource(TritonAttnBackend.__init__)
@@ -482,6 +492,13 @@ def check_plain_state_built():
     assert bc.spec_algorithm.is_none(), "the target's plain backend was built with the speculative algorithm on"
     assert g.attn_backend is bc.backend, \
         f"the plain target graph was captured on {g.attn_backend}, not on its own backend {bc.backend}"
+    if not REL.draft_extend_graph:  # the spec-v2 draft extend runs eagerly on the draft runner's backend
+        assert not w.built.draft_backends and not w.built.draft_graphs, \
+            "a one-token draft-extend backend or graph was built, which this release's draft extend never uses"
+        assert_speculative_state(w, "after start-up")
+        assert mr.init_new_workspace is False, "model_runner.init_new_workspace was left changed"
+        return "DECODE x1 FULL target graph for bs [4, 8, 16] on its own backend, no draft-extend graph " \
+            "(the draft extend is eager); spec_algorithm, server_args, backends and graphs restored"
     assert len(w.built.draft_backends) == 1 and w.built.draft_backends[0].built_with["steps"] == 0, \
         "the one-token draft-extend backend was not built (with 0 steps)"
     made = w.built.draft_backends[0].built_with
@@ -626,7 +643,10 @@ def check_fallback(catch_up: str, *, spec_draft_graph: bool = True):
             f"accept_lens {result.accept_lens.tolist()} are not all 1 (int32)"
         assert result.delay_sample_func is None, "delay_sample_func would postpone store_to_map"
         assert getattr(result, "speculation_disabled", False), "the result is not marked as a step without speculation"
-        assert result.logits_output.hidden_states is None, "the target's hidden states go to copy_to_cpu unasked"
+        if REL.batch_has_reqs:
+            assert result.logits_output.hidden_states is None, "the target's hidden states go to copy_to_cpu unasked"
+        else:  # the worker cannot tell who asked: handed over, as verify does
+            assert result.logits_output.hidden_states is not None, "the target's hidden states were dropped"
         REL.check_logprobs(call, batch, result)
         REL.check_result_extra(result, exp)
         nd = result.next_draft_input
@@ -695,7 +715,7 @@ def check_hidden_states_kept_when_asked():
 
 
 def check_extend_untouched():
-    for mode, in_batch in ((ForwardMode.EXTEND, False), (ForwardMode.DECODE, True), (ForwardMode.IDLE, True)):
+    for mode, in_batch in REL.prefill_modes:
         w = make_worker(1)
         batch = decode_batch(0 if mode.is_idle() else 5, mode=mode, is_extend_in_batch=in_batch)
         w.forward_batch_generation(batch)
@@ -708,7 +728,8 @@ def check_extend_untouched():
         assert call.graph_runner is w.target_worker.model_runner.verify_graph and \
             call.attn_backend is w.target_worker.model_runner.verify_backend, \
             "the extend branch ran on the one-token state"
-    return "EXTEND, and DECODE/IDLE with is_extend_in_batch, keep the prefill path even above N"
+    return " and ".join(f"{m.name} (is_extend_in_batch={b})" for m, b in REL.prefill_modes) + \
+        " keep the prefill path even above N"
 
 
 def check_dp_attention():
@@ -762,6 +783,10 @@ def check_grammar():
     batch = decode_batch(2, has_grammar=True)
     w.forward_batch_generation(batch)
     info = w.target_worker.calls[0].sampling_info
+    if not REL.grammar_to_sampler:
+        assert info.grammars is None and info.vocab_mask is None, "a grammar reached the target's sampler"
+        assert batch.sampling_info.grammars is not None, "the batch's own sampling info was changed"
+        return "grammar left out, as on this release's speculative path (its state never advances)"
     assert info.grammars is batch.sampling_info.grammars, "the grammars did not reach the target's sampler"
     return "grammar objects reach the target's sampler (it builds the vocab mask)"
 
@@ -813,7 +838,8 @@ def check_operator_counting():
         _publish_kv_events=lambda: None, **REL.counting_log)
     with _contract.records_of(scheduler_metrics_mixin.logger) as records:
         log_decode(fake, can_run_cuda_graph=True)
-        fake.spec_num_forward_ct = 1  # the next interval's verifies (the line divides by them)
+        fake.spec_num_forward_ct = fake.spec_num_total_forward_ct = 1  # the next interval's verifies (the line
+        # divides by them; 0.5.4 names them spec_num_total_forward_ct)
         log_decode(fake, can_run_cuda_graph=True)
     lines = [r.getMessage() for r in records if r.getMessage().startswith("Decode batch")]
     assert len(lines) == 2, lines
@@ -858,7 +884,8 @@ def main():
     report.run("batch > N falls back (padded, no draft-extend graph)", check_fallback("padded", spec_draft_graph=False))
     report.run("hidden states kept when asked", check_hidden_states_kept_when_asked)
     report.run("extend batches untouched", check_extend_untouched)
-    report.run("DP attention decides on the global batch size", check_dp_attention)
+    if REL.dp_attention:  # else the variant refuses DP attention at start-up (server_args_probe_compat.py)
+        report.run("DP attention decides on the global batch size", check_dp_attention)
     report.run("environment variable", lambda: _contract.env_var(PROBE, PARAMS.get("catchup_mode_graphs")))
     report.run("start-up log line", lambda: _contract.log_once(PROBE))
     report.run("state restored on error", check_restored_on_error)

@@ -1,5 +1,3 @@
-        # <piece multi-layer>
-        # </piece>
         # <piece dp-all-gather>
         problems.append(
             "DP attention: this release's spec-v2 worker has no IDLE-batch handling (it came in 0.5.6)"

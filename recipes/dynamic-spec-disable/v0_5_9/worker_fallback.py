@@ -80,9 +80,11 @@ def _forward_without_speculation(
             # </piece>
     finally:
         self._spec_disable_swap(saved)
+    # <piece hidden-states>
     if not any(getattr(req, "return_hidden_states", False) for req in batch.reqs or ()):
         # The draft extend has consumed the target's hidden states (EAGLE3: three layers'
         # worth per token); copy_to_cpu would copy them and nothing reads them unless a
         # request asked (the scheduler then reads row i for request i: this layout).
         logits_output.hidden_states = None
+    # </piece>
     return result

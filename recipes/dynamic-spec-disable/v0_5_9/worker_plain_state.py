@@ -21,6 +21,7 @@ def _spec_disable_build_plain_state(self, threshold: int) -> tuple:
     capture_bs = []
     if not target_args.disable_cuda_graph:
         capture_bs = [bs for bs in (target_args.cuda_graph_bs or []) if bs > threshold]
+    # <piece draft-graph>
     draft_extend_backend = dw.draft_extend_attn_backend
     draft_extend_graph = None
     if (
@@ -56,6 +57,7 @@ def _spec_disable_build_plain_state(self, threshold: int) -> tuple:
                 draft_args.cuda_graph_bs,
                 dw.draft_extend_attn_backend,
             ) = saved_draft
+    # </piece>
     saved = (
         model_runner.spec_algorithm,
         model_runner.init_new_workspace,
@@ -66,12 +68,16 @@ def _spec_disable_build_plain_state(self, threshold: int) -> tuple:
     try:
         model_runner.spec_algorithm = SpeculativeAlgorithm.NONE
         target_args.enable_return_hidden_states = True
+        # <piece target-backend>
         target_backend = model_runner._get_attention_backend(init_new_workspace=True)
+        # </piece>
         target_graph = None
         if capture_bs:
             target_args.cuda_graph_bs = list(capture_bs)
             model_runner.attn_backend = target_backend
+            # <piece target-graph-class>
             graph_runner_cls = NPUGraphRunner if _is_npu else CudaGraphRunner
+            # </piece>
             target_graph = graph_runner_cls(model_runner)
     finally:
         (

@@ -1,0 +1,7 @@
+    # <piece draft-graph>
+    # This release's spec-v2 draft extend runs eagerly on the draft model runner's own attention
+    # backend (the draft worker captures a draft-extend graph, but only the v1 worker replays
+    # it), so the one-token catch-up needs no backend or graph of its own.
+    draft_extend_backend = dw.draft_extend_attn_backend
+    draft_extend_graph = None
+    # </piece>
