@@ -1,5 +1,5 @@
 """The 0.5.13 port of the flagship: its behaviour probe (worker_probe_on_publish.py) passes on sglang 0.5.13 patched
-by the recipe, fails on the pristine release, and fails on broken fallbacks.
+by the recipe, fails on the pristine release, without its release adapter (Release013), and on broken fallbacks.
 
 0.5.13's EAGLEWorkerV2 takes the ScheduleBatch and an `on_publish` callback; the probe drives the patched worker
 through the real Scheduler.run_batch. The probes run as `specpatch verify` runs them (patcher.verify.run_probes: a
@@ -62,10 +62,17 @@ def _verify_spec(recipe, only: str | None = None):
     return spec.model_copy(update={"probes": probes})
 
 
-def run_worker_probe(recipe, python: str, root: Path) -> verify.Check:
+def run_worker_probe(recipe, python: str, root: Path, variant: str | None = None) -> verify.Check:
+    """The worker probe through verify.run_probes; `variant` (not None) stands for the one the ledger records."""
     target = find_target(root, assume_version=VERSION)
-    [check] = verify.run_probes(target, _verify_spec(recipe, PROBE), recipe.folder, python=python,
-                                params=recipe.resolve_params({}))
+    real = verify._applied_variant
+    if variant is not None:
+        verify._applied_variant = lambda target, recipe_id: variant
+    try:
+        [check] = verify.run_probes(target, _verify_spec(recipe, PROBE), recipe.folder, python=python,
+                                    params=recipe.resolve_params({}))
+    finally:
+        verify._applied_variant = real
     return check
 
 
@@ -79,8 +86,17 @@ def test_probes_pass_on_the_patched_release(recipe, cpuenv_python_tf5, patched):
 
 
 def test_worker_probe_fails_on_the_pristine_release(recipe, cpuenv_python_tf5, sglang_release):
-    check = run_worker_probe(recipe, cpuenv_python_tf5, sglang_release(VERSION))
+    """The pristine release has no ledger: the probe gets the variant as if the recipe had been applied."""
+    check = run_worker_probe(recipe, cpuenv_python_tf5, sglang_release(VERSION), "fallback-0.5.13")
     assert check.status == "failed" and "not patched" in check.message, (check.status, check.message)
+
+
+@pytest.mark.parametrize("variant", ["", "fallback-0.5.12", "fallback-9.9"])
+def test_worker_probe_fails_without_its_adapter(recipe, cpuenv_python_tf5, patched, variant):
+    """The adapter is the variant's (_releases.ON_PUBLISH_BY_VARIANT): any other variant fails, saying so."""
+    check = run_worker_probe(recipe, cpuenv_python_tf5, patched, variant)
+    assert check.status == "failed" and f"no release adapter for the variant `{variant}`" in check.message, \
+        (check.status, check.message)
 
 
 #: (name, regular expression matching once in the patched eagle_worker_v2.py, replacement, a fragment of the

@@ -1,5 +1,5 @@
 """Fakes shared by the fallback probes: a target worker, a draft model runner and a recording EagleDraftWorker whose
-every value is traceable, and the EAGLEWorkerV2 built around them without its __init__.
+every value is traceable, and the pieces each probe builds its EAGLEWorkerV2 from (without its __init__).
 
 The target "samples" (input_id * 7 + seq_len) % V, the draft model answers (input_id + position) % V, and hidden
 states carry their position and token, so a check can tell which row ended up where. What differs between releases
@@ -47,6 +47,135 @@ def logprob_row(i: int) -> float:
     return -10.0 * i
 
 
+def target_output(b, decode: bool, nan: bool) -> dict:
+    """The fake target's answer to batch `b`: target_token per row when `decode`, else (3i + 1) % V; hidden states
+    [position, 1000 + row]; logprob_row(i) per row when the batch asks for logprobs; NaN in the logits when `nan`."""
+    bs = len(b.seq_lens)
+    if decode:
+        tokens = [target_token(int(x), int(s)) for x, s in zip(b.input_ids, b.seq_lens)]
+    else:
+        tokens = [(3 * i + 1) % V for i in range(bs)]
+    tokens = torch.tensor(tokens, dtype=torch.int64)
+    logits = torch.full((bs, V), -5.0)
+    logits[torch.arange(bs), tokens] = 5.0
+    if nan and bs:
+        logits[0, 0] = float("nan")
+    hidden = torch.zeros((bs, H_TARGET))
+    hidden[:, 0] = b.seq_lens.to(torch.float32) - 1  # the position of the row
+    hidden[:, 1] = 1000 + torch.arange(bs, dtype=torch.float32)  # the request's row in the batch
+    logprobs = torch.tensor([logprob_row(i) for i in range(bs)]) if b.return_logprob else None
+    return dict(logits_output=LogitsProcessorOutput(next_token_logits=logits, hidden_states=hidden,
+                                                    next_token_logprobs=logprobs), next_token_ids=tokens)
+
+
+def record_forward(fb, log: list, **extra) -> None:
+    """Appends what a draft forward batch holds (copies) to `log`."""
+    spec_hidden = getattr(fb.spec_info, "hidden_states", None)
+    log.append(SimpleNamespace(
+        mode=fb.forward_mode, input_ids=fb.input_ids.clone(), positions=fb.positions.clone(),
+        out_cache_loc=fb.out_cache_loc.clone(), seq_lens=fb.seq_lens.clone(), capture=fb.capture_hidden_mode,
+        spec_hidden=None if spec_hidden is None else spec_hidden.clone(), **extra))
+
+
+def draft_answer(fb) -> LogitsProcessorOutput:
+    """The draft model on a forward batch: logits for draft_token(input, position), hidden [pos, input, target row]."""
+    spec_hidden = getattr(fb.spec_info, "hidden_states", None)
+    rows = len(fb.input_ids)
+    answer = torch.tensor([draft_token(int(x), int(p)) for x, p in zip(fb.input_ids, fb.positions)],
+                          dtype=torch.int64)
+    logits = torch.full((rows, V), -5.0)
+    logits[torch.arange(rows), answer] = 5.0
+    hidden = torch.zeros((rows, H_DRAFT))
+    hidden[:, 0] = fb.positions.to(torch.float32)
+    hidden[:, 1] = fb.input_ids.to(torch.float32)
+    if spec_hidden is not None and rows:
+        hidden[:, 2] = spec_hidden[:, 1]  # which target row fed this draft row
+    return LogitsProcessorOutput(next_token_logits=logits, hidden_states=hidden)
+
+
+def on_cpu() -> None:
+    """What the one-token-graph probes replace to run the worker on CPU."""
+    from sglang.srt.managers import overlap_utils
+    from sglang.srt.model_executor import forward_batch_info
+    from sglang.srt.speculative import eagle_worker_v2
+
+    # The distributed groups do not exist on CPU; ForwardBatch.init_new asks them whether to pad token counts.
+    forward_batch_info.enable_num_token_non_padded = lambda *args: False
+    # FutureMap asks the global server args whether hidden states travel (yes, unless multi-layer EAGLE/STANDALONE).
+    overlap_utils.spec_need_hidden_states = lambda server_args=None: True
+    # No GPU to measure.
+    eagle_worker_v2.get_available_gpu_memory = lambda *args, **kwargs: 0.0
+
+
+def sampling_info(bs: int, **more):
+    """Greedy sampling info for bs requests; `more` adds the release's penalty fields."""
+    from sglang.srt.sampling.sampling_batch_info import SamplingBatchInfo
+
+    return SamplingBatchInfo(
+        temperatures=torch.ones((bs, 1)), top_ps=torch.ones(bs), top_ks=torch.full((bs,), V), min_ps=torch.zeros(bs),
+        is_all_greedy=True, need_top_p_sampling=False, need_top_k_sampling=False, need_min_p_sampling=False,
+        vocab_size=V, device="cpu", **more)
+
+
+def make_pool():
+    return SimpleNamespace(req_to_token=(SLOT_BASE + torch.arange(POOL_ROWS * POOL_LEN, dtype=torch.int32))
+                           .view(POOL_ROWS, POOL_LEN), device="cpu")
+
+
+def make_server_args(threshold: int, dp_attention: bool, **more) -> SimpleNamespace:
+    """The server arguments the patch's start-up step and the worker read; `more` adds fields."""
+    return SimpleNamespace(speculative_disable_batch_threshold=threshold, enable_dp_attention=dp_attention,
+                           dp_size=2 if dp_attention else 1, tp_size=2 if dp_attention else 1,
+                           moe_dense_tp_size=None, enable_dp_lm_head=False, moe_a2a_backend="none", **more)
+
+
+def bare_worker(args, pool, **fields):
+    """An EAGLEWorkerV2 without its __init__: the fields the worker's step reads; `fields` adds more."""
+    w = EAGLEWorkerV2.__new__(EAGLEWorkerV2)
+    w.server_args = args
+    w.topk = 1
+    w.speculative_num_steps = STEPS
+    w.speculative_num_draft_tokens = N_DRAFT
+    w.tp_rank = 0
+    w.gpu_id = 0
+    w.device = "cpu"
+    w.page_size = 1
+    w.speculative_algorithm = SpeculativeAlgorithm.EAGLE
+    w.req_to_token_pool = pool
+    w.token_to_kv_pool_allocator = None
+    w.plan_stream, w.plan_stream_ctx = None, contextlib.nullcontext()
+    w.__dict__.update(fields)
+    return w
+
+
+def install_verify(w, pool, token: str, lens_on_result: bool = False, pass_allocate_lens: bool = False):
+    """w.verify: the speculative path's verify, as far as the scheduler sees it (the slots of positions s..s+n-1,
+    2 accepted per request), recorded in w.verify_calls (and "verify" in w.log, where the worker has one). The new
+    lengths travel on the draft input, or (`lens_on_result`, 0.5.13) on the result beside its stride; with
+    `pass_allocate_lens`, the allocate_lens verify is given (0.5.4 - 0.5.5) are passed on on the result."""
+    w.verify_calls = []
+
+    def verify(batch, *more):
+        w.verify_calls.append(batch)
+        if getattr(w, "log", None) is not None:
+            w.log.append("verify")
+        bs = len(batch.seq_lens)
+        starts = batch.seq_lens[:, None] + torch.arange(N_DRAFT)[None, :]
+        batch.out_cache_loc = pool.req_to_token[batch.req_pool_indices[:, None], starts].reshape(-1).to(torch.int64)
+        accept = torch.full((bs,), 2, dtype=torch.int32)
+        lens = dict(new_seq_lens=batch.seq_lens + accept)
+        return GenerationBatchResult(
+            logits_output=LogitsProcessorOutput(next_token_logits=None,
+                                                hidden_states=torch.zeros((bs * N_DRAFT, H_TARGET))),
+            next_token_ids=torch.zeros((bs * N_DRAFT,), dtype=torch.int32), accept_lens=accept,
+            **(dict(speculative_num_draft_tokens=N_DRAFT, **lens) if lens_on_result else {}),
+            **({"allocate_lens": more[0]} if pass_allocate_lens and more else {}),
+            next_draft_input=EagleDraftInput(**({} if lens_on_result else lens),
+                                             **{token: torch.zeros((bs,), dtype=torch.int32)}))
+
+    w.verify = verify
+
+
 class GraphRunnerSentinel:
     """Stands for the target's TARGET_VERIFY CUDA graph runner: a DECODE batch must never reach it."""
 
@@ -82,24 +211,8 @@ class FakeTargetWorker:
             sampling_info=b.sampling_info, graph_runner=self.model_runner.graph_runner, is_verify=is_verify))
         if self.fail_forward:
             raise RuntimeError("target forward failed (probe)")
-        bs = len(b.seq_lens)
-        if b.forward_mode.is_decode():
-            tokens = [target_token(int(x), int(s)) for x, s in zip(b.input_ids, b.seq_lens)]
-        else:
-            tokens = [(3 * i + 1) % V for i in range(bs)]
-        tokens = torch.tensor(tokens, dtype=torch.int64)
-        logits = torch.full((bs, V), -5.0)
-        logits[torch.arange(bs), tokens] = 5.0
-        if self.nan_logits and bs:
-            logits[0, 0] = float("nan")
-        hidden = torch.zeros((bs, H_TARGET))
-        hidden[:, 0] = b.seq_lens.to(torch.float32) - 1  # the position of the row
-        hidden[:, 1] = 1000 + torch.arange(bs, dtype=torch.float32)  # the request's row in the batch
-        logprobs = torch.tensor([logprob_row(i) for i in range(bs)]) if b.return_logprob else None
-        return GenerationBatchResult(
-            logits_output=LogitsProcessorOutput(next_token_logits=logits, hidden_states=hidden,
-                                                next_token_logprobs=logprobs),
-            next_token_ids=tokens, can_run_cuda_graph=True)
+        return GenerationBatchResult(**target_output(b, b.forward_mode.is_decode(), self.nan_logits),
+                                     can_run_cuda_graph=True)
 
 
 class FakeDraftRunner:
@@ -123,22 +236,8 @@ class FakeDraftRunner:
         return self.rel.runner_output(self._answer(forward_batch))
 
     def _answer(self, fb):
-        spec_hidden = getattr(fb.spec_info, "hidden_states", None)
-        self.calls.append(SimpleNamespace(
-            mode=fb.forward_mode, input_ids=fb.input_ids.clone(), positions=fb.positions.clone(),
-            out_cache_loc=fb.out_cache_loc.clone(), seq_lens=fb.seq_lens.clone(),
-            capture=fb.capture_hidden_mode, spec_hidden=None if spec_hidden is None else spec_hidden.clone()))
-        rows = len(fb.input_ids)
-        answer = torch.tensor([draft_token(int(x), int(p)) for x, p in zip(fb.input_ids, fb.positions)],
-                              dtype=torch.int64)
-        logits = torch.full((rows, V), -5.0)
-        logits[torch.arange(rows), answer] = 5.0
-        hidden = torch.zeros((rows, H_DRAFT))
-        hidden[:, 0] = fb.positions.to(torch.float32)
-        hidden[:, 1] = fb.input_ids.to(torch.float32)
-        if spec_hidden is not None and rows:
-            hidden[:, 2] = spec_hidden[:, 1]  # which target row fed this draft row
-        return LogitsProcessorOutput(next_token_logits=logits, hidden_states=hidden)
+        record_forward(fb, self.calls)
+        return draft_answer(fb)
 
 
 class FakeVerifyInput:
@@ -177,62 +276,17 @@ class RecordingDraftWorker(EagleDraftWorker):
             out_cache_loc=None if batch.out_cache_loc is None else batch.out_cache_loc.clone(),
             seq_lens=batch.seq_lens, seq_lens_values=batch.seq_lens.clone(),
             next_token_ids=batch_result.next_token_ids.clone(), accept_lens=batch_result.accept_lens.clone(),
-            hidden_shape=None if hidden is None else tuple(hidden.shape)))
+            hidden_shape=None if hidden is None else tuple(hidden.shape), steps=self.speculative_num_steps,
+            draft_tokens=self.speculative_num_draft_tokens, graph=self.cuda_graph_runner_for_draft_extend,
+            backend=getattr(self, "draft_extend_attn_backend", None)))
         return super()._draft_extend_for_decode(batch, batch_result)
 
     def _draft_extend_for_prefill(self, batch, target_hidden_states, next_token_ids, *more):
         self.extend_prefill_calls.append(batch)
         bs = len(batch.seq_lens)
+        lens = {} if self.rel.lens_on_result else dict(new_seq_lens=batch.seq_lens)
         return EagleDraftInput(topk_p=torch.ones((bs, 1)), topk_index=torch.zeros((bs, 1), dtype=torch.int64),
-                               hidden_states=torch.zeros((bs, H_DRAFT)), new_seq_lens=batch.seq_lens,
-                               **{self.rel.token: next_token_ids})
-
-
-def make_worker(rel, threshold: int = 0, *, dp_attention: bool = False, nan_detection: bool = False,
-                catch_up: str | None = None, **server_args):
-    """An EAGLEWorkerV2 without its __init__ around the fakes; the patch's own init step reads N (and the
-    environment). `server_args` adds fields to the fake server arguments."""
-    pool = SimpleNamespace(req_to_token=(SLOT_BASE + torch.arange(POOL_ROWS * POOL_LEN, dtype=torch.int32))
-                           .view(POOL_ROWS, POOL_LEN))
-    args = SimpleNamespace(speculative_disable_batch_threshold=threshold, enable_dp_attention=dp_attention,
-                           dp_size=2 if dp_attention else 1, tp_size=2 if dp_attention else 1,
-                           moe_dense_tp_size=None, enable_dp_lm_head=False, moe_a2a_backend="none", **server_args)
-    w = EAGLEWorkerV2.__new__(EAGLEWorkerV2)
-    w.server_args = args
-    w.topk = 1
-    w.speculative_num_steps = STEPS
-    w.speculative_num_draft_tokens = N_DRAFT
-    w.enable_nan_detection = nan_detection
-    w.tp_rank = 0
-    w.gpu_id = 0
-    w.device = "cpu"
-    w.page_size = 1
-    w.speculative_algorithm = SpeculativeAlgorithm.EAGLE
-    w.req_to_token_pool = pool
-    w.token_to_kv_pool_allocator = None
-    w.plan_stream, w.plan_stream_ctx = None, contextlib.nullcontext()
-    w._target_worker = FakeTargetWorker()
-    w._draft_worker = RecordingDraftWorker(rel, pool)
-    w.verify_calls = []
-
-    def fake_verify(batch, *allocate_lens):  # the speculative path's verify, as far as the scheduler sees it
-        w.verify_calls.append(batch)
-        bs = len(batch.seq_lens)
-        starts = batch.seq_lens[:, None] + torch.arange(N_DRAFT)[None, :]
-        batch.out_cache_loc = pool.req_to_token[batch.req_pool_indices[:, None], starts].reshape(-1).to(torch.int64)
-        accept = torch.full((bs,), 2, dtype=torch.int32)
-        return GenerationBatchResult(
-            logits_output=LogitsProcessorOutput(next_token_logits=None,
-                                                hidden_states=torch.zeros((bs * N_DRAFT, H_TARGET))),
-            next_token_ids=torch.zeros((bs * N_DRAFT,), dtype=torch.int32), accept_lens=accept,
-            next_draft_input=EagleDraftInput(new_seq_lens=batch.seq_lens + accept,
-                                             **{rel.token: torch.zeros((bs,), dtype=torch.int32)}))
-
-    w.verify = fake_verify
-    env = envs.SGLANG_SPEC_DISABLE_CATCH_UP
-    with (env.override(catch_up) if catch_up else contextlib.nullcontext()):
-        w._init_speculative_disable(args)
-    return w
+                               hidden_states=torch.zeros((bs, H_DRAFT)), **lens, **{self.rel.token: next_token_ids})
 
 
 def init_only(rel, server_args, target=None):

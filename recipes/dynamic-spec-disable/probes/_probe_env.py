@@ -1,7 +1,7 @@
 """Shared set-up of the dynamic-spec-disable probes: sys.path, stubs when run by hand, and the PROBE-* reporting.
 
 `specpatch verify` runs a probe with the patched target first on sys.path and the recipe's stubs installed. Run by
-hand (`python probes/worker_probe.py` with SPECPATCH_IMPORT_ROOT set), the probe installs the same kind of stubs
+hand (`python probes/worker_probe_graphs.py` with SPECPATCH_IMPORT_ROOT set), the probe installs the same kind of stubs
 itself for the GPU-only packages that are not importable.
 """
 

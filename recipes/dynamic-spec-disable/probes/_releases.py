@@ -16,7 +16,6 @@ import torch
 
 from sglang.srt.environ import envs
 from sglang.srt.managers import overlap_utils
-from sglang.srt.managers.scheduler_output_processor_mixin import SchedulerOutputProcessorMixin
 from sglang.srt.model_executor.forward_batch_info import ForwardMode
 from sglang.srt.speculative.spec_info import SpeculativeAlgorithm
 
@@ -27,6 +26,7 @@ class Release059:
     """The recipe's own steps, written for 0.5.9's EAGLEWorkerV2 and scheduler."""
 
     token = "verified_id"  #: the draft input's field of the sampled token
+    lens_on_result = False  #: the new sequence lengths travel on the result (0.5.13), not on the draft input
     #: (mode, is_extend_in_batch) of the batches that must keep the prefill path
     prefill_modes = ((ForwardMode.EXTEND, False), (ForwardMode.DECODE, True), (ForwardMode.IDLE, True))
     dp_attention = True  #: the worker serves DP attention (else the variant refuses it at start-up)
@@ -37,11 +37,17 @@ class Release059:
     per_request_counts = "accept_length_per_req_cpu"  #: the result's per-request accepted counts (None: none)
     total_count = "num_accepted_tokens"
     extra_checks: tuple = ()  #: names of the probe's checks only this release family has
+    hybrid_attrs = ("hybrid_gdn_config", "mamba2_config")  #: model-runner configs of the refused hybrid targets
     #: the one-token-graph probe: the graph runners keep the backend they were built with (0.5.11+), else they
     #: replay on the model runner's / worker's current one
     graphs_keep_backend = False
     #: the one-token-graph probe: the module and method of the decode log line
     metrics = ("sglang.srt.managers.scheduler_metrics_mixin", "log_decode_stats")
+    #: the one-token-graph probe's operator counting: what this release's process_batch_result_decode reads of the
+    #: scheduler and of the batch, and its decode log line of the scheduler, beyond what every release reads
+    counting_scheduler = {"_resolve_spec_overlap_token_ids": lambda result, batch: []}
+    counting_batch = {"is_spec_v2": True}
+    counting_log: dict = {}
     batch_has_reqs = True  #: ModelWorkerBatch carries the requests (the fallback reads return_hidden_states)
     backend_workspace_arg = True  #: ModelRunner._get_attention_backend(init_new_workspace=...)
     #: the spec-v2 draft extend replays a draft-extend graph (else it runs eagerly: no one-token draft graph)
@@ -84,6 +90,8 @@ class Release059:
 
     def resolve(self, w, result, reqs):
         """The scheduler's own reading of the result: the tokens per request."""
+        from sglang.srt.managers.scheduler_output_processor_mixin import SchedulerOutputProcessorMixin  # <= 0.5.12
+
         return SchedulerOutputProcessorMixin._resolve_spec_overlap_token_ids(
             SimpleNamespace(draft_worker=w), result, SimpleNamespace(reqs=reqs))
 
@@ -101,6 +109,8 @@ class Release056(Release057):
     """0.5.6: ModelRunner.forward returns (logits_output, can_run_graph); the result has no per-request counts."""
 
     per_request_counts = None
+    counting_batch = {"is_v2_eagle": True}
+    counting_log = {"is_hybrid_gdn": False}
 
     def runner_output(self, logits_output):
         return logits_output, False
@@ -121,6 +131,7 @@ class Release055(Release056):
     batch_has_reqs = False
     draft_extend_graph = False  # the draft worker captures one, but only the v1 worker replays it
     replay_backend = "self.model_runner.attn_backend.init_forward_metadata_replay_cuda_graph("
+    counting_log = {**Release056.counting_log, "is_hybrid": False}
 
     def batch_fields(self, bs, has_grammar):
         return {}
@@ -144,6 +155,8 @@ class Release054(Release055):
     init_new_workspace)."""
 
     backend_workspace_arg = False
+    counting_log = {**Release055.counting_log, "spec_num_total_accepted_tokens": 0, "spec_num_total_forward_ct": 3,
+                    "cum_spec_accept_length": 0, "cum_spec_accept_count": 0}
 
 
 class Release0510(Release059):
@@ -155,6 +168,11 @@ class Release0510(Release059):
     runner_attrs = {"use_ngram_embedding": False, "is_hybrid_swa": False}
     extra_checks = ("hybrid mamba/GDN target refused",)
     metrics = ("sglang.srt.observability.scheduler_metrics_mixin", "report_decode_stats")
+    #: report_decode_stats: the metrics off, the logging rank, every interval
+    counting_log = dict(current_scheduler_metrics_enabled=False, is_stats_logging_rank=True, forward_ct_decode=0,
+                        get_pool_stats=lambda: SimpleNamespace(get_decode_usage_msg_parts=lambda: []),
+                        enable_mfu_metrics=False, spec_num_accept_tokens=0, spec_total_num_accept_tokens=0,
+                        _graph_backend_label="cuda graph")
     nan_errors = (ValueError, RuntimeError)
 
     def batch_fields(self, bs, has_grammar):
@@ -213,14 +231,30 @@ class Release0512(Release0511):
     per_request_counts = "num_correct_drafts_per_req_cpu"
     total_count = "num_correct_drafts"
     extra_checks = Release0511.extra_checks + ("adaptive speculation refused",)
+    counting_scheduler = {"_resolve_spec_overlap_tokens": lambda result, batch: []}
 
     def resolve(self, w, result, reqs):
+        from sglang.srt.managers.scheduler_output_processor_mixin import SchedulerOutputProcessorMixin
+
         w.adaptive_controller = None  # not adaptive: on_verify_complete_cpu is a no-op
         return SchedulerOutputProcessorMixin._resolve_spec_overlap_tokens(
             SimpleNamespace(draft_worker=w, model_worker=w), result, SimpleNamespace(reqs=reqs))
 
     def check_result_extra(self, result, exp):
         assert result.speculative_num_draft_tokens == N_DRAFT, "the result does not carry its stride"
+
+
+class Release013(Release0512):
+    """0.5.13 (worker_probe_on_publish.py, its own ScheduleBatch / on_publish design): the new sequence lengths
+    travel on the result, not on the draft input; NaN is checked under SGLANG_ENABLE_ASYNC_ASSERT; hybrid
+    lightning targets are refused as well."""
+
+    lens_on_result = True
+    hybrid_attrs = Release0512.hybrid_attrs + ("hybrid_lightning_config",)
+    extra_checks = ("hybrid mamba/GDN/lightning target refused", "adaptive speculation refused")
+
+    def nan_detection(self, on):
+        return envs.SGLANG_ENABLE_ASYNC_ASSERT.override(on)
 
 
 #: the one-token-graph fallback (worker_probe_graphs.py): the variant the engine applied -> its adapter
@@ -231,3 +265,5 @@ GRAPHS_BY_VARIANT = {
     "fallback-0.5.9": Release059, "fallback-0.5.10": Release0510, "fallback-0.5.11": Release0511,
     "fallback-0.5.12": Release0512,
 }
+#: the ScheduleBatch / on_publish fallback (worker_probe_on_publish.py): the variant the engine applied -> its adapter
+ON_PUBLISH_BY_VARIANT = {"fallback-0.5.13": Release013}

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import contextlib
 import inspect
-import logging
 import os
 import sys
 from types import SimpleNamespace
@@ -37,80 +36,32 @@ report = _probe_env.Report()
 import torch  # noqa: E402
 
 from sglang.srt.environ import envs  # noqa: E402
-from sglang.srt.layers.logits_processor import LogitsProcessorOutput  # noqa: E402
-from sglang.srt.managers import overlap_utils  # noqa: E402
 from sglang.srt.managers.schedule_batch import ModelWorkerBatch  # noqa: E402
 from sglang.srt.managers.scheduler_output_processor_mixin import SchedulerOutputProcessorMixin  # noqa: E402
 from sglang.srt.managers.utils import GenerationBatchResult  # noqa: E402
 from sglang.srt.model_executor import cuda_graph_runner as real_cuda_graph_runner  # noqa: E402
-from sglang.srt.model_executor import forward_batch_info  # noqa: E402
 from sglang.srt.model_executor.forward_batch_info import CaptureHiddenMode, ForwardMode  # noqa: E402
-from sglang.srt.sampling.sampling_batch_info import SamplingBatchInfo  # noqa: E402
 from sglang.srt.speculative import eagle_draft_extend_cuda_graph_runner as real_draft_graph  # noqa: E402
 from sglang.srt.speculative import eagle_worker_v2  # noqa: E402
 from sglang.srt.speculative.eagle_info import EagleDraftInput  # noqa: E402
-from sglang.srt.speculative.eagle_worker_v2 import EagleDraftWorker, EAGLEWorkerV2  # noqa: E402
+from sglang.srt.speculative.eagle_worker_v2 import EAGLEWorkerV2  # noqa: E402
 from sglang.srt.speculative.spec_info import SpeculativeAlgorithm  # noqa: E402
 
 import _contract  # noqa: E402
+import _fakes  # noqa: E402
 import _releases  # noqa: E402
-from _fakes import logprob_row  # noqa: E402
+from _fakes import H_DRAFT, H_TARGET, N_DRAFT, STEPS, V, draft_answer, record_forward, slot  # noqa: E402
+from _fakes import draft_token, target_token  # noqa: E402
+from _contract import took_fallback, took_speculative_path  # noqa: E402
 
 VARIANT = os.environ.get("SPECPATCH_VARIANT", "")
 REL = _releases.GRAPHS_BY_VARIANT[VARIANT]() if VARIANT in _releases.GRAPHS_BY_VARIANT else None
+PROBE = sys.modules[__name__]  #: this module: the scene of _contract's shared checks
 
-V = 97  # vocabulary
-H_TARGET = 6  # target hidden size handed to the draft (3 * hidden for EAGLE3: any width works here)
-H_DRAFT = 5
-STEPS = 3
-N_DRAFT = STEPS + 1  # num_draft_tokens with topk 1
 CUDA_GRAPH_BS = [1, 2, 4, 8, 16]
-POOL_ROWS, POOL_LEN = 12, 160
-SLOT_BASE = 10_000  # req_to_token[r, p] = SLOT_BASE + r * POOL_LEN + p: every slot tells its row and position
 EAGLE = SpeculativeAlgorithm.EAGLE
 
-# The distributed groups do not exist on CPU; ForwardBatch.init_new asks them whether to pad token counts.
-forward_batch_info.enable_num_token_non_padded = lambda *args: False
-# FutureMap asks the global server args whether hidden states travel (yes, unless multi-layer EAGLE).
-overlap_utils.spec_need_hidden_states = lambda server_args=None: True
-# No GPU to measure.
-eagle_worker_v2.get_available_gpu_memory = lambda *args, **kwargs: 0.0
-
-
-def slot(row: int, pos: int) -> int:
-    return SLOT_BASE + row * POOL_LEN + pos
-
-
-def target_token(input_id: int, seq_len: int) -> int:
-    return (input_id * 7 + seq_len) % V
-
-
-def draft_token(input_id: int, position: int) -> int:
-    return (input_id + position) % V
-
-
-def draft_answer(fb) -> LogitsProcessorOutput:
-    """The draft model on a forward batch: logits for draft_token(input, position), hidden [pos, input, target row]."""
-    spec_hidden = getattr(fb.spec_info, "hidden_states", None)
-    rows = len(fb.input_ids)
-    answer = torch.tensor([draft_token(int(x), int(p)) for x, p in zip(fb.input_ids, fb.positions)],
-                          dtype=torch.int64)
-    logits = torch.full((rows, V), -5.0)
-    logits[torch.arange(rows), answer] = 5.0
-    hidden = torch.zeros((rows, H_DRAFT))
-    hidden[:, 0] = fb.positions.to(torch.float32)
-    hidden[:, 1] = fb.input_ids.to(torch.float32)
-    if spec_hidden is not None and rows:
-        hidden[:, 2] = spec_hidden[:, 1]  # which target row fed this draft row
-    return LogitsProcessorOutput(next_token_logits=logits, hidden_states=hidden)
-
-
-def record_forward(fb, log):
-    spec_hidden = getattr(fb.spec_info, "hidden_states", None)
-    log.append(SimpleNamespace(
-        mode=fb.forward_mode, input_ids=fb.input_ids.clone(), positions=fb.positions.clone(),
-        out_cache_loc=fb.out_cache_loc.clone(), seq_lens=fb.seq_lens.clone(), capture=fb.capture_hidden_mode,
-        spec_hidden=None if spec_hidden is None else spec_hidden.clone()))
+_fakes.on_cpu()
 
 
 # ------------------------------------------------------------------------------ recorders of GPU-only constructors
@@ -312,153 +263,57 @@ class FakeTargetWorker:
             self.timeline.append(("target", None))
         if self.fail_forward:
             raise RuntimeError("target forward failed (probe)")
-        bs = len(b.seq_lens)
-        if b.forward_mode.is_decode():
-            tokens = [target_token(int(x), int(s)) for x, s in zip(b.input_ids, b.seq_lens)]
-        else:
-            tokens = [(3 * i + 1) % V for i in range(bs)]
-        tokens = torch.tensor(tokens, dtype=torch.int64)
-        logits = torch.full((bs, V), -5.0)
-        logits[torch.arange(bs), tokens] = 5.0
-        if self.nan_logits and bs:
-            logits[0, 0] = float("nan")
-        hidden = torch.zeros((bs, H_TARGET))
-        hidden[:, 0] = b.seq_lens.to(torch.float32) - 1  # the position of the row
-        hidden[:, 1] = 1000 + torch.arange(bs, dtype=torch.float32)  # the request's row in the batch
         graph = mr.graph_runner
         replayed = isinstance(graph, RecordingCudaGraphRunner) and b.forward_mode.is_decode() \
-            and bs <= max(graph.capture_bs)
-        logprobs = torch.tensor([logprob_row(i) for i in range(bs)]) if b.return_logprob else None
-        return GenerationBatchResult(
-            logits_output=LogitsProcessorOutput(next_token_logits=logits, hidden_states=hidden,
-                                                next_token_logprobs=logprobs),
-            next_token_ids=tokens, can_run_cuda_graph=replayed)
+            and len(b.seq_lens) <= max(graph.capture_bs)
+        return GenerationBatchResult(**_fakes.target_output(b, b.forward_mode.is_decode(), self.nan_logits),
+                                     can_run_cuda_graph=replayed)
 
 
-class FakeDraftRunner:
-    """The draft model runner (eager): answers draft_answer; records every forward."""
+class FakeDraftRunner(_fakes.FakeDraftRunner):
+    """The draft model runner (eager) of _fakes, with the server arguments the graph constructors read; a forward
+    raises (after it is recorded) when `fail_forward` is set."""
 
     def __init__(self, req_to_token_pool):
-        self.tp_group = None
-        self.device = "cpu"
-        self.req_to_token_pool = req_to_token_pool
-        self.token_to_kv_pool = None
+        super().__init__(REL, req_to_token_pool)
         self.attn_backend = Backend("draft-runner")
         self.server_args = SimpleNamespace(attention_backend="torch_native", enable_lora=False,
                                            speculative_num_steps=STEPS, speculative_num_draft_tokens=N_DRAFT,
                                            cuda_graph_bs=list(CUDA_GRAPH_BS))
         self.model_config = SimpleNamespace(hidden_size=H_DRAFT, dtype=torch.float32)
-        self.model_is_mrope = False
-        for name, value in REL.runner_attrs.items():
-            setattr(self, name, value)
-        self.calls = []
         self.fail_forward = False
-        # 0.5.4 - 0.5.5: the spec-v2 draft extend calls the model itself
-        self.model = SimpleNamespace(forward=lambda input_ids, positions, forward_batch: self._model(forward_batch))
 
-    def _model(self, forward_batch):
-        record_forward(forward_batch, self.calls)
+    def _answer(self, fb):  # also what model.forward answers (0.5.4 - 0.5.5: the spec-v2 draft extend calls it)
+        answer = super()._answer(fb)
         if self.fail_forward:
             raise RuntimeError("draft forward failed (probe)")
-        return draft_answer(forward_batch)
-
-    def forward(self, forward_batch, skip_attn_backend_init=False, **kwargs):
-        return REL.runner_output(self._model(forward_batch))
+        return answer
 
 
-class FakeVerifyInput:
-    def is_verify_input(self):
-        return True
-
-
-class RecordingDraftWorker(EagleDraftWorker):
-    """The real EagleDraftWorker (its draft-extend code runs) with `draft` faked and every entry recorded."""
+class RecordingDraftWorker(_fakes.RecordingDraftWorker):
+    """_fakes' recording draft worker on this probe's draft runner, with the speculative path's graphs and backends
+    (sentinels: a step without speculation must not use them)."""
 
     def __init__(self, req_to_token_pool, *, spec_draft_graph: bool):  # not the real __init__: no model to load
-        self.device = "cpu"
-        self.topk = 1
-        self.speculative_num_steps = STEPS
-        self.speculative_num_draft_tokens = N_DRAFT
-        self.server_args = SimpleNamespace(enable_nan_detection=False)
-        self.req_to_token_pool = req_to_token_pool
+        super().__init__(REL, req_to_token_pool)
         self.draft_runner = FakeDraftRunner(req_to_token_pool)
-        self.draft_tp_context = lambda group: contextlib.nullcontext()
-        self.plan_stream, self.plan_stream_ctx = None, contextlib.nullcontext()
         self.cuda_graph_runner = Sentinel("draft multi-step graph runner")
         self.spec_extend_backend = Backend("draft-extend-speculative")
         self.draft_extend_attn_backend = self.spec_extend_backend
         self.spec_extend_graph = SpeculativeDraftExtendGraph() if spec_draft_graph else None
         self.cuda_graph_runner_for_draft_extend = self.spec_extend_graph
-        self.hot_token_id = None
-        self.draft_calls = []
-        self.extend_decode_calls = []
-        self.extend_prefill_calls = []
-
-    def draft(self, model_worker_batch):
-        self.draft_calls.append(model_worker_batch)
-        return FakeVerifyInput()
-
-    def _draft_extend_for_decode(self, batch, batch_result):
-        hidden = batch_result.logits_output.hidden_states
-        self.extend_decode_calls.append(SimpleNamespace(
-            out_cache_loc=None if batch.out_cache_loc is None else batch.out_cache_loc.clone(),
-            seq_lens_values=batch.seq_lens.clone(), next_token_ids=batch_result.next_token_ids.clone(),
-            accept_lens=batch_result.accept_lens.clone(), hidden_shape=None if hidden is None else tuple(hidden.shape),
-            steps=self.speculative_num_steps, draft_tokens=self.speculative_num_draft_tokens,
-            graph=self.cuda_graph_runner_for_draft_extend, backend=self.draft_extend_attn_backend))
-        return super()._draft_extend_for_decode(batch, batch_result)
-
-    def _draft_extend_for_prefill(self, batch, target_hidden_states, next_token_ids, *more):
-        self.extend_prefill_calls.append(batch)
-        bs = len(batch.seq_lens)
-        return EagleDraftInput(topk_p=torch.ones((bs, 1)), topk_index=torch.zeros((bs, 1), dtype=torch.int64),
-                               hidden_states=torch.zeros((bs, H_DRAFT)), new_seq_lens=batch.seq_lens,
-                               **{REL.token: next_token_ids})
 
 
 def make_worker(threshold: int = 0, *, dp_attention: bool = False, nan_detection: bool = False,
                 catch_up: str | None = None, spec_draft_graph: bool = True, disable_cuda_graph: bool = False):
     """An EAGLEWorkerV2 without its __init__; the patch's own init step reads N (and the environment) and builds."""
-    pool = SimpleNamespace(req_to_token=(SLOT_BASE + torch.arange(POOL_ROWS * POOL_LEN, dtype=torch.int32))
-                           .view(POOL_ROWS, POOL_LEN))
-    server_args = SimpleNamespace(speculative_disable_batch_threshold=threshold, enable_dp_attention=dp_attention,
-                                  dp_size=2 if dp_attention else 1, tp_size=2 if dp_attention else 1,
-                                  moe_dense_tp_size=None, enable_dp_lm_head=False, moe_a2a_backend="none",
-                                  speculative_num_draft_tokens=N_DRAFT, speculative_num_steps=STEPS)
-    w = EAGLEWorkerV2.__new__(EAGLEWorkerV2)
-    w.server_args = server_args
-    w.topk = 1
-    w.speculative_num_steps = STEPS
-    w.speculative_num_draft_tokens = N_DRAFT
-    w.enable_nan_detection = nan_detection
-    w.tp_rank = 0
-    w.gpu_id = 0
-    w.device = "cpu"
-    w.page_size = 1
-    w.speculative_algorithm = EAGLE
-    w.req_to_token_pool = pool
-    w.token_to_kv_pool_allocator = None
-    w.plan_stream, w.plan_stream_ctx = None, contextlib.nullcontext()
-    w._target_worker = FakeTargetWorker()
+    pool = _fakes.make_pool()
+    server_args = _fakes.make_server_args(threshold, dp_attention, speculative_num_draft_tokens=N_DRAFT,
+                                          speculative_num_steps=STEPS)
+    w = _fakes.bare_worker(server_args, pool, enable_nan_detection=nan_detection, _target_worker=FakeTargetWorker(),
+                           _draft_worker=RecordingDraftWorker(pool, spec_draft_graph=spec_draft_graph))
     w._target_worker.model_runner.server_args.disable_cuda_graph = disable_cuda_graph
-    w._draft_worker = RecordingDraftWorker(pool, spec_draft_graph=spec_draft_graph)
-    w.verify_calls = []
-
-    def fake_verify(batch, *allocate_lens):  # the speculative path's verify, as far as the scheduler sees it
-        w.verify_calls.append(batch)
-        bs = len(batch.seq_lens)
-        starts = batch.seq_lens[:, None] + torch.arange(N_DRAFT)[None, :]
-        batch.out_cache_loc = pool.req_to_token[batch.req_pool_indices[:, None], starts].reshape(-1).to(torch.int64)
-        accept = torch.full((bs,), 2, dtype=torch.int32)
-        return GenerationBatchResult(
-            logits_output=LogitsProcessorOutput(next_token_logits=None,
-                                                hidden_states=torch.zeros((bs * N_DRAFT, H_TARGET))),
-            next_token_ids=torch.zeros((bs * N_DRAFT,), dtype=torch.int32), accept_lens=accept,
-            next_draft_input=EagleDraftInput(new_seq_lens=batch.seq_lens + accept,
-                                             **{REL.token: torch.zeros((bs,), dtype=torch.int32)}),
-            **({"allocate_lens": allocate_lens[0]} if allocate_lens else {}))  # 0.5.4 - 0.5.5 pass it on
-
-    w.verify = fake_verify
+    _fakes.install_verify(w, pool, REL.token, pass_allocate_lens=True)  # 0.5.4 - 0.5.5 pass it on
     # the speculative path's draft extend must not reach the speculative draft-extend graph in these fakes
     w._draft_worker.cuda_graph_runner_for_draft_extend = w._draft_worker.spec_extend_graph
     BUILT.target_graphs.clear()
@@ -488,11 +343,8 @@ def catch_up_env(value: str | None):
             os.environ[name] = before
 
 
-def sampling_info(bs: int) -> SamplingBatchInfo:
-    return SamplingBatchInfo(
-        temperatures=torch.ones((bs, 1)), top_ps=torch.ones(bs), top_ks=torch.full((bs,), V), min_ps=torch.zeros(bs),
-        is_all_greedy=True, need_top_p_sampling=False, need_top_k_sampling=False, need_min_p_sampling=False,
-        vocab_size=V, device="cpu", **REL.penalties(bs))
+def sampling_info(bs: int):
+    return _fakes.sampling_info(bs, **REL.penalties(bs))
 
 
 def decode_batch(bs: int, *, mode: ForwardMode = ForwardMode.DECODE, global_num_tokens=None,
@@ -541,13 +393,9 @@ def expected(batch: ModelWorkerBatch):
     return out
 
 
-def took_speculative_path(w) -> bool:
-    return bool(w.draft_worker.draft_calls) and bool(w.verify_calls)
-
-
-def took_fallback(w) -> bool:
-    return not w.draft_worker.draft_calls and not w.verify_calls and len(w.target_worker.calls) == 1 \
-        and w.target_worker.calls[0].mode.is_decode()
+def step(w, batch):
+    """The worker's forward as this release's scheduler calls it (the scene of _contract's shared checks)."""
+    return w.forward_batch_generation(batch)
 
 
 def speculative_state(w):
@@ -629,7 +477,7 @@ def check_recorders_match_the_release():
 
 def check_plain_state_built():
     w = make_worker(3, catch_up="padded")
-    mr, dw = w.target_worker.model_runner, w.draft_worker
+    mr = w.target_worker.model_runner
     assert len(w.built.target_graphs) == 1, f"{len(w.built.target_graphs)} target graph runners built, not one"
     g = w.built.target_graphs[0]
     assert g.capture_forward_mode == ForwardMode.DECODE, \
@@ -722,25 +570,11 @@ def check_build_restores_on_error():
     return "a capture that raises leaves spec_algorithm, server_args, backends and graphs as they were"
 
 
-def check_threshold_zero():
-    w = make_worker(0)
-    w.forward_batch_generation(decode_batch(7))
-    assert w.spec_disable_batch_threshold == 0
-    assert took_speculative_path(w), "N = 0 must always speculate (draft, then verify)"
-    assert len(w.draft_worker.extend_decode_calls) == 1, "the speculative path's draft extend did not run"
-    return "N = 0: bs 7 ran draft, verify, draft extend"
-
-
-def check_small_batch_speculates():
-    for bs in (1, 4):
-        w = make_worker(4)
-        w.forward_batch_generation(decode_batch(bs))
-        assert took_speculative_path(w), f"bs {bs} <= N 4 must speculate"
-        assert not w.target_worker.calls, "the target ran a plain forward on the speculative path"
-        de = w.draft_worker.extend_decode_calls[0]
-        assert de.draft_tokens == N_DRAFT and de.graph is w.draft_worker.spec_extend_graph, \
-            "the speculative path's draft extend ran on the one-token state"
-    return "bs 1 and bs 4 with N = 4 ran draft then verify, on the speculative state"
+def check_speculative_step(w):
+    """After a speculative step (the scene of _contract's shared checks): its draft extend on the speculative state."""
+    de = w.draft_worker.extend_decode_calls[0]
+    assert de.draft_tokens == N_DRAFT and de.graph is w.draft_worker.spec_extend_graph, \
+        "the speculative path's draft extend ran on the one-token state"
 
 
 def check_scheduler_accepts(w, result, exp):
@@ -784,14 +618,7 @@ def check_fallback(catch_up: str, *, spec_draft_graph: bool = True):
             w.target_worker.timeline = timeline
             result = w.forward_batch_generation(batch)
 
-        # routing: no draft, no verify, one target forward
-        assert not w.draft_worker.draft_calls, "draft() was called for a batch larger than N"
-        assert not w.verify_calls, "verify() was called for a batch larger than N"
-        assert len(w.target_worker.calls) == 1, f"the target ran {len(w.target_worker.calls)} times, not once"
-        call = w.target_worker.calls[0]
-        assert call.mode == ForwardMode.DECODE, f"target forward mode {call.mode}, not DECODE"
-        assert call.spec_info_is_none, "the target forward got a spec_info (attention would read it as a draft)"
-        assert not call.is_verify, "the target forward was a verify forward"
+        call = _contract.target_forward(w)  # routing: no draft, no verify, one target forward
         assert call.graph_runner is plain_graph, \
             f"the target forward ran with graph runner {call.graph_runner}, not the plain DECODE graph"
         assert call.attn_backend is plain_backend, \
@@ -800,15 +627,9 @@ def check_fallback(catch_up: str, *, spec_draft_graph: bool = True):
         assert_speculative_state(w, "after a step without speculation")
         assert call.capture == CaptureHiddenMode.FULL, f"target capture mode {call.capture}"
         REL.check_penalties(call, batch)
-        assert call.input_ids.tolist() == [e.v for e in exp], \
-            f"target input {call.input_ids.tolist()} is not the previous tokens {[e.v for e in exp]}"
-        assert call.input_ids.dtype == torch.int64
-        assert call.seq_lens.tolist() == [e.s + 1 for e in exp], "target seq_lens are not s + 1"
-        assert call.seq_lens_cpu.tolist() == [e.s + 1 for e in exp], "target seq_lens_cpu are not s + 1"
-        assert call.seq_lens_sum == int(seq_lens_values.sum()) + bs, "target seq_lens_sum is not sum(s) + bs"
-        assert call.out_cache_loc.tolist() == [e.slot for e in exp], \
-            f"target KV slots {call.out_cache_loc.tolist()} are not req_to_token[row, s]"
-        assert call.out_cache_loc.dtype == torch.int64
+        _contract.target_input(call, exp)
+        _contract.target_cpu_lens(call, exp, seq_lens_values)
+        _contract.target_slots(call, exp)
         assert torch.equal(seq_lens_before, seq_lens_values), "seq_lens (shared with the scheduler) changed in place"
         assert torch.equal(seq_lens_cpu_before, seq_lens_cpu_values), "seq_lens_cpu changed in place"
 
@@ -842,9 +663,7 @@ def check_fallback(catch_up: str, *, spec_draft_graph: bool = True):
             timeline.index(("record", nd.verify_done)) < timeline.index(("target", None)), \
             f"verify_done is recorded after the target's forward ({timeline}): the scheduler waits for the " \
             "whole step before it prepares the next batch"
-        assert nd.topk_p is not None and tuple(nd.topk_p.shape) == (bs, 1) and nd.topk_p.dtype == torch.float32
-        assert nd.topk_index is not None and tuple(nd.topk_index.shape) == (bs, 1) and nd.topk_index.dtype == torch.int64
-        assert nd.hidden_states is not None and tuple(nd.hidden_states.shape) == (bs, H_DRAFT)
+        _contract.draft_input_shapes(nd, bs)
 
         dw = w.draft_worker
         if catch_up == "skip":
@@ -858,13 +677,9 @@ def check_fallback(catch_up: str, *, spec_draft_graph: bool = True):
             de = dw.extend_decode_calls[0]
             assert (de.steps, de.draft_tokens) == (0, 1), \
                 f"the draft extend ran with {de.steps} steps / {de.draft_tokens} tokens, not the one-token state"
-            assert de.out_cache_loc.tolist() == [e.slot for e in exp], \
-                "the draft extend does not write the request's slot at position s"
-            assert de.accept_lens.tolist() == [1] * bs
             assert de.next_token_ids.tolist() == [e.t for e in exp], \
                 f"the draft extend got tokens {de.next_token_ids.tolist()}, not one per request"
-            assert de.hidden_shape == (bs, H_TARGET), f"draft extend hidden states {de.hidden_shape}"
-            assert torch.equal(de.seq_lens_values, seq_lens_values), "the draft extend got modified seq_lens"
+            _contract.catch_up_extend(de, exp, seq_lens_values)
             if dw.spec_extend_graph is not None:
                 assert not dw.spec_extend_graph.consulted, "the speculative draft-extend graph (n tokens) was " \
                     "consulted by the fallback"
@@ -880,18 +695,8 @@ def check_fallback(catch_up: str, *, spec_draft_graph: bool = True):
                 assert len(dw.draft_runner.calls) == 1, "the eager one-token draft extend did not run"
                 rc = dw.draft_runner.calls[0]
                 detail = "eager one-token draft extend (no draft-extend graph)"
-            assert rc.mode == ForwardMode.DRAFT_EXTEND_V2, f"draft catch-up mode {rc.mode}"
-            assert len(rc.input_ids) == bs, f"{len(rc.input_ids)} draft tokens for {bs} requests"
-            assert rc.input_ids.tolist() == [e.t for e in exp], "the draft did not get the sampled tokens"
-            assert rc.positions.tolist() == [e.s for e in exp], "the draft rows are not at position s"
             assert rc.out_cache_loc.tolist() == [e.slot for e in exp]
-            assert [int(rc.spec_hidden[r, 1]) for r in range(bs)] == [1000 + i for i in range(bs)], \
-                "the draft rows do not carry the target hidden state of their own request"
-            assert nd.topk_index[:, 0].tolist() == [e.draft for e in exp], \
-                "next_draft_input.topk_index does not come from the draft's answer at position s"
-            assert nd.hidden_states[:, 0].tolist() == [float(e.s) for e in exp] and \
-                nd.hidden_states[:, 1].tolist() == [float(e.t) for e in exp], \
-                "next_draft_input.hidden_states is not the draft hidden state at position s"
+            _contract.catch_up_rows(rc, nd, exp)
         check_scheduler_accepts(w, result, exp)
         return f"bs {bs} > N 2 ({catch_up}): the plain DECODE graph and backend installed, {detail}, state " \
             "restored, result at stride n accepted by the scheduler"
@@ -951,48 +756,6 @@ def check_dp_attention():
     return "DP attention: the summed global batch size decides on every rank, idle ranks included"
 
 
-def check_env_var():
-    env = envs.SGLANG_SPEC_DISABLE_BATCH_THRESHOLD
-    with env.override(2):
-        w = make_worker(0)
-        assert w.spec_disable_batch_threshold == 2, "SGLANG_SPEC_DISABLE_BATCH_THRESHOLD was not read when the flag is 0"
-        w.forward_batch_generation(decode_batch(3))
-        assert took_fallback(w), "bs 3 > N 2 (from the environment) did not take the fallback"
-        w = make_worker(5)
-        assert w.spec_disable_batch_threshold == 5, "the flag must win over the environment variable"
-        w.forward_batch_generation(decode_batch(3))
-        assert took_speculative_path(w)
-    default = PARAMS.get("catchup_mode")
-    if default:
-        assert make_worker(2).spec_disable_catch_up == default, \
-            f"SGLANG_SPEC_DISABLE_CATCH_UP defaults to {make_worker(2).spec_disable_catch_up!r}, " \
-            f"not the recipe's catchup_mode {default!r}"
-    return f"the variable sets N when the flag is 0; a non-zero flag wins; catch-up default {default!r}"
-
-
-def check_log_once():
-    records = []
-    handler = logging.Handler()
-    handler.emit = records.append
-    logger = logging.getLogger(eagle_worker_v2.__name__)
-    logger.addHandler(handler)
-    level = logger.level
-    logger.setLevel(logging.INFO)
-    try:
-        w = make_worker(6, catch_up="padded")
-        for _ in range(3):
-            w.forward_batch_generation(decode_batch(7))
-        make_worker(0)
-    finally:
-        logger.removeHandler(handler)
-        logger.setLevel(level)
-    lines = [r.getMessage() for r in records if "speculation disable is on" in r.getMessage().lower()]
-    assert len(lines) == 1, f"expected one start-up line, got {lines}"
-    assert "6" in lines[0], f"the line does not say N: {lines[0]}"
-    assert w.spec_disable_steps == 3, f"{w.spec_disable_steps} steps without speculation counted, not 3"
-    return lines[0]
-
-
 def check_restored_on_error():
     w = make_worker(1, catch_up="padded")
     w.target_worker.fail_forward = True
@@ -1015,24 +778,6 @@ def check_restored_on_error():
     return "a target forward or draft extend that raises still gets the speculative state back"
 
 
-def check_nan_detection():
-    w = make_worker(1, nan_detection=True)
-    w.target_worker.nan_logits = True
-    try:
-        with REL.nan_detection(True):
-            w.forward_batch_generation(decode_batch(2))
-    except REL.nan_errors as exc:
-        assert "NaN" in str(exc)
-    else:
-        raise AssertionError("NaN logits went through with --enable-nan-detection (verify raises)")
-    assert_speculative_state(w, "after NaN detection raised")
-    w = make_worker(1, nan_detection=False)
-    w.target_worker.nan_logits = True
-    with REL.nan_detection(False):
-        w.forward_batch_generation(decode_batch(2))
-    return "NaN logits raise with --enable-nan-detection, as verify does"
-
-
 def check_grammar():
     w = make_worker(1)
     batch = decode_batch(2, has_grammar=True)
@@ -1044,34 +789,6 @@ def check_grammar():
         return "grammar left out, as on this release's speculative path (its state never advances)"
     assert info.grammars is batch.sampling_info.grammars, "the grammars did not reach the target's sampler"
     return "grammar objects reach the target's sampler (it builds the vocab mask)"
-
-
-def check_refusals():
-    problems = []
-    for name, kwargs, expected_text in (
-        ("negative", dict(threshold=-1), ">= 0"),
-        ("catch-up", dict(threshold=2, catch_up="sideways"), "skip"),
-    ):
-        try:
-            make_worker(kwargs["threshold"], catch_up=kwargs.get("catch_up"))
-        except ValueError as exc:
-            if expected_text not in str(exc):
-                problems.append(f"{name}: {exc}")
-        else:
-            problems.append(f"{name}: accepted")
-    for mode in ("padded", "single", "skip"):
-        if make_worker(2, catch_up=mode).spec_disable_catch_up != mode:
-            problems.append(f"{mode}: not accepted")
-    w = EAGLEWorkerV2.__new__(EAGLEWorkerV2)
-    w.topk = 4
-    try:
-        w._init_speculative_disable(SimpleNamespace(speculative_disable_batch_threshold=3, enable_dp_attention=False))
-    except ValueError as exc:
-        assert "topk" in str(exc), str(exc)
-    else:
-        problems.append("topk 4: accepted")
-    assert not problems, "; ".join(problems)
-    return "the worker accepts padded/single/skip and refuses N < 0, topk != 1 and an unknown catch-up mode"
 
 
 def check_operator_counting():
@@ -1099,11 +816,9 @@ def check_operator_counting():
     assert getattr(fallback, "speculation_disabled", False) and not getattr(speculative, "speculation_disabled", False)
     fake = SimpleNamespace(
         num_generated_tokens=0, update_spec_metrics=lambda bs, accepted: None, enable_metrics=False,
-        token_to_kv_pool_allocator=SimpleNamespace(free_group_begin=stop),
-        _resolve_spec_overlap_token_ids=lambda result, batch: [],  # 0.5.9 - 0.5.11
-        _resolve_spec_overlap_tokens=lambda result, batch: [])  # 0.5.12
-    batch = SimpleNamespace(reqs=[], spec_algorithm=EAGLE, is_spec_v2=True, is_v2_eagle=True,  # 0.5.6: is_v2_eagle
-                            batch_size=lambda: 0, return_logprob=False)
+        token_to_kv_pool_allocator=SimpleNamespace(free_group_begin=stop), **REL.counting_scheduler)
+    batch = SimpleNamespace(reqs=[], spec_algorithm=EAGLE, batch_size=lambda: 0, return_logprob=False,
+                            **REL.counting_batch)
     for result in (fallback, fallback, speculative):
         try:
             SchedulerOutputProcessorMixin.process_batch_result_decode(fake, batch, result)
@@ -1114,36 +829,18 @@ def check_operator_counting():
         "speculation for 2 fallback results and 1 speculative one"
 
     fake.__dict__.update(
-        last_decode_stats_tic=0.0, is_hybrid_swa=False, is_hybrid_ssm=False,
-        is_hybrid_gdn=False, _get_token_info=lambda: (0, 0.0, 0, 0),  # 0.5.6: is_hybrid_gdn
-        is_hybrid=False,  # 0.5.4 - 0.5.5
-        spec_num_total_accepted_tokens=0, spec_num_total_forward_ct=3, cum_spec_accept_length=0,  # 0.5.4
-        cum_spec_accept_count=0,
+        last_decode_stats_tic=0.0, is_hybrid_swa=False, is_hybrid_ssm=False, _get_token_info=lambda: (0, 0.0, 0, 0),
         forward_ct=0, spec_algorithm=EAGLE, spec_num_accepted_tokens=0, spec_num_forward_ct=3,
         spec_total_num_accepted_tokens=0, spec_total_num_forward_ct=0, disaggregation_mode=DisaggregationMode.NULL,
         server_args=SimpleNamespace(speculative_num_steps=STEPS, speculative_num_draft_tokens=N_DRAFT,
                                     language_only=False, decode_log_interval=40),
         device="cpu", waiting_queue=[], running_batch=SimpleNamespace(reqs=[], forward_iter=None),
-        _publish_kv_events=lambda: None,
-        # what report_decode_stats (0.5.10+) reads besides: the metrics off, the logging rank, every interval
-        current_scheduler_metrics_enabled=False, is_stats_logging_rank=True, forward_ct_decode=0,
-        get_pool_stats=lambda: SimpleNamespace(get_decode_usage_msg_parts=lambda: []), enable_mfu_metrics=False,
-        spec_num_accept_tokens=0, spec_total_num_accept_tokens=0, _graph_backend_label="cuda graph")
-    records = []
-    handler = logging.Handler()
-    handler.emit = records.append
-    logger = scheduler_metrics_mixin.logger
-    logger.addHandler(handler)
-    level = logger.level
-    logger.setLevel(logging.INFO)
-    try:
+        _publish_kv_events=lambda: None, **REL.counting_log)
+    with _contract.records_of(scheduler_metrics_mixin.logger) as records:
         log_decode(fake, can_run_cuda_graph=True)
         fake.spec_num_forward_ct = fake.spec_num_total_forward_ct = 1  # the next interval's verifies (the line
         # divides by them; 0.5.4 names them spec_num_total_forward_ct)
         log_decode(fake, can_run_cuda_graph=True)
-    finally:
-        logger.removeHandler(handler)
-        logger.setLevel(level)
     lines = [r.getMessage() for r in records if r.getMessage().startswith("Decode batch")]
     assert len(lines) == 2, lines
     assert "steps without speculation: 2" in lines[0], f"the decode log line does not say 2: {lines[0]}"
@@ -1179,8 +876,8 @@ def main():
     report.run("one-token state built at start-up", check_plain_state_built)
     report.run("one-token state: catch-up and graph options", check_plain_state_variants)
     report.run("one-token state: a failing capture restores", check_build_restores_on_error)
-    report.run("threshold 0 always speculates", check_threshold_zero)
-    report.run("batch <= N speculates", check_small_batch_speculates)
+    report.run("threshold 0 always speculates", lambda: _contract.threshold_zero(PROBE))
+    report.run("batch <= N speculates", lambda: _contract.small_batch_speculates(PROBE))
     report.run("batch > N falls back (padded catch-up)", check_fallback("padded"))
     report.run("batch > N falls back (single catch-up)", check_fallback("single"))
     report.run("batch > N falls back (skip catch-up)", check_fallback("skip"))
@@ -1189,12 +886,12 @@ def main():
     report.run("extend batches untouched", check_extend_untouched)
     if REL.dp_attention:  # else the variant refuses DP attention at start-up (server_args_probe_compat.py)
         report.run("DP attention decides on the global batch size", check_dp_attention)
-    report.run("environment variable", check_env_var)
-    report.run("start-up log line", check_log_once)
+    report.run("environment variable", lambda: _contract.env_var(PROBE, PARAMS.get("catchup_mode")))
+    report.run("start-up log line", lambda: _contract.log_once(PROBE))
     report.run("state restored on error", check_restored_on_error)
-    report.run("NaN detection", check_nan_detection)
+    report.run("NaN detection", lambda: _contract.nan_detection(PROBE, REL))
     report.run("grammar", check_grammar)
-    report.run("worker refusals", check_refusals)
+    report.run("worker refusals", lambda: _contract.refusals(PROBE))
     report.run("operator counting", check_operator_counting)
     for name in REL.extra_checks:
         report.run(name, lambda check=_contract.EXTRA_CHECKS[name]: check(REL))

@@ -4,9 +4,11 @@ From sglang 0.5.13 `EAGLEWorkerV2.forward_batch_generation(batch, on_publish=Non
 ScheduleBatch (there is no ModelWorkerBatch), calls `on_publish(new_seq_lens)` between verify and the draft extend,
 returns the new sequence lengths on the result (no `verify_done`, none on the draft input), and is driven by a
 scheduler that snapshots and restores the batch's fields around the call and relays the draft input and the lengths
-through a FutureMap keyed by the request's pool row. worker_probe.py (0.5.9's contract) cannot be edited into that
-(its batches, its fake target, its scheduler half and half of its result assertions change), so this is its
-counterpart: the same checks, on this contract, plus what the contract adds.
+through a FutureMap keyed by the request's pool row. Its batches, fake target, scheduler half and half of its result
+assertions differ from worker_probe_graphs.py's (0.5.9's contract), so this probe builds its own scene; the checks
+both designs share are written once in _contract.py (run on this module: make_worker, decode_batch, step), the fakes
+come from _fakes.py, and what is release-specific from the adapter of the variant applied (_releases.Release013, by
+SPECPATCH_VARIANT).
 
 The worker is built without its __init__; the target and draft workers are fakes that record their calls (the draft
 worker is the real EagleDraftWorker with `draft` and the model runner faked, so its real `_draft_extend_for_decode`
@@ -29,7 +31,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import logging
 import os
 import sys
 from types import SimpleNamespace
@@ -44,33 +45,30 @@ report = _probe_env.Report()
 import torch  # noqa: E402
 
 from sglang.srt.environ import envs  # noqa: E402
-from sglang.srt.layers.logits_processor import LogitsProcessorOutput  # noqa: E402
 from sglang.srt.managers import overlap_utils  # noqa: E402
 from sglang.srt.managers.schedule_batch import ScheduleBatch  # noqa: E402
 from sglang.srt.managers.scheduler import Scheduler  # noqa: E402
 from sglang.srt.managers.scheduler_components.batch_result_processor import SchedulerBatchResultProcessor  # noqa: E402
 from sglang.srt.managers.utils import GenerationBatchResult  # noqa: E402
-from sglang.srt.model_executor import forward_batch_info  # noqa: E402
 from sglang.srt.model_executor.forward_batch_info import CaptureHiddenMode, ForwardBatch, ForwardMode  # noqa: E402
-from sglang.srt.sampling.sampling_batch_info import SamplingBatchInfo  # noqa: E402
 from sglang.srt.speculative import eagle_worker_v2  # noqa: E402
 from sglang.srt.speculative.eagle_info import EagleDraftInput  # noqa: E402
-from sglang.srt.speculative.eagle_worker_v2 import EagleDraftWorker, EAGLEWorkerV2  # noqa: E402
+from sglang.srt.speculative.eagle_worker_v2 import EAGLEWorkerV2  # noqa: E402
 from sglang.srt.speculative.spec_info import SpeculativeAlgorithm  # noqa: E402
 
-V = 97  # vocabulary
-H_TARGET = 6  # target hidden size handed to the draft (3 * hidden for EAGLE3: any width works here)
-H_DRAFT = 5
-STEPS = 3
-N_DRAFT = STEPS + 1  # num_draft_tokens with topk 1
-POOL_ROWS, POOL_LEN = 12, 160
-SLOT_BASE = 10_000  # req_to_token[r, p] = SLOT_BASE + r * POOL_LEN + p: every slot tells its row and position
+import _contract  # noqa: E402
+import _fakes  # noqa: E402
+import _releases  # noqa: E402
+from _fakes import H_DRAFT, H_TARGET, N_DRAFT, STEPS, V, GraphRunnerSentinel, draft_token, make_pool  # noqa: E402
+from _fakes import slot, target_token  # noqa: E402
+from _contract import took_fallback, took_speculative_path  # noqa: E402
+
+VARIANT = os.environ.get("SPECPATCH_VARIANT", "")
+REL = _releases.ON_PUBLISH_BY_VARIANT[VARIANT]() if VARIANT in _releases.ON_PUBLISH_BY_VARIANT else None
+PROBE = sys.modules[__name__]  #: this module: the scene of _contract's shared checks
 EAGLE = SpeculativeAlgorithm.EAGLE
 
-# The distributed groups do not exist on CPU; ForwardBatch.init_new asks them whether to pad token counts.
-forward_batch_info.enable_num_token_non_padded = lambda *args: False
-# FutureMap asks the global server args whether hidden states travel (yes, unless multi-layer EAGLE or STANDALONE).
-overlap_utils.spec_need_hidden_states = lambda server_args=None: True
+_fakes.on_cpu()
 
 
 def _gather_spec_extras(indices, topk_p_buf, topk_index_buf, output_tokens_buf, hidden_states_buf):
@@ -92,30 +90,6 @@ def no_record_stream():
         yield
     finally:
         torch.Tensor.record_stream = saved
-
-
-def slot(row: int, pos: int) -> int:
-    return SLOT_BASE + row * POOL_LEN + pos
-
-
-def target_token(input_id: int, seq_len: int) -> int:
-    return (input_id * 7 + seq_len) % V
-
-
-def draft_token(input_id: int, position: int) -> int:
-    return (input_id + position) % V
-
-
-class GraphRunnerSentinel:
-    """Stands for the target's TARGET_VERIFY CUDA graph runner: a DECODE batch must never reach it."""
-
-    bs = 0
-
-    def can_run(self, forward_batch):
-        raise AssertionError("the target's verify CUDA graph runner was consulted for the fallback")
-
-    def replay(self, *args, **kwargs):
-        raise AssertionError("the target's verify CUDA graph was replayed for the fallback")
 
 
 class PlainTargetGraph:
@@ -156,7 +130,6 @@ class FakeBackendFactory:
 BUILT = []  # PlainTargetGraph instances, in order
 eagle_worker_v2.CudaGraphRunner = PlainTargetGraph
 eagle_worker_v2.DraftBackendFactory = FakeBackendFactory
-eagle_worker_v2.get_available_gpu_memory = lambda *args, **kwargs: 0.0
 
 
 class Capture:
@@ -231,51 +204,19 @@ class FakeTargetWorker:
             fb_attn_backend=getattr(fb, "attn_backend", None), is_verify=is_verify))
         if self.fail_forward:
             raise RuntimeError("target forward failed (probe)")
-        bs = len(b.seq_lens)
-        if fb is not None and b.forward_mode.is_decode():
-            tokens = [target_token(int(x), int(s)) for x, s in zip(b.input_ids, b.seq_lens)]
-        else:
-            tokens = [(3 * i + 1) % V for i in range(bs)]
-        tokens = torch.tensor(tokens, dtype=torch.int64)
-        logits = torch.full((bs, V), -5.0)
-        logits[torch.arange(bs), tokens] = 5.0
-        if self.nan_logits and bs:
-            logits[0, 0] = float("nan")
-        hidden = torch.zeros((bs, H_TARGET))
-        hidden[:, 0] = b.seq_lens.to(torch.float32) - 1  # the position of the row
-        hidden[:, 1] = 1000 + torch.arange(bs, dtype=torch.float32)  # the request's row in the batch
-        logprobs = -10.0 * torch.arange(bs, dtype=torch.float32) if b.return_logprob else None
         self.routed, self.indexer = Capture("routed experts"), Capture("indexer top-k")
         return GenerationBatchResult(
-            logits_output=LogitsProcessorOutput(next_token_logits=logits, hidden_states=hidden,
-                                                next_token_logprobs=logprobs),
-            next_token_ids=tokens, can_run_cuda_graph=True, routed_experts_output=self.routed,
-            indexer_topk_output=self.indexer)
+            **_fakes.target_output(b, fb is not None and b.forward_mode.is_decode(), self.nan_logits),
+            can_run_cuda_graph=True, routed_experts_output=self.routed, indexer_topk_output=self.indexer)
 
 
 class FakeDraftRunner(FakeRunner):
     """The draft model runner: answers draft_token(input, position), hidden [position, input, target hidden[1]]."""
 
     def forward(self, forward_batch, **kwargs):
-        fb = forward_batch
         self.log.append("draft")
-        spec_hidden = getattr(fb.spec_info, "hidden_states", None)
-        self.calls.append(SimpleNamespace(
-            mode=fb.forward_mode, input_ids=fb.input_ids.clone(), positions=fb.positions.clone(),
-            out_cache_loc=fb.out_cache_loc.clone(), seq_lens=fb.seq_lens.clone(), capture=fb.capture_hidden_mode,
-            extend_seq_lens_cpu=fb.extend_seq_lens_cpu, return_logprob=fb.return_logprob,
-            spec_hidden=None if spec_hidden is None else spec_hidden.clone()))
-        rows = len(fb.input_ids)
-        answer = torch.tensor([draft_token(int(x), int(p)) for x, p in zip(fb.input_ids, fb.positions)],
-                              dtype=torch.int64)
-        logits = torch.full((rows, V), -5.0)
-        logits[torch.arange(rows), answer] = 5.0
-        hidden = torch.zeros((rows, H_DRAFT))
-        hidden[:, 0] = fb.positions.to(torch.float32)
-        hidden[:, 1] = fb.input_ids.to(torch.float32)
-        if spec_hidden is not None and rows:
-            hidden[:, 2] = spec_hidden[:, 1]  # which target row fed this draft row
-        return SimpleNamespace(logits_output=LogitsProcessorOutput(next_token_logits=logits, hidden_states=hidden))
+        _fakes.record_forward(forward_batch, self.calls)
+        return SimpleNamespace(logits_output=_fakes.draft_answer(forward_batch))
 
 
 SPEC_DRAFT_GRAPH = SimpleNamespace(kind="the speculative path's draft graph")
@@ -288,39 +229,20 @@ SPEC_TARGET_BACKEND = SimpleNamespace(kind="the speculative path's target backen
 CUDA_GRAPH_BS = [1, 2, 4, 8, 16, 32]
 
 
-class FakeVerifyInput:
-    def is_verify_input(self):
-        return True
-
-
-class RecordingDraftWorker(EagleDraftWorker):
-    """The real EagleDraftWorker (its draft-extend code runs) with `draft` faked and every entry recorded."""
+class RecordingDraftWorker(_fakes.RecordingDraftWorker):
+    """_fakes' recording draft worker on this probe's draft runner, with the speculative path's graphs and backends
+    (a step without speculation must put them back) and a recorder of the graphs it would capture."""
 
     def __init__(self, pool, log):  # not the real __init__: no model to load
-        self.device = "cpu"
-        self.topk = 1
-        self.speculative_num_steps = STEPS
-        self.speculative_num_draft_tokens = N_DRAFT
+        super().__init__(REL, pool)
         self.speculative_algorithm = EAGLE
-        self.server_args = SimpleNamespace(enable_nan_detection=False)
-        self.req_to_token_pool = pool
         self.draft_runner = FakeDraftRunner(pool, log)
-        self.draft_tp_context = lambda group: contextlib.nullcontext()
-        self.plan_stream, self.plan_stream_ctx = None, contextlib.nullcontext()
         self.cuda_graph_runner = SPEC_DRAFT_GRAPH
         self.cuda_graph_runner_for_draft_extend = SPEC_DRAFT_EXTEND_GRAPH
         self.draft_attn_backend = SPEC_DRAFT_BACKEND
         self.draft_extend_attn_backend = SPEC_DRAFT_EXTEND_BACKEND
         self.draft_runner.draft_attn_backend = SPEC_DRAFT_BACKEND
-        self.hot_token_id = None
         self.graphs_built = []
-        self.draft_calls = []
-        self.extend_decode_calls = []
-        self.extend_prefill_calls = []
-
-    def draft(self, batch):
-        self.draft_calls.append(batch)
-        return FakeVerifyInput()
 
     def init_cuda_graphs(self):  # the real one captures CUDA graphs; record what it would build
         self.graphs_built.append(dict(num_draft_tokens=self.speculative_num_draft_tokens,
@@ -330,55 +252,18 @@ class RecordingDraftWorker(EagleDraftWorker):
         self.cuda_graph_runner = None
         self.cuda_graph_runner_for_draft_extend = DraftExtendGraph(self.speculative_num_draft_tokens)
 
-    def _draft_extend_for_decode(self, batch, batch_result):
-        hidden = batch_result.logits_output.hidden_states
-        self.extend_decode_calls.append(SimpleNamespace(
-            num_draft_tokens=self.speculative_num_draft_tokens, graph=self.cuda_graph_runner_for_draft_extend,
-            out_cache_loc=None if batch.out_cache_loc is None else batch.out_cache_loc.clone(),
-            seq_lens=batch.seq_lens, seq_lens_values=batch.seq_lens.clone(),
-            next_token_ids=batch_result.next_token_ids.clone(), accept_lens=batch_result.accept_lens.clone(),
-            hidden_shape=None if hidden is None else tuple(hidden.shape)))
-        return super()._draft_extend_for_decode(batch, batch_result)
-
-    def _draft_extend_for_prefill(self, batch, target_hidden_states, next_token_ids, mm_input_embeds=None):
-        self.extend_prefill_calls.append(batch)
-        bs = len(batch.seq_lens)
-        return EagleDraftInput(topk_p=torch.ones((bs, 1)), topk_index=torch.zeros((bs, 1), dtype=torch.int64),
-                               hidden_states=torch.zeros((bs, H_DRAFT)), bonus_tokens=next_token_ids)
-
-
-def make_pool():
-    return SimpleNamespace(req_to_token=(SLOT_BASE + torch.arange(POOL_ROWS * POOL_LEN, dtype=torch.int32))
-                           .view(POOL_ROWS, POOL_LEN), device="cpu")
-
 
 def make_worker(threshold: int = 0, *, dp_attention: bool = False, catch_up: str | None = None,
-                disable_cuda_graph: bool = False):
+                disable_cuda_graph: bool = False, nan_detection: bool = False):
     """An EAGLEWorkerV2 without its __init__; the patch's own init step reads N (and the environment)."""
     pool = make_pool()
     log = []
-    server_args = SimpleNamespace(speculative_disable_batch_threshold=threshold, enable_dp_attention=dp_attention,
-                                  dp_size=2 if dp_attention else 1, tp_size=2 if dp_attention else 1,
-                                  moe_dense_tp_size=None, enable_dp_lm_head=False, moe_a2a_backend="none",
-                                  speculative_adaptive=False, speculative_num_steps=STEPS,
-                                  speculative_num_draft_tokens=N_DRAFT, cuda_graph_bs=list(CUDA_GRAPH_BS),
-                                  disable_cuda_graph=disable_cuda_graph, cuda_graph_max_bs=32,
-                                  max_running_requests=32, enable_return_hidden_states=False,
-                                  attention_backend="torch_native", enable_lora=False)
-    w = EAGLEWorkerV2.__new__(EAGLEWorkerV2)
-    w.server_args = server_args
-    w.topk = 1
-    w.speculative_num_steps = STEPS
-    w.speculative_num_draft_tokens = N_DRAFT
-    w.tp_rank = 0
-    w.gpu_id = 0
-    w.device = "cpu"
-    w.page_size = 1
-    w.speculative_algorithm = EAGLE
-    w.req_to_token_pool = pool
-    w.token_to_kv_pool_allocator = None
-    w.plan_stream, w.plan_stream_ctx = None, contextlib.nullcontext()
-    w.adaptive_controller = None
+    server_args = _fakes.make_server_args(
+        threshold, dp_attention, speculative_adaptive=False, speculative_num_steps=STEPS,
+        speculative_num_draft_tokens=N_DRAFT, cuda_graph_bs=list(CUDA_GRAPH_BS), disable_cuda_graph=disable_cuda_graph,
+        cuda_graph_max_bs=32, max_running_requests=32, enable_return_hidden_states=False,
+        attention_backend="torch_native", enable_lora=False)
+    w = _fakes.bare_worker(server_args, pool, adaptive_controller=None, enable_nan_detection=nan_detection)
     w._target_worker = FakeTargetWorker(pool, log)
     w._target_worker.model_runner.server_args = server_args
     w._target_worker.model_runner.attn_backend = SPEC_TARGET_BACKEND
@@ -389,23 +274,7 @@ def make_worker(threshold: int = 0, *, dp_attention: bool = False, catch_up: str
                                                                 dtype=torch.float32)
     w._draft_worker._rebuild_topk1_chain_buffers()
     w.log = log
-    w.verify_calls = []
-
-    def fake_verify(batch):  # the speculative path's verify, as far as the scheduler sees it
-        w.verify_calls.append(batch)
-        log.append("verify")
-        bs = len(batch.seq_lens)
-        starts = batch.seq_lens[:, None] + torch.arange(N_DRAFT)[None, :]
-        batch.out_cache_loc = pool.req_to_token[batch.req_pool_indices[:, None], starts].reshape(-1).to(torch.int64)
-        accept = torch.full((bs,), 2, dtype=torch.int32)
-        return GenerationBatchResult(
-            logits_output=LogitsProcessorOutput(next_token_logits=None,
-                                                hidden_states=torch.zeros((bs * N_DRAFT, H_TARGET))),
-            next_token_ids=torch.zeros((bs * N_DRAFT,), dtype=torch.int32), accept_lens=accept,
-            speculative_num_draft_tokens=N_DRAFT, new_seq_lens=batch.seq_lens + accept,
-            next_draft_input=EagleDraftInput(bonus_tokens=torch.zeros((bs,), dtype=torch.int32)))
-
-    w.verify = fake_verify
+    _fakes.install_verify(w, pool, REL.token, lens_on_result=True)
     env = envs.SGLANG_SPEC_DISABLE_CATCH_UP
     with (env.override(catch_up) if catch_up else contextlib.nullcontext()):
         w._init_speculative_disable(server_args)
@@ -427,11 +296,8 @@ class FakeOrchestrator:
         return torch.full((self.bs, V), 2.0)
 
 
-def sampling_info(bs: int) -> SamplingBatchInfo:
-    return SamplingBatchInfo(
-        temperatures=torch.ones((bs, 1)), top_ps=torch.ones(bs), top_ks=torch.full((bs,), V), min_ps=torch.zeros(bs),
-        is_all_greedy=True, need_top_p_sampling=False, need_top_k_sampling=False, need_min_p_sampling=False,
-        vocab_size=V, penalizer_orchestrator=FakeOrchestrator(bs), device="cpu")
+def sampling_info(bs: int):
+    return _fakes.sampling_info(bs, penalizer_orchestrator=FakeOrchestrator(bs))
 
 
 class FakeReq:
@@ -488,23 +354,13 @@ def decode_batch(bs: int, *, mode: ForwardMode = ForwardMode.DECODE, global_num_
 
 
 def expected(batch: ScheduleBatch):
-    """Per request: the sampled token, the slots of positions s..s+n-1, and the draft's answer at position s."""
+    """Per request: the sampled token, its KV slot (position s), and the draft's answer at position s."""
     out = []
     for i in range(len(batch.seq_lens)):
         s, row, v = int(batch.seq_lens[i]), int(batch.req_pool_indices[i]), int(batch.spec_info.bonus_tokens[i])
         t = target_token(v, s + 1)
-        out.append(SimpleNamespace(s=s, row=row, v=v, t=t, slots=[slot(row, s + k) for k in range(N_DRAFT)],
-                                   draft=draft_token(t, s)))
+        out.append(SimpleNamespace(s=s, row=row, v=v, t=t, slot=slot(row, s), draft=draft_token(t, s)))
     return out
-
-
-def took_speculative_path(w) -> bool:
-    return bool(w.draft_worker.draft_calls) and bool(w.verify_calls)
-
-
-def took_fallback(w) -> bool:
-    return not w.draft_worker.draft_calls and not w.verify_calls and len(w.target_worker.calls) == 1 \
-        and w.target_worker.calls[0].mode.is_decode()
 
 
 class Publishes:
@@ -517,6 +373,12 @@ class Publishes:
     def __call__(self, new_seq_lens):
         self.log.append("publish")
         self.calls.append(new_seq_lens.clone())
+
+
+def step(w, batch):
+    """The worker's forward as this release's scheduler calls it, with an on_publish (the scene of _contract's
+    shared checks)."""
+    return w.forward_batch_generation(batch, on_publish=Publishes(w.log))
 
 
 # ------------------------------------------------------------------------ the real scheduler around the worker
@@ -590,32 +452,20 @@ def check_patched():
     return f"patched EAGLEWorkerV2 from {eagle_worker_v2.__file__}"
 
 
-def check_threshold_zero():
-    w = make_worker(0)
-    batch = decode_batch(7)
-    publishes = Publishes(w.log)
-    w.forward_batch_generation(batch, on_publish=publishes)
-    assert w.spec_disable_batch_threshold == 0
-    assert took_speculative_path(w), "N = 0 must always speculate (draft, then verify)"
-    assert len(w.draft_worker.extend_decode_calls) == 1, "the speculative path's draft extend did not run"
-    assert len(publishes.calls) == 1 and w.log.index("publish") < w.log.index("draft"), \
-        "the speculative path's on_publish did not come before its draft extend"
-    return "N = 0: bs 7 ran draft, verify, on_publish, draft extend"
-
-
-def check_small_batch_speculates():
-    for bs in (1, 4):
-        w = make_worker(4)
-        w.forward_batch_generation(decode_batch(bs), on_publish=Publishes(w.log))
-        assert took_speculative_path(w), f"bs {bs} <= N 4 must speculate"
-        assert not w.target_worker.calls, "the target ran a plain forward on the speculative path"
-    return "bs 1 and bs 4 with N = 4 ran draft then verify"
+def check_speculative_step(w):
+    """After a speculative step (the scene of _contract's shared checks): on_publish once, before its draft extend,
+    which ran on the speculative state."""
+    assert w.log.count("publish") == 1 and w.log.index("publish") < w.log.index("draft"), \
+        f"order {w.log}: the speculative path's on_publish did not come (once) before its draft extend"
+    de = w.draft_worker.extend_decode_calls[0]
+    assert de.draft_tokens == N_DRAFT and de.graph is SPEC_DRAFT_EXTEND_GRAPH, \
+        "the speculative path's draft extend ran on the one-token state"
 
 
 def check_fallback(catch_up: str, *, overlap: bool = True, needs_cpu_seq_lens: bool = True):
     def run():
-        # bs 5 and n 4: i * n is not i modulo bs, so a token at the wrong stride cannot land right by chance
-        bs, n = 5, N_DRAFT
+        # bs 5 > N 2
+        bs = 5
         w = make_worker(2, catch_up=catch_up)
         assert w.spec_disable_catch_up == catch_up
         batch = decode_batch(bs, overlap=overlap, pool=w.req_to_token_pool)
@@ -639,14 +489,7 @@ def check_fallback(catch_up: str, *, overlap: bool = True, needs_cpu_seq_lens: b
         with_cpu = entry["seq_lens_cpu"] is not None
         assert with_cpu == (needs_cpu_seq_lens or not overlap), "the probe's FutureMap set-up is wrong"
 
-        # routing: no draft, no verify, one target forward
-        assert not w.draft_worker.draft_calls, "draft() was called for a batch larger than N"
-        assert not w.verify_calls, "verify() was called for a batch larger than N"
-        assert len(w.target_worker.calls) == 1, f"the target ran {len(w.target_worker.calls)} times, not once"
-        call = w.target_worker.calls[0]
-        assert call.mode == ForwardMode.DECODE, f"target forward mode {call.mode}, not DECODE"
-        assert call.spec_info_is_none, "the target forward got a spec_info (attention would read it as a draft)"
-        assert not call.is_verify, "the target forward was a verify forward"
+        call = _contract.target_forward(w)  # routing: no draft, no verify, one target forward
         plain = w._spec_disable_plain
         assert isinstance(call.graph_runner, PlainTargetGraph) and call.graph_runner is plain[5], \
             "the target forward did not run on the DECODE graph runner built at start-up"
@@ -662,20 +505,14 @@ def check_fallback(catch_up: str, *, overlap: bool = True, needs_cpu_seq_lens: b
         assert si.acc_additive_penalties is not None and bool((si.acc_additive_penalties == -1e4).all()) and \
             si.acc_scaling_penalties is not None and bool((si.acc_scaling_penalties == 2.0).all()), \
             "the penalties (accumulated by spec v2 and applied by verify in this release) were not passed on"
-        assert call.input_ids.tolist() == [e.v for e in exp], \
-            f"target input {call.input_ids.tolist()} is not the previous tokens {[e.v for e in exp]}"
-        assert call.input_ids.dtype == torch.int64
-        assert call.seq_lens.tolist() == [e.s + 1 for e in exp], "target seq_lens are not s + 1"
+        _contract.target_input(call, exp)
         assert call.positions.tolist() == [e.s for e in exp], "the target's new token is not at position s"
         if with_cpu:
-            assert call.seq_lens_cpu.tolist() == [e.s + 1 for e in exp], "target seq_lens_cpu are not s + 1"
-            assert call.seq_lens_sum == int(seq_lens_values.sum()) + bs, "target seq_lens_sum is not sum(s) + bs"
+            _contract.target_cpu_lens(call, exp, seq_lens_values)
         else:
             assert call.seq_lens_cpu is None and call.seq_lens_sum is None, \
                 "the target got CPU sequence lengths the batch did not have (needs_cpu_seq_lens off)"
-        assert call.out_cache_loc.tolist() == [e.slots[0] for e in exp], \
-            f"target KV slots {call.out_cache_loc.tolist()} are not req_to_token[row, s]"
-        assert call.out_cache_loc.dtype == torch.int64
+        _contract.target_slots(call, exp)
         assert call.batch is not batch, "the target ran on the scheduler's ScheduleBatch itself, not a copy"
 
         # the scheduler's tensors are not changed in place
@@ -709,9 +546,7 @@ def check_fallback(catch_up: str, *, overlap: bool = True, needs_cpu_seq_lens: b
         nd = result.next_draft_input
         assert isinstance(nd, EagleDraftInput), "next_draft_input is not an EagleDraftInput"
         assert nd.bonus_tokens.tolist() == [e.t for e in exp] and nd.bonus_tokens.dtype == torch.int32
-        assert nd.topk_p is not None and tuple(nd.topk_p.shape) == (bs, 1) and nd.topk_p.dtype == torch.float32
-        assert nd.topk_index is not None and tuple(nd.topk_index.shape) == (bs, 1) and nd.topk_index.dtype == torch.int64
-        assert nd.hidden_states is not None and tuple(nd.hidden_states.shape) == (bs, H_DRAFT)
+        _contract.draft_input_shapes(nd, bs)
 
         # on_publish: the new lengths, once, after the target forward and before the draft catch-up
         log = w.log
@@ -742,30 +577,13 @@ def check_fallback(catch_up: str, *, overlap: bool = True, needs_cpu_seq_lens: b
             rc = runner_calls[0]
             assert len(w.draft_worker.extend_decode_calls) == 1, "_draft_extend_for_decode did not run"
             de = w.draft_worker.extend_decode_calls[0]
-            assert de.num_draft_tokens == 1, f"the draft extend ran at {de.num_draft_tokens} tokens per request, not 1"
+            assert de.draft_tokens == 1, f"the draft extend ran at {de.draft_tokens} tokens per request, not 1"
             assert isinstance(de.graph, DraftExtendGraph) and de.graph.num_tokens_per_bs == 1 \
                 and de.graph is plain[3], "the draft extend did not get the one-token graph built at start-up"
             assert de.graph.asked and set(de.graph.asked) == {bs}, \
                 f"the one-token draft graph was asked about {de.graph.asked} tokens, not {bs} (one per request)"
-            assert de.out_cache_loc.tolist() == [e.slots[0] for e in exp], \
-                "the draft extend does not write the request's slot s"
-            assert de.accept_lens.tolist() == [1] * bs
-            assert de.hidden_shape == (bs, H_TARGET), f"catch-up hidden states {de.hidden_shape}"
-            assert torch.equal(de.seq_lens_values, seq_lens_values), "the draft extend got modified seq_lens"
-            assert rc.mode == ForwardMode.DRAFT_EXTEND_V2, f"draft catch-up mode {rc.mode}"
-            assert len(rc.input_ids) == bs, f"{len(rc.input_ids)} draft tokens for {bs} requests"
-            draft_rows = list(range(bs))
-            assert [int(rc.input_ids[r]) for r in draft_rows] == [e.t for e in exp], \
-                "the draft did not get the sampled tokens"
-            assert [int(rc.positions[r]) for r in draft_rows] == [e.s for e in exp], \
-                "the draft rows are not at position s"
-            assert [int(rc.spec_hidden[r, 1]) for r in draft_rows] == [1000 + i for i in range(bs)], \
-                "the draft rows do not carry the target hidden state of their own request"
-            assert nd.topk_index[:, 0].tolist() == [e.draft for e in exp], \
-                "next_draft_input.topk_index does not come from the draft's answer at position s"
-            assert nd.hidden_states[:, 0].tolist() == [float(e.s) for e in exp] and \
-                nd.hidden_states[:, 1].tolist() == [float(e.t) for e in exp], \
-                "next_draft_input.hidden_states is not the draft hidden state at position s"
+            _contract.catch_up_extend(de, exp, seq_lens_values)
+            _contract.catch_up_rows(rc, nd, exp)
 
         # the scheduler after the call: its isolation put the batch's fields back, the next step is set up
         assert batch.spec_info is nd, "run_batch did not install next_draft_input"
@@ -798,6 +616,14 @@ def check_fallback(catch_up: str, *, overlap: bool = True, needs_cpu_seq_lens: b
         return f"bs {bs} > N 2 ({catch_up} catch-up, {path}{lens}): one DECODE of the target on the graph built at " \
                f"start-up, fields restored, {caught}, result and next step accepted by the scheduler"
     return run
+
+
+def assert_speculative_state(w, when: str):
+    """check_restored, for _contract's shared checks."""
+    try:
+        check_restored(w)
+    except AssertionError as exc:
+        raise AssertionError(f"{when}: {exc}") from None
 
 
 def check_restored(w):
@@ -926,42 +752,6 @@ def check_dp_attention():
     return "DP attention: the summed global batch size decides on every rank, idle ranks included"
 
 
-def check_env_var():
-    env = envs.SGLANG_SPEC_DISABLE_BATCH_THRESHOLD
-    with env.override(2):
-        w = make_worker(0)
-        assert w.spec_disable_batch_threshold == 2, "SGLANG_SPEC_DISABLE_BATCH_THRESHOLD was not read when the flag is 0"
-        w.forward_batch_generation(decode_batch(3), on_publish=Publishes(w.log))
-        assert took_fallback(w), "bs 3 > N 2 (from the environment) did not take the fallback"
-        w = make_worker(5)
-        assert w.spec_disable_batch_threshold == 5, "the flag must win over the environment variable"
-        w.forward_batch_generation(decode_batch(3), on_publish=Publishes(w.log))
-        assert took_speculative_path(w)
-    return "the variable sets N when the flag is 0; a non-zero flag wins"
-
-
-def check_log_once():
-    records = []
-    handler = logging.Handler()
-    handler.emit = records.append
-    logger = logging.getLogger(eagle_worker_v2.__name__)
-    logger.addHandler(handler)
-    level = logger.level
-    logger.setLevel(logging.INFO)
-    try:
-        w = make_worker(6)
-        for _ in range(3):
-            w.forward_batch_generation(decode_batch(7), on_publish=Publishes(w.log))
-        make_worker(0)
-    finally:
-        logger.removeHandler(handler)
-        logger.setLevel(level)
-    lines = [r.getMessage() for r in records if "speculation disable is on" in r.getMessage().lower()]
-    assert len(lines) == 1, f"expected one start-up line, got {lines}"
-    assert "6" in lines[0], f"the line does not say N: {lines[0]}"
-    return lines[0]
-
-
 def check_graph_runner_restored_on_error():
     w = make_worker(1)
     w.target_worker.fail_forward = True
@@ -977,23 +767,6 @@ def check_graph_runner_restored_on_error():
     return "a failing target forward still gets every swapped field back, and nothing is published"
 
 
-def check_nan_detection():
-    w = make_worker(1)
-    w.target_worker.nan_logits = True
-    try:
-        with envs.SGLANG_ENABLE_ASYNC_ASSERT.override(True):
-            w.forward_batch_generation(decode_batch(2), on_publish=Publishes(w.log))
-    except (ValueError, RuntimeError) as exc:
-        assert "NaN" in str(exc), str(exc)
-    else:
-        raise AssertionError("NaN logits went through with SGLANG_ENABLE_ASYNC_ASSERT (verify's check raises)")
-    w = make_worker(1)
-    w.target_worker.nan_logits = True
-    with envs.SGLANG_ENABLE_ASYNC_ASSERT.override(False):
-        w.forward_batch_generation(decode_batch(2), on_publish=Publishes(w.log))
-    return "NaN logits raise with SGLANG_ENABLE_ASYNC_ASSERT, as verify's check does"
-
-
 def check_grammar():
     w = make_worker(1)
     batch = decode_batch(2, has_grammar=True)
@@ -1004,68 +777,17 @@ def check_grammar():
     return "grammar objects reach the target's sampler (it builds the vocab mask)"
 
 
-def check_refusals():
-    problems = []
-    for name, kwargs, expected_text in (
-        ("negative", dict(threshold=-1), ">= 0"),
-        ("catch-up", dict(threshold=2, catch_up="sideways"), "padded"),
-    ):
-        try:
-            make_worker(kwargs["threshold"], catch_up=kwargs.get("catch_up"))
-        except ValueError as exc:
-            if expected_text not in str(exc):
-                problems.append(f"{name}: {exc}")
-        else:
-            problems.append(f"{name}: accepted")
-    w = EAGLEWorkerV2.__new__(EAGLEWorkerV2)
-    w.topk = 4
-    try:
-        w._init_speculative_disable(SimpleNamespace(speculative_disable_batch_threshold=3, enable_dp_attention=False))
-    except ValueError as exc:
-        assert "topk" in str(exc), str(exc)
-    else:
-        problems.append("topk 4: accepted")
-    assert not problems, "; ".join(problems)
-    return "the worker refuses N < 0, topk != 1 and an unknown catch-up mode"
-
-
-def check_adaptive_refused():
-    w = EAGLEWorkerV2.__new__(EAGLEWorkerV2)
-    w.topk, w._target_worker = 1, FakeTargetWorker(make_pool(), [])
-    try:
-        with envs.SGLANG_SPEC_DISABLE_CATCH_UP.override("padded"):
-            w._init_speculative_disable(SimpleNamespace(speculative_disable_batch_threshold=3,
-                                                        enable_dp_attention=False, speculative_adaptive=True))
-    except ValueError as exc:
-        assert "--speculative-adaptive" in str(exc), str(exc)
-    else:
-        raise AssertionError("--speculative-adaptive was accepted beside the threshold")
-    return "--speculative-adaptive beside the threshold is refused at start-up"
-
-
-def check_hybrid_refused():
-    for attr in ("hybrid_gdn_config", "mamba2_config", "hybrid_lightning_config"):
-        target = FakeTargetWorker(make_pool(), [])
-        setattr(target.model_runner, attr, object())
-        w = EAGLEWorkerV2.__new__(EAGLEWorkerV2)
-        w.topk, w._target_worker = 1, target
-        try:
-            with envs.SGLANG_SPEC_DISABLE_CATCH_UP.override("padded"):
-                w._init_speculative_disable(SimpleNamespace(speculative_disable_batch_threshold=3,
-                                                            enable_dp_attention=False))
-        except ValueError as exc:
-            assert "mamba" in str(exc), str(exc)
-        else:
-            raise AssertionError(f"a target with {attr} was accepted")
-    return "targets with hybrid_gdn_config, mamba2_config or hybrid_lightning_config are refused at start-up"
-
-
 def main():
+    if REL is None:
+        print(f"PROBE-FAIL: no release adapter for the variant `{VARIANT}` (SPECPATCH_VARIANT) in _releases.py: "
+              f"this probe knows {', '.join(repr(v) for v in _releases.ON_PUBLISH_BY_VARIANT)}", flush=True)
+        sys.exit(1)
+    print(f"release adapter {type(REL).__name__} for variant {VARIANT}", flush=True)
     report.run("patched", check_patched)
     if report.failed:
         report.finish()
-    report.run("threshold 0 always speculates", check_threshold_zero)
-    report.run("batch <= N speculates", check_small_batch_speculates)
+    report.run("threshold 0 always speculates", lambda: _contract.threshold_zero(PROBE))
+    report.run("batch <= N speculates", lambda: _contract.small_batch_speculates(PROBE))
     report.run("start-up: what is captured (skip)", check_plain_state("skip"))
     report.run("start-up: what is captured (padded)", check_plain_state("padded"))
     report.run("start-up: no CUDA graphs", check_plain_state("padded", disable_cuda_graph=True))
@@ -1075,14 +797,14 @@ def main():
         report.run(f"no CPU sequence lengths ({catch_up})", check_fallback(catch_up, needs_cpu_seq_lens=False))
     report.run("extend batches untouched", check_extend_untouched)
     report.run("DP attention decides on the global batch size", check_dp_attention)
-    report.run("environment variable", check_env_var)
-    report.run("start-up log line", check_log_once)
+    report.run("environment variable", lambda: _contract.env_var(PROBE, PARAMS.get("catchup_mode")))
+    report.run("start-up log line", lambda: _contract.log_once(PROBE))
     report.run("graph runner restored on error", check_graph_runner_restored_on_error)
-    report.run("NaN detection", check_nan_detection)
+    report.run("NaN detection", lambda: _contract.nan_detection(PROBE, REL))
     report.run("grammar", check_grammar)
-    report.run("worker refusals", check_refusals)
-    report.run("hybrid mamba/GDN/lightning target refused", check_hybrid_refused)
-    report.run("adaptive speculation refused", check_adaptive_refused)
+    report.run("worker refusals", lambda: _contract.refusals(PROBE))
+    for name in REL.extra_checks:
+        report.run(name, lambda check=_contract.EXTRA_CHECKS[name]: check(REL))
     report.finish()
 
 
