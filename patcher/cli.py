@@ -397,13 +397,17 @@ def port(
     skip_file: Annotated[Optional[Path], typer.Option(
         "--skip-file", help="a file of such names or patterns, one a line (# starts a comment)")] = None,
     base: Annotated[Optional[str], typer.Option(
-        "--base", help="the release the recipe was made on (default: X of the recipe's `>=X`), fetched to tell "
-        "upstream's lines from lines the change copies")] = None,
+        "--base", help="the release the recipe was made on (default: X of the recipe's, or the variant's, "
+        "`>=X`), fetched to tell upstream's lines from lines the change copies")] = None,
+    variant: Annotated[Optional[str], typer.Option(
+        "--variant", help="plan this variant's steps (default: the variant whose range admits the release); "
+        "how a variant carries over to a release its range does not cover yet")] = None,
     json: JsonOpt = False,
     recipe_path: RecipePathOpt = None,
 ) -> None:
     """Plan RECIPE step by step on a pristine release: applied, already upstream, upstream in another form,
-    skipped (--skip) or refused (with near candidates, or the step it depends on)."""
+    skipped (--skip) or refused (with near candidates, or the step it depends on). With variants, the release's
+    variant is planned, or the one --variant names (to carry it to a new release)."""
     from . import api, importer
     from .fetch import fetch_release
     from .report import render_port
@@ -413,12 +417,14 @@ def port(
         loaded = api.load(recipe, recipe_path)
         package = loaded.target.package
         skips = [*(skip or []), *(importer.read_skip_file(skip_file) if skip_file else [])]
-        base = base or importer.base_release(loaded)
-        with ui.status(f"planning {loaded.id} on {package} {release}"):
+        selection = importer.port_selection(loaded, release, variant)
+        base = base or importer.base_release(loaded, selection)
+        planned = f"{loaded.id}" + (f" (variant {selection.variant})" if selection.variant else "")
+        with ui.status(f"planning {planned} on {package} {release}"):
             base_dir = fetch_release(package, base) / package if base else None
             result = importer.port(loaded, fetch_release(package, release) / package, skip=skips,
-                                   base_dir=base_dir)
-    render_port(ui, result, f"{package} {release}", as_json=json)
+                                   base_dir=base_dir, selection=selection)
+    render_port(ui, result, f"{package} {release}", as_json=json, variant=selection.variant)
     blocked = result.count("refused") or result.count("upstream_other_form")
     raise typer.Exit(int(ExitCode.CANNOT_APPLY if blocked else ExitCode.OK))
 

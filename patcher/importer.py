@@ -37,8 +37,9 @@ from typing import Any, Iterator, Sequence
 import libcst as cst
 
 from .anchors import NodePath, body_of, child_blocks, indent_of, _path_to_block
-from .errors import RecipeError, SpecpatchError, UsageError
+from .errors import Location, RecipeError, SpecpatchError, UsageError, VersionUnsupported
 from .model import validate
+from .recipe_model import first_release
 from .operations.add_argparse_argument import flags_of
 from .operations.add_dataclass_field import field_name
 from .operations.add_definition import defined_names
@@ -1084,7 +1085,7 @@ _NOT_APPLIED = frozenset({"refused", "skipped", "upstream_other_form"})
 
 
 def port(recipe, package_dir: Path, *, skip: Sequence[str] = (), base_dir: Path | None = None,
-         hold_together: bool = True) -> Ported:
+         hold_together: bool = True, selection=None) -> Ported:
     """Plan every step of `recipe` on the package at `package_dir` (nothing is written): a step that cannot apply
     is reported and left out, the others go on. This is a report, not an apply: `specpatch apply` still applies a
     recipe whole or not at all.
@@ -1096,15 +1097,47 @@ def port(recipe, package_dir: Path, *, skip: Sequence[str] = (), base_dir: Path 
     step whose added lines the release already has (all of them) is upstream in another form. The files are then
     planned again without the steps so left out, until nothing more is. `base_dir`, the release the recipe was
     made on: a line counts as upstream's only when that release does not have it. `hold_together=False` gives each
-    step's own answer only (the round trip)."""
+    step's own answer only (the round trip). `selection`: the steps to plan (`port_selection`: a variant's), by
+    default the recipe's own."""
     with caching():
-        return _port(recipe, package_dir, tuple(skip), base_dir, hold_together)
+        return _port(recipe, package_dir, tuple(skip), base_dir, hold_together,
+                     selection if selection is not None else recipe.select(None))
 
 
-def _port(recipe, package_dir: Path, skip: tuple[str, ...], base_dir: Path | None, hold_together: bool) -> Ported:
+def port_selection(recipe, release: str, variant: str | None = None):
+    """What `specpatch port` plans on `release`: the variant named `variant`; else, for a recipe with variants, the
+    one whose range admits the release (none admitting it is refused, naming the variant to try with --variant);
+    else the recipe's own steps, whatever its range says (porting is planning a recipe past its range)."""
+    from packaging.version import InvalidVersion, Version
+
+    if variant is not None:
+        return recipe.select_variant(variant)
+    if not recipe.variants:
+        return recipe.select(None)
+    try:
+        version = Version(release)
+    except InvalidVersion:
+        raise UsageError(f"--release {release!r} is not a version") from None
+    try:
+        selection = recipe.select(version)
+    except VersionUnsupported as exc:
+        nearest = recipe.nearest_variant(version)
+        raise VersionUnsupported(
+            exc.message, location=exc.location,
+            hint=(f"to see how a variant's steps carry over to {release}, name it: --variant {nearest.name} (the "
+                  f"variant of the releases nearest below {release})" if nearest else
+                  "name the variant whose steps to plan there: --variant NAME (`specpatch show` lists them)")) \
+            from None
+    if selection.refuse:
+        raise VersionUnsupported(f"variant `{selection.variant}` refuses {recipe.target.package} {release}: "
+                                 f"{selection.refuse}", location=Location(recipe=recipe.id))
+    return selection
+
+
+def _port(recipe, package_dir: Path, skip: tuple[str, ...], base_dir: Path | None, hold_together: bool,
+          selection) -> Ported:
     import fnmatch
 
-    selection = recipe.select(None)
     values = recipe.resolve_params({})
     ops = list(enumerate((s.render_params(values) for s in selection.steps), start=1))
     held: dict[int, tuple[str, str]] = {}  #: index -> (status, why): steps left out before planning
@@ -1331,8 +1364,12 @@ def read_skip_file(path: Path) -> list[str]:
     return [line.split("#", 1)[0].strip() for line in text.splitlines() if line.split("#", 1)[0].strip()]
 
 
-def base_release(recipe) -> str | None:
-    """The release a recipe was made on, when its range says it: X of `>=X` (what `specpatch import` writes)."""
+def base_release(recipe, selection=None) -> str | None:
+    """The release a recipe was made on, when its range says it: X of `>=X` (what `specpatch import` writes); for
+    a variant, X of its range's `>=X`."""
+    if selection is not None and selection.variant is not None:
+        variant = next((v for v in recipe.variants if v.name == selection.variant), None)
+        return first_release(variant.versions) if variant is not None else None
     m = re.fullmatch(r"\s*>=\s*([\w.+!-]+)\s*", recipe.target.versions or "")
     return m.group(1) if m else None
 

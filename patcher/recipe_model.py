@@ -226,6 +226,37 @@ class Recipe(Frozen):
                                  f"(variants: {ranges})",
                                  location=Location(recipe=self.id))
 
+    def select_variant(self, name: str) -> "Selection":
+        """The steps and checks of the variant called `name`, whichever releases its range admits (what `specpatch
+        port --variant` plans on a release the recipe does not cover yet)."""
+        from .errors import UsageError  # noqa: PLC0415
+
+        for variant in self.variants:
+            if variant.name == name:
+                return Selection(variant.name, variant.steps or self.steps, variant.verify or self.verify,
+                                 variant.refuse, f"variant `{name}` was asked for", variant.kind)
+        names = [v.name for v in self.variants]
+        guess = difflib.get_close_matches(name, names, n=1)
+        raise UsageError(f"recipe `{self.id}` has no variant `{name}`"
+                         + (f"; did you mean `{guess[0]}`?" if guess else f"; it has: {', '.join(names) or 'none'}"))
+
+    def nearest_variant(self, version: Version) -> "Variant | None":
+        """The variant whose range starts last at or below `version` (the one to carry to a release past the
+        recipe's ranges), else None."""
+        starts = [(first_release(v.versions), v) for v in self.variants if not v.refuse]
+        below = [(Version(s), v) for s, v in starts if s is not None and Version(s) <= version]
+        return max(below, key=lambda sv: sv[0])[1] if below else None
+
+
+def first_release(versions: str | None) -> str | None:
+    """X of a range's `>=X` (the release a recipe or variant starts at), else None."""
+    try:
+        specs = SpecifierSet(versions or "")
+    except InvalidSpecifier:
+        return None
+    firsts = [s.version for s in specs if s.operator == ">="]
+    return firsts[0] if len(firsts) == 1 else None
+
 
 @dataclass(frozen=True)
 class Selection:

@@ -571,17 +571,17 @@ def render_import(ui: UI, result: Any, *, as_json: bool = False) -> None:
                f"{len(rt.identical) + len(rt.different)} files")
 
 
-def render_port(ui: UI, result: Any, release: str, *, as_json: bool = False) -> None:
-    """`specpatch port`: each step's answer on the release."""
+def render_port(ui: UI, result: Any, release: str, *, as_json: bool = False, variant: str | None = None) -> None:
+    """`specpatch port`: each step's answer on the release (the steps of `variant`, when the recipe has variants)."""
     if as_json:
-        print_json({"release": release, "steps": [
+        print_json({"release": release, "variant": variant, "steps": [
             {"step": s.index, "name": s.name, "op": s.op, "file": s.file, "status": s.status, "message": s.message,
              "candidates": list(s.candidates)} for s in result.steps],
             "applied": result.count("applied"), "already_upstream": result.count("already_upstream"),
             "upstream_other_form": result.count("upstream_other_form"), "refused": result.count("refused"),
             "skipped": result.count("skipped")})
         return
-    table = Table(title=f"steps on {release}")
+    table = Table(title=f"steps on {release}" + (f" (variant {variant})" if variant else ""))
     for col in ("step", "name", "status", "why / near"):
         table.add_column(col)
     colour = {"applied": "green", "already_upstream": "cyan", "upstream_other_form": "yellow", "refused": "red",

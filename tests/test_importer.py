@@ -772,3 +772,91 @@ def test_bench_landed_in_the_teams_context_reads_the_context_from_the_teams_file
     assert not bench.landed_in_context(info, ["import contextlib", "import os", "import logging", "from abc import ABC"],
                                        team)
     assert not bench.landed_in_context(info, team + ["import logging", "import os", "from abc import ABC"], team)
+
+
+# ----------------------------------------------------------------------------------- port of a recipe's variants
+
+def variants_recipe(tmp_path: Path) -> Path:
+    """Two variants: 1.x adds `mode` after `size`, 2.x (an overlay of 1.x) after `width`, which 2.x renamed it."""
+    import yaml
+
+    out = tmp_path / "recipes" / "carried.yaml"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    field = {"name": "field-mode", "op": "add_dataclass_field", "file": "srt/args.py", "class": "Args",
+             "after": "size", "code": "mode: str = 'a'"}
+    out.write_text(yaml.safe_dump({
+        "id": "carried", "version": 1, "title": "t", "description": "d",
+        "target": {"package": "sglang", "versions": ">=1.0"},
+        "steps": [field],
+        "variants": [{"name": "v1", "versions": ">=1.0,<2.0", "description": "as written"},
+                     {"name": "v2", "versions": ">=2.0,<3.0", "description": "size is width",
+                      "extends": "v1", "change_steps": {"field-mode": {"after": "width"}}}]}))
+    return out
+
+
+ARGS_V1 = "@dataclass\nclass Args:\n    size: int = 1\n"
+ARGS_V3 = "@dataclass\nclass Args:\n    width: int = 1\n    depth: int = 2\n"
+
+
+def test_port_plans_the_variant_of_the_release_or_the_one_named(tmp_path):
+    recipe = load_recipe(variants_recipe(tmp_path))
+    chosen = importer.port_selection(recipe, "1.5")
+    assert chosen.variant == "v1"
+    v1_tree = package(tmp_path / "one", {"srt/args.py": ARGS_V1})
+    assert [s.status for s in importer.port(recipe, v1_tree, selection=chosen).steps] == ["applied"]
+    # 3.0 is past every range: the newest variant is the one to carry, and naming it plans its steps there
+    v3_tree = package(tmp_path / "three", {"srt/args.py": ARGS_V3})
+    carried = importer.port(recipe, v3_tree, selection=importer.port_selection(recipe, "3.0", "v2"))
+    assert [s.status for s in carried.steps] == ["applied"]
+    assert b"width: int = 1\n    mode: str = 'a'\n" in carried.files["srt/args.py"]
+    first = importer.port(recipe, v3_tree, selection=importer.port_selection(recipe, "3.0", "v1")).steps[0]
+    assert first.status == "refused" and "size" in first.message
+    # the base of a variant is the first release of its range
+    assert importer.base_release(recipe, importer.port_selection(recipe, "3.0", "v2")) == "2.0"
+    assert importer.base_release(recipe, importer.port_selection(recipe, "1.0")) == "1.0"
+
+
+def test_port_past_every_variant_names_the_one_to_try(tmp_path):
+    from patcher.errors import VersionUnsupported
+
+    recipe = load_recipe(variants_recipe(tmp_path))
+    with pytest.raises(VersionUnsupported) as past:
+        importer.port_selection(recipe, "3.0")
+    assert "--variant v2" in past.value.hint
+    with pytest.raises(VersionUnsupported) as before:
+        importer.port_selection(recipe, "0.9")
+    assert "--variant NAME" in before.value.hint
+    with pytest.raises(UsageError, match="no variant `v3`; it has: v1, v2"):
+        importer.port_selection(recipe, "3.0", "v3")
+    with pytest.raises(UsageError, match="not a version"):
+        importer.port_selection(recipe, "latest")
+
+
+def test_cli_port_of_a_variant_says_which_and_reads_its_base(tmp_path):
+    import json
+
+    import patcher.fetch as fetch
+    from patcher import cli as cli_module
+    from typer.testing import CliRunner
+
+    out = variants_recipe(tmp_path)
+    trees = {"2.0": package(tmp_path / "two", {"srt/args.py": ARGS_V3}),
+             "3.0": package(tmp_path / "three", {"srt/args.py": ARGS_V3})}
+    calls = []
+
+    def fake_fetch(package_name, version):
+        calls.append(version)
+        return trees[version].parent
+
+    old, fetch.fetch_release = fetch.fetch_release, fake_fetch
+    try:
+        done = CliRunner().invoke(cli_module.app, ["port", str(out), "--release", "3.0", "--variant", "v2",
+                                                   "--json"])
+        past = CliRunner().invoke(cli_module.app, ["port", str(out), "--release", "3.0"])
+    finally:
+        fetch.fetch_release = old
+    assert done.exit_code == 0, done.output
+    data = json.loads(done.output)
+    assert data["variant"] == "v2" and data["applied"] == 1
+    assert calls == ["2.0", "3.0"]  # the variant's first release as the base, then the release
+    assert past.exit_code == 3 and "--variant v2" in past.output  # 3: cannot apply (no variant admits it)
