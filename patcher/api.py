@@ -10,7 +10,7 @@ from typing import Any, Callable
 from packaging.version import Version
 
 from .engine import Plan, plan
-from .errors import ExitCode, SpecpatchError, StateLost, VersionUnsupported, os_failure
+from .errors import ExitCode, SpecpatchError, StateLost, UsageError, VersionUnsupported, os_failure
 from .recipe import Recipe, available, load_recipe
 from .results import (ApplyOutcome, ApplyResult, CheckResult, CheckState, FileBytes, FileVerdict, RecipeVerification,
                       TryOutcome, TryResult, VariantKind, VerifyResult)
@@ -467,10 +467,19 @@ def _check_files(target: Target, record: Any, applied: list[Any]) -> list[dict[s
 # --------------------------------------------------------------------------------------------------- try
 
 
+def check_keep(keep: Path | None) -> None:
+    """Refuse a `try --keep` folder that exists and is not empty (or is a link): `try` never empties a folder."""
+    if keep is not None and (keep.is_symlink() or keep.exists() and (not keep.is_dir() or any(keep.iterdir()))):
+        raise UsageError(f"--keep {keep}: it exists and is not an empty folder; `try` writes a new tree there and "
+                         f"never deletes what it did not make", hint="give a new or empty folder")
+
+
 @_system_errors("try")
 def try_recipe(recipe: Recipe, version: str = "0.5.9", *, keep: Path | None = None,
                params: dict[str, str] | None = None, python: str | None = None) -> TryResult:
-    """Fetch a pristine release (cached), copy it to a scratch folder, apply, verify, clean up."""
+    """Fetch a pristine release (cached), copy it to a scratch folder, apply, verify, clean up. With `keep`, the
+    copy is made in that folder (new, or empty: a folder with anything in it is refused, never emptied) and left
+    there, patched, with its ledger, so that `rollback` and `verify` work on it."""
     import shutil
     import tempfile
     import time
@@ -478,27 +487,24 @@ def try_recipe(recipe: Recipe, version: str = "0.5.9", *, keep: Path | None = No
     from .fetch import fetch_release
     from .target import find_target
 
+    check_keep(keep)
     start = time.perf_counter()
     release = fetch_release(recipe.target.package, version)
-    scratch = Path(tempfile.mkdtemp(prefix=f"specpatch-try-{version}-"))
+    scratch = None if keep is not None else Path(tempfile.mkdtemp(prefix=f"specpatch-try-{version}-"))
+    work = keep if keep is not None else scratch / "t"
     try:
-        work = scratch / "t"
-        shutil.copytree(release, work, symlinks=True, ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copytree(release, work, symlinks=True, ignore=shutil.ignore_patterns("__pycache__"),
+                        dirs_exist_ok=True)
         target = find_target(work, package=recipe.target.package)
         applied = apply_recipe(recipe, target, params=params, python=python)
         verified = None
         if applied.exit_code == ExitCode.OK and applied.outcome is ApplyOutcome.CHANGED:
             verified = verify(target, recipe.id, python=python)
         outcome, code, message = _tried(recipe, version, applied, verified)
-        kept = None
-        if keep is not None:
-            if keep.exists():
-                shutil.rmtree(keep)
-            shutil.copytree(work, keep, symlinks=True)
-            kept = keep
-        return TryResult(version, kept, applied, verified, time.perf_counter() - start, code, outcome, message)
+        return TryResult(version, keep, applied, verified, time.perf_counter() - start, code, outcome, message)
     finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+        if scratch is not None:
+            shutil.rmtree(scratch, ignore_errors=True)
 
 
 def _tried(recipe: Recipe, version: str, applied: ApplyResult,

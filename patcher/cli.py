@@ -357,6 +357,7 @@ def try_(
     with reported_errors(ui, json):
         loaded = api.load(recipe, recipe_path)
         package = loaded.target.package
+        api.check_keep(keep)
         with ui.status(f"fetching {package} {version} (pip download, once; then cached)"):
             fetch_release(package, version)
         with ui.status(f"{loaded.id} on a scratch copy of {package} {version}: applying, then verifying "

@@ -533,7 +533,7 @@ def render_try(ui: UI, result: Any, *, as_json: bool = False) -> None:
         if result.apply.checks:
             ui.info.print(checks_table(result.apply.checks, title="checks after apply"))
             _check_details(ui, result.apply.checks)
-        for note in result.apply.notes:
+        for note in result.apply.notes if result.folder else ():  # without --keep the scratch tree is gone
             ui.info.print(f"note: {escape(note)}")
     if result.verify is not None:
         for r in result.verify.recipes:

@@ -309,3 +309,51 @@ def test_help_and_version_are_cheap():
     assert done.returncode == 0
     for text in ("--quiet", "--verbose", "--show-completion", "check", "NO_COLOR"):
         assert text in done.stdout
+
+
+# --------------------------------------------------------------------------------------------------- try --keep
+
+def _toy_release(monkeypatch, calls):
+    import patcher.fetch as fetch
+
+    def fake_fetch(package, version, *args, **kwargs):
+        calls.append(version)
+        return TOY / "baseline" / "before"  # holds sglang/, as the cache's unpacked release does
+
+    monkeypatch.setattr(fetch, "fetch_release", fake_fetch)
+
+
+def test_try_keep_never_empties_a_folder_that_has_something_in_it(tmp_path, monkeypatch):
+    from patcher import api
+    from patcher.errors import UsageError
+
+    calls: list = []
+    _toy_release(monkeypatch, calls)
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("a week of work\n")
+    recipe = api.load(str(RECIPES / "toy-greeting.yaml"))
+    with pytest.raises(UsageError, match="not an empty folder"):
+        api.try_recipe(recipe, "0.5.9", keep=mine)
+    assert (mine / "notes.txt").read_text() == "a week of work\n" and calls == []  # refused before the fetch
+    done = specpatch("try", "toy-greeting", "--keep", str(mine))
+    assert done.returncode == 2 and "not an empty folder" in done.stderr + done.stdout
+    assert sorted(p.name for p in mine.iterdir()) == ["notes.txt"]
+
+
+def test_try_keep_leaves_a_patched_tree_that_rolls_back_to_the_release(tmp_path, monkeypatch):
+    from patcher import api
+    from patcher.target import find_target
+
+    calls: list = []
+    _toy_release(monkeypatch, calls)
+    kept = tmp_path / "kept"
+    result = api.try_recipe(api.load(str(RECIPES / "toy-greeting.yaml")), "0.5.9", keep=kept)
+    assert result.exit_code == 0 and result.folder == kept, result.message
+    patched = (kept / "sglang/srt/greeter.py").read_bytes()
+    assert patched != (TOY / "baseline/before/sglang/srt/greeter.py").read_bytes()
+    # the ledger travelled with the tree: the undo the apply printed works on the kept folder
+    assert any(str(kept) in note for note in result.apply.notes)
+    api.rollback(find_target(kept, package="sglang"), "toy-greeting")
+    for rel in ("sglang/srt/greeter.py", "sglang/srt/util.py"):
+        assert (kept / rel).read_bytes() == (TOY / "baseline/before" / rel).read_bytes()
