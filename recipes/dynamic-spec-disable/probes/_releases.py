@@ -116,6 +116,12 @@ class Release056(Release057):
         return logits_output, False
 
 
+class Release056post1(Release056):
+    """0.5.6.post1 - .post2: log_decode_stats also reads is_ssm_model."""
+
+    counting_log = {**Release056.counting_log, "is_ssm_model": False}
+
+
 class Release055(Release056):
     """0.5.5 (and 0.5.4): the worker routes decode first with no IDLE or is_extend_in_batch handling, and DP attention is
     refused at start-up (server_args_probe_compat.py checks that); ModelWorkerBatch has no reqs/has_grammar and the
@@ -148,6 +154,14 @@ class Release055(Release056):
         nd = result.next_draft_input
         assert nd.allocate_lens is not None and nd.allocate_lens.tolist() == [e.s + N_DRAFT for e in exp], \
             "allocate_lens not passed on to the next draft input"
+
+
+class Release055post3(Release055):
+    """0.5.5.post3: 0.5.6's routing (prefill and is_extend_in_batch batches first, IDLE in the decode arm) and
+    CudaGraphRunner.replay_prepare backported."""
+
+    prefill_modes = Release059.prefill_modes
+    replay_backend = Release059.replay_backend
 
 
 class Release054(Release055):
@@ -260,8 +274,9 @@ class Release013(Release0512):
 #: the one-token-graph fallback (worker_probe_graphs.py): the variant the engine applied -> its adapter
 GRAPHS_BY_VARIANT = {
     "": Release059,  # the recipe's own steps
-    "fallback-0.5.4": Release054, "fallback-0.5.5": Release055,
-    "fallback-0.5.6": Release056, "fallback-0.5.7": Release057, "fallback-0.5.8": Release057,
+    "fallback-0.5.4": Release054, "fallback-0.5.4.post1": Release054, "fallback-0.5.4.post2": Release055,
+    "fallback-0.5.5": Release055, "fallback-0.5.5.post3": Release055post3,
+    "fallback-0.5.6": Release056, "fallback-0.5.6.post1": Release056post1, "fallback-0.5.7": Release057, "fallback-0.5.8": Release057,
     "fallback-0.5.9": Release059, "fallback-0.5.10": Release0510, "fallback-0.5.11": Release0511,
     "fallback-0.5.12": Release0512,
 }
