@@ -82,18 +82,47 @@ class FilePatch:
 
 
 def package_relative(raw: str, package: str = "sglang") -> str | None:
-    """`a/python/sglang/srt/x.py`, `sglang/srt/x.py` or `srt/x.py` -> `srt/x.py`; None for /dev/null."""
+    """`a/python/sglang/srt/x.py`, `sglang/srt/x.py`, `srt/x.py`, `./srt/x.py` or a GNU diff's
+    `../checkout/python/sglang/srt/x.py` -> `srt/x.py`; None for /dev/null."""
     path = raw.split("\t")[0].strip()
     if path == "/dev/null":
         return None
-    if path.startswith(("a/", "b/")):
-        path = path[2:]
-    marker = f"{package}/"
-    if path.startswith(f"python/{marker}"):
-        return path[len("python/") + len(marker):]
-    if path.startswith(marker):
-        return path[len(marker):]
-    return path
+    parts = [p for p in PurePosixPath(path).parts if p not in (".", "/")]
+    if parts[:1] in (["a"], ["b"]):
+        parts = parts[1:]
+    for k in range(len(parts) - 1):  # the package folder of a checkout (`python/sglang/`), wherever it is
+        if parts[k:k + 2] == ["python", package]:
+            return "/".join(parts[k + 2:])
+    while parts[:1] == [".."]:
+        parts = parts[1:]
+    if package in parts[:-1]:  # an unpacked package (`sglang/srt/x.py`), under any folder
+        parts = parts[parts.index(package) + 1:]
+    return "/".join(parts)
+
+
+_DATE = re.compile(r"\t(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)(?:\.\d+)? ([+-]\d{4})\s*$")
+
+
+def _epoch(header: str) -> bool:
+    """Is a `---`/`+++` line dated at the Unix epoch, in its own time zone (what `diff -N` writes for a file one
+    tree lacks: `1970-01-01 08:00:00.000000000 +0800`)?"""
+    from datetime import datetime
+
+    m = _DATE.search(header)
+    return bool(m) and datetime.strptime(" ".join(m.groups()), "%Y-%m-%d %H:%M:%S %z").timestamp() == 0
+
+
+def _same_file(old: str | None, new: str | None) -> tuple[str | None, str | None]:
+    """A diff of two trees (`diff -ruN orig/ patched/`) names one file by two paths that differ in their leading
+    folders: when one path ends with the other, both are the shorter one (what `patch -p` strips). Only git's
+    `rename from` says that a file moved."""
+    if old is None or new is None or old == new:
+        return old, new
+    a, b = PurePosixPath(old).parts, PurePosixPath(new).parts
+    short, other = (a, b) if len(a) <= len(b) else (b, a)
+    if other[len(other) - len(short):] == short:
+        return "/".join(short), "/".join(short)
+    return old, new
 
 
 def parse_patch(text: str, package: str = "sglang") -> list[FilePatch]:
@@ -103,11 +132,18 @@ def parse_patch(text: str, package: str = "sglang") -> list[FilePatch]:
         lines.pop()
     files: list[FilePatch] = []
     i = 0
+    moved = False  #: the git header of this file says `rename from` / `copy from`
     while i < len(lines):
         line = lines[i]
+        if line.startswith("diff --git "):
+            moved = False
+        elif line.startswith(("rename from ", "copy from ")):
+            moved = True
         if line.startswith("--- ") and i + 1 < len(lines) and lines[i + 1].startswith("+++ "):
-            current = FilePatch(package_relative(line[4:], package), package_relative(lines[i + 1][4:], package))
-            files.append(current)
+            old, new = package_relative(line[4:], package), package_relative(lines[i + 1][4:], package)
+            # `diff -N` names the side a file is missing from by its path, dated at the epoch, not /dev/null
+            old, new = (None if _epoch(line) else old), (None if _epoch(lines[i + 1]) else new)
+            files.append(FilePatch(*((old, new) if moved else _same_file(old, new))))
             i += 2
             continue
         m = _HUNK.match(line)
@@ -454,6 +490,10 @@ def _pieces(m: cst.Module, n: cst.Module, site: _Site) -> list[cst.Module] | Non
         else:
             chunks.append((a1, a2, b1, b2))
     chunks = [c for c in chunks if _texts(m, old[c[0]:c[1]]) != _texts(n, new[c[2]:c[3]])]
+    for k in range(len(chunks) - 1, 0, -1):
+        (a1, a2, b1, b2), (c1, c2, d1, d2) = chunks[k - 1], chunks[k]
+        if a1 == a2 and (c1, c2, d1, d2) == (a2, a2 + 1, b2, b2 + 1) and _blank_lines_above(old[c1], new[d1]):
+            chunks[k - 1:k + 1] = [(a1, c2, b1, d2)]  # statements inserted, a blank line below them: one change
     if len(chunks) < 2:
         return None
     out, shift, body = [], 0, list(ms)
@@ -463,6 +503,16 @@ def _pieces(m: cst.Module, n: cst.Module, site: _Site) -> list[cst.Module] | Non
         shift += (b2 - b1) - (a2 - a1)
         out.append(_with_block(site.mpath, body))
     return out
+
+
+def _blank_lines_above(old: cst.CSTNode, new: cst.CSTNode) -> int:
+    """The blank lines `new` has at the top of its leading lines more than `old`, when that is all that differs
+    between them (the blank line a patch leaves below the statements it inserts), else 0."""
+    lead_old, lead_new = tuple(getattr(old, "leading_lines", ())), tuple(getattr(new, "leading_lines", ()))
+    k = len(lead_new) - len(lead_old)
+    if k <= 0 or any(line.comment is not None for line in lead_new[:k]):
+        return 0
+    return k if new.with_changes(leading_lines=lead_old).deep_equals(old) else 0
 
 
 def _one_block(stmt: cst.CSTNode) -> bool:
@@ -666,6 +716,13 @@ def _candidates(m: cst.Module, n: cst.Module, site: _Site) -> Iterator[list[dict
     scope = _dotted(scope_path) if scope_path else None
     if not old and new:
         yield from _insertions(m, n, site, ms, new, owner, scope)
+    fn = _innermost_def(site.mpath)
+    if len(old) == 1 and len(new) > 1 and fn is not None and isinstance(fn[-1], cst.FunctionDef) \
+            and not isinstance(owner, (cst.Module, cst.ClassDef)) and (blank := _blank_lines_above(old[0], new[-1])):
+        # statements inserted above a statement that got a blank line at its top: an insertion, spaced below
+        inserted = _Site(site.mpath, site.i1, site.i1, site.npath, site.j1, site.j2 - 1)
+        for steps in _statement_insertions(m, inserted, ms, _code(n, site.npath, new[:-1]), fn):
+            yield [{**step, "blank_lines_after": blank} for step in steps]
     if isinstance(owner, cst.Module) and len(old) == 1 and len(new) == 1:
         yield from _import_merges(old[0], new[0])
     if len(old) == 1 and len(new) == 1 and type(old[0]) is type(new[0]) \
@@ -732,6 +789,7 @@ def _import_merges(old: cst.CSTNode, new: cst.CSTNode) -> Iterator[list[dict]]:
     if [bd.text for bd in got if bd.text in had] != had or len(got) == len(had):
         return  # a name removed or reordered: not only additions
     steps, after = [], None
+    first_kept = next(bd.source[3] for bd in got if bd.text in had)
     for bd in got:
         if bd.text in had:
             after = bd.source[3]
@@ -739,6 +797,8 @@ def _import_merges(old: cst.CSTNode, new: cst.CSTNode) -> Iterator[list[dict]]:
         step = {"op": "add_import", "code": _statement(now, [bd]), "merge": True}
         if after:
             step["after"] = after
+        else:  # a name put first in the list: before the name the list started with
+            step["before"] = first_kept
         steps.append(step)
         after = bd.source[3]
     yield steps
@@ -1657,6 +1717,11 @@ def import_patch(patch: Path, *, package: str, release: str, out: Path | None = 
         raise UsageError(f"-o must be a .yaml path whose name is kebab-case (the recipe id), got {out}")
     package_dir = fetch_release(package, release) / package
     lifted = lift(package_dir, text, package=package)
+    if not lifted.steps:
+        # a recipe has at least one step: say why there is none instead of writing one that does not load
+        raise UsageError(f"nothing in {patch.name} edits an existing file of {package} {release}: "
+                         + "; ".join(f"{p} ({why})" for p, why in lifted.skipped),
+                         hint="recipes edit files the release has; check the patch's paths and --release")
     write_recipe(lifted, out, package=package, release=release, source=patch.name)
     return ImportResult(out, lifted, round_trip(out, package_dir, lifted.expected))
 

@@ -119,6 +119,36 @@ def test_parse_patch_reads_git_and_gnu_diffs_with_any_path_style():
     assert importer.parse_patch("--- /dev/null\n+++ b/python/sglang/n.py\n@@ -0,0 +1 @@\n+x = 1\n")[0].old is None
 
 
+def test_parse_patch_reads_a_diff_of_two_trees_as_one_file_per_path_and_a_git_rename_as_a_rename():
+    # `diff -ruN` run from inside one tree against a checkout: two paths for one file, a new file dated at the epoch
+    trees = ("--- ./srt/a.py\t2026-01-02 10:00:00.000000000 +0800\n"
+             "+++ ../../../work/python/sglang/srt/a.py\t2026-01-01 10:00:00.000000000 +0800\n"
+             "@@ -1 +1 @@\n-x = 1\n+x = 2\n"
+             "--- ./srt/new.py\t1970-01-01 08:00:00.000000000 +0800\n"
+             "+++ ../../../work/python/sglang/srt/new.py\t2026-01-01 10:00:00.000000000 +0800\n"
+             "@@ -0,0 +1 @@\n+y = 1\n"
+             "--- orig/srt/b.py\n+++ srt/b.py\n@@ -1 +1 @@\n-z = 1\n+z = 2\n")
+    renamed = ("diff --git a/python/sglang/srt/old.py b/python/sglang/srt/mod/old.py\nsimilarity index 90%\n"
+               "rename from python/sglang/srt/old.py\nrename to python/sglang/srt/mod/old.py\n"
+               "--- a/python/sglang/srt/old.py\n+++ b/python/sglang/srt/mod/old.py\n@@ -1 +1 @@\n-w = 1\n+w = 2\n")
+    files = importer.parse_patch(trees + renamed)
+    assert [(f.old, f.new) for f in files] == [("srt/a.py", "srt/a.py"), (None, "srt/new.py"),
+                                               ("srt/b.py", "srt/b.py"), ("srt/old.py", "srt/mod/old.py")]
+
+
+def test_import_of_a_patch_that_edits_no_file_of_the_release_says_why_and_writes_nothing(tmp_path, monkeypatch):
+    pkg = package(tmp_path / "base", {"srt/mod.py": BEFORE})
+    monkeypatch.setattr("patcher.fetch.fetch_release", lambda package, release: pkg.parent)
+    patch = tmp_path / "team.patch"
+    patch.write_text("--- /dev/null\n+++ b/python/sglang/srt/new.py\n@@ -0,0 +1 @@\n+x = 1\n"
+                     + git_diff("a = 1\n", "a = 2\n", "srt/gone.py"))
+    out = tmp_path / "recipes" / "team.yaml"
+    with pytest.raises(UsageError, match=r"nothing in team.patch edits an existing file of sglang 0.0.1: "
+                       r"srt/new.py \(new file.*srt/gone.py \(not in this release\)") as info:
+        importer.import_patch(patch, package="sglang", release="0.0.1", out=out)
+    assert info.value.exit_code == 2 and not out.exists()
+
+
 @pytest.mark.parametrize("text, message", [
     ("just some text\n", "holds no hunk"),
     ("--- a/x.py\n+++ b/x.py\n@@ -1,3 +1,3 @@\n a\n-b\n+c\n", "cut short"),
@@ -315,6 +345,65 @@ def test_a_name_added_to_an_import_list_is_lifted_as_a_merged_add_import_and_fol
     has = IMPORTS.replace("import add_prefix", "import add_prefix\nfrom sglang.srt.layers.utils import is_prefill_cp")
     ported = importer.port(recipe, package(tmp_path / "has", {"srt/m.py": has}))
     assert [s.status for s in ported.steps] == ["already_upstream"]
+
+
+def lifted_round_trip(tmp_path: Path, before: str, after: str, rel: str):
+    """The steps lifted from the diff of one file, and the recipe as loaded from disk (its round trip checked)."""
+    pkg = package(tmp_path / "base", {rel: before})
+    lifted, out = lift_and_write(tmp_path, pkg, git_diff(before, after, rel))
+    assert importer.round_trip(out, pkg, lifted.expected).ok
+    return lifted.steps, load_recipe(out)
+
+
+def test_a_name_put_first_in_an_import_list_is_merged_before_the_name_that_led_it(tmp_path):
+    after = IMPORTS.replace("import (\n    can_split,\n", "import (\n    as_list,\n    can_split,\n")
+    steps, recipe = lifted_round_trip(tmp_path, IMPORTS, after, "srt/m.py")
+    assert [s.options.get("before") for s in steps] == ["can_split"]
+    later = IMPORTS.replace("    gather_output,\n", "    gather_output,\n    shard,\n")
+    ported = importer.port(recipe, package(tmp_path / "later", {"srt/m.py": later}))
+    assert [s.status for s in ported.steps] == ["applied"]
+    assert b"import (\n    as_list,\n    can_split,\n    gather_output,\n    shard,\n)" in ported.files["srt/m.py"]
+
+
+LOADER = '''\
+class Loader:
+    def prepare(
+        self, path: str, revision: str
+    ) -> str:
+        """Prepare the weights.
+
+        Downloads them first."""
+        return path
+
+    def weights(self, source):
+        extra = self.config.extra
+        # read the files
+        folder, files = self.prepare(source.path, source.revision)
+        return files
+'''
+
+
+def test_a_decorator_added_to_a_method_with_a_docstring_is_lifted_by_its_header(tmp_path):
+    after = LOADER.replace("    def prepare(", "    @traced\n    def prepare(")
+    steps, recipe = lifted_round_trip(tmp_path, LOADER, after, "srt/l.py")
+    assert [s.options["op"] for s in steps] == ["replace_statements"]
+    assert steps[0].options["code"].startswith("@traced\ndef prepare(")
+    later = LOADER.replace("return path", "return path.strip()")
+    ported = importer.port(recipe, package(tmp_path / "later", {"srt/l.py": later}))
+    assert ported.files["srt/l.py"].decode() == after.replace("return path", "return path.strip()")
+
+
+def test_statements_inserted_with_a_blank_line_below_are_one_step_that_survives_an_edit_below(tmp_path):
+    after = LOADER.replace("        extra = self.config.extra\n", "        extra = self.config.extra\n"
+                           "        if extra.get(\"fast\"):\n            return source.path\n\n")
+    steps, recipe = lifted_round_trip(tmp_path, LOADER, after, "srt/l.py")
+    assert [(s.options["op"], s.options["match"], s.options.get("blank_lines_after")) for s in steps] == [
+        ("insert_statements", "extra = self.config.extra", 1)]
+    # upstream passed one more argument to the statement below: the insertion (and its blank line) still lands
+    later = LOADER.replace("source.path, source.revision)", "source.path, source.revision, source.pt)")
+    ported = importer.port(recipe, package(tmp_path / "later", {"srt/l.py": later}))
+    assert [s.status for s in ported.steps] == ["applied"]
+    assert ported.files["srt/l.py"].decode() == after.replace("source.revision)", "source.revision, source.pt)")
 
 
 # --------------------------------------------------------------------------------------------------- real releases
