@@ -842,7 +842,7 @@ def test_port_follows_a_file_upstream_renamed_with_its_class_and_says_so(tmp_pat
     assert "not in the release" in ported.steps[0].message
 
 
-def test_bench_landed_in_the_teams_context_reads_the_context_from_the_teams_files():
+def bench_module():
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("specpatch_bench_import",
@@ -850,6 +850,25 @@ def test_bench_landed_in_the_teams_context_reads_the_context_from_the_teams_file
     bench = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = bench  # its dataclasses look their module up
     spec.loader.exec_module(bench)
+    return bench
+
+
+def test_bench_gives_patch_a_diff_of_two_trees_with_the_paths_patch_p2_finds(tmp_path):
+    bench = bench_module()
+    tree = tmp_path / "later"
+    package(tree, {"srt/a.py": "x = 1\n"})
+    team = tmp_path / "team.patch"
+    team.write_text("--- ./srt/a.py\t2026-01-02 10:00:00.000000000 +0800\n"
+                    "+++ ../../../work/python/sglang/srt/a.py\t2026-01-01 10:00:00.000000000 +0800\n"
+                    "@@ -1 +1 @@\n-x = 1\n+x = 2\n")
+    log, rc = bench.run_patch(team, tree, 0)
+    assert rc == 0, log
+    assert (tree / "sglang" / "srt" / "a.py").read_text() == "x = 2\n" and sorted(p.name for p in tree.iterdir()) == [
+        "sglang"]
+
+
+def test_bench_landed_in_the_teams_context_reads_the_context_from_the_teams_files():
+    bench = bench_module()
     patch = git_diff("import contextlib\nfrom abc import ABC\n", "import contextlib\nimport os\nfrom abc import ABC\n",
                      "srt/s.py")
     fp = importer.parse_patch(patch)[0]
