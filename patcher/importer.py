@@ -1216,6 +1216,11 @@ def _port(recipe, package_dir: Path, skip: tuple[str, ...], base_dir: Path | Non
 _ANCHOR_FIELDS = ("cls", "function", "within")
 
 
+def _anchor_fields(op: Operation) -> tuple[str, ...]:
+    """The options of a step that name a class or module-level function it anchors on (dotted from it)."""
+    return (*_ANCHOR_FIELDS, "after", "before") if op.op == "add_definition" else _ANCHOR_FIELDS
+
+
 def follow_renamed(ops: list[tuple[int, Operation]], package_dir: Path,
                    base_dir: Path) -> tuple[list[tuple[int, Operation]], dict[int, str]]:
     """Steps whose file the release does not have, but the base release does, moved to the file where their
@@ -1240,7 +1245,7 @@ def follow_renamed(ops: list[tuple[int, Operation]], package_dir: Path,
         classes = {c.name: {f.name for f in c.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))}
                    for c in tree.body if isinstance(c, ast.ClassDef)}
         functions = {f.name for f in tree.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))}
-        heads = {getattr(op, f).split(".")[0] for _, op in ops if op.file == rel for f in _ANCHOR_FIELDS
+        heads = {getattr(op, f).split(".")[0] for _, op in ops if op.file == rel for f in _anchor_fields(op)
                  if isinstance(getattr(op, f, None), str)}
         heads = {h for h in heads if h in classes or h in functions}
         if not heads:
@@ -1267,7 +1272,7 @@ def follow_renamed(ops: list[tuple[int, Operation]], package_dir: Path,
         if op.file in verdicts:
             target, renames, why = verdicts[op.file]
             changes: dict[str, Any] = {"file": target}
-            for f in _ANCHOR_FIELDS:
+            for f in _anchor_fields(op):
                 value = getattr(op, f, None)
                 if isinstance(value, str) and value.split(".")[0] in renames:
                     head, _, rest = value.partition(".")
@@ -1371,7 +1376,8 @@ def _plan_file(recipe, rel: str, ops: list[tuple[int, Operation]], package_dir: 
             cands = tuple(Candidate(c.text, lines.get(id(c.node), c.line)).render() for c in err.candidates)
             err.at(Location(recipe=recipe.id, step=index, op=op.op, file=rel, anchor=op.anchor()))
             message = f"{err.title}: {err.message}"
-            evidence = upstream_evidence(op, module.code)
+            # the release's own lines, not those earlier steps of the recipe just added (a decorator added twice)
+            evidence = upstream_evidence(op, pristine[rel])
             if evidence:
                 status = "upstream_other_form"
                 message = (f"the release seems to have this change in another form: {len(evidence)} added "
@@ -1407,22 +1413,23 @@ def step_names(op: Operation) -> tuple[set[str], set[str]]:
     its added code uses (names, `self.x`, `.x` for an attribute of another object, keyword arguments), both less
     those of the code it matches; (set(), set()) when its code does not parse. A method that calls the method of
     the same name on another object (a layer of a call chain) uses that name."""
-    code = getattr(op, "code", None)
+    code, match = getattr(op, "code", None), getattr(op, "match", None)
+    if op.op == "unexpressed_hunk":  # what its `+` lines would add (a field, a helper) is not there either
+        code = "\n".join(ln[1:] for ln in op.diff.splitlines() if ln[:1] == "+")
+        match = "\n".join(ln[1:] for ln in op.diff.splitlines() if ln[:1] == "-")
     if not isinstance(code, str) or not code.strip():
         return set(), set()
     text = textwrap.dedent(code).strip("\n")
     wrapped = {"add_keyword_argument": "_w_({})", "add_parameter": "def _w_({}): pass", "add_element": "({},)",
                "replace_expression": "(\n{}\n)"}.get(op.op, "{}")
-    try:
-        tree = ast.parse(wrapped.format(text))
-    except SyntaxError:
+    tree = _parsed(wrapped.format(text)) if op.op != "unexpressed_hunk" else _parsed_lines(text)
+    if tree is None:
         return set(), set()
     defines, attributes, uses = _tree_names(tree)
     defines.discard("_w_")
     uses.discard("_w_")
     if op.op == "add_parameter":
         defines = set()  # a parameter is local to its function
-    match = getattr(op, "match", None)
     if isinstance(match, str):
         known = set(_WORD.findall(match))
         defines -= known
@@ -1438,10 +1445,28 @@ def step_names(op: Operation) -> tuple[set[str], set[str]]:
     return defines | attributes, uses
 
 
+def _parsed(text: str) -> ast.Module | None:
+    try:
+        return ast.parse(text)
+    except SyntaxError:
+        return None
+
+
+def _parsed_lines(text: str) -> ast.Module | None:
+    """A hunk's added lines as code: all of them when they parse together, else each line that parses alone (a
+    hunk cuts statements anywhere)."""
+    whole = _parsed(text)
+    if whole is not None:
+        return whole
+    trees = [t for line in text.splitlines() if line.strip() and (t := _parsed(line.strip())) is not None]
+    return ast.Module(body=[stmt for t in trees for stmt in t.body], type_ignores=[]) if trees else None
+
+
 def _local_scope(op: Operation) -> str | None:
     """`file::function` for a step whose statements go inside a function (their names are locals), else None."""
     where = getattr(op, "function", None) or getattr(op, "within", None)
-    if op.op not in ("insert_statements", "replace_statements", "replace_expression", "add_element") or not where:
+    if op.op not in ("insert_statements", "replace_statements", "replace_expression", "add_element",
+                     "add_keyword_argument") or not where:
         return None
     last = where.split(".")[-1]
     return None if last[:1].isupper() else f"{op.file}::{where}"
@@ -1522,7 +1547,8 @@ def consistent(ops: Sequence[tuple[int, Operation]], steps: Sequence[PortedStep]
       skipped is refused (the edits of one hunk to one place stand or fall together);
     - a step that uses a name the release does not have, which other steps add and one of them is refused or
       skipped (a layer of a call chain, a field, a helper that did not land), is refused: applied, it would call
-      what is not there;
+      what is not there (when steps of its own file add the name, only those count: a field of the same name in
+      another file's class is another field); an unexpressed hunk adds the names its `+` lines define;
     - a step whose added names (not in the release) are used by other steps, all of them refused or skipped, is
       refused: applied, it would be dead code of a change that did not land;
     - an applied step whose added lines are all in the release already (`upstream_evidence`) is upstream in
@@ -1549,9 +1575,9 @@ def consistent(ops: Sequence[tuple[int, Operation]], steps: Sequence[PortedStep]
                 users.setdefault(key, []).append(i)
 
     def related(i: int, j: int) -> bool:
-        """Does step j's definition reach step i (an import binds its names for its own file only)?"""
-        return j != i and (op_of[j].op != "add_import" and op_of[i].op != "add_import"
-                           or op_of[j].file == op_of[i].file)
+        """Does step j's definition reach step i? An import binds its names for its own file only; an import of
+        another file reads the names of the module it imports from (a helper defined there)."""
+        return j != i and (op_of[j].op != "add_import" or op_of[j].file == op_of[i].file)
     groups: dict[tuple[str, str, str], list[int]] = {}
     for i, op in ops:
         if op.group:
@@ -1588,7 +1614,9 @@ def consistent(ops: Sequence[tuple[int, Operation]], steps: Sequence[PortedStep]
             for n in sorted(filter(new, uses)):
                 keys = [f"{scope}::{n}"] if scope and "." not in n else []
                 keys.append(_bare(n))
-                gone = [j for k in keys for j in providers.get(k, []) if related(i, j) and down(j)]
+                adders = [j for k in keys for j in providers.get(k, []) if related(i, j)]
+                # two steps that add one name (a field of two classes) are told apart by their file, when they can be
+                gone = [j for j in [j for j in adders if op_of[j].file == op.file] or adders if down(j)]
                 if why is None and gone:
                     why = (f"it uses `{_bare(n)}`, which the release does not have and {label(gone[0])} (not "
                            "applied) adds")

@@ -842,6 +842,64 @@ def test_port_follows_a_file_upstream_renamed_with_its_class_and_says_so(tmp_pat
     assert "not in the release" in ported.steps[0].message
 
 
+FIELDS = {"srt/a.py": "class A:\n    size: int = 0\n\n\ndef make_a():\n    return A(size=1)\n",
+          "srt/b.py": "class B:\n    size: int = 0\n\n\ndef make_b():\n    return B(size=1)\n"}
+
+
+def test_a_step_that_needs_a_name_an_unexpressed_hunk_adds_falls_and_a_same_named_field_of_another_file_does_not(
+        tmp_path):
+    pkg = package(tmp_path / "base", FIELDS)
+    a_after = FIELDS["srt/a.py"].replace("size: int = 0\n", "size: int = 0\n    temps: int = 1\n").replace(
+        "A(size=1)", "A(size=1, temps=2)")
+    # b's field is added by a hunk made on another tree (its context is not in the release): unexpressed
+    b_field = ("--- a/python/sglang/srt/b.py\n+++ b/python/sglang/srt/b.py\n@@ -1,2 +1,3 @@\n class B:\n"
+               "     width: int = 0\n+    temps: int = 1\n")
+    b_call = git_diff(FIELDS["srt/b.py"], FIELDS["srt/b.py"].replace("B(size=1)", "B(size=1, temps=2)"), "srt/b.py")
+    patch = git_diff(FIELDS["srt/a.py"], a_after, "srt/a.py") + b_field + b_call.split("\n", 2)[2].split("\n", 2)[2]
+    lifted, out = lift_and_write(tmp_path, pkg, patch)
+    ops = {s.options["op"] for s in lifted.steps}
+    assert {"unexpressed_hunk", "add_keyword_argument", "add_dataclass_field"} <= ops
+    ported = importer.port(load_recipe(out), pkg)
+    status = {(s.file, s.op): (s.status, s.message) for s in ported.steps}
+    assert status[("srt/a.py", "add_dataclass_field")][0] == status[("srt/a.py", "add_keyword_argument")][0] == "applied"
+    b_call_status, why = status[("srt/b.py", "add_keyword_argument")]
+    assert b_call_status == "refused" and "uses `temps`" in why and "unexpressed-hunk" in why
+
+
+def test_a_module_split_into_a_package_is_followed_by_its_functions_and_an_import_of_a_helper_that_fell_falls(
+        tmp_path):
+    utils = "import os\n\n\ndef check(x):\n    return x\n"
+    runner = "from sglang.srt.utils import check\n\n\ndef run():\n    return check(1)\n"
+    after_utils = "import inspect\nimport os\n\n\ndef check(x):\n    return x\n\n\ndef traced(f):\n    return f\n"
+    after_runner = runner.replace("import check\n", "import check, traced\n").replace("def run", "@traced\ndef run")
+    pkg = package(tmp_path / "base", {"srt/utils.py": utils, "srt/runner.py": runner})
+    lifted, out = lift_and_write(tmp_path, pkg, git_diff(utils, after_utils, "srt/utils.py")
+                                 + git_diff(runner, after_runner, "srt/runner.py"))
+    recipe = load_recipe(out)
+    later = package(tmp_path / "later", {"srt/utils/common.py": utils, "srt/utils/__init__.py": "",
+                                         "srt/runner.py": runner})
+    ported = importer.port(recipe, later, base_dir=pkg)
+    moved = [s for s in ported.steps if s.file == "srt/utils/common.py"]
+    assert [s.status for s in moved] == ["applied", "applied"] and "where `check` is defined" in moved[0].message
+    assert {s.status for s in ported.steps} == {"applied"}
+    # the helper is not ported: the import of it in another file falls, and the decorator with it
+    helper = next(s.name for s in ported.steps if s.op == "add_definition")
+    ported = importer.port(recipe, later, base_dir=pkg, skip=[helper])
+    assert {s.status for s in ported.steps if s.file == "srt/runner.py"} == {"refused"}
+
+
+def test_a_refusal_is_not_upstream_in_another_form_for_a_line_an_earlier_step_of_the_recipe_added(tmp_path):
+    filler = "".join(f"    def f{k}(self):\n        return {k}\n\n" for k in range(3))  # two hunks, two groups
+    before = f"class M:\n    def load(self):\n        return 1\n\n{filler}    def update(self, path):\n        return 2\n"
+    after = before.replace("    def load", "    @traced\n    def load").replace("    def update", "    @traced\n    def update")
+    pkg = package(tmp_path / "base", {"srt/m.py": before})
+    _, out = lift_and_write(tmp_path, pkg, git_diff(before, after, "srt/m.py"))
+    later = package(tmp_path / "later", {"srt/m.py": before.replace("update(self, path)", "update(self, path, fmt)")})
+    ported = importer.port(load_recipe(out), later)
+    assert [s.status for s in ported.steps] == ["applied", "refused"]
+    assert "another form" not in ported.steps[1].message
+
+
 def bench_module():
     import importlib.util
 
