@@ -31,7 +31,9 @@ Prints, in one run:
   A hunk of a file the later release renamed, whose steps `port` followed to another file, is classed and scored in
   that file (the team's port of it is there too), for both tools.
 
-The patches are read from wherever they are (keep other projects' patches out of this repository).
+The patches are read from wherever they are (keep other projects' patches out of this repository), in any path
+style `specpatch import` reads (`a/python/sglang/srt/x.py`, `./srt/x.py`, a `diff -ruN` of two trees): `patch`
+is given each rewritten from its parsed hunks with `a/python/sglang/` paths.
 """
 
 from __future__ import annotations
@@ -162,9 +164,24 @@ def normalized_files(root: Path, rels: set[str]) -> dict[str, list[str]]:
 
 
 def run_patch(patch: Path, tree: Path, fuzz: int) -> tuple[str, int]:
+    """`patch -p2` of `patch` in `tree` (the folder that holds the package), its files named as `specpatch import`
+    reads them whatever the team's path style (`./srt/x.py`, `../checkout/python/sglang/srt/x.py`)."""
+    same = tree / f"{patch.stem}.canonical.patch"
+    same.write_text(canonical(patch.read_text(errors="surrogateescape")), errors="surrogateescape")
     done = subprocess.run(["patch", "-p2", f"--fuzz={fuzz}", "-N", "-t", "--no-backup-if-mismatch", "-r", "-",
-                           "-i", str(patch)], cwd=tree, capture_output=True, text=True)
+                           "-i", str(same)], cwd=tree, capture_output=True, text=True)
+    same.unlink()
     return done.stdout + done.stderr, done.returncode
+
+
+def canonical(text: str) -> str:
+    """The diff written again from its parsed files and hunks, each file named `a/python/sglang/<path>`."""
+    out = []
+    for fp in importer.parse_patch(text, PACKAGE):
+        out.append(f"--- {f'a/python/{PACKAGE}/{fp.old}' if fp.old else '/dev/null'}\n"
+                   f"+++ {f'b/python/{PACKAGE}/{fp.new}' if fp.new else '/dev/null'}\n")
+        out += [h.text for h in fp.hunks]
+    return "".join(out)
 
 
 def copy_release(version: str, dest: Path) -> Path:

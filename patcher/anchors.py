@@ -335,13 +335,16 @@ def insert_before(path: NodePath, new_stmts: Sequence[cst.CSTNode]) -> cst.Modul
     return replace_at(path, [*new_stmts, anchor])
 
 
-def set_block_body(path: NodePath, statements: Sequence[cst.CSTNode]) -> cst.Module:
-    """Replace the statements of the block owned by `path[-1]` (a def, class or compound statement)."""
+def set_block_body(path: NodePath, statements: Sequence[cst.CSTNode], *,
+                   placed: Sequence[cst.CSTNode] = ()) -> cst.Module:
+    """Replace the statements of the block owned by `path[-1]` (a def, class or compound statement). New statements
+    are fitted to the block's indentation, except those of `placed` (already there: a new header on the release's
+    block, whose strings must not move)."""
     owner = path[-1]
     body = owner.body
     if isinstance(body, cst.SimpleStatementSuite):
         raise AnchorNotFound("the block is written on one line (`if x: y`); specpatch only edits indented blocks")
-    existing = {id(stmt) for stmt in body.body}
+    existing = {id(stmt) for stmt in (*body.body, *placed)}
     indent = indent_of(path) + _block_indent(body, path[0])
     fitted = [stmt if id(stmt) in existing else fit([stmt], indent, path[0])[0] for stmt in statements]
     return replace_at(path, owner.with_changes(body=body.with_changes(body=tuple(fitted))))

@@ -83,18 +83,47 @@ class FilePatch:
 
 
 def package_relative(raw: str, package: str = "sglang") -> str | None:
-    """`a/python/sglang/srt/x.py`, `sglang/srt/x.py` or `srt/x.py` -> `srt/x.py`; None for /dev/null."""
+    """`a/python/sglang/srt/x.py`, `sglang/srt/x.py`, `srt/x.py`, `./srt/x.py` or a GNU diff's
+    `../checkout/python/sglang/srt/x.py` -> `srt/x.py`; None for /dev/null."""
     path = raw.split("\t")[0].strip()
     if path == "/dev/null":
         return None
-    if path.startswith(("a/", "b/")):
-        path = path[2:]
-    marker = f"{package}/"
-    if path.startswith(f"python/{marker}"):
-        return path[len("python/") + len(marker):]
-    if path.startswith(marker):
-        return path[len(marker):]
-    return path
+    parts = [p for p in PurePosixPath(path).parts if p not in (".", "/")]
+    if parts[:1] in (["a"], ["b"]):
+        parts = parts[1:]
+    for k in range(len(parts) - 1):  # the package folder of a checkout (`python/sglang/`), wherever it is
+        if parts[k:k + 2] == ["python", package]:
+            return "/".join(parts[k + 2:])
+    while parts[:1] == [".."]:
+        parts = parts[1:]
+    if package in parts[:-1]:  # an unpacked package (`sglang/srt/x.py`), under any folder
+        parts = parts[parts.index(package) + 1:]
+    return "/".join(parts)
+
+
+_DATE = re.compile(r"\t(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)(?:\.\d+)? ([+-]\d{4})\s*$")
+
+
+def _epoch(header: str) -> bool:
+    """Is a `---`/`+++` line dated at the Unix epoch, in its own time zone (what `diff -N` writes for a file one
+    tree lacks: `1970-01-01 08:00:00.000000000 +0800`)?"""
+    from datetime import datetime
+
+    m = _DATE.search(header)
+    return bool(m) and datetime.strptime(" ".join(m.groups()), "%Y-%m-%d %H:%M:%S %z").timestamp() == 0
+
+
+def _same_file(old: str | None, new: str | None) -> tuple[str | None, str | None]:
+    """A diff of two trees (`diff -ruN orig/ patched/`) names one file by two paths that differ in their leading
+    folders: when one path ends with the other, both are the shorter one (what `patch -p` strips). Only git's
+    `rename from` says that a file moved."""
+    if old is None or new is None or old == new:
+        return old, new
+    a, b = PurePosixPath(old).parts, PurePosixPath(new).parts
+    short, other = (a, b) if len(a) <= len(b) else (b, a)
+    if other[len(other) - len(short):] == short:
+        return "/".join(short), "/".join(short)
+    return old, new
 
 
 def parse_patch(text: str, package: str = "sglang") -> list[FilePatch]:
@@ -104,11 +133,18 @@ def parse_patch(text: str, package: str = "sglang") -> list[FilePatch]:
         lines.pop()
     files: list[FilePatch] = []
     i = 0
+    moved = False  #: the git header of this file says `rename from` / `copy from`
     while i < len(lines):
         line = lines[i]
+        if line.startswith("diff --git "):
+            moved = False
+        elif line.startswith(("rename from ", "copy from ")):
+            moved = True
         if line.startswith("--- ") and i + 1 < len(lines) and lines[i + 1].startswith("+++ "):
-            current = FilePatch(package_relative(line[4:], package), package_relative(lines[i + 1][4:], package))
-            files.append(current)
+            old, new = package_relative(line[4:], package), package_relative(lines[i + 1][4:], package)
+            # `diff -N` names the side a file is missing from by its path, dated at the epoch, not /dev/null
+            old, new = (None if _epoch(line) else old), (None if _epoch(lines[i + 1]) else new)
+            files.append(FilePatch(*((old, new) if moved else _same_file(old, new))))
             i += 2
             continue
         m = _HUNK.match(line)
@@ -455,6 +491,10 @@ def _pieces(m: cst.Module, n: cst.Module, site: _Site) -> list[cst.Module] | Non
         else:
             chunks.append((a1, a2, b1, b2))
     chunks = [c for c in chunks if _texts(m, old[c[0]:c[1]]) != _texts(n, new[c[2]:c[3]])]
+    for k in range(len(chunks) - 1, 0, -1):
+        (a1, a2, b1, b2), (c1, c2, d1, d2) = chunks[k - 1], chunks[k]
+        if a1 == a2 and (c1, c2, d1, d2) == (a2, a2 + 1, b2, b2 + 1) and _blank_lines_above(old[c1], new[d1]):
+            chunks[k - 1:k + 1] = [(a1, c2, b1, d2)]  # statements inserted, a blank line below them: one change
     if len(chunks) < 2:
         return None
     out, shift, body = [], 0, list(ms)
@@ -464,6 +504,16 @@ def _pieces(m: cst.Module, n: cst.Module, site: _Site) -> list[cst.Module] | Non
         shift += (b2 - b1) - (a2 - a1)
         out.append(_with_block(site.mpath, body))
     return out
+
+
+def _blank_lines_above(old: cst.CSTNode, new: cst.CSTNode) -> int:
+    """The blank lines `new` has at the top of its leading lines more than `old`, when that is all that differs
+    between them (the blank line a patch leaves below the statements it inserts), else 0."""
+    lead_old, lead_new = tuple(getattr(old, "leading_lines", ())), tuple(getattr(new, "leading_lines", ()))
+    k = len(lead_new) - len(lead_old)
+    if k <= 0 or any(line.comment is not None for line in lead_new[:k]):
+        return 0
+    return k if new.with_changes(leading_lines=lead_old).deep_equals(old) else 0
 
 
 def _one_block(stmt: cst.CSTNode) -> bool:
@@ -667,6 +717,13 @@ def _candidates(m: cst.Module, n: cst.Module, site: _Site) -> Iterator[list[dict
     scope = _dotted(scope_path) if scope_path else None
     if not old and new:
         yield from _insertions(m, n, site, ms, new, owner, scope)
+    fn = _innermost_def(site.mpath)
+    if len(old) == 1 and len(new) > 1 and fn is not None and isinstance(fn[-1], cst.FunctionDef) \
+            and not isinstance(owner, (cst.Module, cst.ClassDef)) and (blank := _blank_lines_above(old[0], new[-1])):
+        # statements inserted above a statement that got a blank line at its top: an insertion, spaced below
+        inserted = _Site(site.mpath, site.i1, site.i1, site.npath, site.j1, site.j2 - 1)
+        for steps in _statement_insertions(m, inserted, ms, _code(n, site.npath, new[:-1]), fn):
+            yield [{**step, "blank_lines_after": blank} for step in steps]
     if isinstance(owner, cst.Module) and len(old) == 1 and len(new) == 1:
         yield from _import_merges(old[0], new[0])
     if len(old) == 1 and len(new) == 1 and type(old[0]) is type(new[0]) \
@@ -733,6 +790,7 @@ def _import_merges(old: cst.CSTNode, new: cst.CSTNode) -> Iterator[list[dict]]:
     if [bd.text for bd in got if bd.text in had] != had or len(got) == len(had):
         return  # a name removed or reordered: not only additions
     steps, after = [], None
+    first_kept = next(bd.source[3] for bd in got if bd.text in had)
     for bd in got:
         if bd.text in had:
             after = bd.source[3]
@@ -740,6 +798,8 @@ def _import_merges(old: cst.CSTNode, new: cst.CSTNode) -> Iterator[list[dict]]:
         step = {"op": "add_import", "code": _statement(now, [bd]), "merge": True}
         if after:
             step["after"] = after
+        else:  # a name put first in the list: before the name the list started with
+            step["before"] = first_kept
         steps.append(step)
         after = bd.source[3]
     yield steps
@@ -1189,6 +1249,11 @@ def _port(recipe, package_dir: Path, skip: tuple[str, ...], base_dir: Path | Non
 _ANCHOR_FIELDS = ("cls", "function", "within")
 
 
+def _anchor_fields(op: Operation) -> tuple[str, ...]:
+    """The options of a step that name a class or module-level function it anchors on (dotted from it)."""
+    return (*_ANCHOR_FIELDS, "after", "before") if op.op == "add_definition" else _ANCHOR_FIELDS
+
+
 def follow_renamed(ops: list[tuple[int, Operation]], package_dir: Path,
                    base_dir: Path) -> tuple[list[tuple[int, Operation]], dict[int, str]]:
     """Steps whose file the release does not have, but the base release does, moved to the file where their
@@ -1213,7 +1278,7 @@ def follow_renamed(ops: list[tuple[int, Operation]], package_dir: Path,
         classes = {c.name: {f.name for f in c.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))}
                    for c in tree.body if isinstance(c, ast.ClassDef)}
         functions = {f.name for f in tree.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))}
-        heads = {getattr(op, f).split(".")[0] for _, op in ops if op.file == rel for f in _ANCHOR_FIELDS
+        heads = {getattr(op, f).split(".")[0] for _, op in ops if op.file == rel for f in _anchor_fields(op)
                  if isinstance(getattr(op, f, None), str)}
         heads = {h for h in heads if h in classes or h in functions}
         if not heads:
@@ -1240,7 +1305,7 @@ def follow_renamed(ops: list[tuple[int, Operation]], package_dir: Path,
         if op.file in verdicts:
             target, renames, why = verdicts[op.file]
             changes: dict[str, Any] = {"file": target}
-            for f in _ANCHOR_FIELDS:
+            for f in _anchor_fields(op):
                 value = getattr(op, f, None)
                 if isinstance(value, str) and value.split(".")[0] in renames:
                     head, _, rest = value.partition(".")
@@ -1344,7 +1409,8 @@ def _plan_file(recipe, rel: str, ops: list[tuple[int, Operation]], package_dir: 
             cands = tuple(Candidate(c.text, lines.get(id(c.node), c.line)).render() for c in err.candidates)
             err.at(Location(recipe=recipe.id, step=index, op=op.op, file=rel, anchor=op.anchor()))
             message = f"{err.title}: {err.message}"
-            evidence = upstream_evidence(op, module.code)
+            # the release's own lines, not those earlier steps of the recipe just added (a decorator added twice)
+            evidence = upstream_evidence(op, pristine[rel])
             if evidence:
                 status = "upstream_other_form"
                 message = (f"the release seems to have this change in another form: {len(evidence)} added "
@@ -1384,22 +1450,23 @@ def step_names(op: Operation) -> tuple[set[str], set[str]]:
     its added code uses (names, `self.x`, `.x` for an attribute of another object, keyword arguments), both less
     those of the code it matches; (set(), set()) when its code does not parse. A method that calls the method of
     the same name on another object (a layer of a call chain) uses that name."""
-    code = getattr(op, "code", None)
+    code, match = getattr(op, "code", None), getattr(op, "match", None)
+    if op.op == "unexpressed_hunk":  # what its `+` lines would add (a field, a helper) is not there either
+        code = "\n".join(ln[1:] for ln in op.diff.splitlines() if ln[:1] == "+")
+        match = "\n".join(ln[1:] for ln in op.diff.splitlines() if ln[:1] == "-")
     if not isinstance(code, str) or not code.strip():
         return set(), set()
     text = textwrap.dedent(code).strip("\n")
     wrapped = {"add_keyword_argument": "_w_({})", "add_parameter": "def _w_({}): pass", "add_element": "({},)",
                "replace_expression": "(\n{}\n)"}.get(op.op, "{}")
-    try:
-        tree = ast.parse(wrapped.format(text))
-    except SyntaxError:
+    tree = _parsed(wrapped.format(text)) if op.op != "unexpressed_hunk" else _parsed_lines(text)
+    if tree is None:
         return set(), set()
     defines, attributes, uses = _tree_names(tree)
     defines.discard("_w_")
     uses.discard("_w_")
     if op.op == "add_parameter":
         defines = set()  # a parameter is local to its function
-    match = getattr(op, "match", None)
     if isinstance(match, str):
         known = set(_WORD.findall(match))
         defines -= known
@@ -1415,10 +1482,28 @@ def step_names(op: Operation) -> tuple[set[str], set[str]]:
     return defines | attributes, uses
 
 
+def _parsed(text: str) -> ast.Module | None:
+    try:
+        return ast.parse(text)
+    except SyntaxError:
+        return None
+
+
+def _parsed_lines(text: str) -> ast.Module | None:
+    """A hunk's added lines as code: all of them when they parse together, else each line that parses alone (a
+    hunk cuts statements anywhere)."""
+    whole = _parsed(text)
+    if whole is not None:
+        return whole
+    trees = [t for line in text.splitlines() if line.strip() and (t := _parsed(line.strip())) is not None]
+    return ast.Module(body=[stmt for t in trees for stmt in t.body], type_ignores=[]) if trees else None
+
+
 def _local_scope(op: Operation) -> str | None:
     """`file::function` for a step whose statements go inside a function (their names are locals), else None."""
     where = getattr(op, "function", None) or getattr(op, "within", None)
-    if op.op not in ("insert_statements", "replace_statements", "replace_expression", "add_element") or not where:
+    if op.op not in ("insert_statements", "replace_statements", "replace_expression", "add_element",
+                     "add_keyword_argument") or not where:
         return None
     last = where.split(".")[-1]
     return None if last[:1].isupper() else f"{op.file}::{where}"
@@ -1499,7 +1584,8 @@ def consistent(ops: Sequence[tuple[int, Operation]], steps: Sequence[PortedStep]
       skipped is refused (the edits of one hunk to one place stand or fall together);
     - a step that uses a name the release does not have, which other steps add and one of them is refused or
       skipped (a layer of a call chain, a field, a helper that did not land), is refused: applied, it would call
-      what is not there;
+      what is not there (when steps of its own file add the name, only those count: a field of the same name in
+      another file's class is another field); an unexpressed hunk adds the names its `+` lines define;
     - a step whose added names (not in the release) are used by other steps, all of them refused or skipped, is
       refused: applied, it would be dead code of a change that did not land;
     - an applied step whose added lines are all in the release already (`upstream_evidence`) is upstream in
@@ -1526,9 +1612,9 @@ def consistent(ops: Sequence[tuple[int, Operation]], steps: Sequence[PortedStep]
                 users.setdefault(key, []).append(i)
 
     def related(i: int, j: int) -> bool:
-        """Does step j's definition reach step i (an import binds its names for its own file only)?"""
-        return j != i and (op_of[j].op != "add_import" and op_of[i].op != "add_import"
-                           or op_of[j].file == op_of[i].file)
+        """Does step j's definition reach step i? An import binds its names for its own file only; an import of
+        another file reads the names of the module it imports from (a helper defined there)."""
+        return j != i and (op_of[j].op != "add_import" or op_of[j].file == op_of[i].file)
     groups: dict[tuple[str, str, str], list[int]] = {}
     for i, op in ops:
         if op.group:
@@ -1565,7 +1651,9 @@ def consistent(ops: Sequence[tuple[int, Operation]], steps: Sequence[PortedStep]
             for n in sorted(filter(new, uses)):
                 keys = [f"{scope}::{n}"] if scope and "." not in n else []
                 keys.append(_bare(n))
-                gone = [j for k in keys for j in providers.get(k, []) if related(i, j) and down(j)]
+                adders = [j for k in keys for j in providers.get(k, []) if related(i, j)]
+                # two steps that add one name (a field of two classes) are told apart by their file, when they can be
+                gone = [j for j in [j for j in adders if op_of[j].file == op.file] or adders if down(j)]
                 if why is None and gone:
                     why = (f"it uses `{_bare(n)}`, which the release does not have and {label(gone[0])} (not "
                            "applied) adds")
@@ -1694,6 +1782,11 @@ def import_patch(patch: Path, *, package: str, release: str, out: Path | None = 
         raise UsageError(f"-o must be a .yaml path whose name is kebab-case (the recipe id), got {out}")
     package_dir = fetch_release(package, release) / package
     lifted = lift(package_dir, text, package=package)
+    if not lifted.steps:
+        # a recipe has at least one step: say why there is none instead of writing one that does not load
+        raise UsageError(f"nothing in {patch.name} edits an existing file of {package} {release}: "
+                         + "; ".join(f"{p} ({why})" for p, why in lifted.skipped),
+                         hint="recipes edit files the release has; check the patch's paths and --release")
     write_recipe(lifted, out, package=package, release=release, source=patch.name)
     return ImportResult(out, lifted, round_trip(out, package_dir, lifted.expected))
 

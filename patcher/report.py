@@ -565,10 +565,12 @@ def render_import(ui: UI, result: Any, *, as_json: bool = False) -> None:
         ui.err.print(f"[red]round trip differs[/red]: {escape(rel)}")
     for line in rt.errors:
         ui.err.print(f"[red]refused on the base release[/red]: {escape(line)}")
+    refused = f", {len(rt.errors)} step{'s' if len(rt.errors) != 1 else ''} refused on the base release" \
+        if rt.errors else ""
     ui.summary(result.exit_code == 0,
                f"wrote {result.recipe}: {lifted.lifted}/{len(lifted.hunks)} hunks as {len(lifted.steps)} steps; "
-               f"round trip {'byte-identical' if rt.ok else 'NOT identical'} on {len(rt.identical)}/"
-               f"{len(rt.identical) + len(rt.different)} files")
+               f"round trip: {len(rt.identical)}/{len(rt.identical) + len(rt.different)} files byte-identical"
+               f"{refused}")
 
 
 def render_port(ui: UI, result: Any, release: str, *, as_json: bool = False, variant: str | None = None) -> None:

@@ -119,6 +119,36 @@ def test_parse_patch_reads_git_and_gnu_diffs_with_any_path_style():
     assert importer.parse_patch("--- /dev/null\n+++ b/python/sglang/n.py\n@@ -0,0 +1 @@\n+x = 1\n")[0].old is None
 
 
+def test_parse_patch_reads_a_diff_of_two_trees_as_one_file_per_path_and_a_git_rename_as_a_rename():
+    # `diff -ruN` run from inside one tree against a checkout: two paths for one file, a new file dated at the epoch
+    trees = ("--- ./srt/a.py\t2026-01-02 10:00:00.000000000 +0800\n"
+             "+++ ../../../work/python/sglang/srt/a.py\t2026-01-01 10:00:00.000000000 +0800\n"
+             "@@ -1 +1 @@\n-x = 1\n+x = 2\n"
+             "--- ./srt/new.py\t1970-01-01 08:00:00.000000000 +0800\n"
+             "+++ ../../../work/python/sglang/srt/new.py\t2026-01-01 10:00:00.000000000 +0800\n"
+             "@@ -0,0 +1 @@\n+y = 1\n"
+             "--- orig/srt/b.py\n+++ srt/b.py\n@@ -1 +1 @@\n-z = 1\n+z = 2\n")
+    renamed = ("diff --git a/python/sglang/srt/old.py b/python/sglang/srt/mod/old.py\nsimilarity index 90%\n"
+               "rename from python/sglang/srt/old.py\nrename to python/sglang/srt/mod/old.py\n"
+               "--- a/python/sglang/srt/old.py\n+++ b/python/sglang/srt/mod/old.py\n@@ -1 +1 @@\n-w = 1\n+w = 2\n")
+    files = importer.parse_patch(trees + renamed)
+    assert [(f.old, f.new) for f in files] == [("srt/a.py", "srt/a.py"), (None, "srt/new.py"),
+                                               ("srt/b.py", "srt/b.py"), ("srt/old.py", "srt/mod/old.py")]
+
+
+def test_import_of_a_patch_that_edits_no_file_of_the_release_says_why_and_writes_nothing(tmp_path, monkeypatch):
+    pkg = package(tmp_path / "base", {"srt/mod.py": BEFORE})
+    monkeypatch.setattr("patcher.fetch.fetch_release", lambda package, release: pkg.parent)
+    patch = tmp_path / "team.patch"
+    patch.write_text("--- /dev/null\n+++ b/python/sglang/srt/new.py\n@@ -0,0 +1 @@\n+x = 1\n"
+                     + git_diff("a = 1\n", "a = 2\n", "srt/gone.py"))
+    out = tmp_path / "recipes" / "team.yaml"
+    with pytest.raises(UsageError, match=r"nothing in team.patch edits an existing file of sglang 0.0.1: "
+                       r"srt/new.py \(new file.*srt/gone.py \(not in this release\)") as info:
+        importer.import_patch(patch, package="sglang", release="0.0.1", out=out)
+    assert info.value.exit_code == 2 and not out.exists()
+
+
 @pytest.mark.parametrize("text, message", [
     ("just some text\n", "holds no hunk"),
     ("--- a/x.py\n+++ b/x.py\n@@ -1,3 +1,3 @@\n a\n-b\n+c\n", "cut short"),
@@ -315,6 +345,65 @@ def test_a_name_added_to_an_import_list_is_lifted_as_a_merged_add_import_and_fol
     has = IMPORTS.replace("import add_prefix", "import add_prefix\nfrom sglang.srt.layers.utils import is_prefill_cp")
     ported = importer.port(recipe, package(tmp_path / "has", {"srt/m.py": has}))
     assert [s.status for s in ported.steps] == ["already_upstream"]
+
+
+def lifted_round_trip(tmp_path: Path, before: str, after: str, rel: str):
+    """The steps lifted from the diff of one file, and the recipe as loaded from disk (its round trip checked)."""
+    pkg = package(tmp_path / "base", {rel: before})
+    lifted, out = lift_and_write(tmp_path, pkg, git_diff(before, after, rel))
+    assert importer.round_trip(out, pkg, lifted.expected).ok
+    return lifted.steps, load_recipe(out)
+
+
+def test_a_name_put_first_in_an_import_list_is_merged_before_the_name_that_led_it(tmp_path):
+    after = IMPORTS.replace("import (\n    can_split,\n", "import (\n    as_list,\n    can_split,\n")
+    steps, recipe = lifted_round_trip(tmp_path, IMPORTS, after, "srt/m.py")
+    assert [s.options.get("before") for s in steps] == ["can_split"]
+    later = IMPORTS.replace("    gather_output,\n", "    gather_output,\n    shard,\n")
+    ported = importer.port(recipe, package(tmp_path / "later", {"srt/m.py": later}))
+    assert [s.status for s in ported.steps] == ["applied"]
+    assert b"import (\n    as_list,\n    can_split,\n    gather_output,\n    shard,\n)" in ported.files["srt/m.py"]
+
+
+LOADER = '''\
+class Loader:
+    def prepare(
+        self, path: str, revision: str
+    ) -> str:
+        """Prepare the weights.
+
+        Downloads them first."""
+        return path
+
+    def weights(self, source):
+        extra = self.config.extra
+        # read the files
+        folder, files = self.prepare(source.path, source.revision)
+        return files
+'''
+
+
+def test_a_decorator_added_to_a_method_with_a_docstring_is_lifted_by_its_header(tmp_path):
+    after = LOADER.replace("    def prepare(", "    @traced\n    def prepare(")
+    steps, recipe = lifted_round_trip(tmp_path, LOADER, after, "srt/l.py")
+    assert [s.options["op"] for s in steps] == ["replace_statements"]
+    assert steps[0].options["code"].startswith("@traced\ndef prepare(")
+    later = LOADER.replace("return path", "return path.strip()")
+    ported = importer.port(recipe, package(tmp_path / "later", {"srt/l.py": later}))
+    assert ported.files["srt/l.py"].decode() == after.replace("return path", "return path.strip()")
+
+
+def test_statements_inserted_with_a_blank_line_below_are_one_step_that_survives_an_edit_below(tmp_path):
+    after = LOADER.replace("        extra = self.config.extra\n", "        extra = self.config.extra\n"
+                           "        if extra.get(\"fast\"):\n            return source.path\n\n")
+    steps, recipe = lifted_round_trip(tmp_path, LOADER, after, "srt/l.py")
+    assert [(s.options["op"], s.options["match"], s.options.get("blank_lines_after")) for s in steps] == [
+        ("insert_statements", "extra = self.config.extra", 1)]
+    # upstream passed one more argument to the statement below: the insertion (and its blank line) still lands
+    later = LOADER.replace("source.path, source.revision)", "source.path, source.revision, source.pt)")
+    ported = importer.port(recipe, package(tmp_path / "later", {"srt/l.py": later}))
+    assert [s.status for s in ported.steps] == ["applied"]
+    assert ported.files["srt/l.py"].decode() == after.replace("source.revision)", "source.revision, source.pt)")
 
 
 # --------------------------------------------------------------------------------------------------- real releases
@@ -753,7 +842,65 @@ def test_port_follows_a_file_upstream_renamed_with_its_class_and_says_so(tmp_pat
     assert "not in the release" in ported.steps[0].message
 
 
-def test_bench_landed_in_the_teams_context_reads_the_context_from_the_teams_files():
+FIELDS = {"srt/a.py": "class A:\n    size: int = 0\n\n\ndef make_a():\n    return A(size=1)\n",
+          "srt/b.py": "class B:\n    size: int = 0\n\n\ndef make_b():\n    return B(size=1)\n"}
+
+
+def test_a_step_that_needs_a_name_an_unexpressed_hunk_adds_falls_and_a_same_named_field_of_another_file_does_not(
+        tmp_path):
+    pkg = package(tmp_path / "base", FIELDS)
+    a_after = FIELDS["srt/a.py"].replace("size: int = 0\n", "size: int = 0\n    temps: int = 1\n").replace(
+        "A(size=1)", "A(size=1, temps=2)")
+    # b's field is added by a hunk made on another tree (its context is not in the release): unexpressed
+    b_field = ("--- a/python/sglang/srt/b.py\n+++ b/python/sglang/srt/b.py\n@@ -1,2 +1,3 @@\n class B:\n"
+               "     width: int = 0\n+    temps: int = 1\n")
+    b_call = git_diff(FIELDS["srt/b.py"], FIELDS["srt/b.py"].replace("B(size=1)", "B(size=1, temps=2)"), "srt/b.py")
+    patch = git_diff(FIELDS["srt/a.py"], a_after, "srt/a.py") + b_field + b_call.split("\n", 2)[2].split("\n", 2)[2]
+    lifted, out = lift_and_write(tmp_path, pkg, patch)
+    ops = {s.options["op"] for s in lifted.steps}
+    assert {"unexpressed_hunk", "add_keyword_argument", "add_dataclass_field"} <= ops
+    ported = importer.port(load_recipe(out), pkg)
+    status = {(s.file, s.op): (s.status, s.message) for s in ported.steps}
+    assert status[("srt/a.py", "add_dataclass_field")][0] == status[("srt/a.py", "add_keyword_argument")][0] == "applied"
+    b_call_status, why = status[("srt/b.py", "add_keyword_argument")]
+    assert b_call_status == "refused" and "uses `temps`" in why and "unexpressed-hunk" in why
+
+
+def test_a_module_split_into_a_package_is_followed_by_its_functions_and_an_import_of_a_helper_that_fell_falls(
+        tmp_path):
+    utils = "import os\n\n\ndef check(x):\n    return x\n"
+    runner = "from sglang.srt.utils import check\n\n\ndef run():\n    return check(1)\n"
+    after_utils = "import inspect\nimport os\n\n\ndef check(x):\n    return x\n\n\ndef traced(f):\n    return f\n"
+    after_runner = runner.replace("import check\n", "import check, traced\n").replace("def run", "@traced\ndef run")
+    pkg = package(tmp_path / "base", {"srt/utils.py": utils, "srt/runner.py": runner})
+    lifted, out = lift_and_write(tmp_path, pkg, git_diff(utils, after_utils, "srt/utils.py")
+                                 + git_diff(runner, after_runner, "srt/runner.py"))
+    recipe = load_recipe(out)
+    later = package(tmp_path / "later", {"srt/utils/common.py": utils, "srt/utils/__init__.py": "",
+                                         "srt/runner.py": runner})
+    ported = importer.port(recipe, later, base_dir=pkg)
+    moved = [s for s in ported.steps if s.file == "srt/utils/common.py"]
+    assert [s.status for s in moved] == ["applied", "applied"] and "where `check` is defined" in moved[0].message
+    assert {s.status for s in ported.steps} == {"applied"}
+    # the helper is not ported: the import of it in another file falls, and the decorator with it
+    helper = next(s.name for s in ported.steps if s.op == "add_definition")
+    ported = importer.port(recipe, later, base_dir=pkg, skip=[helper])
+    assert {s.status for s in ported.steps if s.file == "srt/runner.py"} == {"refused"}
+
+
+def test_a_refusal_is_not_upstream_in_another_form_for_a_line_an_earlier_step_of_the_recipe_added(tmp_path):
+    filler = "".join(f"    def f{k}(self):\n        return {k}\n\n" for k in range(3))  # two hunks, two groups
+    before = f"class M:\n    def load(self):\n        return 1\n\n{filler}    def update(self, path):\n        return 2\n"
+    after = before.replace("    def load", "    @traced\n    def load").replace("    def update", "    @traced\n    def update")
+    pkg = package(tmp_path / "base", {"srt/m.py": before})
+    _, out = lift_and_write(tmp_path, pkg, git_diff(before, after, "srt/m.py"))
+    later = package(tmp_path / "later", {"srt/m.py": before.replace("update(self, path)", "update(self, path, fmt)")})
+    ported = importer.port(load_recipe(out), later)
+    assert [s.status for s in ported.steps] == ["applied", "refused"]
+    assert "another form" not in ported.steps[1].message
+
+
+def bench_module():
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("specpatch_bench_import",
@@ -761,6 +908,25 @@ def test_bench_landed_in_the_teams_context_reads_the_context_from_the_teams_file
     bench = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = bench  # its dataclasses look their module up
     spec.loader.exec_module(bench)
+    return bench
+
+
+def test_bench_gives_patch_a_diff_of_two_trees_with_the_paths_patch_p2_finds(tmp_path):
+    bench = bench_module()
+    tree = tmp_path / "later"
+    package(tree, {"srt/a.py": "x = 1\n"})
+    team = tmp_path / "team.patch"
+    team.write_text("--- ./srt/a.py\t2026-01-02 10:00:00.000000000 +0800\n"
+                    "+++ ../../../work/python/sglang/srt/a.py\t2026-01-01 10:00:00.000000000 +0800\n"
+                    "@@ -1 +1 @@\n-x = 1\n+x = 2\n")
+    log, rc = bench.run_patch(team, tree, 0)
+    assert rc == 0, log
+    assert (tree / "sglang" / "srt" / "a.py").read_text() == "x = 2\n" and sorted(p.name for p in tree.iterdir()) == [
+        "sglang"]
+
+
+def test_bench_landed_in_the_teams_context_reads_the_context_from_the_teams_files():
+    bench = bench_module()
     patch = git_diff("import contextlib\nfrom abc import ABC\n", "import contextlib\nimport os\nfrom abc import ABC\n",
                      "srt/s.py")
     fp = importer.parse_patch(patch)[0]

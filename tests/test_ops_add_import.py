@@ -394,3 +394,28 @@ def test_sorted_without_a_sorted_section_around_it_goes_at_the_end():
         import os
         x = 1
         ''')
+
+
+def test_merge_before_puts_a_name_first_in_the_list_and_appends_when_that_name_is_gone():
+    before = '''
+        from a.b import (
+            c,
+            d,
+        )
+        '''
+    check(merge("from a.b import e", before="c"), before, '''
+        from a.b import (
+            e,
+            c,
+            d,
+        )
+        ''')
+    check(merge("from a.b import e", before="gone"), before, '''
+        from a.b import (
+            c,
+            d,
+            e,
+        )
+        ''')
+    with pytest.raises(ValidationError, match="not both"):
+        op("add_import", code="from a.b import e", merge=True, after="c", before="d")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from op_helpers import cannot, check, op, unchanged
+from op_helpers import cannot, check, op, src, unchanged
 
 from patcher.errors import AnchorAmbiguous, AnchorNotFound
 from patcher.model import ValidationError
@@ -346,3 +346,46 @@ def test_fallback_match_refuses_when_ambiguous_or_both_are_gone():
 def test_fallback_match_needs_match():
     with pytest.raises(ValidationError):
         op("insert_statements", function="W.f", at="start", code="x = 1", fallback_match="y = 2")
+
+
+SPACED = """
+    class L:
+        def it(self, source):
+            extra = self.extra
+            # read the files
+            files = self.prepare(source)
+            return files
+    """
+
+
+def test_blank_lines_after_space_the_new_code_from_the_statement_below_which_keeps_its_comment():
+    code = 'if extra.get("fast"):\n    return source'
+    spaced = """
+        class L:
+            def it(self, source):
+                extra = self.extra
+                if extra.get("fast"):
+                    return source
+
+                # read the files
+                files = self.prepare(source)
+                return files
+        """
+    check(op("insert_statements", function="L.it", at="after", match="extra = self.extra", code=code,
+             blank_lines_after=1), SPACED, spaced)
+    # on the other side of the statement below, with its comment above the new code; and at the start
+    comment_above = src(spaced).replace("        # read the files\n", "").replace(
+        "        extra = self.extra\n", "        extra = self.extra\n        # read the files\n")
+    check(op("insert_statements", function="L.it", at="before", match="files = self.prepare(...)", code=code,
+             blank_lines_after=1), SPACED, comment_above)
+    plain = src(SPACED)
+    check(op("insert_statements", function="L.it", at="start", code="n = 0", blank_lines_after=1), plain,
+          plain.replace("def it(self, source):\n", "def it(self, source):\n        n = 0\n\n"))
+    # a blank line already there is not doubled; at the end of the block there is nothing to space
+    already = plain.replace("        # read", "\n        # read")
+    check(op("insert_statements", function="L.it", at="after", match="extra = self.extra", code="n = 0",
+             blank_lines_after=1), already, already.replace("extra = self.extra\n", "extra = self.extra\n        n = 0\n"))
+    check(op("insert_statements", function="L.it", at="after", match="return files", code="n = 0",
+             blank_lines_after=1), plain, plain.replace("return files\n", "return files\n        n = 0\n"))
+    with pytest.raises(ValidationError, match="0 or more"):
+        op("insert_statements", function="L.it", at="start", code="n = 0", blank_lines_after=-1)

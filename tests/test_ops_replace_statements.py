@@ -224,3 +224,29 @@ def test_a_literal_stub_body_is_still_a_header_and_code_that_is_not_a_header_mat
             with a(), b():
                 y = 1
         """)
+
+
+def test_a_new_header_leaves_the_docstring_of_the_block_it_keeps_where_it_is():
+    # a decorator added to a method whose docstring spans lines: the docstring is the release's, not moved right
+    step = rep("def prepare(\n    self, path: str\n) -> str:\n    ...", "@traced\ndef prepare(\n    self, path: str\n) -> str:\n    ...",
+               within="L")
+    check(step, '''
+        class L:
+            def prepare(
+                self, path: str
+            ) -> str:
+                """Prepare the weights.
+
+                Downloads them first."""
+                return path
+        ''', '''
+        class L:
+            @traced
+            def prepare(
+                self, path: str
+            ) -> str:
+                """Prepare the weights.
+
+                Downloads them first."""
+                return path
+        ''')

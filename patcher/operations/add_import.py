@@ -20,9 +20,9 @@ and `pass` (so `if TYPE_CHECKING:` blocks are passed over, while `logger = ...`,
 docstring (or at the top). A `from __future__ import ...` goes after the docstring and the other `__future__` imports.
 
 With `merge: true` (a `from` import only), the missing names join the module's own `from a.b import ...` statement
-of the same module instead, in its layout: `after: c` places them after the name `c` (at the end of the list when
-`c` is not in it), which is how a patch that adds one name to a parenthesized import list is carried to a release
-whose list has changed around it. Without such a statement, a new one is added as above. Example::
+of the same module instead, in its layout: `after: c` places them after the name `c`, `before: c` (for names a
+patch put first in the list) before it, at the end of the list when `c` is not in it; that is how a patch that adds
+one name to a parenthesized import list is carried to a release whose list has changed around it. Without such a statement, a new one is added as above. Example::
 
     - op: add_import
       file: srt/models/deepseek_nextn.py
@@ -144,15 +144,20 @@ class AddImport(Operation):
                          "`from` statement of that module (if it has one) instead of a new statement")
     after: str | None = option(default=None, description="with `merge`: the imported name the new names follow "
                                "in that statement (default, or when it is not there: the end of its list)")
+    before: str | None = option(default=None, description="with `merge`, instead of `after`: the imported name the "
+                                "new names precede (when it is not there: the end of its list)")
 
     sorted: bool = option(default=False, description="place the new statement where it sorts in its section of the "
                           "leading import block (isort order), not at the block's end")
 
     def __post_init__(self) -> None:
-        if (self.merge or self.after) and not isinstance(_parse_import(self.code), ast.ImportFrom):
-            raise ValueError("`merge` and `after` are for a `from ... import ...` statement")
-        if self.after and not self.merge:
-            raise ValueError("`after` places names in an existing import statement: it needs `merge: true`")
+        if (self.merge or self.after or self.before) and not isinstance(_parse_import(self.code), ast.ImportFrom):
+            raise ValueError("`merge`, `after` and `before` are for a `from ... import ...` statement")
+        if (self.after or self.before) and not self.merge:
+            raise ValueError("`after` and `before` place names in an existing import statement: that needs "
+                             "`merge: true`")
+        if self.after and self.before:
+            raise ValueError("give `after` or `before`, not both")
 
     def describe(self) -> str:
         return f"add `{' '.join(self.code.split())}`"
@@ -206,7 +211,7 @@ class AddImport(Operation):
 
     def _merge(self, module: cst.Module, wanted: ast.ImportFrom, missing: list[Binding]) -> Outcome | None:
         """The module with `missing` added to its own `from` statement of `wanted`'s module (the one that holds
-        `after`, else the first), or None when it has none."""
+        `after` or `before`, else the first), or None when it has none."""
         from ._code import insert_item
 
         same = []
@@ -222,10 +227,14 @@ class AddImport(Operation):
         def names(stmt: cst.SimpleStatementLine) -> list[str]:
             return [a.name for a in _as_ast(stmt.body[0]).names]
 
-        stmt = next((s for s in same if self.after in names(s)), same[0])
+        neighbour = self.after or self.before
+        stmt = next((s for s in same if neighbour in names(s)), same[0])
         node: cst.ImportFrom = stmt.body[0]
         listed = names(stmt)
-        index = listed.index(self.after) + 1 if self.after in listed else len(listed)
+        if neighbour in listed:
+            index = listed.index(neighbour) + (1 if self.after else 0)
+        else:
+            index = len(listed)
         opening = node.lpar.whitespace_after if node.lpar else None
         items = list(node.names)
         for b in missing:

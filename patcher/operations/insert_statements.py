@@ -22,6 +22,11 @@ right before/after that statement, in its block, with its indentation; with `bef
 matched statement stay above the new code. Blank lines at the top of `code` are kept. `match` is refused at load time with `at: start`/`at: end`, and required
 with `before`/`after`.
 
+`blank_lines_after: N` (what `specpatch import` writes when the patch left a blank line below the code it inserted)
+puts N blank lines between the new code and the statement after it, unless that statement already has as many
+above it; its comment lines stay with it, below them. At the end of a block there is no statement after it, and
+nothing to do.
+
 `fallback_match` (with `before`/`after`, what `specpatch import` writes when it can) is a pattern of the statement on
 the other side of the insertion point: the one that followed the insertion point (`at: after`) or preceded it
 (`at: before`) in the release the recipe was made on. It is read only when no statement matches `match` (upstream
@@ -52,8 +57,9 @@ from typing import ClassVar, Literal, Sequence
 
 import libcst as cst
 
-from ..anchors import (NodePath, body_of, code_of, find_function, insert_after, insert_before, is_docstring,
-                       near_statements, normalized, parse_statements, set_block_body, statements_matching)
+from ..anchors import (NodePath, body_of, code_of, find_function, fit, indent_of, insert_after, insert_before,
+                       is_docstring, near_statements, normalized, parse_statements, replace_at, set_block_body,
+                       statements_matching)
 from ..errors import AnchorAmbiguous, AnchorNotFound, Candidate, RecipeError
 from ..model import option
 from ..patterns import Pattern
@@ -75,10 +81,14 @@ class InsertStatements(Operation):
         "point, the anchor when nothing matches `match`")
     if_present_elsewhere: Literal["apply", "refuse"] = option(
         default="apply", description="when a statement that `code` adds is already in the function: apply | refuse")
+    blank_lines_after: int = option(default=0, description="blank lines between the new code and the statement "
+                                    "after it")
 
     templated: ClassVar[tuple[str, ...]] = ("code",)
 
     def __post_init__(self) -> None:
+        if self.blank_lines_after < 0:
+            raise ValueError("`blank_lines_after` is a number of lines: 0 or more")
         if self.at in ("before", "after"):
             if self.match is None:
                 raise ValueError(f"`at: {self.at}` needs `match`, a pattern of the statement to insert {self.at}")
@@ -133,8 +143,12 @@ class InsertStatements(Operation):
             have = statements[max(first, len(statements) - k):]
         if _same_statements(module, have, new):
             return AlreadyApplied(have[0])
-        body = [*statements[:first], *new, *statements[first:]] if self.at == "start" else [*statements, *new]
-        return Changed(set_block_body(fpath, body), inserted=tuple(new), anchor=fpath[-1])
+        if self.at == "start":
+            rest = statements[first:]
+            padded = [self._spaced(rest[0]), *rest[1:]] if rest else []
+            body = [*statements[:first], *new, *padded]
+            return Changed(set_block_body(fpath, body, placed=padded[:1]), inserted=tuple(new), anchor=fpath[-1])
+        return Changed(set_block_body(fpath, [*statements, *new]), inserted=tuple(new), anchor=fpath[-1])
 
     def _next_to_match(self, module: cst.Module, fpath: NodePath, new: list[cst.BaseStatement],
                        pattern: Pattern, at: str) -> Outcome:
@@ -156,8 +170,33 @@ class InsertStatements(Operation):
             return AlreadyApplied(placed[id(anchor[-1])][0])
         if self.if_present_elsewhere == "refuse":
             self._refuse_duplicates(module, fpath, new)
-        edit = insert_after if at == "after" else insert_before
-        return Changed(edit(anchor, new), inserted=tuple(new), anchor=anchor[-1])
+        return Changed(self._insert(anchor, new, at), inserted=tuple(new), anchor=anchor[-1])
+
+    def _insert(self, anchor: NodePath, new: list[cst.BaseStatement], at: str) -> cst.Module:
+        """The module with `new` on the `at` side of the statement at `anchor`, `blank_lines_after` blank lines
+        between it and the statement after it (which keeps its comment lines, below them)."""
+        if not self.blank_lines_after:
+            return (insert_after if at == "after" else insert_before)(anchor, new)
+        block = list(body_of(anchor[-2]))
+        i = next(j for j, s in enumerate(block) if s is anchor[-1])
+        if at == "after":
+            if i + 1 == len(block):
+                return insert_after(anchor, new)
+            follower = (*anchor[:-1], block[i + 1])
+            return replace_at(follower, [*fit(new, indent_of(follower), anchor[0]), self._spaced(follower[-1])])
+        lead = tuple(getattr(anchor[-1], "leading_lines", ()))
+        new = fit(new, indent_of(anchor), anchor[0])
+        new[0] = new[0].with_changes(leading_lines=(*lead, *new[0].leading_lines))
+        return replace_at(anchor, [*new, self._spaced(anchor[-1].with_changes(leading_lines=()))])
+
+    def _spaced(self, stmt: cst.CSTNode) -> cst.CSTNode:
+        """`stmt` with `blank_lines_after` blank lines at the top of its leading lines (counting those it has)."""
+        lead = tuple(getattr(stmt, "leading_lines", ()))
+        have = next((k for k, line in enumerate(lead) if line.comment is not None), len(lead))
+        missing = self.blank_lines_after - have
+        if missing <= 0:
+            return stmt
+        return stmt.with_changes(leading_lines=(*(cst.EmptyLine(indent=False) for _ in range(missing)), *lead))
 
     def _refuse_duplicates(self, module: cst.Module, fpath: NodePath, new: Sequence[cst.BaseStatement]) -> None:
         from ._code import fingerprint

@@ -44,7 +44,7 @@ from typing import Literal, Sequence
 
 import libcst as cst
 
-from ..anchors import NodePath, near, set_block_body
+from ..anchors import NodePath, fit, indent_of, near, set_block_body
 from ..errors import AnchorAmbiguous, AnchorNotFound, Candidate, Conflict, RecipeError
 from ..model import option
 from ._code import blocks_under, contains, fingerprint, first_line, line_text, parse_block, scope_path
@@ -146,10 +146,14 @@ class ReplaceStatements(Operation):
                                   candidates=[Candidate(f"`{first_line(module, s)}`", node=s) for _, s in anchors])
         owner, stmt = anchors[0]
         lead = tuple(getattr(stmt, "leading_lines", ()))
-        changes = {"body": stmt.body, "leading_lines": (*lead, *new.leading_lines)}
+        # the header is fitted to the statement's indentation alone: the release's blocks are already there (a
+        # docstring in them re-fitted would move right)
+        header = fit([new.with_changes(leading_lines=(*lead, *new.leading_lines))], indent_of((*owner, stmt)),
+                     module)[0]
+        changes = {"body": stmt.body}
         if hasattr(stmt, "orelse"):
             changes["orelse"] = stmt.orelse  # the `else`/`elif` arms are the block's, kept as they are
-        replaced = new.with_changes(**changes)
+        replaced = header.with_changes(**changes)
         statements = list(_body(owner))
         i = next(j for j, s in enumerate(statements) if s is stmt)
         statements[i] = replaced
@@ -159,7 +163,7 @@ class ReplaceStatements(Operation):
             changed = replace_at(owner, owner[-1].with_changes(body=tuple(statements))) if len(owner) > 1 \
                 else owner[-1].with_changes(body=tuple(statements))
         else:
-            changed = set_block_body(owner, statements)
+            changed = set_block_body(owner, statements, placed=(replaced,))
         return Changed(changed, inserted=(replaced,), anchor=stmt)
 
     def _refuse_duplicates(self, module: cst.Module, scope: NodePath, old_keys: list, new: list,
