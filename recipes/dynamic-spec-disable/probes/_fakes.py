@@ -93,6 +93,17 @@ def draft_answer(fb) -> LogitsProcessorOutput:
     return LogitsProcessorOutput(next_token_logits=logits, hidden_states=hidden)
 
 
+def expected(batch, token: str):
+    """Per request: the sampled token, its KV slot (position s), and the draft's answer at position s (`token`: the
+    draft input's field of the previous token)."""
+    out = []
+    for i in range(len(batch.seq_lens)):
+        s, row, v = int(batch.seq_lens[i]), int(batch.req_pool_indices[i]), int(getattr(batch.spec_info, token)[i])
+        t = target_token(v, s + 1)
+        out.append(SimpleNamespace(s=s, row=row, v=v, t=t, slot=slot(row, s), draft=draft_token(t, s)))
+    return out
+
+
 def on_cpu() -> None:
     """What the one-token-graph probes replace to run the worker on CPU."""
     from sglang.srt.managers import overlap_utils

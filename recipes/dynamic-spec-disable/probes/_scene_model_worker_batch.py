@@ -32,9 +32,8 @@ from sglang.srt.speculative.spec_info import SpeculativeAlgorithm
 import _contract
 import _fakes
 import _releases
-from _contract import assert_speculative_state, took_fallback, took_speculative_path  # noqa: F401 (the scene's)
-from _fakes import BUILT, H_DRAFT, H_TARGET, N_DRAFT, STEPS, V, Backend, draft_answer, draft_token, record_forward
-from _fakes import slot, target_token
+from _contract import assert_speculative_state  # noqa: F401 (the scene's)
+from _fakes import BUILT, H_DRAFT, H_TARGET, N_DRAFT, STEPS, V, Backend, draft_answer, record_forward
 
 REL = _releases.CURRENT
 CUDA_GRAPH_BS = [1, 2, 4, 8, 16]
@@ -205,16 +204,6 @@ def decode_batch(bs: int, *, mode: ForwardMode = ForwardMode.DECODE, global_num_
         encoder_cached=None, encoder_lens=None, encoder_lens_cpu=None, encoder_out_cache_loc=None,
         lora_ids=[None] * bs, sampling_info=info, spec_algorithm=EAGLE, spec_info=spec_info,
         capture_hidden_mode=CaptureHiddenMode.FULL, **fields)
-
-
-def expected(batch: ModelWorkerBatch):
-    """Per request: the sampled token, its KV slot (position s), and the draft's answer at position s."""
-    out = []
-    for i in range(len(batch.seq_lens)):
-        s, row, v = int(batch.seq_lens[i]), int(batch.req_pool_indices[i]), int(getattr(batch.spec_info, REL.token)[i])
-        t = target_token(v, s + 1)
-        out.append(SimpleNamespace(s=s, row=row, v=v, t=t, slot=slot(row, s), draft=draft_token(t, s)))
-    return out
 
 
 def step(w, batch):

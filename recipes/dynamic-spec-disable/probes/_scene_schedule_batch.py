@@ -23,7 +23,6 @@ from types import SimpleNamespace
 
 import torch
 
-from sglang.srt.environ import envs
 from sglang.srt.managers import overlap_utils
 from sglang.srt.managers.schedule_batch import ScheduleBatch
 from sglang.srt.managers.scheduler import Scheduler
@@ -33,11 +32,10 @@ from sglang.srt.speculative import eagle_worker_v2
 from sglang.srt.speculative.eagle_info import EagleDraftInput
 from sglang.srt.speculative.spec_info import SpeculativeAlgorithm
 
-import _contract
 import _fakes
 import _releases
 from _contract import assert_speculative_state  # noqa: F401 (the scene's)
-from _fakes import BUILT, H_DRAFT, N_DRAFT, STEPS, V, Backend, draft_token, make_pool, slot, target_token
+from _fakes import BUILT, H_DRAFT, N_DRAFT, STEPS, V, Backend, make_pool
 
 REL = _releases.CURRENT
 EAGLE = SpeculativeAlgorithm.EAGLE
@@ -243,16 +241,6 @@ def decode_batch(bs: int, *, mode: ForwardMode = ForwardMode.DECODE, global_num_
         global_num_tokens=global_num_tokens, global_num_tokens_for_logprob=global_num_tokens,
         is_extend_in_batch=is_extend_in_batch, spec_algorithm=EAGLE, sampling_info=info, spec_info=spec_info,
         has_grammar=has_grammar)
-
-
-def expected(batch: ScheduleBatch):
-    """Per request: the sampled token, its KV slot (position s), and the draft's answer at position s."""
-    out = []
-    for i in range(len(batch.seq_lens)):
-        s, row, v = int(batch.seq_lens[i]), int(batch.req_pool_indices[i]), int(batch.spec_info.bonus_tokens[i])
-        t = target_token(v, s + 1)
-        out.append(SimpleNamespace(s=s, row=row, v=v, t=t, slot=slot(row, s), draft=draft_token(t, s)))
-    return out
 
 
 def step(w, batch):

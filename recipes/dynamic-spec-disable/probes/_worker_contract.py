@@ -63,7 +63,7 @@ def check_fallback(catch_up: str, **options):
         bs, n = 5, S.STRIDE
         w, batch = S.fallback_scene(catch_up, bs, **options)
         assert w.spec_disable_catch_up == catch_up
-        exp = S.expected(batch)
+        exp = _fakes.expected(batch, REL.token)
         seq_lens_values = batch.seq_lens.clone()
         entry = SimpleNamespace()
         real_fallback = w._forward_without_speculation
