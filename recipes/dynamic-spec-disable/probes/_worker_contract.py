@@ -219,26 +219,19 @@ def check_dp_attention():
 
 
 def check_restored_on_error():
-    w = S.make_worker(1, catch_up="padded")
-    w.target_worker.fail_forward = True
-    try:
-        S.step(w, S.decode_batch(2))
-    except RuntimeError:
-        pass
-    else:
-        raise AssertionError("the target's exception was swallowed")
-    assert_speculative_state(w, "after a target forward that raised")
-    if REL.on_publish:
-        assert not w.published, "lengths were published for a step whose target forward failed"
-    w = S.make_worker(1, catch_up="padded", **S.EAGER_DRAFT_EXTEND)
-    w.draft_worker.draft_runner.fail_forward = True
-    try:
-        S.step(w, S.decode_batch(2))
-    except RuntimeError:
-        pass
-    else:
-        raise AssertionError("the draft's exception was swallowed")
-    assert_speculative_state(w, "after a draft extend that raised")
+    for what, fails, options in (("target forward", lambda w: w.target_worker, {}),
+                                 ("draft extend", lambda w: w.draft_worker.draft_runner, S.EAGER_DRAFT_EXTEND)):
+        w = S.make_worker(1, catch_up="padded", **options)
+        fails(w).fail_forward = True
+        try:
+            S.step(w, S.decode_batch(2))
+        except RuntimeError:
+            pass
+        else:
+            raise AssertionError(f"the {what}'s exception was swallowed")
+        assert_speculative_state(w, f"after a {what} that raised")
+        if REL.on_publish and what == "target forward":
+            assert not w.published, "lengths were published for a step whose target forward failed"
     return "a target forward or draft extend that raises still gets the speculative state back" + \
         (", and nothing is published for a failed target forward" if REL.on_publish else "")
 
