@@ -428,6 +428,7 @@ def check_published(w, entry, exp, catch_up, **options):
 def check_catch_up_graph(de, rc, bs):
     if de.graph is not None:
         assert rc.graph is de.graph, "the draft model ran eagerly beside the one-token graph"
+        assert de.backend is de.graph.attn_backend, "the draft extend ran on another backend than its graph's"
         assert len(de.graph.replays) == 1, "the one-token draft-extend graph was not replayed"
         return "one-token draft extend replayed from its graph"
     assert rc.graph is None

@@ -138,6 +138,7 @@ class RecordingDraftWorker(_fakes.RecordingDraftWorker):
                                       disabled=self.server_args.disable_cuda_graph))
         self.cuda_graph_runner = None
         self.cuda_graph_runner_for_draft_extend = DraftExtendGraph(self.speculative_num_draft_tokens)
+        BUILT.draft_graphs.append(self.cuda_graph_runner_for_draft_extend)
 
 
 def make_worker(threshold: int = 0, *, dp_attention: bool = False, catch_up: str | None = None,
@@ -164,10 +165,12 @@ def make_worker(threshold: int = 0, *, dp_attention: bool = False, catch_up: str
                            published=[], _target_worker=target, _draft_worker=dw)
     _fakes.install_verify(w, pool, REL.token, lens_on_result=True)
     BUILT.target_graphs.clear()
+    BUILT.draft_graphs.clear()
     BUILT.draft_backends.clear()
     with _fakes.catch_up_env(catch_up):
         w._init_speculative_disable(server_args)
-    w.built = SimpleNamespace(target_graphs=list(BUILT.target_graphs), draft_backends=list(BUILT.draft_backends))
+    w.built = SimpleNamespace(target_graphs=list(BUILT.target_graphs), draft_graphs=list(BUILT.draft_graphs),
+                              draft_backends=list(BUILT.draft_backends))
     return w
 
 

@@ -85,6 +85,8 @@ def check_fallback(catch_up: str, **options):
         assert w.built.target_graphs and call.graph_runner is w.built.target_graphs[0] is target_graph, \
             f"the target forward ran with graph runner {call.graph_runner}, not the plain DECODE graph runner " \
             "built at start-up"
+        assert one_token_graph is (w.built.draft_graphs[0] if w.built.draft_graphs else None), \
+            f"the one-token state holds the draft-extend graph {one_token_graph}, not the one built at start-up"
         assert call.attn_backend is target_backend is w.target_worker.model_runner.backend_calls[0].backend, \
             f"the target forward ran with attention backend {call.attn_backend}, not the plain one built with its graph"
         S.check_target_state(call, result)
@@ -200,7 +202,8 @@ def check_dp_attention():
     assert not w.draft_worker.draft_calls and not w.verify_calls, "an idle rank speculated while the others did not"
     assert len(calls) == 1 and calls[0].mode.is_idle() and calls[0].spec_info_is_none, "idle rank: no IDLE target"
     plain = w._spec_disable_plain
-    assert calls[0].attn_backend is plain[4] and calls[0].graph_runner is plain[5], \
+    assert calls[0].attn_backend is plain[4] is w.target_worker.model_runner.backend_calls[0].backend and \
+        calls[0].graph_runner is plain[5], \
         "idle rank: the target did not run on the one-token state"
     assert_speculative_state(w, "after an idle rank's step")
     assert result.next_token_ids.shape == (0,) and result.accept_lens.shape == (0,)
