@@ -156,14 +156,7 @@ def make_worker(threshold: int = 0, *, dp_attention: bool = False, nan_detection
     w = _fakes.bare_worker(server_args, pool, enable_nan_detection=nan_detection, log=log,
                            _target_worker=_fakes.FakeTargetWorker(runner, log), _draft_worker=dw)
     _fakes.install_verify(w, pool, REL.token, pass_allocate_lens=True)  # 0.5.4 - 0.5.5 pass it on
-    BUILT.target_graphs.clear()
-    BUILT.draft_graphs.clear()
-    BUILT.draft_backends.clear()
-    with _fakes.catch_up_env(catch_up):
-        w._init_speculative_disable(server_args)
-    w.built = SimpleNamespace(target_graphs=list(BUILT.target_graphs), draft_graphs=list(BUILT.draft_graphs),
-                              draft_backends=list(BUILT.draft_backends))
-    return w
+    return _fakes.start_up(w, server_args, catch_up)
 
 
 def sampling_info(bs: int):

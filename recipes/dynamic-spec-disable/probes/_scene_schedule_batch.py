@@ -164,14 +164,7 @@ def make_worker(threshold: int = 0, *, dp_attention: bool = False, catch_up: str
     w = _fakes.bare_worker(server_args, pool, adaptive_controller=None, enable_nan_detection=nan_detection, log=log,
                            published=[], _target_worker=target, _draft_worker=dw)
     _fakes.install_verify(w, pool, REL.token, lens_on_result=True)
-    BUILT.target_graphs.clear()
-    BUILT.draft_graphs.clear()
-    BUILT.draft_backends.clear()
-    with _fakes.catch_up_env(catch_up):
-        w._init_speculative_disable(server_args)
-    w.built = SimpleNamespace(target_graphs=list(BUILT.target_graphs), draft_graphs=list(BUILT.draft_graphs),
-                              draft_backends=list(BUILT.draft_backends))
-    return w
+    return _fakes.start_up(w, server_args, catch_up)
 
 
 class FakeOrchestrator:
