@@ -19,7 +19,7 @@ from sglang.srt.speculative.eagle_info import EagleDraftInput
 from sglang.srt.speculative.eagle_worker_v2 import EAGLEWorkerV2
 
 import _fakes
-from _fakes import H_DRAFT, H_TARGET, FakeReq
+from _fakes import H_DRAFT, H_TARGET, N_DRAFT, STEPS, FakeReq
 
 
 def scheduler_accepts(rel, w, result, exp):
@@ -63,7 +63,7 @@ def scheduler_accepts(rel, w, result, exp):
 
 def hybrid_refused(rel):
     for attr in rel.hybrid_attrs:
-        target = _fakes.FakeTargetWorker()
+        target = SimpleNamespace(model_runner=SimpleNamespace())
         setattr(target.model_runner, attr, object())
         try:
             _fakes.init_only(rel, SimpleNamespace(speculative_disable_batch_threshold=3, enable_dp_attention=False),
@@ -99,6 +99,33 @@ EXTRA_CHECKS = {"hybrid mamba/GDN target refused": hybrid_refused, "hybrid mamba
 # ------------------------------------------------------------------------------------- checks on a probe's scene
 # `probe` is the probe module: make_worker(threshold, *, catch_up=None, ...), decode_batch(bs, ...) and step(w, batch),
 # the worker's forward as that release's scheduler calls it; its workers record their calls (took_fallback reads them).
+
+
+def speculative_state(w) -> dict:
+    """The fields a step without speculation switches: {name: (now, as the speculative path has it)}."""
+    dw, mr = w.draft_worker, w.target_worker.model_runner
+    return dict(
+        worker_steps=(w.speculative_num_steps, STEPS), worker_draft_tokens=(w.speculative_num_draft_tokens, N_DRAFT),
+        steps=(dw.speculative_num_steps, STEPS), draft_tokens=(dw.speculative_num_draft_tokens, N_DRAFT),
+        draft_extend_backend=(dw.draft_extend_attn_backend, dw.spec_extend_backend),
+        draft_extend_graph=(dw.cuda_graph_runner_for_draft_extend, dw.spec_extend_graph),
+        draft_graph=(dw.cuda_graph_runner, dw.spec_draft_graph),
+        draft_backend=(dw.draft_attn_backend, dw.spec_draft_backend),
+        target_backend=(mr.attn_backend, mr.verify_backend), target_graph=(mr.graph_runner, mr.verify_graph),
+        spec_algorithm=(mr.spec_algorithm, dw.speculative_algorithm),
+        return_hidden=(mr.server_args.enable_return_hidden_states, False),
+        target_cuda_graph_bs=(mr.server_args.cuda_graph_bs, mr.spec_cuda_graph_bs),
+        draft_server_steps=(dw.draft_runner.server_args.speculative_num_steps, STEPS),
+        draft_server_tokens=(dw.draft_runner.server_args.speculative_num_draft_tokens, N_DRAFT),
+        draft_cuda_graph_bs=(dw.draft_runner.server_args.cuda_graph_bs, mr.spec_cuda_graph_bs),
+    )
+
+
+def assert_speculative_state(w, when: str):
+    """Every field a step without speculation swaps is back to the speculative path's."""
+    wrong = {k: v[0] for k, v in speculative_state(w).items()
+             if not (v[0] == v[1] if isinstance(v[1], (list, int)) else v[0] is v[1])}
+    assert not wrong, f"{when}: not restored (not put back): {wrong}"
 
 
 def took_speculative_path(w) -> bool:

@@ -93,6 +93,17 @@ def draft_answer(fb) -> LogitsProcessorOutput:
     return LogitsProcessorOutput(next_token_logits=logits, hidden_states=hidden)
 
 
+def expected(batch, token: str):
+    """Per request: the sampled token, its KV slot (position s), and the draft's answer at position s (`token`: the
+    draft input's field of the previous token)."""
+    out = []
+    for i in range(len(batch.seq_lens)):
+        s, row, v = int(batch.seq_lens[i]), int(batch.req_pool_indices[i]), int(getattr(batch.spec_info, token)[i])
+        t = target_token(v, s + 1)
+        out.append(SimpleNamespace(s=s, row=row, v=v, t=t, slot=slot(row, s), draft=draft_token(t, s)))
+    return out
+
+
 def on_cpu() -> None:
     """What the one-token-graph probes replace to run the worker on CPU."""
     from sglang.srt.managers import overlap_utils
@@ -176,67 +187,168 @@ def install_verify(w, pool, token: str, lens_on_result: bool = False, pass_alloc
     w.verify = verify
 
 
-class GraphRunnerSentinel:
-    """Stands for the target's TARGET_VERIFY CUDA graph runner: a DECODE batch must never reach it."""
+class Backend:
+    """An attention backend: only its identity and what it was built with matter."""
+
+    def __init__(self, name, **built_with):
+        self.name = name
+        self.built_with = built_with
+
+    def init_forward_metadata(self, forward_batch):
+        pass
+
+    def __repr__(self):
+        return f"<backend {self.name}>"
+
+
+class Sentinel:
+    """Stands for a speculative-path graph runner that a step without speculation must never use."""
 
     bs = 0
 
+    def __init__(self, name):
+        self.name = name
+
     def can_run(self, forward_batch):
-        raise AssertionError("the target's verify CUDA graph runner was consulted for the fallback")
+        raise AssertionError(f"the speculative path's {self.name} was consulted by the fallback")
 
     def replay(self, *args, **kwargs):
-        raise AssertionError("the target's verify CUDA graph was replayed for the fallback")
+        raise AssertionError(f"the speculative path's {self.name} was replayed by the fallback")
+
+    def __repr__(self):
+        return f"<{self.name}>"
+
+
+class SpeculativeDraftExtendGraph:
+    """Stands for the speculative path's draft-extend graph (n tokens per request): the speculative path consults
+    it (and, here, runs eagerly); a step without speculation must not."""
+
+    def __init__(self):
+        self.consulted = []
+
+    def can_run(self, forward_batch):
+        self.consulted.append(len(forward_batch.input_ids))
+        return False
+
+    def replay(self, *args, **kwargs):
+        raise AssertionError("the speculative draft-extend graph was replayed although can_run said no")
+
+    def __repr__(self):
+        return "<speculative draft-extend graph>"
+
+
+#: what the recorders of the GPU-only constructors built (a probe's make_worker copies it to w.built)
+BUILT = SimpleNamespace(target_graphs=[], draft_graphs=[], draft_backends=[], fail_target_graph=False)
+
+
+class FakeTargetRunner:
+    """The target ModelRunner: what the patch reads and switches, and what ForwardBatch.init_new reads;
+    _get_attention_backend records each backend it builds, and the state it was built in."""
+
+    def __init__(self, rel, pool, server_args):
+        self.rel = rel
+        self.device = "cpu"
+        self.tp_group = None
+        self.req_to_token_pool = pool
+        self.token_to_kv_pool = None
+        self.model_is_mrope = False
+        self.canary_manager = None
+        self.model_config = SimpleNamespace(vocab_size=V)
+        self.spec_algorithm = SpeculativeAlgorithm.EAGLE
+        self.init_new_workspace = False
+        self.verify_backend = Backend("target-speculative")
+        self.attn_backend = self.verify_backend
+        self.verify_graph = Sentinel("TARGET_VERIFY graph runner")
+        self.graph_runner = self.verify_graph
+        self.server_args = server_args
+        self.spec_cuda_graph_bs = list(server_args.cuda_graph_bs)  #: as the speculative path has it
+        for name, value in rel.runner_attrs.items():
+            setattr(self, name, value)
+        self.backend_calls = []
+
+    def _get_attention_backend(self, init_new_workspace: bool | None = None):
+        if self.rel.backend_workspace_arg:
+            self.init_new_workspace = bool(init_new_workspace)  # as _get_attention_backend_from_str leaves it
+        else:  # 0.5.4: no argument, the registry reads the runner's init_new_workspace
+            assert init_new_workspace is None, "this release's _get_attention_backend takes no argument"
+            init_new_workspace = self.init_new_workspace
+        args = self.server_args
+        backend = Backend("target-plain", spec_algorithm=self.spec_algorithm,
+                          num_draft_tokens=args.speculative_num_draft_tokens)
+        self.backend_calls.append(SimpleNamespace(
+            init_new_workspace=init_new_workspace, spec_algorithm=self.spec_algorithm,
+            return_hidden=args.enable_return_hidden_states, backend=backend))
+        return backend
 
 
 class FakeTargetWorker:
-    """Records each forward (copies of what it was given) and answers target_token per row."""
+    """The target worker: records each forward (copies of what it was given, the runner's graph and backend, "target"
+    in the worker's event log) and answers target_output. `forward_batch` (None: none) makes the ForwardBatch a
+    release's TpModelWorker makes of the batch; `result_extra` adds fields to the result."""
 
-    def __init__(self):
-        self.graph_runner = GraphRunnerSentinel()
-        self.model_runner = SimpleNamespace(graph_runner=self.graph_runner)
+    def __init__(self, runner, log, forward_batch=lambda batch: None, result_extra=lambda: {}):
+        self.model_runner = runner
         self.model_config = SimpleNamespace(hidden_size=H_TARGET, dtype=torch.float32, vocab_size=V)
+        self.log = log
+        self.forward_batch = forward_batch
+        self.result_extra = result_extra
         self.calls = []
         self.nan_logits = False
         self.fail_forward = False
 
-    def forward_batch_generation(self, model_worker_batch=None, forward_batch=None, is_verify=False,
-                                 skip_attn_backend_init=False, **kwargs):
-        b = model_worker_batch
-        assert b is not None, "the fallback must call the target with a ModelWorkerBatch"
+    def forward_batch_generation(self, batch=None, forward_batch=None, *args, model_worker_batch=None,
+                                 is_verify=False, **kwargs):
+        b = batch if batch is not None else model_worker_batch
+        assert b is not None, "the fallback must call the target with its batch"
+        mr = self.model_runner
+        self.log.append("target")
+        fb = self.forward_batch(b)
+        cpu = b if fb is None else fb
         self.calls.append(SimpleNamespace(
-            batch=b, mode=b.forward_mode, input_ids=b.input_ids.clone(), seq_lens=b.seq_lens.clone(),
-            seq_lens_cpu=None if b.seq_lens_cpu is None else b.seq_lens_cpu.clone(), seq_lens_sum=b.seq_lens_sum,
+            batch=b, mode=b.forward_mode, fb=fb, input_ids=None if b.input_ids is None else b.input_ids.clone(),
+            seq_lens=b.seq_lens.clone(), seq_lens_cpu=None if cpu.seq_lens_cpu is None else cpu.seq_lens_cpu.clone(),
+            seq_lens_sum=cpu.seq_lens_sum, positions=None if fb is None else fb.positions.clone(),
             out_cache_loc=None if b.out_cache_loc is None else b.out_cache_loc.clone(),
-            spec_info_is_none=b.spec_info is None, capture=b.capture_hidden_mode, return_logprob=b.return_logprob,
-            sampling_info=b.sampling_info, graph_runner=self.model_runner.graph_runner, is_verify=is_verify))
+            spec_info_is_none=b.spec_info is None, capture=getattr(cpu, "capture_hidden_mode", None), return_logprob=b.return_logprob,
+            sampling_info=b.sampling_info, graph_runner=mr.graph_runner, attn_backend=mr.attn_backend,
+            fb_attn_backend=getattr(fb, "attn_backend", None), spec_algorithm=mr.spec_algorithm, is_verify=is_verify))
         if self.fail_forward:
             raise RuntimeError("target forward failed (probe)")
-        return GenerationBatchResult(**target_output(b, b.forward_mode.is_decode(), self.nan_logits),
-                                     can_run_cuda_graph=True)
+        decode = b.forward_mode.is_decode() and (fb is not None or b.input_ids is not None)
+        graph = mr.graph_runner
+        replayed = getattr(graph, "replays_target", False) and decode and len(b.seq_lens) <= max(graph.capture_bs)
+        return GenerationBatchResult(**target_output(b, decode, self.nan_logits),
+                                     **{"can_run_cuda_graph": replayed, **self.result_extra()})
 
 
 class FakeDraftRunner:
-    """The draft model runner: answers draft_token(input, position), hidden [position, input, target hidden[1]]."""
+    """The draft model runner: answers draft_token(input, position), hidden [position, input, target hidden[1]];
+    records each forward ("draft" in the worker's event log) and raises after it when `fail_forward` is set."""
 
-    def __init__(self, rel, req_to_token_pool):
+    def __init__(self, rel, req_to_token_pool, log=None):
         self.rel = rel
+        self.log = [] if log is None else log
         self.tp_group = None
         self.device = "cpu"
         self.req_to_token_pool = req_to_token_pool
         self.token_to_kv_pool = None
-        self.attn_backend = SimpleNamespace(init_forward_metadata=lambda forward_batch: None)
+        self.attn_backend = Backend("draft-runner")
         self.server_args = SimpleNamespace(attention_backend="torch_native", enable_lora=False)
         self.model_is_mrope = False
         self.model = SimpleNamespace(forward=lambda input_ids, positions, forward_batch: self._answer(forward_batch))
         for name, value in rel.runner_attrs.items():
             setattr(self, name, value)
         self.calls = []
+        self.fail_forward = False
 
     def forward(self, forward_batch, skip_attn_backend_init=False, **kwargs):
         return self.rel.runner_output(self._answer(forward_batch))
 
-    def _answer(self, fb):
-        record_forward(fb, self.calls)
+    def _answer(self, fb):  # also what model.forward answers (0.5.4 - 0.5.5: the spec-v2 draft extend calls it)
+        self.log.append("draft")
+        record_forward(fb, self.calls, graph=None)
+        if self.fail_forward:
+            raise RuntimeError("draft forward failed (probe)")
         return draft_answer(fb)
 
 
@@ -246,21 +358,27 @@ class FakeVerifyInput:
 
 
 class RecordingDraftWorker(EagleDraftWorker):
-    """The real EagleDraftWorker (its draft-extend code runs) with `draft` faked and every entry recorded."""
+    """The real EagleDraftWorker (its draft-extend code runs) with `draft` faked and every entry recorded, on the fake
+    draft runner, with the speculative path's graphs and backends (a step without speculation must put them back,
+    and use none of them)."""
 
-    def __init__(self, rel, req_to_token_pool):  # not the real __init__: no model to load
+    def __init__(self, rel, req_to_token_pool, log=None, spec_draft_graph=True):  # not the real __init__
         self.rel = rel
         self.device = "cpu"
         self.topk = 1
+        self.speculative_algorithm = SpeculativeAlgorithm.EAGLE
         self.speculative_num_steps = STEPS
         self.speculative_num_draft_tokens = N_DRAFT
         self.server_args = SimpleNamespace(enable_nan_detection=False)
         self.req_to_token_pool = req_to_token_pool
-        self.draft_runner = FakeDraftRunner(rel, req_to_token_pool)
+        self.draft_runner = FakeDraftRunner(rel, req_to_token_pool, log)
         self.draft_tp_context = lambda group: contextlib.nullcontext()
         self.plan_stream, self.plan_stream_ctx = None, contextlib.nullcontext()
-        self.cuda_graph_runner = None
-        self.cuda_graph_runner_for_draft_extend = None
+        self.spec_draft_graph = self.cuda_graph_runner = Sentinel("draft multi-step graph runner")
+        self.spec_draft_backend = self.draft_attn_backend = Backend("draft-speculative")
+        self.spec_extend_backend = self.draft_extend_attn_backend = Backend("draft-extend-speculative")
+        self.spec_extend_graph = SpeculativeDraftExtendGraph() if spec_draft_graph else None
+        self.cuda_graph_runner_for_draft_extend = self.spec_extend_graph
         self.hot_token_id = None
         self.draft_calls = []
         self.extend_decode_calls = []
@@ -292,9 +410,40 @@ class RecordingDraftWorker(EagleDraftWorker):
 def init_only(rel, server_args, target=None):
     """Run only the patch's start-up step on a bare worker (for the refusals)."""
     w = EAGLEWorkerV2.__new__(EAGLEWorkerV2)
-    w.topk, w._target_worker = 1, target or FakeTargetWorker()
+    w.topk, w._target_worker = 1, target or SimpleNamespace(model_runner=SimpleNamespace())
     with envs.SGLANG_SPEC_DISABLE_CATCH_UP.override("padded"):
         w._init_speculative_disable(server_args)
+    return w
+
+
+@contextlib.contextmanager
+def catch_up_env(value: str | None):
+    """SGLANG_SPEC_DISABLE_CATCH_UP set to `value` (None: left as it is), put back also when the body raises
+    (Envs' own override does not restore on an exception, and several checks expect one)."""
+    import os
+
+    name = envs.SGLANG_SPEC_DISABLE_CATCH_UP.name
+    before = os.environ.get(name)
+    if value is not None:
+        os.environ[name] = value
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = before
+
+
+def start_up(w, server_args, catch_up: str | None):
+    """The patch's own start-up step on `w` (SGLANG_SPEC_DISABLE_CATCH_UP set to `catch_up` unless None); what the
+    recorders built meanwhile is kept in w.built. Returns w."""
+    for built in (BUILT.target_graphs, BUILT.draft_graphs, BUILT.draft_backends):
+        built.clear()
+    with catch_up_env(catch_up):
+        w._init_speculative_disable(server_args)
+    w.built = SimpleNamespace(target_graphs=list(BUILT.target_graphs), draft_graphs=list(BUILT.draft_graphs),
+                              draft_backends=list(BUILT.draft_backends))
     return w
 
 

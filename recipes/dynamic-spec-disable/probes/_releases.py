@@ -1,6 +1,6 @@
-"""Release adapters of the fallback contract (worker_probe_graphs.py, the one-token-graph fallback of 0.5.4 - 0.5.12):
-per release family, how to build the batches and fakes and how the release's own scheduler code takes the fallback's
-result.
+"""Release adapters of the fallback contract (worker_probe.py, the one-token-graph fallback of 0.5.4 - 0.5.13): per
+release, what its family's scene (`scene`: the module that builds the batches, the fakes and the scheduler side) and
+the checks need to know of it, and how the release's own scheduler code takes the fallback's result.
 
 The adapter is the one of the variant the engine applied (`SPECPATCH_VARIANT`, set by `specpatch verify` from the
 target's ledger; empty for the recipe's own steps). Each class says what its releases do differently from the one it
@@ -24,6 +24,9 @@ from _fakes import N_DRAFT, V, logprob_row
 
 class Release059:
     """The recipe's own steps, written for 0.5.9's EAGLEWorkerV2 and scheduler."""
+
+    scene = "_scene_model_worker_batch"  #: the module of the release family's batches, fakes and scheduler side
+    on_publish = False  #: the worker takes an on_publish callback (0.5.13)
 
     token = "verified_id"  #: the draft input's field of the sampled token
     lens_on_result = False  #: the new sequence lengths travel on the result (0.5.13), not on the draft input
@@ -259,10 +262,12 @@ class Release0512(Release0511):
 
 
 class Release013(Release0512):
-    """0.5.13 (worker_probe_on_publish.py, its own ScheduleBatch / on_publish design): the new sequence lengths
-    travel on the result, not on the draft input; NaN is checked under SGLANG_ENABLE_ASYNC_ASSERT; hybrid
-    lightning targets are refused as well."""
+    """0.5.13 (its own scene, _scene_schedule_batch.py: the ScheduleBatch / on_publish design): the new sequence
+    lengths travel on the result, not on the draft input, and the result's stride is 1; NaN is checked under
+    SGLANG_ENABLE_ASYNC_ASSERT; hybrid lightning targets are refused as well."""
 
+    scene = "_scene_schedule_batch"
+    on_publish = True
     lens_on_result = True
     hybrid_attrs = Release0512.hybrid_attrs + ("hybrid_lightning_config",)
     extra_checks = ("hybrid mamba/GDN/lightning target refused", "adaptive speculation refused")
@@ -270,8 +275,11 @@ class Release013(Release0512):
     def nan_detection(self, on):
         return envs.SGLANG_ENABLE_ASYNC_ASSERT.override(on)
 
+    def check_result_extra(self, result, exp):
+        assert result.speculative_num_draft_tokens == 1, "the result does not carry its stride (1)"
 
-#: the one-token-graph fallback (worker_probe_graphs.py): the variant the engine applied -> its adapter
+
+#: the one-token-graph fallback on the ModelWorkerBatch contract (worker_probe_graphs.py): variant -> its adapter
 GRAPHS_BY_VARIANT = {
     "": Release059,  # the recipe's own steps
     "fallback-0.5.4": Release054, "fallback-0.5.4.post1": Release054, "fallback-0.5.4.post2": Release055,
@@ -282,3 +290,4 @@ GRAPHS_BY_VARIANT = {
 }
 #: the ScheduleBatch / on_publish fallback (worker_probe_on_publish.py): the variant the engine applied -> its adapter
 ON_PUBLISH_BY_VARIANT = {"fallback-0.5.13": Release013}
+CURRENT = None  #: the adapter the running probe chose (its scene reads it)
