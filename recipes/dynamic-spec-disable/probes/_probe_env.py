@@ -83,9 +83,26 @@ class Report:
             if detail is not SKIPPED:
                 print(f"PROBE-OK: {name}" + (f": {detail}" if detail else ""), flush=True)
 
+    def gate(self, name: str, check: Callable[[], str | None]) -> None:
+        """Run a check the others stand on (the patch is there, the flag parses): when it fails, stop here."""
+        self.run(name, check)
+        if self.failed:
+            self.finish()
+
     def finish(self) -> None:
         sys.stdout.flush()
         sys.exit(1 if self.failed else 0)
+
+
+def adapter(by_variant: dict, where: str):
+    """The release adapter of the variant the engine applied (SPECPATCH_VARIANT), or a PROBE-FAIL saying that
+    `where` has none for it."""
+    variant = os.environ.get("SPECPATCH_VARIANT", "")
+    if variant not in by_variant:
+        print(f"PROBE-FAIL: no release adapter for the variant `{variant}` (SPECPATCH_VARIANT) in {where}: it "
+              f"knows {', '.join(repr(v) for v in by_variant)}", flush=True)
+        sys.exit(1)
+    return by_variant[variant]()
 
 
 def usage_error(parse, *argv: str, fragments: tuple[str, ...] = ()) -> str:

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import importlib
 import os
-import sys
 from types import SimpleNamespace
 
 import _probe_env  # noqa: E402
@@ -255,16 +254,10 @@ def check_grammar():
 def main(by_variant: dict):
     """Run the contract with the adapter `by_variant` gives the variant the engine applied."""
     global REL, S
-    if VARIANT not in by_variant:
-        print(f"PROBE-FAIL: no release adapter for the variant `{VARIANT}` (SPECPATCH_VARIANT) in _releases.py: "
-              f"this probe knows {', '.join(repr(v) for v in by_variant)}", flush=True)
-        sys.exit(1)
-    REL = _releases.CURRENT = by_variant[VARIANT]()
+    REL = _releases.CURRENT = _probe_env.adapter(by_variant, "_releases.py")
     S = importlib.import_module(REL.scene)
     print(f"release adapter {type(REL).__name__} for variant {VARIANT} ({REL.scene})", flush=True)
-    report.run("patched", check_patched)
-    if report.failed:
-        report.finish()
+    report.gate("patched", check_patched)
     for name, check in S.START_UP_CHECKS:
         report.run(name, check)
     report.run("threshold 0 always speculates", lambda: _contract.threshold_zero(S))

@@ -235,9 +235,7 @@ def check_no_speculation():
 
 
 def main():
-    report.run("flag", check_flag)
-    if report.failed:
-        report.finish()
+    report.gate("flag", check_flag)
     report.run("resolution to upstream adaptive", check_resolution)
     report.run("explicit CUDA-graph batch sizes", check_cuda_graph_list)
     report.run("environment variable", check_env)

@@ -351,13 +351,9 @@ EXTRA_CHECKS = {"adaptive speculation refused": check_adaptive_refused}
 
 def main():
     if REL is None:
-        print(f"PROBE-FAIL: no release adapter for the variant `{VARIANT}` (SPECPATCH_VARIANT) in "
-              f"server_args_probe.py: it knows {', '.join(repr(v) for v in BY_VARIANT)}", flush=True)
-        sys.exit(1)
+        _probe_env.adapter(BY_VARIANT, "server_args_probe.py")  # says which variants it knows, and exits
     print(f"release adapter {type(REL).__name__} for variant {VARIANT or 'none (the recipe steps)'}", flush=True)
-    report.run("flag", check_flag)
-    if report.failed:
-        report.finish()
+    report.gate("flag", check_flag)
     report.run("negative values refused", check_negative)
     report.run("environment variable precedence", check_env_precedence)
     report.run("unsupported set-ups refused", check_refusals)
