@@ -219,8 +219,7 @@ class Recipe(Frozen):
                                      hint="pass --assume-version", location=Location(recipe=self.id))
         for variant in self.variants:
             if variant.admits(version):
-                return Selection(variant.name, variant.steps or self.steps, variant.verify or self.verify,
-                                 variant.refuse, f"release {version} is in {variant.versions}", variant.kind)
+                return self._selection(variant, f"release {version} is in {variant.versions}")
         ranges = ", ".join(f"{v.name}: {v.versions}" for v in self.variants)
         raise VersionUnsupported(f"no variant of `{self.id}` supports {self.target.package} {version} "
                                  f"(variants: {ranges})",
@@ -233,12 +232,15 @@ class Recipe(Frozen):
 
         for variant in self.variants:
             if variant.name == name:
-                return Selection(variant.name, variant.steps or self.steps, variant.verify or self.verify,
-                                 variant.refuse, f"variant `{name}` was asked for", variant.kind)
+                return self._selection(variant, f"variant `{name}` was asked for")
         names = [v.name for v in self.variants]
         guess = difflib.get_close_matches(name, names, n=1)
         raise UsageError(f"recipe `{self.id}` has no variant `{name}`"
                          + (f"; did you mean `{guess[0]}`?" if guess else f"; it has: {', '.join(names) or 'none'}"))
+
+    def _selection(self, variant: Variant, reason: str) -> "Selection":
+        return Selection(variant.name, variant.steps or self.steps, variant.verify or self.verify, variant.refuse,
+                         reason, variant.kind)
 
     def nearest_variant(self, version: Version) -> "Variant | None":
         """The variant whose range starts last at or below `version` (the one to carry to a release past the
