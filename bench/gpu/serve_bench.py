@@ -7,7 +7,9 @@ decides the server arguments:
     nospec          no speculative decoding
     spec            EAGLE3 (steps 3, top-k 1, 4 draft tokens), threshold 0: always speculate
     fallback        the same with --speculative-disable-batch-threshold N (default catch-up: one-token draft extend)
-    fallback-skip   the same with SGLANG_SPEC_DISABLE_CATCH_UP=skip (no draft catch-up while speculation is off)
+    fallback-skip   the same with SGLANG_SPEC_DISABLE_CATCH_UP=skip (no draft catch-up while speculation is off);
+                    on 0.5.14+, where the flag is an alias of upstream adaptive speculation, the same with
+                    upstream's SGLANG_SPEC_SKIP_ZERO_STEP_DRAFT_EXTEND=1 (no draft extend at 0 steps)
 
 Workload (identical token ids in every configuration, greedy, ignore_eos):
     for each concurrency C: one warm-up of C requests, then C requests of INPUT random tokens generating OUTPUT
@@ -66,7 +68,27 @@ def server_args(config: str, threshold: int, max_running: int) -> tuple[dict, di
         return kwargs, env
     kwargs["speculative_disable_batch_threshold"] = threshold
     env["SGLANG_SPEC_DISABLE_CATCH_UP"] = "skip" if config == "fallback-skip" else "padded"
+    if config == "fallback-skip":
+        env["SGLANG_SPEC_SKIP_ZERO_STEP_DRAFT_EXTEND"] = "1"  # read by 0.5.14+ only
     return kwargs, env
+
+
+# 0.5.14 renamed the CUDA-graph arguments (the old names are CLI aliases only, not ServerArgs fields)
+RENAMED = {
+    "cuda_graph_max_bs": "cuda_graph_max_bs_decode",
+    "cuda_graph_bs": "cuda_graph_bs_decode",
+    "disable_piecewise_cuda_graph": "disable_prefill_cuda_graph",
+}
+
+
+def release_names(kwargs: dict) -> dict:
+    """The same arguments under the names of the sglang on sys.path."""
+    import dataclasses
+
+    from sglang.srt.server_args import ServerArgs
+
+    fields = {f.name for f in dataclasses.fields(ServerArgs)}
+    return {RENAMED[k] if k not in fields and RENAMED.get(k) in fields else k: v for k, v in kwargs.items()}
 
 
 def gpu_memory_used_mib() -> int | None:
@@ -133,6 +155,7 @@ def main() -> None:
 
     import sglang
 
+    kwargs = release_names(kwargs)
     record: dict = {"config": args.config, "tree": args.tree, "threshold": args.threshold, "env": env,
                     "sglang": sglang.__version__, "server_args": kwargs, "runs": {}}
     mem_before = gpu_memory_used_mib()
