@@ -289,5 +289,5 @@ GRAPHS_BY_VARIANT = {
     "fallback-0.5.12": Release0512,
 }
 #: the ScheduleBatch / on_publish fallback (worker_probe_on_publish.py): the variant the engine applied -> its adapter
-ON_PUBLISH_BY_VARIANT = {"fallback-0.5.13": Release013}
+ON_PUBLISH_BY_VARIANT = {"fallback-0.5.13": Release013, "fallback-0.5.14": Release013}
 CURRENT = None  #: the adapter the running probe chose (its scene reads it)

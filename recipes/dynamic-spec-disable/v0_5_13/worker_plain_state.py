@@ -14,16 +14,20 @@ def _spec_disable_build_plain_state(self, threshold: int) -> tuple:
     dw = self._draft_worker
     model_runner = self._target_worker.model_runner
     capture_bs = None
+    # <piece capture-bs>
     if not sa.disable_cuda_graph:
         capture_bs = [bs for bs in (sa.cuda_graph_bs or []) if bs > threshold]
     with self._override_worker_state(0, 1, cuda_graph_bs=capture_bs):
+    # </piece>
         draft_extend_backend = DraftBackendFactory(
             sa, dw.draft_runner, self.topk, 0
         ).create_draft_extend_backend()
         draft_extend_graph = None
         if self.spec_disable_catch_up != "skip":
             dw.draft_extend_attn_backend = draft_extend_backend
+            # <piece draft-graph>
             dw.init_cuda_graphs()
+            # </piece>
             draft_extend_graph = dw.cuda_graph_runner_for_draft_extend
         runner_args = model_runner.server_args
         saved = (
@@ -36,8 +40,10 @@ def _spec_disable_build_plain_state(self, threshold: int) -> tuple:
         try:
             target_backend = model_runner._get_attention_backend(init_new_workspace=True)
             target_graph = None
+            # <piece target-graph>
             if not runner_args.disable_cuda_graph:
                 graph_runner_cls = NPUGraphRunner if _is_npu else CudaGraphRunner
+            # </piece>
                 target_graph = graph_runner_cls(model_runner, attn_backend=target_backend)
         finally:
             (
@@ -45,6 +51,8 @@ def _spec_disable_build_plain_state(self, threshold: int) -> tuple:
                 model_runner.init_new_workspace,
                 runner_args.enable_return_hidden_states,
             ) = saved
+    # <piece restore-bs>
+    # </piece>
     after_mem = get_available_gpu_memory(self.device, self.gpu_id)
     log_info_on_rank0(
         logger,

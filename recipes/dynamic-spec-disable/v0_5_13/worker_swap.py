@@ -12,7 +12,9 @@ def _spec_disable_swap(self, state: tuple) -> tuple:
         dw.draft_extend_attn_backend,
         dw.cuda_graph_runner_for_draft_extend,
         model_runner.attn_backend,
+        # <piece target-graph-get>
         model_runner.graph_runner,
+        # </piece>
     )
     (
         self.speculative_num_steps,
@@ -20,8 +22,12 @@ def _spec_disable_swap(self, state: tuple) -> tuple:
         dw.draft_extend_attn_backend,
         dw.cuda_graph_runner_for_draft_extend,
         model_runner.attn_backend,
+        # <piece target-graph-set>
         model_runner.graph_runner,
+        # </piece>
     ) = state
     dw.speculative_num_steps = self.speculative_num_steps
     dw.speculative_num_draft_tokens = self.speculative_num_draft_tokens
+    # <piece draft-runner>
+    # </piece>
     return previous
