@@ -19,7 +19,8 @@ pytestmark = [pytest.mark.sglang, pytest.mark.cpuenv]
 KNOWN = [f"0.5.{minor}" for minor in range(4, 24)]
 #: post releases whose code differs from their final release where the recipe touches it (each has its variant or
 #: is one a later release's variant serves); the other post releases are in docs/matrix.md's run
-KNOWN_POST = ["0.5.4.post1", "0.5.4.post2", "0.5.4.post3", "0.5.5.post3", "0.5.6.post1", "0.5.6.post2"]
+KNOWN_POST = ["0.5.4.post1", "0.5.4.post2", "0.5.4.post3", "0.5.5.post3", "0.5.6.post1", "0.5.6.post2",
+              "0.5.15.post1"]
 
 
 @pytest.fixture(scope="module")

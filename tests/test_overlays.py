@@ -256,11 +256,11 @@ def test_the_flagship_is_overlays_all_through():
     folder_ = Path(__file__).resolve().parent.parent / "recipes" / "dynamic-spec-disable"
     variants = compose_and_load((folder_ / "variants.yaml").read_text())[1]
     roots = [v["name"] for v in variants if "steps" in v]
-    assert roots == ["alias-0.5.14-annotated"], roots
+    assert roots == ["alias-0.5.17-namespaced"], roots
     # a variant lists its imports only where the files it patches move (0.5.10: the decode log line moved to
     # observability/; 0.5.13: scheduler_components/): verify's imports are a list, replaced whole
     assert all("verify" not in v or "imports" not in v["verify"] or v["name"] in
-               ("alias-0.5.14-annotated", "fallback-0.5.9", "fallback-0.5.10", "fallback-0.5.13") for v in variants)
+               ("alias-0.5.17-namespaced", "fallback-0.5.9", "fallback-0.5.10", "fallback-0.5.13") for v in variants)
 
 
 def test_an_error_in_an_included_variants_file_points_into_that_file(tmp_path):
