@@ -13,9 +13,10 @@ import json
 import sys
 from pathlib import Path
 
-ORDER = ["nospec", "spec", "fallback", "fallback-skip"]
-TITLES = {"nospec": "no speculation", "spec": "EAGLE3, N=0", "fallback": "N={n}, catch-up",
-          "fallback-skip": "N={n}, no catch-up"}
+ORDER = ["nospec", "spec", "adaptive-skip", "fallback", "fallback-skip"]
+TITLES = {"nospec": "no speculation", "spec": "EAGLE3, N=0", "adaptive-skip": "upstream adaptive, 0 steps above {n}",
+          "fallback": "N={n}, catch-up", "fallback-skip": "N={n}, no catch-up"}
+RATIOS = ("adaptive", "fallback")  #: the configurations whose ratios against nospec and spec are printed
 
 
 def load(folder: Path) -> dict[str, dict]:
@@ -40,7 +41,7 @@ def main(folder: Path) -> int:
     if not runs:
         print(f"no results in {folder}")
         return 1
-    n = next((r["threshold"] for r in runs.values() if r["config"].startswith("fallback")), "N")
+    n = next((r["threshold"] for r in runs.values() if r["config"].startswith(RATIOS)), "N")
     base = runs.get("nospec")
     spec = runs.get("spec")
     keys = []
@@ -51,7 +52,7 @@ def main(folder: Path) -> int:
     cols = [c for c in ORDER if c in runs]
     head = ["concurrency"] + [TITLES[c].format(n=n) + " tok/s" for c in cols]
     for c in cols:
-        if c.startswith("fallback"):
+        if c.startswith(RATIOS):
             head += [f"{c} / nospec", f"{c} / spec", f"{c} steps off", f"{c} = nospec"]
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
@@ -61,7 +62,7 @@ def main(folder: Path) -> int:
             run = runs[c]["runs"].get(key)
             row.append(f"{run['tokens_per_s']:.0f}" if run else "-")
         for c in cols:
-            if not c.startswith("fallback"):
+            if not c.startswith(RATIOS):
                 continue
             run = runs[c]["runs"].get(key)
             if run is None:

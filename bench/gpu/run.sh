@@ -26,7 +26,7 @@ python3 -c 'import torch, sys; print("python", sys.version.split()[0], "torch", 
 
 for config in "${configs[@]}"; do
     tree=patched
-    [ "$config" = nospec ] || [ "$config" = spec ] && tree=${BENCH_BASELINE_TREE:-orig}
+    case $config in nospec|spec|adaptive-skip) tree=${BENCH_BASELINE_TREE:-orig} ;; esac
     echo "== $config (sglang tree: $tree)"
     SPECPATCH_BENCH_HIDE_FLASHINFER_NORM=1 PYTHONPATH=$here:$work/$tree:$work/site PYTHONUNBUFFERED=1 timeout "${BENCH_TIMEOUT:-240}" \
         python3 "$here/serve_bench.py" --config "$config" --tree "$tree" --out "$out/$config.json" \

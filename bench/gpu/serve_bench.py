@@ -10,6 +10,9 @@ decides the server arguments:
     fallback-skip   the same with SGLANG_SPEC_DISABLE_CATCH_UP=skip (no draft catch-up while speculation is off);
                     on 0.5.14+, where the flag is an alias of upstream adaptive speculation, the same with
                     upstream's SGLANG_SPEC_SKIP_ZERO_STEP_DRAFT_EXTEND=1 (no draft extend at 0 steps)
+    adaptive-skip   the peer, on the pristine tree (0.5.14+): upstream's own adaptive speculation configured as the
+                    alias did, 3 steps up to N requests and 0 steps above (--speculative-adaptive, a config file),
+                    with upstream's SGLANG_SPEC_SKIP_ZERO_STEP_DRAFT_EXTEND=1, its fastest 0-step setting
 
 Workload (identical token ids in every configuration, greedy, ignore_eos):
     for each concurrency C: one warm-up of C requests, then C requests of INPUT random tokens generating OUTPUT
@@ -28,6 +31,7 @@ import os
 import random
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -65,6 +69,13 @@ def server_args(config: str, threshold: int, max_running: int) -> tuple[dict, di
         return common, env
     kwargs = dict(common, **SPEC)
     if config == "spec":
+        return kwargs, env
+    if config == "adaptive-skip":
+        path = Path(tempfile.gettempdir()) / f"bench-adaptive-{threshold}.json"
+        path.write_text(json.dumps({"1": {"candidate_steps": [SPEC["speculative_num_steps"]]},
+                                    str(threshold + 1): {"candidate_steps": [0]}}))
+        kwargs.update(speculative_adaptive=True, speculative_adaptive_config=str(path))
+        env["SGLANG_SPEC_SKIP_ZERO_STEP_DRAFT_EXTEND"] = "1"
         return kwargs, env
     kwargs["speculative_disable_batch_threshold"] = threshold
     env["SGLANG_SPEC_DISABLE_CATCH_UP"] = "skip" if config == "fallback-skip" else "padded"
@@ -138,7 +149,7 @@ async def crossing(engine, threshold: int, input_len: int) -> tuple[list[list[in
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--config", required=True, choices=["nospec", "spec", "fallback", "fallback-skip"])
+    parser.add_argument("--config", required=True, choices=["nospec", "spec", "adaptive-skip", "fallback", "fallback-skip"])
     parser.add_argument("--out", required=True, type=Path)
     parser.add_argument("--tree", default="", help="which sglang tree (recorded only)")
     parser.add_argument("--threshold", type=int, default=16)
