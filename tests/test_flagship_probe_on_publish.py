@@ -1,5 +1,7 @@
-"""The 0.5.13 port of the flagship: its behaviour probe (worker_probe_on_publish.py) passes on sglang 0.5.13 patched
-by the recipe, fails on the pristine release, without its release adapter (Release013), and on broken fallbacks.
+"""The 0.5.13 and 0.5.14 ports of the flagship: their behaviour probe (worker_probe_on_publish.py) passes on sglang
+0.5.13 / 0.5.14 patched by the recipe, fails on the pristine release, without its release adapter (Release013 /
+Release014), and on broken fallbacks (the breakages of every release, and those of 0.5.14's renamed CUDA graph
+settings, graph runner and draft capture).
 
 0.5.13's EAGLEWorkerV2 takes the ScheduleBatch and an `on_publish` callback; the probe drives the patched worker
 through the real Scheduler.run_batch. The probes run as `specpatch verify` runs them (patcher.verify.run_probes: a
@@ -7,7 +9,8 @@ subprocess of the transformers-5 CPU environment, the tree first on sys.path, GP
 variant edits one thing in the patched eagle_worker_v2.py (publish after the catch-up, no new_seq_lens, a
 verify graph captured instead of a DECODE one, a swapped field not put back, ...).
 
-Needs: the transformers-5 CPU environment ($SPECPATCH_CPU_PYTHON_TF5) and the 0.5.13 release (fetched, cached).
+Needs: the transformers-5 CPU environment ($SPECPATCH_CPU_PYTHON_TF5) and the 0.5.13 and 0.5.14 releases (fetched,
+cached).
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from patcher.target import find_target
 ROOT = Path(__file__).resolve().parent.parent
 RECIPE = ROOT / "recipes" / "dynamic-spec-disable.yaml"
 WORKER = "sglang/srt/speculative/eagle_worker_v2.py"
-VERSION = "0.5.13"
+VERSIONS = ("0.5.13", "0.5.14")
 PROBE = "probes/worker_probe_on_publish.py"
 
 pytestmark = [pytest.mark.sglang, pytest.mark.cpuenv]
@@ -40,67 +43,78 @@ def recipe():
 
 
 @pytest.fixture(scope="module")
-def patched(tmp_path_factory, sglang_release, recipe) -> Path:
-    """A copy of sglang 0.5.13 with the recipe applied (its checks left to the tests); its root holds the `sglang`
-    folder and the state folder, whose ledger gives the probes their variant (SPECPATCH_VARIANT)."""
-    pristine = sglang_release(VERSION)
-    root = tmp_path_factory.mktemp("sglang-0.5.13-patched")
-    shutil.copytree(pristine / "sglang", root / "sglang", ignore=shutil.ignore_patterns("__pycache__"))
-    result = apply_recipe(recipe, find_target(root, assume_version=VERSION), smoke=False)
-    assert result.record is not None and result.record.variant == "fallback-0.5.13", result.outcome
-    return root
+def patched(tmp_path_factory, sglang_release, recipe):
+    """patched(version): a copy of sglang `version` with the recipe applied (its checks left to the tests), built
+    once; its root holds the `sglang` folder and the state folder, whose ledger gives the probes their variant
+    (SPECPATCH_VARIANT)."""
+    built = {}
+
+    def get(version: str) -> Path:
+        if version not in built:
+            pristine = sglang_release(version)
+            root = tmp_path_factory.mktemp(f"sglang-{version}-patched")
+            shutil.copytree(pristine / "sglang", root / "sglang", ignore=shutil.ignore_patterns("__pycache__"))
+            result = apply_recipe(recipe, find_target(root, assume_version=version), smoke=False)
+            assert result.record is not None and result.record.variant == f"fallback-{version}", result.outcome
+            built[version] = root
+        return built[version]
+
+    return get
 
 
-def _verify_spec(recipe, only: str | None = None):
-    spec = recipe.select(Version(VERSION)).verify
+def _verify_spec(recipe, version: str, only: str | None = None):
+    spec = recipe.select(Version(version)).verify
     if only is None:
         return spec
     probes = tuple(p for p in spec.probes if p.path == only)
-    assert probes, f"the 0.5.13 variant has no probe {only}"
+    assert probes, f"the {version} variant has no probe {only}"
     if dataclasses.is_dataclass(spec):
         return dataclasses.replace(spec, probes=probes)
     return spec.model_copy(update={"probes": probes})
 
 
-def run_worker_probe(recipe, python: str, root: Path, variant: str | None = None) -> verify.Check:
+def run_worker_probe(recipe, python: str, root: Path, version: str, variant: str | None = None) -> verify.Check:
     """The worker probe through verify.run_probes; `variant` (not None) stands for the one the ledger records."""
-    target = find_target(root, assume_version=VERSION)
+    target = find_target(root, assume_version=version)
     real = verify._applied_variant
     if variant is not None:
         verify._applied_variant = lambda target, recipe_id: variant
     try:
-        [check] = verify.run_probes(target, _verify_spec(recipe, PROBE), recipe.folder, python=python,
+        [check] = verify.run_probes(target, _verify_spec(recipe, version, PROBE), recipe.folder, python=python,
                                     params=recipe.resolve_params({}))
     finally:
         verify._applied_variant = real
     return check
 
 
-def test_probes_pass_on_the_patched_release(recipe, cpuenv_python_tf5, patched):
-    target = find_target(patched, assume_version=VERSION)
-    spec = _verify_spec(recipe)
+@pytest.mark.parametrize("version", VERSIONS)
+def test_probes_pass_on_the_patched_release(recipe, cpuenv_python_tf5, patched, version):
+    target = find_target(patched(version), assume_version=version)
+    spec = _verify_spec(recipe, version)
     checks = verify.run_probes(target, spec, recipe.folder, python=cpuenv_python_tf5,
                                params=recipe.resolve_params({}))
     assert [c.status for c in checks] == ["passed"] * len(spec.probes), \
         [(c.name, c.status, c.message, c.details) for c in checks]
 
 
-def test_worker_probe_fails_on_the_pristine_release(recipe, cpuenv_python_tf5, sglang_release):
+@pytest.mark.parametrize("version", VERSIONS)
+def test_worker_probe_fails_on_the_pristine_release(recipe, cpuenv_python_tf5, sglang_release, version):
     """The pristine release has no ledger: the probe gets the variant as if the recipe had been applied."""
-    check = run_worker_probe(recipe, cpuenv_python_tf5, sglang_release(VERSION), "fallback-0.5.13")
+    check = run_worker_probe(recipe, cpuenv_python_tf5, sglang_release(version), version, f"fallback-{version}")
     assert check.status == "failed" and "not patched" in check.message, (check.status, check.message)
 
 
 @pytest.mark.parametrize("variant", ["", "fallback-0.5.12", "fallback-9.9"])
 def test_worker_probe_fails_without_its_adapter(recipe, cpuenv_python_tf5, patched, variant):
     """The adapter is the variant's (_releases.ON_PUBLISH_BY_VARIANT): any other variant fails, saying so."""
-    check = run_worker_probe(recipe, cpuenv_python_tf5, patched, variant)
+    check = run_worker_probe(recipe, cpuenv_python_tf5, patched("0.5.13"), "0.5.13", variant)
     assert check.status == "failed" and f"no release adapter for the variant `{variant}`" in check.message, \
         (check.status, check.message)
 
 
 #: (name, regular expression matching once in the patched eagle_worker_v2.py, replacement, a fragment of the
-#: PROBE-FAIL line expected); patterns use \s* for indentation, so they survive a re-indentation of the snippets
+#: PROBE-FAIL line expected); patterns use \s* for indentation, so they survive a re-indentation of the snippets.
+#: Every release's breakages (the last two 0.5.13's: 0.5.14 renames what they edit, BREAKAGES_0514 has its own)
 BREAKAGES = [
     ("publish-after-catch-up",
      r"(\n\s*)(if on_publish is not None:\n\s*on_publish\(new_seq_lens\)\n)((?:.|\n)*?)(\n\s*return result\n)",
@@ -150,18 +164,55 @@ BREAKAGES = [
      "\n        _unused,\n        model_runner.attn_backend,\n        model_runner.graph_runner,\n    ) = state",
      "one-token graph"),
 ]
+#: 0.5.14: its CUDA graph settings per phase (cuda_graph_config.decode), DecodeCudaGraphRunner at
+#: model_runner.decode_cuda_graph_runner, the draft's _capture_cuda_graphs and the draft runner's backend
+BREAKAGES_0514 = BREAKAGES[:-2] + [
+    ("every-batch-size-captured", r"\[bs for bs in \(decode_graphs\.bs or \[\]\) if bs > threshold\]",
+     "list(decode_graphs.bs or [])", "not those above N"),
+    ("catch-up-on-the-verify-graph", r"\n\s*dw\.cuda_graph_runner_for_draft_extend,\n\s*model_runner\.attn_backend,"
+                                     r"\n\s*model_runner\.decode_cuda_graph_runner,\n\s*\) = state",
+     "\n        _unused,\n        model_runner.attn_backend,\n        model_runner.decode_cuda_graph_runner,\n    ) = state",
+     "one-token graph"),
+    ("decode-bs-not-restored", r"\n\s*decode_graphs\.bs = saved_bs\n", "\n", "left as set for the capture"),
+    ("decode-bs-not-narrowed", r"\n(\s*)decode_graphs\.bs = capture_bs\n", r"\n\1pass\n", "not those above N"),
+    ("graphs-with-decode-graphs-disabled",
+     r"if not check_cuda_graph_backend\(Phase\.DECODE, Backend\.DISABLED\):\n(\s*)capture_bs = \[",
+     r"if True:\n\1capture_bs = [", "CUDA graphs were captured"),
+    ("target-graph-not-swapped-in", r"\n\s*model_runner\.attn_backend,\n\s*model_runner\.decode_cuda_graph_runner,"
+                                    r"\n\s*\) = state",
+     "\n        model_runner.attn_backend,\n        _unused,\n    ) = state", "not the plain DECODE graph runner"),
+    ("target-graph-not-restored", r"(finally:\n\s*)self\._spec_disable_swap\(saved\)",
+     r"\1saved = (*saved[:5], self._target_worker.model_runner.decode_cuda_graph_runner)\n            "
+     r"self._spec_disable_swap(saved)", "target_graph"),
+    ("draft-runner-backend-not-set", r"\n(\s*)dw\.draft_runner\.attn_backend = dw\.draft_extend_attn_backend\n",
+     r"\n\1pass\n", "draft runner's attention backend"),
+    ("speculative-draft-graph-kept", r"\n\s*dw\.cuda_graph_runner_for_draft_extend = None\n(\s*)if capture_bs:",
+     r"\n\1if capture_bs:", "no CUDA graph batch size is above N"),
+]
+BREAKAGES_BY_VERSION = {"0.5.13": BREAKAGES, "0.5.14": BREAKAGES_0514}
 
 
 @pytest.fixture(scope="module")
-def broken_runs(recipe, cpuenv_python_tf5, patched, tmp_path_factory) -> dict:
-    """Every breakage applied to its own overlay of the patched tree, the worker probe run on each (in parallel)."""
-    return run_broken(patched, WORKER, BREAKAGES, tmp_path_factory.mktemp,
-                      lambda root: run_worker_probe(recipe, cpuenv_python_tf5, root))
+def broken_runs(recipe, cpuenv_python_tf5, patched, tmp_path_factory):
+    """broken_runs(version): every breakage of the release applied to its own overlay of the patched tree, the
+    worker probe run on each (in parallel), once."""
+    runs = {}
+
+    def get(version: str) -> dict:
+        if version not in runs:
+            runs[version] = run_broken(patched(version), WORKER, BREAKAGES_BY_VERSION[version],
+                                       tmp_path_factory.mktemp,
+                                       lambda root: run_worker_probe(recipe, cpuenv_python_tf5, root, version))
+        return runs[version]
+
+    return get
 
 
-@pytest.mark.parametrize("name,expected", [(b[0], b[3]) for b in BREAKAGES], ids=[b[0] for b in BREAKAGES])
-def test_worker_probe_fails_on_a_broken_fallback(broken_runs, name, expected):
-    check = broken_runs[name]
+@pytest.mark.parametrize("version,name,expected",
+                         [(v, b[0], b[3]) for v, breakages in BREAKAGES_BY_VERSION.items() for b in breakages],
+                         ids=[f"{v}-{b[0]}" for v, breakages in BREAKAGES_BY_VERSION.items() for b in breakages])
+def test_worker_probe_fails_on_a_broken_fallback(broken_runs, version, name, expected):
+    check = broken_runs(version)[name]
     assert not isinstance(check, str), check
     assert check.status == "failed", f"the probe passed on the broken fallback `{name}`: {check.message}"
     assert expected in check.message or expected in (check.details or ""), \

@@ -104,6 +104,10 @@ EXTRA_CHECKS = {"hybrid mamba/GDN target refused": hybrid_refused, "hybrid mamba
 def speculative_state(w) -> dict:
     """The fields a step without speculation switches: {name: (now, as the speculative path has it)}."""
     dw, mr = w.draft_worker, w.target_worker.model_runner
+    rel = mr.rel
+    extra = {}
+    if rel.draft_runner_backend:  # 0.5.14: the draft extend reads the draft runner's backend
+        extra["draft_runner_backend"] = (dw.draft_runner.attn_backend, dw.spec_extend_backend)
     return dict(
         worker_steps=(w.speculative_num_steps, STEPS), worker_draft_tokens=(w.speculative_num_draft_tokens, N_DRAFT),
         steps=(dw.speculative_num_steps, STEPS), draft_tokens=(dw.speculative_num_draft_tokens, N_DRAFT),
@@ -111,13 +115,15 @@ def speculative_state(w) -> dict:
         draft_extend_graph=(dw.cuda_graph_runner_for_draft_extend, dw.spec_extend_graph),
         draft_graph=(dw.cuda_graph_runner, dw.spec_draft_graph),
         draft_backend=(dw.draft_attn_backend, dw.spec_draft_backend),
-        target_backend=(mr.attn_backend, mr.verify_backend), target_graph=(mr.graph_runner, mr.verify_graph),
+        target_backend=(mr.attn_backend, mr.verify_backend),
+        target_graph=(getattr(mr, rel.target_graph_attr), mr.verify_graph),
         spec_algorithm=(mr.spec_algorithm, dw.speculative_algorithm),
         return_hidden=(mr.server_args.enable_return_hidden_states, False),
-        target_cuda_graph_bs=(mr.server_args.cuda_graph_bs, mr.spec_cuda_graph_bs),
+        target_cuda_graph_bs=(rel.graph_bs(mr.server_args), mr.spec_cuda_graph_bs),
         draft_server_steps=(dw.draft_runner.server_args.speculative_num_steps, STEPS),
         draft_server_tokens=(dw.draft_runner.server_args.speculative_num_draft_tokens, N_DRAFT),
-        draft_cuda_graph_bs=(dw.draft_runner.server_args.cuda_graph_bs, mr.spec_cuda_graph_bs),
+        draft_cuda_graph_bs=(rel.graph_bs(dw.draft_runner.server_args), mr.spec_cuda_graph_bs),
+        **extra,
     )
 
 

@@ -215,6 +215,8 @@ class Sentinel:
     def replay(self, *args, **kwargs):
         raise AssertionError(f"the speculative path's {self.name} was replayed by the fallback")
 
+    can_run_graph, execute = can_run, replay  # 0.5.14's names
+
     def __repr__(self):
         return f"<{self.name}>"
 
@@ -232,6 +234,8 @@ class SpeculativeDraftExtendGraph:
 
     def replay(self, *args, **kwargs):
         raise AssertionError("the speculative draft-extend graph was replayed although can_run said no")
+
+    can_run_graph, execute = can_run, replay  # 0.5.14's names
 
     def __repr__(self):
         return "<speculative draft-extend graph>"
@@ -259,9 +263,9 @@ class FakeTargetRunner:
         self.verify_backend = Backend("target-speculative")
         self.attn_backend = self.verify_backend
         self.verify_graph = Sentinel("TARGET_VERIFY graph runner")
-        self.graph_runner = self.verify_graph
+        setattr(self, rel.target_graph_attr, self.verify_graph)  # graph_runner (0.5.14: decode_cuda_graph_runner)
         self.server_args = server_args
-        self.spec_cuda_graph_bs = list(server_args.cuda_graph_bs)  #: as the speculative path has it
+        self.spec_cuda_graph_bs = list(rel.graph_bs(server_args))  #: as the speculative path has it
         for name, value in rel.runner_attrs.items():
             setattr(self, name, value)
         self.backend_calls = []
@@ -310,12 +314,13 @@ class FakeTargetWorker:
             seq_lens_sum=cpu.seq_lens_sum, positions=None if fb is None else fb.positions.clone(),
             out_cache_loc=None if b.out_cache_loc is None else b.out_cache_loc.clone(),
             spec_info_is_none=b.spec_info is None, capture=getattr(cpu, "capture_hidden_mode", None), return_logprob=b.return_logprob,
-            sampling_info=b.sampling_info, graph_runner=mr.graph_runner, attn_backend=mr.attn_backend,
+            sampling_info=b.sampling_info, graph_runner=getattr(mr, mr.rel.target_graph_attr),
+            attn_backend=mr.attn_backend,
             fb_attn_backend=getattr(fb, "attn_backend", None), spec_algorithm=mr.spec_algorithm, is_verify=is_verify))
         if self.fail_forward:
             raise RuntimeError("target forward failed (probe)")
         decode = b.forward_mode.is_decode() and (fb is not None or b.input_ids is not None)
-        graph = mr.graph_runner
+        graph = getattr(mr, mr.rel.target_graph_attr)
         replayed = getattr(graph, "replays_target", False) and decode and len(b.seq_lens) <= max(graph.capture_bs)
         return GenerationBatchResult(**target_output(b, decode, self.nan_logits),
                                      **{"can_run_cuda_graph": replayed, **self.result_extra()})
@@ -396,7 +401,7 @@ class RecordingDraftWorker(EagleDraftWorker):
             next_token_ids=batch_result.next_token_ids.clone(), accept_lens=batch_result.accept_lens.clone(),
             hidden_shape=None if hidden is None else tuple(hidden.shape), steps=self.speculative_num_steps,
             draft_tokens=self.speculative_num_draft_tokens, graph=self.cuda_graph_runner_for_draft_extend,
-            backend=getattr(self, "draft_extend_attn_backend", None)))
+            backend=getattr(self, "draft_extend_attn_backend", None), runner_backend=self.draft_runner.attn_backend))
         return super()._draft_extend_for_decode(batch, batch_result)
 
     def _draft_extend_for_prefill(self, batch, target_hidden_states, next_token_ids, *more):

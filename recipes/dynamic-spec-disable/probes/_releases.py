@@ -58,6 +58,36 @@ class Release059:
     #: the one-token-graph probe: how CudaGraphRunner.replay_prepare reaches the attention backend (None: by
     #: graphs_keep_backend)
     replay_backend = None
+    #: the ScheduleBatch scene (0.5.13+): the name in eagle_worker_v2 of the target's DECODE graph runner class, the
+    #: model runner's attribute of its decode graph runner, the draft worker's method that captures its graphs, and
+    #: whether the CUDA graph settings are per phase (server_args.cuda_graph_config, whose DECODE backend
+    #: check_cuda_graph_backend reads on the global server args)
+    target_graph_cls = "CudaGraphRunner"
+    target_graph_attr = "graph_runner"
+    draft_capture = "init_cuda_graphs"
+    phase_graph_config = False
+    #: the patch captures the draft's graphs only when there are batch sizes to capture (else it asks the draft worker
+    #: to capture them with CUDA graphs disabled, and the draft worker captures none)
+    draft_capture_only_with_bs = False
+    #: the one-token state's draft-extend backend is also put on the draft runner (its draft extend reads
+    #: draft_runner.attn_backend), and put back with the speculative one
+    draft_runner_backend = False
+    server_args_extra: dict = {}  #: the ScheduleBatch scene: server arguments this release's worker code reads
+
+    def graph_bs(self, server_args) -> list:
+        """The CUDA graph batch sizes the server arguments ask a graph runner to capture."""
+        return server_args.cuda_graph_bs
+
+    def graph_server_args(self, bs: list, disabled: bool) -> dict:
+        """The ScheduleBatch scene: the server arguments of CUDA graphs for batch sizes `bs` (`disabled`: none)."""
+        return dict(cuda_graph_bs=list(bs), cuda_graph_max_bs=max(bs), disable_cuda_graph=disabled)
+
+    def graphs_disabled(self, server_args) -> bool:
+        """Whether a draft worker's graph capture finds CUDA graphs disabled (and captures none)."""
+        return server_args.disable_cuda_graph
+
+    def install_server_args(self, server_args) -> None:
+        """The ScheduleBatch scene: make `server_args` what the release's code reads globally (0.5.14)."""
 
     def batch_fields(self, bs: int, has_grammar: bool) -> dict:
         """ModelWorkerBatch fields that not every release has."""
@@ -279,6 +309,48 @@ class Release013(Release0512):
         assert result.speculative_num_draft_tokens == 1, "the result does not carry its stride (1)"
 
 
+class Release014(Release013):
+    """0.5.14: the CUDA graph settings are per phase (server_args.cuda_graph_config, a CudaGraphConfig of
+    PhaseConfigs): the captured batch sizes are cuda_graph_config.decode.bs, which the patch narrows to those above N
+    while it builds the one-token state (and restores), and CUDA graphs are off when check_cuda_graph_backend(DECODE,
+    DISABLED) says so, on the global server args (set_global_server_args_for_scheduler); the target's graph runner is
+    DecodeCudaGraphRunner, at model_runner.decode_cuda_graph_runner; the draft's graphs are captured by
+    _capture_cuda_graphs, which the patch calls only when there are batch sizes to capture; graph runners answer
+    can_run_graph / execute; the draft extend reads draft_runner.attn_backend, which follows the draft-extend backend
+    (apply_runtime_state, _rebuild_topk1_chain_buffers), so the swap sets it too; the draft extend reads
+    speculative_use_rejection_sampling."""
+
+    target_graph_cls = "DecodeCudaGraphRunner"
+    target_graph_attr = "decode_cuda_graph_runner"
+    draft_capture = "_capture_cuda_graphs"
+    phase_graph_config = True
+    draft_capture_only_with_bs = True
+    draft_runner_backend = True
+    server_args_extra = dict(speculative_use_rejection_sampling=False, model_impl="auto")
+
+    def graph_bs(self, server_args):
+        return server_args.cuda_graph_config.decode.bs
+
+    def graph_server_args(self, bs, disabled):
+        from sglang.srt.model_executor.cuda_graph_config import Backend, CudaGraphConfig, PhaseConfig
+
+        # as ServerArgs leaves them: --disable-cuda-graph turns every phase's backend to DISABLED
+        off = Backend.DISABLED
+        return dict(disable_cuda_graph=disabled, cuda_graph_bs_decode=None, cuda_graph_config=CudaGraphConfig(
+            decode=PhaseConfig(backend=off if disabled else Backend.FULL, max_bs=max(bs), bs=list(bs)),
+            prefill=PhaseConfig(backend=off if disabled else Backend.TC_PIECEWISE)))
+
+    def graphs_disabled(self, server_args):
+        from sglang.srt.model_executor.cuda_graph_config import Backend, Phase, check_cuda_graph_backend
+
+        return check_cuda_graph_backend(Phase.DECODE, Backend.DISABLED)  # as _capture_cuda_graphs asks
+
+    def install_server_args(self, server_args):
+        from sglang.srt.server_args import set_global_server_args_for_scheduler
+
+        set_global_server_args_for_scheduler(server_args)  # what check_cuda_graph_backend reads
+
+
 #: the one-token-graph fallback on the ModelWorkerBatch contract (worker_probe_graphs.py): variant -> its adapter
 GRAPHS_BY_VARIANT = {
     "": Release059,  # the recipe's own steps
@@ -289,5 +361,5 @@ GRAPHS_BY_VARIANT = {
     "fallback-0.5.12": Release0512,
 }
 #: the ScheduleBatch / on_publish fallback (worker_probe_on_publish.py): the variant the engine applied -> its adapter
-ON_PUBLISH_BY_VARIANT = {"fallback-0.5.13": Release013, "fallback-0.5.14": Release013}
+ON_PUBLISH_BY_VARIANT = {"fallback-0.5.13": Release013, "fallback-0.5.14": Release014}
 CURRENT = None  #: the adapter the running probe chose (its scene reads it)

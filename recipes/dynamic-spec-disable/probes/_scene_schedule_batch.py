@@ -12,7 +12,8 @@ run by the real `Scheduler.run_batch` (overlap: FutureMap relay, on_publish, for
 path), and its result read by the real `SchedulerBatchResultProcessor` and resolved by the real FutureMap for the next
 step. FutureMap's gather of the relayed rows is a Triton kernel: the probe runs it as a plain indexed read (same rows,
 same buffers). The CUDA graph runners and backends the patch builds at start-up are recorders (the target's DECODE
-graph; the draft's one-token extend graph, through the draft worker's init_cuda_graphs).
+graph; the draft's one-token extend graph, through the draft worker's init_cuda_graphs). From 0.5.14 (Release014) the
+names differ and the CUDA graph settings are per phase; the adapter names what the scene replaces and builds.
 """
 
 from __future__ import annotations
@@ -72,7 +73,7 @@ class PlainTargetGraph:
         args = model_runner.server_args
         self.built_with = dict(spec_algorithm=model_runner.spec_algorithm, attn_backend=attn_backend,
                                return_hidden_states=args.enable_return_hidden_states,
-                               cuda_graph_bs=list(args.cuda_graph_bs), kwargs=kwargs,
+                               cuda_graph_bs=list(REL.graph_bs(args)), kwargs=kwargs,
                                num_draft_tokens=args.speculative_num_draft_tokens)
         BUILT.target_graphs.append(self)
 
@@ -89,6 +90,8 @@ class DraftExtendGraph:
         self.asked.append(len(forward_batch.input_ids))
         return False
 
+    can_run_graph = can_run  # 0.5.14's name
+
 
 class FakeBackendFactory:
     """DraftBackendFactory as the patch uses it: a draft-extend backend, recorded with the step count asked for."""
@@ -101,7 +104,7 @@ class FakeBackendFactory:
         return BUILT.draft_backends[-1]
 
 
-eagle_worker_v2.CudaGraphRunner = PlainTargetGraph
+setattr(eagle_worker_v2, REL.target_graph_cls, PlainTargetGraph)  # CudaGraphRunner (0.5.14: DecodeCudaGraphRunner)
 eagle_worker_v2.DraftBackendFactory = FakeBackendFactory
 
 
@@ -131,14 +134,22 @@ def target_result_extra(target):
 class RecordingDraftWorker(_fakes.RecordingDraftWorker):
     """_fakes' recording draft worker, with a recorder of the graphs it would capture."""
 
-    def init_cuda_graphs(self):  # the real one captures CUDA graphs; record what it would build
+    def capture_cuda_graphs(self):  # the real one captures CUDA graphs; record what it would build
+        disabled = REL.graphs_disabled(self.server_args)
         self.graphs_built.append(dict(num_draft_tokens=self.speculative_num_draft_tokens,
                                       num_steps=self.speculative_num_steps,
                                       backend=self.draft_extend_attn_backend,
-                                      disabled=self.server_args.disable_cuda_graph))
+                                      disabled=disabled, bs=list(REL.graph_bs(self.server_args) or [])))
         self.cuda_graph_runner = None
+        self.cuda_graph_runner_for_draft_extend = None
+        if disabled:  # as the real one: nothing captured
+            return
         self.cuda_graph_runner_for_draft_extend = DraftExtendGraph(self.speculative_num_draft_tokens)
         BUILT.draft_graphs.append(self.cuda_graph_runner_for_draft_extend)
+
+
+# init_cuda_graphs (0.5.14: _capture_cuda_graphs)
+setattr(RecordingDraftWorker, REL.draft_capture, RecordingDraftWorker.capture_cuda_graphs)
 
 
 def make_worker(threshold: int = 0, *, dp_attention: bool = False, catch_up: str | None = None,
@@ -148,9 +159,10 @@ def make_worker(threshold: int = 0, *, dp_attention: bool = False, catch_up: str
     log = []  #: the worker's events: "target", "publish", "draft", "verify"
     server_args = _fakes.make_server_args(
         threshold, dp_attention, speculative_adaptive=False, speculative_num_steps=STEPS,
-        speculative_num_draft_tokens=N_DRAFT, cuda_graph_bs=list(CUDA_GRAPH_BS), disable_cuda_graph=disable_cuda_graph,
-        cuda_graph_max_bs=32, max_running_requests=32, enable_return_hidden_states=False,
-        attention_backend="torch_native", enable_lora=False)
+        speculative_num_draft_tokens=N_DRAFT, **REL.graph_server_args(CUDA_GRAPH_BS, disable_cuda_graph),
+        max_running_requests=32, enable_return_hidden_states=False,
+        attention_backend="torch_native", enable_lora=False, **REL.server_args_extra)
+    REL.install_server_args(server_args)
     runner = _fakes.FakeTargetRunner(REL, pool, server_args)
     target = _fakes.FakeTargetWorker(runner, log, functools.partial(forward_batch, runner),
                                      lambda: target_result_extra(target))
@@ -160,6 +172,8 @@ def make_worker(threshold: int = 0, *, dp_attention: bool = False, catch_up: str
     dw.draft_runner.model_config = SimpleNamespace(vocab_size=V, spec_hidden_size=H_DRAFT, dtype=torch.float32)
     dw.draft_runner.canary_manager = None
     dw.draft_runner.draft_attn_backend = dw.spec_draft_backend
+    if REL.draft_runner_backend:  # as this release's init_attention_backend leaves it
+        dw.draft_runner.attn_backend = dw.spec_extend_backend
     dw._rebuild_topk1_chain_buffers()
     w = _fakes.bare_worker(server_args, pool, adaptive_controller=None, enable_nan_detection=nan_detection, log=log,
                            published=[], _target_worker=target, _draft_worker=dw)
@@ -471,7 +485,6 @@ def check_grammars_reached(info, batch):
 def check_plain_state(catch_up: str, *, disable_cuda_graph: bool = False):
     def run():
         w = make_worker(2, catch_up=catch_up, disable_cuda_graph=disable_cuda_graph)
-        sa = w.server_args
         steps, tokens, draft_backend, draft_graph, target_backend, target_graph = w._spec_disable_plain
         assert (steps, tokens) == (0, 1), f"the plain state runs {steps} draft steps and {tokens} tokens per request"
         assert target_backend.name == "target-plain" and target_backend.built_with["num_draft_tokens"] == 1, \
@@ -492,22 +505,25 @@ def check_plain_state(catch_up: str, *, disable_cuda_graph: bool = False):
         built_draft = w.draft_worker.graphs_built
         if catch_up == "skip":
             assert draft_graph is None and not built_draft, "the skip mode built a draft-extend graph"
+        elif disable_cuda_graph and REL.draft_capture_only_with_bs:
+            assert not built_draft, f"the draft's graphs were captured ({built_draft}) with CUDA graphs disabled"
         else:
             assert len(built_draft) == 1 and built_draft[0]["num_draft_tokens"] == 1 and \
                 built_draft[0]["num_steps"] == 0 and built_draft[0]["backend"] is draft_backend, \
                 f"the draft-extend graph was built with {built_draft}, not one token per request on its own backend"
             assert built_draft[0]["disabled"] == disable_cuda_graph
+            if not disable_cuda_graph:
+                assert built_draft[0]["bs"] == [bs for bs in CUDA_GRAPH_BS if bs > 2], \
+                    f"the draft-extend graph captures batch sizes {built_draft[0]['bs']}, not those above N"
+        if catch_up != "skip":
             assert draft_backend.built_with["num_steps"] == 0
-        # everything the build changes for the capture is put back
-        assert w.target_worker.model_runner.spec_algorithm == EAGLE and not sa.enable_return_hidden_states and \
-            not w.target_worker.model_runner.init_new_workspace, "the model runner was left as built for the capture"
-        assert sa.cuda_graph_bs == CUDA_GRAPH_BS and sa.disable_cuda_graph == disable_cuda_graph and \
-            (sa.speculative_num_steps, sa.speculative_num_draft_tokens) == (STEPS, N_DRAFT), \
-            "the server arguments were left as set for the capture"
-        assert_speculative_state(w, "after start-up")
+            if disable_cuda_graph:
+                assert draft_graph is None, f"the one-token state holds the draft-extend graph {draft_graph} " \
+                    "with CUDA graphs disabled"
+        check_put_back(w, disable_cuda_graph)
         graphs = "no graphs (--disable-cuda-graph)" if disable_cuda_graph else \
             f"a DECODE graph with hidden states for bs {[bs for bs in CUDA_GRAPH_BS if bs > 2]}"
-        draft = "no draft graph" if catch_up == "skip" else "a one-token draft-extend graph"
+        draft = "no draft graph" if catch_up == "skip" or disable_cuda_graph else "a one-token draft-extend graph"
         return f"N 2, {catch_up}: {graphs}, {draft}; model runner and server args put back"
     return run
 
@@ -529,7 +545,33 @@ def check_next_step(batch, fmap, exp, warm=True):
         assert not nd.topk_index.any() and not nd.hidden_states.any(), "FutureMap did not relay the skip mode's zeros"
 
 
+def check_put_back(w, disable_cuda_graph: bool):
+    """Everything the build changes for the capture is put back (the model runner, the server arguments)."""
+    sa = w.server_args
+    assert w.target_worker.model_runner.spec_algorithm == EAGLE and not sa.enable_return_hidden_states and \
+        not w.target_worker.model_runner.init_new_workspace, "the model runner was left as built for the capture"
+    graph_args = REL.graph_server_args(CUDA_GRAPH_BS, disable_cuda_graph)
+    left = {k: getattr(sa, k) for k, v in graph_args.items() if getattr(sa, k) != v}
+    assert not left and (sa.speculative_num_steps, sa.speculative_num_draft_tokens) == (STEPS, N_DRAFT), \
+        f"the server arguments were left as set for the capture: {left}"
+    assert_speculative_state(w, "after start-up")
+
+
+def check_no_bs_above_n():
+    """N at the largest CUDA graph batch size: no graph to capture, none built, none in the one-token state."""
+    n = max(CUDA_GRAPH_BS)
+    w = make_worker(n, catch_up="padded")
+    _, _, _, draft_graph, _, target_graph = w._spec_disable_plain
+    assert target_graph is None and not w.built.target_graphs, \
+        f"a target graph was captured although no CUDA graph batch size is above N {n}"
+    assert draft_graph is None and not w.built.draft_graphs, f"the one-token state holds the draft-extend graph " \
+        f"{draft_graph} although no CUDA graph batch size is above N {n} (the speculative one?)"
+    check_put_back(w, False)
+    return f"N {n}: no graphs captured, none in the one-token state; model runner and server args put back"
+
+
 START_UP_CHECKS = [("start-up: what is captured (skip)", check_plain_state("skip")),
                    ("start-up: what is captured (padded)", check_plain_state("padded")),
-                   ("start-up: no CUDA graphs", check_plain_state("padded", disable_cuda_graph=True))]
+                   ("start-up: no CUDA graphs", check_plain_state("padded", disable_cuda_graph=True)),
+                   ("start-up: no batch size above N", check_no_bs_above_n)]
 STEP_CHECKS = LAST_CHECKS = []

@@ -1,4 +1,4 @@
-"""The worker probes' contract: the behaviour of the one-token-graph fallback of sglang 0.5.4 - 0.5.13, on CPU.
+"""The worker probes' contract: the behaviour of the one-token-graph fallback of sglang 0.5.4 - 0.5.14, on CPU.
 
 At start-up the patched EAGLEWorkerV2 builds a target attention backend and a target DECODE CUDA graph (one token per
 request, the hidden states the draft reads) and, for the padded/single catch-up, a one-token draft-extend backend and
@@ -7,8 +7,8 @@ the speculative path's own draft extend at one token per request (or zero stubs:
 state back, also when a forward raises. The result goes to the release's real scheduler code.
 
 One contract, checked here once, for both worker probes (worker_probe_graphs.py: 0.5.4 - 0.5.12, the ModelWorkerBatch
-contract; worker_probe_on_publish.py: 0.5.13, the ScheduleBatch / on_publish one), each of which calls main() with its
-map of variants to adapters (_releases.py). What differs per release comes from the adapter of the variant the engine
+contract; worker_probe_on_publish.py: 0.5.13 - 0.5.14, the ScheduleBatch / on_publish one), each of which calls
+main() with its map of variants to adapters (_releases.py). What differs per release comes from the adapter of the variant the engine
 applied (SPECPATCH_VARIANT; a variant the probe has no adapter for fails the probe, saying so). The adapter names its
 scene, the module that builds the batches, the fakes and the scheduler side of its release family:
 _scene_model_worker_batch.py (0.5.4 - 0.5.12: ModelWorkerBatch, the n-stride result, verify_done) and
@@ -152,6 +152,9 @@ def check_fallback(catch_up: str, **options):
                 f"the draft extend ran with {de.steps} steps / {de.draft_tokens} tokens, not the one-token state"
             assert de.graph is one_token_graph and de.backend is draft_backend, \
                 f"the draft extend ran with {de.graph} / {de.backend}, not the one-token graph and its backend"
+            if REL.draft_runner_backend:  # the release's draft extend reads the draft runner's backend
+                assert de.runner_backend is draft_backend, f"the draft runner's attention backend was " \
+                    f"{de.runner_backend} during the draft extend, not the one-token state's {draft_backend}"
             assert de.next_token_ids.tolist() == [e.t for e in exp], \
                 f"the draft extend got tokens {de.next_token_ids.tolist()}, not one per request"
             _contract.catch_up_extend(de, exp, seq_lens_values)

@@ -1,4 +1,4 @@
-"""Server-arguments probe of the dynamic speculation disable (the fallback variants, 0.5.4-0.5.13), on CPU.
+"""Server-arguments probe of the dynamic speculation disable (the fallback variants, 0.5.4-0.5.14), on CPU.
 
 The flag through sglang's own parser and ServerArgs.from_cli_args; the environment variable and its precedence;
 the start-up refusals, through the whole ServerArgs.__post_init__ of a real (tiny, local, weightless) Llama config
@@ -41,6 +41,9 @@ class Release059:
     skip_all_gather = True  #: SGLANG_SCHEDULER_SKIP_ALL_GATHER exists (refused with DP attention)
     beta_spec = False  #: spec v2 is the --enable-beta-spec flag, for EAGLE only (no SGLANG_ENABLE_SPEC_V2)
     dp_refused = False  #: DP attention refused (a spec-v2 worker without IDLE handling)
+    #: SGLANG_ENABLE_SPEC_V2 exists (else spec v2 is always on, and the probe's "spec v2 off" is the synchronous path's
+    #: own flag, --disable-overlap-schedule)
+    spec_v2_env = True
     extra_checks: tuple = ()
 
 
@@ -81,15 +84,23 @@ class Release0513(Release0512):
     has_v1_worker = False
 
 
+class Release0514(Release0513):
+    """0.5.14: SGLANG_ENABLE_SPEC_V2 is removed (speculative decoding always runs the V2 worker); the synchronous
+    path, which the variable's 0 selected, is --disable-overlap-schedule."""
+
+    spec_v2_env = False
+
+
 BY_VARIANT = {"": Release059, "fallback-0.5.4": Release054, "fallback-0.5.4.post1": Release055,
               "fallback-0.5.4.post2": Release055, "fallback-0.5.5": Release055, "fallback-0.5.5.post3": Release055,
               "fallback-0.5.6": Release056, "fallback-0.5.6.post1": Release056, "fallback-0.5.7": Release059, "fallback-0.5.8": Release059,
               "fallback-0.5.9": Release059, "fallback-0.5.10": Release059, "fallback-0.5.11": Release0511,
               "fallback-0.5.12": Release0512, "fallback-0.5.13": Release0513,
-              "fallback-0.5.14": Release0513}
+              "fallback-0.5.14": Release0514}
 VARIANT = os.environ.get("SPECPATCH_VARIANT", "")
 REL = BY_VARIANT[VARIANT]() if VARIANT in BY_VARIANT else None
 BETA_SPEC_ON = [False]  #: 0.5.4: whether the probe's SGLANG_ENABLE_SPEC_V2 asked for spec v2 (--enable-beta-spec)
+SPEC_V2_OFF = [False]  #: 0.5.14: whether the probe's SGLANG_ENABLE_SPEC_V2 asked for spec v2 off (--disable-overlap-schedule)
 TINY_LLAMA = {
     "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 64, "intermediate_size": 128,
     "num_attention_heads": 4, "num_key_value_heads": 4, "num_hidden_layers": 2, "vocab_size": 256,
@@ -101,19 +112,25 @@ def parse(*argv: str) -> ServerArgs:
     parser = argparse.ArgumentParser()
     ServerArgs.add_cli_args(parser)
     beta = ["--enable-beta-spec"] if BETA_SPEC_ON[0] else []
-    return ServerArgs.from_cli_args(parser.parse_args(list(argv) + beta))
+    sync = ["--disable-overlap-schedule"] if SPEC_V2_OFF[0] else []
+    return ServerArgs.from_cli_args(parser.parse_args(list(argv) + beta + sync))
 
 
 @contextlib.contextmanager
 def environment(**values):
     """Set (str) or clear (None) sglang environment variables for a block, through their Envs descriptors (0.5.4:
-    SGLANG_ENABLE_SPEC_V2 is --enable-beta-spec)."""
+    SGLANG_ENABLE_SPEC_V2 is --enable-beta-spec; 0.5.14: SGLANG_ENABLE_SPEC_V2=0 is --disable-overlap-schedule)."""
     with contextlib.ExitStack() as stack:
         for name, value in values.items():
             if name == "SGLANG_ENABLE_SPEC_V2" and REL.beta_spec:
                 saved = BETA_SPEC_ON[0]
                 BETA_SPEC_ON[0] = value == "1"
                 stack.callback(BETA_SPEC_ON.__setitem__, 0, saved)
+                continue
+            if name == "SGLANG_ENABLE_SPEC_V2" and not REL.spec_v2_env:
+                saved = SPEC_V2_OFF[0]
+                SPEC_V2_OFF[0] = value == "0"
+                stack.callback(SPEC_V2_OFF.__setitem__, 0, saved)
                 continue
             if name == "SGLANG_SCHEDULER_SKIP_ALL_GATHER" and not REL.skip_all_gather:
                 continue

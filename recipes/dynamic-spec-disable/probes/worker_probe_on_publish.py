@@ -1,4 +1,5 @@
-"""Behaviour probe of the one-token-graph fallback on sglang 0.5.13 (the ScheduleBatch / on_publish contract), on CPU.
+"""Behaviour probe of the one-token-graph fallback on sglang 0.5.13 - 0.5.14 (the ScheduleBatch / on_publish
+contract), on CPU.
 
 The checks are _worker_contract.py's, run with this probe's adapters (_releases.ON_PUBLISH_BY_VARIANT, chosen by the
 variant the engine applied, SPECPATCH_VARIANT) on their scene, _scene_schedule_batch.py.
