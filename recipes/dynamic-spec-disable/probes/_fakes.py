@@ -440,13 +440,16 @@ def catch_up_env(value: str | None):
             os.environ[name] = before
 
 
-def start_up(w, server_args, catch_up: str | None):
-    """The patch's own start-up step on `w` (SGLANG_SPEC_DISABLE_CATCH_UP set to `catch_up` unless None); what the
-    recorders built meanwhile is kept in w.built. Returns w."""
+def start_up(w, server_args, catch_up: str | None, finish=None):
+    """The patch's own start-up step on `w` (SGLANG_SPEC_DISABLE_CATCH_UP set to `catch_up` unless None), then
+    `finish(w)` where the release builds the one-token state later; what the recorders built meanwhile is kept in
+    w.built. Returns w."""
     for built in (BUILT.target_graphs, BUILT.draft_graphs, BUILT.draft_backends):
         built.clear()
     with catch_up_env(catch_up):
         w._init_speculative_disable(server_args)
+        if finish is not None:
+            finish(w)
     w.built = SimpleNamespace(target_graphs=list(BUILT.target_graphs), draft_graphs=list(BUILT.draft_graphs),
                               draft_backends=list(BUILT.draft_backends))
     return w

@@ -297,6 +297,7 @@ class Release013(Release0512):
     SGLANG_ENABLE_ASYNC_ASSERT; hybrid lightning targets are refused as well."""
 
     scene = "_scene_schedule_batch"
+    finish_start_up = None  #: the one-token state is built in __init__ (0.5.14: a function that builds it later)
     on_publish = True
     lens_on_result = True
     hybrid_attrs = Release0512.hybrid_attrs + ("hybrid_lightning_config",)
@@ -322,6 +323,18 @@ class Release014(Release013):
 
     target_graph_cls = "DecodeCudaGraphRunner"
     target_graph_attr = "decode_cuda_graph_runner"
+
+    @staticmethod
+    def finish_start_up(w):
+        """0.5.14 allocates the KV pools and builds the backends and graphs after __init__: the patch builds the
+        one-token state at the end of EAGLEWorkerV2.init_cuda_graphs, after the speculative path's own graphs (which
+        the fakes stand for: the draft worker's init_cuda_graphs captures nothing here)."""
+        assert w._spec_disable_plain is None, "the one-token state was built in __init__, before the KV pools exist"
+        w._draft_worker.init_cuda_graphs = lambda: None
+        w.init_cuda_graphs()
+        threshold = w.spec_disable_batch_threshold
+        assert (w._spec_disable_plain is not None) == (threshold > 0), \
+            f"init_cuda_graphs did not build the one-token state (N={threshold})"
     draft_capture = "_capture_cuda_graphs"
     phase_graph_config = True
     draft_capture_only_with_bs = True

@@ -178,7 +178,7 @@ def make_worker(threshold: int = 0, *, dp_attention: bool = False, catch_up: str
     w = _fakes.bare_worker(server_args, pool, adaptive_controller=None, enable_nan_detection=nan_detection, log=log,
                            published=[], _target_worker=target, _draft_worker=dw)
     _fakes.install_verify(w, pool, REL.token, lens_on_result=True)
-    return _fakes.start_up(w, server_args, catch_up)
+    return _fakes.start_up(w, server_args, catch_up, REL.finish_start_up)
 
 
 class FakeOrchestrator:
