@@ -59,13 +59,11 @@ class Release059:
     #: graphs_keep_backend)
     replay_backend = None
     #: the ScheduleBatch scene (0.5.13+): the name in eagle_worker_v2 of the target's DECODE graph runner class, the
-    #: model runner's attribute of its decode graph runner, the draft worker's method that captures its graphs, and
-    #: whether the CUDA graph settings are per phase (server_args.cuda_graph_config, whose DECODE backend
-    #: check_cuda_graph_backend reads on the global server args)
+    #: model runner's attribute of its decode graph runner, and the draft worker's method that captures its graphs
+    #: (how the CUDA graph settings are read and disabled: graph_bs, graph_server_args, graphs_disabled below)
     target_graph_cls = "CudaGraphRunner"
     target_graph_attr = "graph_runner"
     draft_capture = "init_cuda_graphs"
-    phase_graph_config = False
     #: the patch captures the draft's graphs only when there are batch sizes to capture (else it asks the draft worker
     #: to capture them with CUDA graphs disabled, and the draft worker captures none)
     draft_capture_only_with_bs = False
@@ -323,6 +321,10 @@ class Release014(Release013):
 
     target_graph_cls = "DecodeCudaGraphRunner"
     target_graph_attr = "decode_cuda_graph_runner"
+    draft_capture = "_capture_cuda_graphs"
+    draft_capture_only_with_bs = True
+    draft_runner_backend = True
+    server_args_extra = dict(speculative_use_rejection_sampling=False, model_impl="auto")
 
     @staticmethod
     def finish_start_up(w):
@@ -335,11 +337,6 @@ class Release014(Release013):
         threshold = w.spec_disable_batch_threshold
         assert (w._spec_disable_plain is not None) == (threshold > 0), \
             f"init_cuda_graphs did not build the one-token state (N={threshold})"
-    draft_capture = "_capture_cuda_graphs"
-    phase_graph_config = True
-    draft_capture_only_with_bs = True
-    draft_runner_backend = True
-    server_args_extra = dict(speculative_use_rejection_sampling=False, model_impl="auto")
 
     def graph_bs(self, server_args):
         return server_args.cuda_graph_config.decode.bs
