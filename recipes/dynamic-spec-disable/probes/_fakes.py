@@ -385,6 +385,8 @@ class RecordingDraftWorker(EagleDraftWorker):
         self.spec_extend_graph = SpeculativeDraftExtendGraph() if spec_draft_graph else None
         self.cuda_graph_runner_for_draft_extend = self.spec_extend_graph
         self.hot_token_id = None
+        for name, value in rel.draft_worker_attrs.items():
+            setattr(self, name, value)
         self.draft_calls = []
         self.extend_decode_calls = []
         self.extend_prefill_calls = []

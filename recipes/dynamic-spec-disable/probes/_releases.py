@@ -35,6 +35,7 @@ class Release059:
     dp_attention = True  #: the worker serves DP attention (else the variant refuses it at start-up)
     grammar_to_sampler = True  #: the speculative path hands grammars to the target's sampler
     runner_attrs: dict = {}  #: attributes of the draft model runner that this release's ForwardBatch reads
+    draft_worker_attrs: dict = {}  #: attributes of the draft worker that its __init__ sets and the draft extend reads
     committed_at_entry = -1  #: a request's kv_committed_len when the step starts: s + this
     histogram = True  #: the scheduler keeps an acceptance histogram
     per_request_counts = "accept_length_per_req_cpu"  #: the result's per-request accepted counts (None: none)
@@ -361,6 +362,22 @@ class Release014(Release013):
         set_global_server_args_for_scheduler(server_args)  # what check_cuda_graph_backend reads
 
 
+class Release015(Release014):
+    """0.5.15: the draft's recurrent hidden state is get_draft_recurrent_hidden_state_spec(draft_runner), its size and
+    dtype (EagleDraftInput.hidden_size_for / dtype_for are gone); the draft worker's __init__ sets the DSA index-share
+    state (_init_dsa_index_share_state) that the draft extend reads: off here, as for every model without
+    index_share_for_mtp_iteration; the FutureMap keeps hidden states only when the global server args' algorithm
+    relays them (spec_need_hidden_states); a request enters the step with s - 1 committed (no pre-claimed bonus
+    slot: the result processor commits every accepted token) and the scheduler relays a RelayPayload."""
+
+    committed_at_entry = -1  # prepare_for_decode no longer pre-claims the bonus slot: the result commits it
+    draft_worker_attrs = dict(index_share_for_mtp_iteration=False, dsa_index_topk=None,
+                              seed_dsa_topk_from_draft_extend=False, dsa_extend_topk_buf=None)
+    #: what the FutureMap reads of the global server args (spec_need_hidden_states) beyond 0.5.14's
+    server_args_extra = dict(Release014.server_args_extra, speculative_algorithm="EAGLE",
+                             enable_multi_layer_eagle=False)
+
+
 #: the one-token-graph fallback on the ModelWorkerBatch contract (worker_probe_graphs.py): variant -> its adapter
 GRAPHS_BY_VARIANT = {
     "": Release059,  # the recipe's own steps
@@ -371,5 +388,5 @@ GRAPHS_BY_VARIANT = {
     "fallback-0.5.12": Release0512,
 }
 #: the ScheduleBatch / on_publish fallback (worker_probe_on_publish.py): the variant the engine applied -> its adapter
-ON_PUBLISH_BY_VARIANT = {"fallback-0.5.13": Release013, "fallback-0.5.14": Release014}
+ON_PUBLISH_BY_VARIANT = {"fallback-0.5.13": Release013, "fallback-0.5.14": Release014, "fallback-0.5.15": Release015}
 CURRENT = None  #: the adapter the running probe chose (its scene reads it)

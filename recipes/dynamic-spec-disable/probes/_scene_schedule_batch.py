@@ -24,6 +24,7 @@ from types import SimpleNamespace
 
 import torch
 
+from sglang.srt.disaggregation.utils import DisaggregationMode
 from sglang.srt.managers import overlap_utils
 from sglang.srt.managers.schedule_batch import ScheduleBatch
 from sglang.srt.managers.scheduler import Scheduler
@@ -116,6 +117,9 @@ class Capture:
         self.copied = False
 
     def copy_to_cpu(self):
+        self.copied = True
+
+    def map_device_tensors(self, fn):  # 0.5.15+: GenerationBatchResult.copy_to_cpu hands it the copy
         self.copied = True
 
 
@@ -211,6 +215,7 @@ class FakeReq:
         self.return_logprob = True
         self.return_hidden_states = False
         self.extend_input_len = self.extend_logprob_start_len = 0
+        self.extend_range = None  # 0.5.15+: a decode request has no extend range (its extend length reads 0)
         self.is_retracted = False
         self.kv_committed_len = committed
         self.spec_verify_ct = 0
@@ -237,7 +242,8 @@ def decode_batch(bs: int, *, mode: ForwardMode = ForwardMode.DECODE, global_num_
         bonus_tokens=bonus, topk_p=torch.ones((bs, 1)), topk_index=torch.zeros((bs, 1), dtype=torch.int64),
         hidden_states=torch.zeros((bs, H_DRAFT)), capture_hidden_mode=CaptureHiddenMode.LAST)
     info = sampling_info(bs)
-    reqs = [FakeReq(i, int(seq_lens[i]), object() if has_grammar else None) for i in range(bs)]
+    at_entry = REL.committed_at_entry  # 0: prepare_for_decode pre-claimed the bonus slot; -1 (0.5.15+): it did not
+    reqs = [FakeReq(i, int(seq_lens[i]) + at_entry, object() if has_grammar else None) for i in range(bs)]
     rows = torch.tensor([2 + i for i in range(bs)], dtype=torch.int64)
     return ScheduleBatch(
         reqs=reqs, req_to_token_pool=pool or make_pool(), model_config=SimpleNamespace(vocab_size=V),
@@ -273,13 +279,17 @@ def make_scheduler(w, fmap, overlap: bool):
         profiler_manager=SimpleNamespace(_profile_batch_predicate=lambda batch: None),
         enable_overlap=overlap, enable_pdmux=False, future_map=fmap, forward_stream_ctx=contextlib.nullcontext(),
         forward_stream=SimpleNamespace(wait_stream=lambda stream: None), schedule_stream=None,
+        copy_stream=SimpleNamespace(wait_stream=lambda stream: None), copy_stream_ctx=contextlib.nullcontext(),
         batch_record_ct=0, batch_record_buf=[None, None], model_worker=w, tp_worker=w.target_worker,
         device_module=torch.get_device_module("cpu"), spec_algorithm=EAGLE,
-        server_args=SimpleNamespace(enable_dp_attention=False, elastic_ep_backend=None))
+        server_args=SimpleNamespace(enable_dp_attention=False, elastic_ep_backend=None, enable_unified_memory=False),
+        disaggregation_mode=DisaggregationMode.NULL)  # 0.5.15+ run_batch reads it (PD prefill's early send)
     s._forward_isolation = functools.partial(Scheduler._forward_isolation, s)
     s.record_batch_in_overlap = functools.partial(Scheduler.record_batch_in_overlap, s)
     s.update_cache_from_scheduler = functools.partial(Scheduler.update_cache_from_scheduler, s)
     s._maybe_report_active_ranks = functools.partial(Scheduler._maybe_report_active_ranks, s)
+    if hasattr(Scheduler, "_relay_forward_payload"):  # 0.5.15+: the FutureMap stash of the result's relay payload
+        s._relay_forward_payload = functools.partial(Scheduler._relay_forward_payload, s)
     return s
 
 
@@ -443,7 +453,7 @@ def check_scheduler_accepts(w, batch, result, exp, seq_lens_values, catch_up, ov
     assert tokens == [[e.t] for e in exp], f"the scheduler read {tokens}, not one sampled token per request"
     reqs = batch.reqs
     assert [r.kv_committed_len for r in reqs] == [e.s for e in exp], \
-        "kv_committed_len (pre-claimed by prepare_for_decode) moved: it must advance by exactly 1"
+        "kv_committed_len did not end the step at the request's sequence length: one committed token a step"
     assert result.num_correct_drafts == 0 and result.num_correct_drafts_per_req_cpu == [0] * bs
     assert all(r.histogram == [0] for r in reqs) and all(r.spec_verify_ct == 1 for r in reqs)
     assert [r.logprob.output_token_logprobs_val for r in reqs] == [[-10.0 * i] for i in range(bs)] and \

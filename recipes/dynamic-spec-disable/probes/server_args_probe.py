@@ -96,7 +96,7 @@ BY_VARIANT = {"": Release059, "fallback-0.5.4": Release054, "fallback-0.5.4.post
               "fallback-0.5.6": Release056, "fallback-0.5.6.post1": Release056, "fallback-0.5.7": Release059, "fallback-0.5.8": Release059,
               "fallback-0.5.9": Release059, "fallback-0.5.10": Release059, "fallback-0.5.11": Release0511,
               "fallback-0.5.12": Release0512, "fallback-0.5.13": Release0513,
-              "fallback-0.5.14": Release0514}
+              "fallback-0.5.14": Release0514, "fallback-0.5.15": Release0514}
 VARIANT = os.environ.get("SPECPATCH_VARIANT", "")
 REL = BY_VARIANT[VARIANT]() if VARIANT in BY_VARIANT else None
 BETA_SPEC_ON = [False]  #: 0.5.4: whether the probe's SGLANG_ENABLE_SPEC_V2 asked for spec v2 (--enable-beta-spec)

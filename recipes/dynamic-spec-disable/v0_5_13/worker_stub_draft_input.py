@@ -13,6 +13,7 @@ def _spec_disable_stub_draft_input(
     next_draft_input.topk_index = torch.zeros(
         (bs, self.topk), dtype=torch.int64, device=self.device
     )
+    # <piece hidden-states>
     hidden_size = EagleDraftInput.hidden_size_for(self.draft_worker)
     if hidden_size is not None:
         next_draft_input.hidden_states = torch.zeros(
@@ -20,3 +21,4 @@ def _spec_disable_stub_draft_input(
             dtype=EagleDraftInput.dtype_for(self.draft_worker),
             device=self.device,
         )
+    # </piece>
