@@ -28,7 +28,7 @@ for config in "${configs[@]}"; do
     tree=patched
     case $config in nospec|spec|adaptive-skip) tree=${BENCH_BASELINE_TREE:-orig} ;; esac
     echo "== $config (sglang tree: $tree)"
-    SPECPATCH_BENCH_HIDE_FLASHINFER_NORM=1 PYTHONPATH=$here:$work/$tree:$work/site PYTHONUNBUFFERED=1 timeout "${BENCH_TIMEOUT:-240}" \
+    SPECPATCH_BENCH_HIDE_FLASHINFER_NORM=1 SPECPATCH_BENCH_STUB_DSA_BACKEND=1 PYTHONPATH=$here:$work/$tree:$work/site PYTHONUNBUFFERED=1 timeout "${BENCH_TIMEOUT:-240}" \
         python3 "$here/serve_bench.py" --config "$config" --tree "$tree" --out "$out/$config.json" \
         --concurrency "${BENCH_CONCURRENCY:-1,16,64,128}" --threshold "${BENCH_THRESHOLD:-16}" ${BENCH_NO_CROSSING:+--no-crossing} \
         >"$out/$config.log" 2>&1

@@ -3,11 +3,28 @@
 sgl_kernel 0.4.3 routes RMSNorm to flashinfer.norm when it imports, and flashinfer then JIT-compiles that kernel
 with nvcc on first use (its sources are not carried). Hiding flashinfer.norm, after flashinfer itself has imported
 (sglang's sampler needs flashinfer.sampling importable), makes sgl_kernel use its own precompiled RMSNorm: no
-compiler runs on the GPU machine. The same in every configuration of the benchmark.
+compiler runs on the GPU machine. The same in every configuration of the benchmark. From 0.5.15 the DSA backend is
+a placeholder too (below).
 """
 
 import os
 import sys
+
+# sglang 0.5.15+ imports its DeepSeek sparse-attention backend (dsa_backend) when the draft worker captures its CUDA
+# graphs, only to list it among the graph-capable backend classes; that module imports the CUTLASS Python DSL
+# (nvidia-cutlass-dsl, hundreds of MB: not carried). The benchmark's Llama never runs DSA, so every server alike (pristine
+# and patched) gets a placeholder module whose class no backend is an instance of.
+if os.environ.get("SPECPATCH_BENCH_STUB_DSA_BACKEND") == "1":
+    import types
+
+    _dsa = types.ModuleType("sglang.srt.layers.attention.dsa_backend")
+
+    class DeepseekSparseAttnBackend:  # never instantiated: isinstance() against it is False
+        pass
+
+    _dsa.DeepseekSparseAttnBackend = DeepseekSparseAttnBackend
+    sys.modules.setdefault(_dsa.__name__, _dsa)
+
 
 if os.environ.get("SPECPATCH_BENCH_HIDE_FLASHINFER_NORM") == "1":
     try:
