@@ -37,7 +37,9 @@ def _spec_disable_target_decode(
         target_batch = dataclasses.replace(
             batch,
             spec_info=None,
+            # <piece idle-capture>
             capture_hidden_mode=CaptureHiddenMode.FULL,
+            # </piece>
             # <piece idle-tail>
             return_logprob=False,
             sampling_info=sampling_info,
@@ -58,11 +60,15 @@ def _spec_disable_target_decode(
             seq_lens_sum=batch.seq_lens_sum + bs,
             # </piece>
             spec_info=None,
+            # <piece decode-capture>
             capture_hidden_mode=CaptureHiddenMode.FULL,
+            # </piece>
             # <piece decode-tail>
             return_logprob=False,
             sampling_info=sampling_info,
             **dp_counts,
             # </piece>
         )
+    # <piece forward>
     return self.target_worker.forward_batch_generation(target_batch)
+    # </piece>

@@ -63,8 +63,7 @@ def scheduler_accepts(rel, w, result, exp):
 
 def hybrid_refused(rel):
     for attr in rel.hybrid_attrs:
-        target = SimpleNamespace(model_runner=SimpleNamespace())
-        setattr(target.model_runner, attr, object())
+        target = rel.hybrid_target(attr)
         try:
             _fakes.init_only(rel, SimpleNamespace(speculative_disable_batch_threshold=3, enable_dp_attention=False),
                              target)

@@ -120,8 +120,12 @@ def on_cpu() -> None:
 
 def sampling_info(bs: int, **more):
     """Greedy sampling info for bs requests; `more` adds the release's penalty fields."""
+    import dataclasses
+
     from sglang.srt.sampling.sampling_batch_info import SamplingBatchInfo
 
+    if "is_any_greedy" in {f.name for f in dataclasses.fields(SamplingBatchInfo)}:  # 0.5.16+: a required field
+        more = dict(is_any_greedy=True, **more)
     return SamplingBatchInfo(
         temperatures=torch.ones((bs, 1)), top_ps=torch.ones(bs), top_ks=torch.full((bs,), V), min_ps=torch.zeros(bs),
         is_all_greedy=True, need_top_p_sampling=False, need_top_k_sampling=False, need_min_p_sampling=False,
@@ -133,9 +137,31 @@ def make_pool():
                            .view(POOL_ROWS, POOL_LEN), device="cpu")
 
 
+class StrictServerArgs(SimpleNamespace):
+    """The scene's server arguments as 0.5.16's ServerArgs treats them after resolution: changed only through
+    override(source, **fields) (recorded in `overrides`); a bare assignment raises, as under
+    SGLANG_STRICT_CONFIG_MUTATION (the release's own test harness)."""
+
+    def strict(self):
+        object.__setattr__(self, "_strict", True)
+        object.__setattr__(self, "overrides", [])
+        return self
+
+    def override(self, source, **fields):
+        self.overrides.append((source, dict(fields)))
+        for name, value in fields.items():
+            object.__setattr__(self, name, value)
+
+    def __setattr__(self, name, value):
+        if getattr(self, "_strict", False) and not name.startswith("_"):
+            raise AttributeError(f"server_args.{name} assigned after resolution; use server_args.override(source, ...)")
+        object.__setattr__(self, name, value)
+
+
 def make_server_args(threshold: int, dp_attention: bool, **more) -> SimpleNamespace:
-    """The server arguments the patch's start-up step and the worker read; `more` adds fields."""
-    return SimpleNamespace(speculative_disable_batch_threshold=threshold, enable_dp_attention=dp_attention,
+    """The server arguments the patch's start-up step and the worker read; `more` adds fields (strict once the
+    release adapter's install_server_args makes them so: 0.5.16)."""
+    return StrictServerArgs(speculative_disable_batch_threshold=threshold, enable_dp_attention=dp_attention,
                            dp_size=2 if dp_attention else 1, tp_size=2 if dp_attention else 1,
                            moe_dense_tp_size=None, enable_dp_lm_head=False, moe_a2a_backend="none", **more)
 
@@ -305,8 +331,14 @@ class FakeTargetWorker:
         b = batch if batch is not None else model_worker_batch
         assert b is not None, "the fallback must call the target with its batch"
         mr = self.model_runner
+        # 0.5.16+: a per-forward capture mode is a keyword of the target worker's forward (only with a batch); the
+        # earlier releases' target worker has no such keyword (a TypeError there, as in the real one)
+        capture_hidden_mode = kwargs.pop("capture_hidden_mode", None)
+        if capture_hidden_mode is not None and not mr.rel.capture_hidden_mode_arg:
+            raise TypeError("forward_batch_generation() got an unexpected keyword argument 'capture_hidden_mode'")
         self.log.append("target")
-        fb = self.forward_batch(b)
+        fb = self.forward_batch(b) if capture_hidden_mode is None else \
+            self.forward_batch(b, capture_hidden_mode=capture_hidden_mode)
         cpu = b if fb is None else fb
         self.calls.append(SimpleNamespace(
             batch=b, mode=b.forward_mode, fb=fb, input_ids=None if b.input_ids is None else b.input_ids.clone(),
@@ -417,7 +449,7 @@ class RecordingDraftWorker(EagleDraftWorker):
 def init_only(rel, server_args, target=None):
     """Run only the patch's start-up step on a bare worker (for the refusals)."""
     w = EAGLEWorkerV2.__new__(EAGLEWorkerV2)
-    w.topk, w._target_worker = 1, target or SimpleNamespace(model_runner=SimpleNamespace())
+    w.topk, w._target_worker = 1, target or rel.plain_target()
     with envs.SGLANG_SPEC_DISABLE_CATCH_UP.override("padded"):
         w._init_speculative_disable(server_args)
     return w

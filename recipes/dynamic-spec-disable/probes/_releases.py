@@ -19,7 +19,7 @@ from sglang.srt.managers import overlap_utils
 from sglang.srt.model_executor.forward_batch_info import ForwardMode
 from sglang.srt.speculative.spec_info import SpeculativeAlgorithm
 
-from _fakes import N_DRAFT, V, logprob_row
+from _fakes import N_DRAFT, V, StrictServerArgs, logprob_row
 
 
 class Release059:
@@ -72,6 +72,24 @@ class Release059:
     #: draft_runner.attn_backend), and put back with the speculative one
     draft_runner_backend = False
     server_args_extra: dict = {}  #: the ScheduleBatch scene: server arguments this release's worker code reads
+    #: the target worker's forward_batch_generation takes capture_hidden_mode= (0.5.16: ScheduleBatch has no such field)
+    capture_hidden_mode_arg = False
+
+    def hybrid_target(self, attr):
+        """A target worker of a refused hybrid family: its model runner has the config `attr` (hybrid_attrs)."""
+        return SimpleNamespace(model_runner=SimpleNamespace(**{attr: object()}))
+
+    def plain_target(self):
+        """A target worker of a model without a mamba-style state, as the start-up refusals read it."""
+        return SimpleNamespace(model_runner=SimpleNamespace())
+
+    def init_forward_batch(self, batch, runner, capture_hidden_mode):
+        """The ScheduleBatch scene: the ForwardBatch the release's TpModelWorker makes of a batch (ForwardBatch.init_new,
+        which reads the one-shot capture_hidden_mode / seq_lens_cpu_cache fields of the batch before 0.5.16)."""
+        from sglang.srt.model_executor.forward_batch_info import ForwardBatch
+
+        assert capture_hidden_mode is None, "this release's target worker takes no capture_hidden_mode"
+        return ForwardBatch.init_new(batch, runner)
 
     def graph_bs(self, server_args) -> list:
         """The CUDA graph batch sizes the server arguments ask a graph runner to capture."""
@@ -378,6 +396,60 @@ class Release015(Release014):
                              enable_multi_layer_eagle=False)
 
 
+class Release016(Release015):
+    """0.5.16: ScheduleBatch has no capture_hidden_mode / seq_lens_cpu_cache (ForwardBatch.init_new takes
+    capture_hidden_mode and return_hidden_states_before_norm as keywords, and TpModelWorker.forward_batch_generation
+    passes its capture_hidden_mode= on); the model runner has no hybrid_gdn_config / mamba2_config /
+    hybrid_lightning_config (the hybrid configs are functions of the model config: mambaish_config, which verify
+    asks); server arguments change only through ServerArgs.override() after resolution (upstream's
+    _override_worker_state too), so the scene's server arguments are strict; the scheduler's run_batch reads
+    enable_unified_memory / enable_dp_attention / _confidence_budget_prepare of itself."""
+
+    capture_hidden_mode_arg = True
+    #: require_mlp_tp_gather reads the elastic EP backend first (the start-up check of DP attention)
+    server_args_extra = dict(Release015.server_args_extra, elastic_ep_backend=None)
+    #: what a target of each refused family looks like to 0.5.16: its model config's HF config (real classes)
+    hybrid_attrs = ("mamba2 (NemotronH)", "GDN (Qwen3-Next)", "lightning (Bailing hybrid)")
+
+    @property
+    def runner_attrs(self):
+        """The model runners' attributes ForwardBatch.init_new and the patch read in this release: the n-gram embedding
+        manager (was use_ngram_embedding), the model config's mrope flag (was the runner's), and for the start-up
+        refusal the model config a mambaish_config reads (a Llama's here)."""
+        from transformers import LlamaConfig
+
+        return {**Release015.runner_attrs, "ngram_embedding_manager": SimpleNamespace(enabled=False),
+                "model_config": SimpleNamespace(vocab_size=V, hf_config=LlamaConfig(), is_draft_model=False,
+                                                linear_attn_registry_result=None, model_is_mrope=False)}
+
+    def init_forward_batch(self, batch, runner, capture_hidden_mode):
+        from sglang.srt.model_executor.forward_batch_info import ForwardBatch
+
+        return ForwardBatch.init_new(batch, runner, capture_hidden_mode=capture_hidden_mode,
+                                     return_hidden_states_before_norm=False)  # as TpModelWorker calls it
+
+    def hybrid_target(self, attr):
+        """A target worker whose model runner's model config has the HF config of the family `attr` names."""
+        from sglang.srt.configs import BailingHybridConfig, NemotronHConfig, Qwen3NextConfig
+
+        hf = {"mamba2 (NemotronH)": NemotronHConfig, "GDN (Qwen3-Next)": Qwen3NextConfig,
+              "lightning (Bailing hybrid)": BailingHybridConfig}[attr]()
+        model_config = SimpleNamespace(hf_config=hf, is_draft_model=False, linear_attn_registry_result=None)
+        return SimpleNamespace(model_runner=SimpleNamespace(model_config=model_config))
+
+    def plain_target(self):
+        """A target worker of a model without a mamba-style state (Llama), as the refusal check reads it."""
+        from transformers import LlamaConfig
+
+        model_config = SimpleNamespace(hf_config=LlamaConfig(), is_draft_model=False, linear_attn_registry_result=None)
+        return SimpleNamespace(model_runner=SimpleNamespace(model_config=model_config))
+
+    def install_server_args(self, server_args):
+        super().install_server_args(server_args)
+        if isinstance(server_args, StrictServerArgs):
+            server_args.strict()
+
+
 #: the one-token-graph fallback on the ModelWorkerBatch contract (worker_probe_graphs.py): variant -> its adapter
 GRAPHS_BY_VARIANT = {
     "": Release059,  # the recipe's own steps
@@ -388,5 +460,6 @@ GRAPHS_BY_VARIANT = {
     "fallback-0.5.12": Release0512,
 }
 #: the ScheduleBatch / on_publish fallback (worker_probe_on_publish.py): the variant the engine applied -> its adapter
-ON_PUBLISH_BY_VARIANT = {"fallback-0.5.13": Release013, "fallback-0.5.14": Release014, "fallback-0.5.15": Release015}
+ON_PUBLISH_BY_VARIANT = {"fallback-0.5.13": Release013, "fallback-0.5.14": Release014, "fallback-0.5.15": Release015,
+                         "fallback-0.5.16": Release016}
 CURRENT = None  #: the adapter the running probe chose (its scene reads it)

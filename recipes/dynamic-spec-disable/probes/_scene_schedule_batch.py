@@ -123,10 +123,11 @@ class Capture:
         self.copied = True
 
 
-def forward_batch(runner, b):
-    """What 0.5.13's TpModelWorker.forward_batch_generation makes of a decode batch: ForwardBatch.init_new."""
+def forward_batch(runner, b, capture_hidden_mode=None):
+    """What 0.5.13's TpModelWorker.forward_batch_generation makes of a decode batch: ForwardBatch.init_new (0.5.16:
+    with the capture mode the caller passed, as the adapter's init_forward_batch calls it)."""
     if b.forward_mode.is_decode_or_idle() and not b.is_extend_in_batch:
-        return ForwardBatch.init_new(b, runner)
+        return REL.init_forward_batch(b, runner, capture_hidden_mode)
     return None
 
 
@@ -173,7 +174,8 @@ def make_worker(threshold: int = 0, *, dp_attention: bool = False, catch_up: str
     dw = RecordingDraftWorker(REL, pool, log)
     dw.graphs_built = []
     dw.server_args = dw.draft_runner.server_args = server_args
-    dw.draft_runner.model_config = SimpleNamespace(vocab_size=V, spec_hidden_size=H_DRAFT, dtype=torch.float32)
+    dw.draft_runner.model_config = SimpleNamespace(vocab_size=V, spec_hidden_size=H_DRAFT, dtype=torch.float32,
+                                                model_is_mrope=False)  # 0.5.16: ForwardBatch reads it here
     dw.draft_runner.canary_manager = None
     dw.draft_runner.draft_attn_backend = dw.spec_draft_backend
     if REL.draft_runner_backend:  # as this release's init_attention_backend leaves it
@@ -283,7 +285,9 @@ def make_scheduler(w, fmap, overlap: bool):
         batch_record_ct=0, batch_record_buf=[None, None], model_worker=w, tp_worker=w.target_worker,
         device_module=torch.get_device_module("cpu"), spec_algorithm=EAGLE,
         server_args=SimpleNamespace(enable_dp_attention=False, elastic_ep_backend=None, enable_unified_memory=False),
-        disaggregation_mode=DisaggregationMode.NULL)  # 0.5.15+ run_batch reads it (PD prefill's early send)
+        disaggregation_mode=DisaggregationMode.NULL,  # 0.5.15+ run_batch reads it (PD prefill's early send)
+        # 0.5.16+ run_batch reads these of the scheduler itself (no DSpark confidence budget here)
+        enable_unified_memory=False, enable_dp_attention=False, _confidence_budget_prepare=None)
     s._forward_isolation = functools.partial(Scheduler._forward_isolation, s)
     s.record_batch_in_overlap = functools.partial(Scheduler.record_batch_in_overlap, s)
     s.update_cache_from_scheduler = functools.partial(Scheduler.update_cache_from_scheduler, s)

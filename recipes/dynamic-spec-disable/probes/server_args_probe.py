@@ -44,6 +44,9 @@ class Release059:
     #: SGLANG_ENABLE_SPEC_V2 exists (else spec v2 is always on, and the probe's "spec v2 off" is the synchronous path's
     #: own flag, --disable-overlap-schedule)
     spec_v2_env = True
+    #: sglang keeps the overlap scheduler on for speculative decoding on device "cpu" (0.5.16: it turns it off there,
+    #: _disable_overlap_schedule_for_cpu, so the probe's full __post_init__ on cpu gets the synchronous path)
+    cpu_overlap = True
     extra_checks: tuple = ()
 
 
@@ -91,12 +94,22 @@ class Release0514(Release0513):
     spec_v2_env = False
 
 
+class Release0516(Release0514):
+    """0.5.16: the check reads the fields a model override or a resolution pass declares (multi-layer EAGLE for
+    MiMo-V2 / Step-3.5, DP attention and the MoE set-up for DeepSeek context parallel) through resolved_view, since
+    they reach the fields only when the resolution ends, after the check."""
+
+    extra_checks = Release0514.extra_checks + ("declared fields seen",)
+    cpu_overlap = False
+
+
 BY_VARIANT = {"": Release059, "fallback-0.5.4": Release054, "fallback-0.5.4.post1": Release055,
               "fallback-0.5.4.post2": Release055, "fallback-0.5.5": Release055, "fallback-0.5.5.post3": Release055,
               "fallback-0.5.6": Release056, "fallback-0.5.6.post1": Release056, "fallback-0.5.7": Release059, "fallback-0.5.8": Release059,
               "fallback-0.5.9": Release059, "fallback-0.5.10": Release059, "fallback-0.5.11": Release0511,
               "fallback-0.5.12": Release0512, "fallback-0.5.13": Release0513,
-              "fallback-0.5.14": Release0514, "fallback-0.5.15": Release0514}
+              "fallback-0.5.14": Release0514, "fallback-0.5.15": Release0514,
+              "fallback-0.5.16": Release0516}
 VARIANT = os.environ.get("SPECPATCH_VARIANT", "")
 REL = BY_VARIANT[VARIANT]() if VARIANT in BY_VARIANT else None
 BETA_SPEC_ON = [False]  #: 0.5.4: whether the probe's SGLANG_ENABLE_SPEC_V2 asked for spec v2 (--enable-beta-spec)
@@ -312,7 +325,9 @@ def check_real_post_init():
                     raise AssertionError("sglang's automatic topk 4 for Llama went through")
                 args = parse(*common, "--speculative-eagle-topk", "1", "--speculative-num-steps", "3",
                              "--speculative-num-draft-tokens", "4")
-                assert args.speculative_disable_batch_threshold == 8 and not args.disable_overlap_schedule
+                assert args.speculative_disable_batch_threshold == 8 and \
+                    args.disable_overlap_schedule == (not REL.cpu_overlap), \
+                    (args.speculative_disable_batch_threshold, args.disable_overlap_schedule)
                 assert args.max_running_requests == 48, args.max_running_requests
             with environment(SGLANG_SPEC_DISABLE_BATCH_THRESHOLD=None, SGLANG_ENABLE_SPEC_V2=REL.v1_env):
                 plain = ("--speculative-eagle-topk", "1", "--speculative-num-steps", "3",
@@ -364,7 +379,25 @@ def check_adaptive_refused():
            "checks in the full __post_init__"
 
 
-EXTRA_CHECKS = {"adaptive speculation refused": check_adaptive_refused}
+def check_declared_fields():
+    """Declarations not yet materialized (as __post_init__ leaves them when the check runs) are what the check reads."""
+    with environment(SGLANG_SPEC_DISABLE_BATCH_THRESHOLD=None, SGLANG_SCHEDULER_SKIP_ALL_GATHER=None):
+        cases = [("multi-layer EAGLE (MiMo-V2 / Step-3.5 override)", {"enable_multi_layer_eagle": True}, {},
+                  "multi-layer EAGLE"),
+                 ("DP attention without the all-gather (DeepSeek CP override)",
+                  {"enable_dp_attention": True, "moe_dense_tp_size": 1, "moe_a2a_backend": "deepep"},
+                  dict(dp_size=8, tp_size=8, enable_dp_lm_head=True), "all-gather")]
+        for name, declared, fields, fragment in cases:
+            args = eagle_ok(speculative_disable_batch_threshold=8, **fields)
+            args._handle_speculative_disable_batch_threshold()  # accepted on the pristine fields
+            args = eagle_ok(speculative_disable_batch_threshold=8, **fields)
+            object.__setattr__(args, "_resolved_overrides", [("probe: " + name, dict(declared))])
+            assert all(getattr(args, k) != v for k, v in declared.items()), "the probe's fields are not pristine"
+            refused(args, fragment)
+    return ", ".join(name for name, *_ in cases) + ": refused while only declared (before materialize_declarations)"
+
+
+EXTRA_CHECKS = {"adaptive speculation refused": check_adaptive_refused, "declared fields seen": check_declared_fields}
 
 
 def main():

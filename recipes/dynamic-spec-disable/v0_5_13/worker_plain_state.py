@@ -36,7 +36,9 @@ def _spec_disable_build_plain_state(self, threshold: int) -> tuple:
             runner_args.enable_return_hidden_states,
         )
         model_runner.spec_algorithm = SpeculativeAlgorithm.NONE
+        # <piece hidden-states-on>
         runner_args.enable_return_hidden_states = True
+        # </piece>
         try:
             target_backend = model_runner._get_attention_backend(init_new_workspace=True)
             target_graph = None
@@ -46,11 +48,13 @@ def _spec_disable_build_plain_state(self, threshold: int) -> tuple:
             # </piece>
                 target_graph = graph_runner_cls(model_runner, attn_backend=target_backend)
         finally:
+            # <piece restore-runner>
             (
                 model_runner.spec_algorithm,
                 model_runner.init_new_workspace,
                 runner_args.enable_return_hidden_states,
             ) = saved
+            # </piece>
     # <piece restore-bs>
     # </piece>
     after_mem = get_available_gpu_memory(self.device, self.gpu_id)
