@@ -1,5 +1,5 @@
-"""The 0.5.13 and 0.5.14 ports of the flagship: their behaviour probe (worker_probe_on_publish.py) passes on sglang
-0.5.13 / 0.5.14 patched by the recipe, fails on the pristine release, without its release adapter (Release013 /
+"""The 0.5.13 - 0.5.16 ports of the flagship: their behaviour probe (worker_probe_on_publish.py) passes on sglang
+0.5.13 - 0.5.16 patched by the recipe, fails on the pristine release, without its release adapter (Release013 /
 Release014), and on broken fallbacks (the breakages of every release, and those of 0.5.14's renamed CUDA graph
 settings, graph runner and draft capture).
 
@@ -9,7 +9,7 @@ subprocess of the transformers-5 CPU environment, the tree first on sys.path, GP
 variant edits one thing in the patched eagle_worker_v2.py (publish after the catch-up, no new_seq_lens, a
 verify graph captured instead of a DECODE one, a swapped field not put back, ...).
 
-Needs: the transformers-5 CPU environment ($SPECPATCH_CPU_PYTHON_TF5) and the 0.5.13 and 0.5.14 releases (fetched,
+Needs: the transformers-5 CPU environment ($SPECPATCH_CPU_PYTHON_TF5) and the 0.5.13 - 0.5.16 releases (fetched,
 cached).
 """
 
@@ -31,7 +31,7 @@ from patcher.target import find_target
 ROOT = Path(__file__).resolve().parent.parent
 RECIPE = ROOT / "recipes" / "dynamic-spec-disable.yaml"
 WORKER = "sglang/srt/speculative/eagle_worker_v2.py"
-VERSIONS = ("0.5.13", "0.5.14")
+VERSIONS = ("0.5.13", "0.5.14", "0.5.15", "0.5.16")
 PROBE = "probes/worker_probe_on_publish.py"
 
 pytestmark = [pytest.mark.sglang, pytest.mark.cpuenv]
@@ -189,7 +189,14 @@ BREAKAGES_0514 = BREAKAGES[:-2] + [
     ("speculative-draft-graph-kept", r"\n\s*dw\.cuda_graph_runner_for_draft_extend = None\n(\s*)if capture_bs:",
      r"\n\1if capture_bs:", "no CUDA graph batch size is above N"),
 ]
-BREAKAGES_BY_VERSION = {"0.5.13": BREAKAGES, "0.5.14": BREAKAGES_0514}
+#: 0.5.16: the target's DECODE asks forward_batch_generation for the hidden states (ScheduleBatch has no
+#: capture_hidden_mode any more); without it the draft catch-up reads none
+BREAKAGES_0516 = BREAKAGES_0514 + [
+    ("no-hidden-states-asked", r"capture_hidden_mode=CaptureHiddenMode\.FULL", "capture_hidden_mode=None",
+     "hidden"),
+]
+BREAKAGES_BY_VERSION = {"0.5.13": BREAKAGES, "0.5.14": BREAKAGES_0514, "0.5.15": BREAKAGES_0514,
+                        "0.5.16": BREAKAGES_0516}
 
 
 @pytest.fixture(scope="module")
