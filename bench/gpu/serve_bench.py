@@ -8,7 +8,7 @@ decides the server arguments:
     spec            EAGLE3 (steps 3, top-k 1, 4 draft tokens), threshold 0: always speculate
     fallback        the same with --speculative-disable-batch-threshold N (default catch-up: one-token draft extend)
     fallback-skip   the same with SGLANG_SPEC_DISABLE_CATCH_UP=skip (no draft catch-up while speculation is off);
-                    on 0.5.15+, where the flag is an alias of upstream adaptive speculation, the same with
+                    on 0.5.17+, where the flag is an alias of upstream adaptive speculation, the same with
                     upstream's SGLANG_SPEC_SKIP_ZERO_STEP_DRAFT_EXTEND=1 (no draft extend at 0 steps)
     adaptive-skip   the peer, on the pristine tree (0.5.14+): upstream's own adaptive speculation configured as the
                     alias did, 3 steps up to N requests and 0 steps above (--speculative-adaptive, a config file),
@@ -80,7 +80,7 @@ def server_args(config: str, threshold: int, max_running: int) -> tuple[dict, di
     kwargs["speculative_disable_batch_threshold"] = threshold
     env["SGLANG_SPEC_DISABLE_CATCH_UP"] = "skip" if config == "fallback-skip" else "padded"
     if config == "fallback-skip":
-        env["SGLANG_SPEC_SKIP_ZERO_STEP_DRAFT_EXTEND"] = "1"  # read by the alias releases (0.5.15+) only
+        env["SGLANG_SPEC_SKIP_ZERO_STEP_DRAFT_EXTEND"] = "1"  # read by the alias releases (0.5.17+) only
     return kwargs, env
 
 
