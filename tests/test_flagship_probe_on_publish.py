@@ -190,10 +190,24 @@ BREAKAGES_0514 = BREAKAGES[:-2] + [
      r"\n\1if capture_bs:", "no CUDA graph batch size is above N"),
 ]
 #: 0.5.16: the target's DECODE asks forward_batch_generation for the hidden states (ScheduleBatch has no
-#: capture_hidden_mode any more); without it the draft catch-up reads none
-BREAKAGES_0516 = BREAKAGES_0514 + [
-    ("no-hidden-states-asked", r"capture_hidden_mode=CaptureHiddenMode\.FULL", "capture_hidden_mode=None",
-     "hidden"),
+#: capture_hidden_mode any more) and the build switches enable_return_hidden_states through ServerArgs.override():
+#: the breakages that edit those lines are rewritten for them, and one more leaves the hidden states unasked
+_REWRITTEN_0516 = {
+    "target-on-the-batch-itself": (
+        r"\n(\s*)return self\.target_worker\.forward_batch_generation\(\n\s*target_batch, "
+        r"capture_hidden_mode=CaptureHiddenMode\.FULL\n\s*\)",
+        r"\n\1for f in dataclasses.fields(target_batch): setattr(batch, f.name, getattr(target_batch, f.name))"
+        r"\n\1return self.target_worker.forward_batch_generation(batch, capture_hidden_mode=CaptureHiddenMode.FULL)",
+        "not a copy"),
+    "dp-counts-shared": (r"(spec_info=None,)\n\s*\*\*dp_counts,(\n\s*\)\n\s*return)", r"\1\2",
+                         "shares global_num_tokens"),
+    "graph-without-hidden-states": (r'"dynamic_spec_disable\.capture_plain_state", enable_return_hidden_states=True',
+                                    '"dynamic_spec_disable.capture_plain_state", enable_return_hidden_states=False',
+                                    "hidden states the draft reads"),
+}
+BREAKAGES_0516 = [(b[0], *_REWRITTEN_0516[b[0]]) if b[0] in _REWRITTEN_0516 else b for b in BREAKAGES_0514] + [
+    ("no-hidden-states-asked", r"target_batch, capture_hidden_mode=CaptureHiddenMode\.FULL",
+     "target_batch, capture_hidden_mode=None", "hidden"),
 ]
 BREAKAGES_BY_VERSION = {"0.5.13": BREAKAGES, "0.5.14": BREAKAGES_0514, "0.5.15": BREAKAGES_0514,
                         "0.5.16": BREAKAGES_0516}
