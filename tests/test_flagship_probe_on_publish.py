@@ -209,8 +209,10 @@ BREAKAGES_0516 = [(b[0], *_REWRITTEN_0516[b[0]]) if b[0] in _REWRITTEN_0516 else
     ("no-hidden-states-asked", r"target_batch, capture_hidden_mode=CaptureHiddenMode\.FULL",
      "target_batch, capture_hidden_mode=None", "hidden"),
 ]
-BREAKAGES_BY_VERSION = {"0.5.13": BREAKAGES, "0.5.14": BREAKAGES_0514, "0.5.15": BREAKAGES_0514,
-                        "0.5.16": BREAKAGES_0516}
+#: 0.5.15 is left out here to keep CI's time: its patched worker is 0.5.14's but for the stub draft input's hidden
+#: states, which no breakage edits (0.5.14's breakages all failed its probe when run on it, 2026-12-03); its probes
+#: still pass on the patched release and fail on the pristine one above
+BREAKAGES_BY_VERSION = {"0.5.13": BREAKAGES, "0.5.14": BREAKAGES_0514, "0.5.16": BREAKAGES_0516}
 
 
 @pytest.fixture(scope="module")
