@@ -240,3 +240,28 @@ def test_worker_probe_fails_on_a_broken_fallback(broken_runs, version, name, exp
     assert check.status == "failed", f"the probe passed on the broken fallback `{name}`: {check.message}"
     assert expected in check.message or expected in (check.details or ""), \
         f"`{name}` failed, but not as expected: {check.message}\n{check.details}"
+
+
+@pytest.mark.parametrize("version", ["0.5.15", "0.5.16"])
+def test_server_args_probe_fails_when_the_check_reads_undeclared_fields(recipe, cpuenv_python_tf5, patched,
+                                                                         tmp_path_factory, version):
+    """From 0.5.15 a model override (MiMo-V2 / Step-3.5: multi-layer EAGLE) or a resolution pass (DeepSeek context
+    parallel: DP attention, the MoE set-up) only declares its fields; they reach ServerArgs after the start-up check
+    (materialize_declarations). A check that reads the fields directly accepts a threshold that the multi-layer
+    worker then ignores: the server-args probe must fail on it."""
+    breakage = [("fields-not-view", r"cfg = resolved_view\(self\)", "cfg = self")]
+    spec = recipe.select(Version(version)).verify
+    [probe] = [p for p in spec.probes if p.name == "server-args"]
+    target_spec = dataclasses.replace(spec, probes=(probe,)) if dataclasses.is_dataclass(spec) else \
+        spec.model_copy(update={"probes": (probe,)})
+
+    def run(root: Path) -> verify.Check:
+        [check] = verify.run_probes(find_target(root, assume_version=version), target_spec, recipe.folder,
+                                    python=cpuenv_python_tf5, params=recipe.resolve_params({}))
+        return check
+
+    check = run_broken(patched(version), "sglang/srt/server_args.py", breakage, tmp_path_factory.mktemp,
+                       run)["fields-not-view"]
+    assert not isinstance(check, str), check
+    assert check.status == "failed" and "declared fields seen" in (check.message + (check.details or "")), \
+        (check.status, check.message)

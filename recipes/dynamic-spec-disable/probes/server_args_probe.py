@@ -94,12 +94,17 @@ class Release0514(Release0513):
     spec_v2_env = False
 
 
-class Release0516(Release0514):
-    """0.5.16: the check reads the fields a model override or a resolution pass declares (multi-layer EAGLE for
+class Release0515(Release0514):
+    """0.5.15: the check reads the fields a model override or a resolution pass declares (multi-layer EAGLE for
     MiMo-V2 / Step-3.5, DP attention and the MoE set-up for DeepSeek context parallel) through resolved_view, since
     they reach the fields only when the resolution ends, after the check."""
 
     extra_checks = Release0514.extra_checks + ("declared fields seen",)
+
+
+class Release0516(Release0515):
+    """0.5.16: sglang turns the overlap scheduler off on device "cpu"."""
+
     cpu_overlap = False
 
 
@@ -108,7 +113,7 @@ BY_VARIANT = {"": Release059, "fallback-0.5.4": Release054, "fallback-0.5.4.post
               "fallback-0.5.6": Release056, "fallback-0.5.6.post1": Release056, "fallback-0.5.7": Release059, "fallback-0.5.8": Release059,
               "fallback-0.5.9": Release059, "fallback-0.5.10": Release059, "fallback-0.5.11": Release0511,
               "fallback-0.5.12": Release0512, "fallback-0.5.13": Release0513,
-              "fallback-0.5.14": Release0514, "fallback-0.5.15": Release0514,
+              "fallback-0.5.14": Release0514, "fallback-0.5.15": Release0515,
               "fallback-0.5.16": Release0516}
 VARIANT = os.environ.get("SPECPATCH_VARIANT", "")
 REL = BY_VARIANT[VARIANT]() if VARIANT in BY_VARIANT else None

@@ -1,0 +1,107 @@
+def _handle_speculative_disable_batch_threshold(self):
+    """Resolve and check --speculative-disable-batch-threshold (specpatch: dynamic-spec-disable)."""
+    # Precedence: a non-zero flag wins; when the flag is 0,
+    # SGLANG_SPEC_DISABLE_BATCH_THRESHOLD sets N; otherwise N is 0 and speculation is
+    # always on. Runs last in __post_init__, once overlap, top-k and multi-layer EAGLE are
+    # settled. A set-up that the EAGLEWorkerV2 fallback cannot serve stops the server
+    # here, with the reasons. EAGLE and EAGLE3 always run EAGLEWorkerV2 in this release
+    # (there is no v1 worker any more): SGLANG_ENABLE_SPEC_V2=0 or
+    # --disable-overlap-schedule only select its synchronous path, which the fallback
+    # serves too (it is called without on_publish and hands over new_seq_lens).
+    env = envs.SGLANG_SPEC_DISABLE_BATCH_THRESHOLD
+    source = "--speculative-disable-batch-threshold"
+    if self.speculative_disable_batch_threshold == 0 and env.is_set():
+        raw = os.environ[env.name]
+        try:
+            self.speculative_disable_batch_threshold = int(raw.strip())
+        except ValueError:
+            raise ValueError(
+                f"{env.name}={raw!r} is not an integer; it is the decode batch size "
+                "above which speculative decoding is disabled (0 = always speculate)."
+            ) from None
+        source = env.name
+    threshold = self.speculative_disable_batch_threshold
+    if threshold < 0:
+        raise ValueError(
+            f"{source} must be >= 0 (0 means always speculate), got {threshold}."
+        )
+    if threshold == 0:
+        return
+    if self.speculative_algorithm is None:
+        logger.warning(
+            f"{source}={threshold} has no effect: speculative decoding is not enabled."
+        )
+        self.speculative_disable_batch_threshold = 0
+        return
+
+    # Fields that a model override or a resolution pass declares (multi-layer EAGLE for
+    # MiMo-V2 and Step-3.5, DP attention and the MoE set-up for DeepSeek context parallel)
+    # reach the fields only when the resolution ends (materialize_declarations), after
+    # this check: they are read through the resolving view, as this release's hooks do.
+    from sglang.srt.arg_groups.overrides import resolved_view
+
+    cfg = resolved_view(self)
+    problems = []
+    if self.speculative_algorithm not in ("EAGLE", "EAGLE3"):
+        problems.append(
+            f"--speculative-algorithm {self.speculative_algorithm}: only EAGLE, EAGLE3 "
+            "(and NEXTN, an alias of EAGLE) run the EAGLEWorkerV2 fallback"
+        )
+    else:
+        if cfg.enable_multi_layer_eagle:
+            problems.append(
+                "multi-layer EAGLE (--enable-multi-layer-eagle, turned on by itself for "
+                "MiMo-V2-Flash and Step-3.5) runs MultiLayerEagleWorkerV2, which has no fallback"
+            )
+        if cfg.speculative_eagle_topk != 1:
+            problems.append(
+                f"--speculative-eagle-topk is {cfg.speculative_eagle_topk}, the fallback needs 1; "
+                "sglang picks topk 4 by itself for Llama and Grok models when "
+                "--speculative-num-steps is not given: pass --speculative-eagle-topk 1 "
+                "--speculative-num-steps S --speculative-num-draft-tokens S+1"
+            )
+    if cfg.enable_dp_attention:
+        if envs.SGLANG_SCHEDULER_SKIP_ALL_GATHER.get():
+            problems.append(
+                "SGLANG_SCHEDULER_SKIP_ALL_GATHER=1 with DP attention: the ranks would not "
+                "know the global batch size and could take different paths (a deadlock)"
+            )
+        elif not (
+            cfg.moe_dense_tp_size is None
+            or not cfg.enable_dp_lm_head
+            # <piece moe-a2a>
+            or cfg.moe_a2a_backend == "none"
+            # </piece>
+            or cfg.moe_dense_tp_size > cfg.tp_size // cfg.dp_size
+        ):
+            problems.append(
+                "with DP attention, this --moe-dense-tp-size / --enable-dp-lm-head / "
+                "--moe-a2a-backend combination skips the all-gather of the per-rank batch "
+                "sizes, so the ranks could take different paths (a deadlock)"
+            )
+    if cfg.speculative_adaptive:
+        problems.append(
+            "--speculative-adaptive switches the number of draft steps (and the stride the "
+            "scheduler reads) by batch size and acceptance rate; it is not combined with the "
+            "fallback"
+        )
+    if cfg.enable_two_batch_overlap:
+        problems.append("--enable-two-batch-overlap has not been validated with the fallback")
+    if cfg.enable_pdmux:
+        problems.append("--enable-pdmux has not been validated with the fallback")
+    catch_up = envs.SGLANG_SPEC_DISABLE_CATCH_UP.get()
+    if catch_up not in ("padded", "single", "skip"):
+        problems.append(
+            f"SGLANG_SPEC_DISABLE_CATCH_UP={catch_up!r}: the draft catch-up is 'padded', 'single' or 'skip'"
+        )
+    if problems:
+        raise ValueError(
+            f"{source}={threshold} cannot be used with this configuration:\n  - "
+            + "\n  - ".join(problems)
+        )
+    if cfg.max_running_requests is not None and threshold >= cfg.max_running_requests:
+        logger.warning(
+            f"{source}={threshold} is not below --max-running-requests "
+            f"{cfg.max_running_requests}: no decode batch is larger than that, so "
+            "speculation is never disabled."
+        )
