@@ -1256,21 +1256,24 @@ def _anchor_fields(op: Operation) -> tuple[str, ...]:
 
 def follow_renamed(ops: list[tuple[int, Operation]], package_dir: Path,
                    base_dir: Path) -> tuple[list[tuple[int, Operation]], dict[int, str]]:
-    """Steps whose file the release does not have, but the base release does, moved to the file where their
-    anchors now live: the one file of the release that defines the classes and module-level functions the steps
-    anchor on, each found by its name or, for a class upstream renamed too, as the one class of the release that has
-    three fifths of its methods or more (more than any other class). Everything must point to one file, the same
-    for all the file's steps, else nothing moves (the steps refuse: the file is not in the release). Returns the
-    steps (moved ones rewritten: file, and a renamed class in `class`/`function`/`within`) and, per moved step, the
-    note that says so."""
+    """Steps whose anchors left their file moved to where the anchors now live. A file counts as left when the
+    release does not have it (the base release does), or when the release's file no longer defines any of the
+    classes and module-level functions the file's steps anchor on (a module upstream turned into a re-export shim,
+    `from .new_home import *`, and moved its code elsewhere). Each anchor is found in the release by its name or,
+    for a class upstream renamed too, as the one class of the release that has three fifths of its methods or more
+    (more than any other class). Everything must point to one file, the same for all the file's steps, else nothing
+    moves (the steps refuse, naming the missing file or anchor). A class upstream renamed in the same file, beside
+    anchors still there, is renamed in the steps. Returns the steps (moved ones rewritten: file, and a renamed class
+    in `class`/`function`/`within`) and, per moved step, the note that says so."""
     import dataclasses
 
-    gone = {op.file for _, op in ops if not (package_dir / op.file).is_file() and (base_dir / op.file).is_file()}
-    if not gone:
+    rels = sorted({op.file for _, op in ops if (base_dir / op.file).is_file()})
+    if not rels:
         return ops, {}
-    index = _ReleaseIndex(package_dir)
+    index, base_index = _ReleaseIndex(package_dir), _ReleaseIndex(base_dir)
     verdicts: dict[str, tuple[str, dict[str, str], str]] = {}
-    for rel in sorted(gone):
+    for rel in rels:
+        there = (package_dir / rel).is_file()
         try:
             tree = ast.parse((base_dir / rel).read_text(encoding="utf-8", errors="replace"))
         except SyntaxError:
@@ -1283,21 +1286,42 @@ def follow_renamed(ops: list[tuple[int, Operation]], package_dir: Path,
         heads = {h for h in heads if h in classes or h in functions}
         if not heads:
             continue
+        missing = set(heads)
+        if there:
+            try:
+                now = ast.parse((package_dir / rel).read_text(encoding="utf-8", errors="replace"))
+            except SyntaxError:
+                continue
+            missing -= {d.name for d in now.body
+                        if isinstance(d, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))}
+            if not missing:
+                continue
         targets, renames, whys = set(), {}, []
-        for head in sorted(heads):
+        for head in sorted(missing):
             found = index.find_class(head, classes[head]) if head in classes else index.find_function(head)
             if found is None:
                 break
             where, name, why = found
+            if name != head and base_index.has_class(name):
+                break  # a class the base release already had is another class, not this one renamed
             targets.add(where)
             if name != head:
                 renames[head] = name
             whys.append(why)
         else:
-            if len(targets) == 1:
-                target = targets.pop()
-                verdicts[rel] = (target, renames, f"`{rel}` is not in the release: followed to `{target}`, where "
-                                 + "; ".join(whys))
+            if len(targets) != 1:
+                continue
+            target = targets.pop()
+            if there and missing != heads and target != rel:
+                continue  # some anchors are still in the file: only a class renamed beside them is followed
+            if not there:
+                why = f"`{rel}` is not in the release: followed to `{target}`, where "
+            elif target != rel:
+                gone = ", ".join(f"`{h}`" for h in sorted(missing))
+                why = f"`{rel}` no longer defines {gone}: followed to `{target}`, where "
+            else:
+                why = f"in `{rel}`, "
+            verdicts[rel] = (target, renames, why + "; ".join(whys))
     if not verdicts:
         return ops, {}
     out, notes = [], {}
@@ -1342,6 +1366,11 @@ class _ReleaseIndex:
             except SyntaxError:
                 self._trees[rel] = None
         return self._trees[rel]
+
+    def has_class(self, name: str) -> bool:
+        return any(f"class {name}" in text and any(isinstance(c, ast.ClassDef) and c.name == name
+                                                   for c in (self.tree(rel) or ast.Module()).body)
+                   for rel, text in self.texts().items())
 
     def find_class(self, name: str, methods: set[str]) -> tuple[str, str, str] | None:
         """(file, class name, why) of the class `name` in the release, by its name (one file), else by its methods."""

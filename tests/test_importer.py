@@ -842,6 +842,37 @@ def test_port_follows_a_file_upstream_renamed_with_its_class_and_says_so(tmp_pat
     assert "not in the release" in ported.steps[0].message
 
 
+
+def test_port_follows_a_module_turned_into_a_re_export_shim_and_a_class_renamed_in_its_file(tmp_path):
+    after = OLD_MIXIN.replace("    def flush(self):\n        return 3\n",
+                              "    def flush(self):\n        return 3\n\n    def post_process(self):\n        return 4\n")
+    other = "class Other:\n    def get(self):\n        return 0\n\n\n"
+    pool, pool_after = (other + t.replace("CommunicatorMixin", "NsaPool").replace("def pause", "def save").replace(
+        "def resume", "def load") for t in (OLD_MIXIN, after))
+    pkg = package(tmp_path / "base", {"srt/old/comm_mixin.py": OLD_MIXIN, "srt/pool.py": pool})
+    _, out = lift_and_write(tmp_path, pkg, git_diff(OLD_MIXIN, after, "srt/old/comm_mixin.py")
+                            + git_diff(pool, pool_after, "srt/pool.py"))
+    later = package(tmp_path / "later", {
+        # the old module only re-exports the new one, where the class kept its name
+        "srt/old/comm_mixin.py": "import warnings\n\nfrom sglang.srt.new.comm_mixin import *  # noqa\n",
+        "srt/new/comm_mixin.py": OLD_MIXIN,
+        # the class was renamed where it is, beside a class still there
+        "srt/pool.py": pool.replace("NsaPool", "DsaPool")})
+    ported = importer.port(load_recipe(out), later, base_dir=pkg)
+    shim, pool_step = ported.steps
+    assert (shim.status, shim.file) == ("applied", "srt/new/comm_mixin.py")
+    assert "no longer defines `CommunicatorMixin`: followed to `srt/new/comm_mixin.py`" in shim.message
+    assert (pool_step.status, pool_step.file) == ("applied", "srt/pool.py")
+    assert "in `srt/pool.py`, `NsaPool` is `DsaPool` (4 of its 4 methods)" in pool_step.message
+    assert b"class DsaPool:" in ported.files["srt/pool.py"] and b"    def post_process(self):" in ported.files[
+        "srt/pool.py"]
+    # a class the base release already had is another class, not the old one renamed: nothing moves
+    twin = pool.replace("NsaPool", "DsaPool")
+    base2 = package(tmp_path / "base2", {"srt/pool.py": pool, "srt/twin.py": twin})
+    _, out2 = lift_and_write(tmp_path / "b2", base2, git_diff(pool, pool_after, "srt/pool.py"))
+    later2 = package(tmp_path / "later2", {"srt/pool.py": other, "srt/twin.py": twin})
+    assert [s.status for s in importer.port(load_recipe(out2), later2, base_dir=base2).steps] == ["refused"]
+
 FIELDS = {"srt/a.py": "class A:\n    size: int = 0\n\n\ndef make_a():\n    return A(size=1)\n",
           "srt/b.py": "class B:\n    size: int = 0\n\n\ndef make_b():\n    return B(size=1)\n"}
 
