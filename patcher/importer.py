@@ -1213,7 +1213,10 @@ def _port(recipe, package_dir: Path, skip: tuple[str, ...], base_dir: Path | Non
     moved: dict[int, str] = {}
     was = {i: op.file for i, op in ops}
     if base_dir is not None:
+        before = dict(ops)
         ops, moved = follow_renamed(ops, package_dir, base_dir)
+        for index, why in foreign_self(before, ops, moved, package_dir).items():
+            held.setdefault(index, ("refused", why))
     renamed = {op.file: was[i] for i, op in ops if i in moved}  #: the file in the release -> in the base
     by_file: dict[str, list[tuple[int, Operation]]] = {}
     for index, op in ops:
@@ -1338,6 +1341,80 @@ def follow_renamed(ops: list[tuple[int, Operation]], package_dir: Path,
             notes[i] = why
         out.append((i, op))
     return out, notes
+
+
+def foreign_self(before: dict[int, Operation], ops: list[tuple[int, Operation]], moved: dict[int, str],
+                 package_dir: Path) -> dict[int, str]:
+    """Steps followed into a class upstream renamed whose code reads an attribute of `self` that the new class never
+    has: the methods match, but `self` is another object there (a scheduler mixin turned into a component that
+    holds the scheduler as `self.scheduler`), and the code would read a missing attribute or test `hasattr` in vain.
+    Step index -> why it is refused. A class with a base class (whose attributes it may inherit) is not judged."""
+    out: dict[int, str] = {}
+    classes: dict[tuple[str, str], set[str] | None] = {}
+    for index, op in ops:
+        old = before.get(index)
+        if index not in moved or old is None:
+            continue
+        pairs = [(getattr(op, f).split(".")[0], getattr(old, f).split(".")[0]) for f in _anchor_fields(op)
+                 if isinstance(getattr(op, f, None), str) and isinstance(getattr(old, f, None), str)]
+        renamed = next(((new, was) for new, was in pairs if new != was), None)
+        if renamed is None:
+            continue
+        reads = _self_reads(op)
+        if not reads:
+            continue
+        key = (op.file, renamed[0])
+        if key not in classes:
+            classes[key] = _self_attributes(package_dir / op.file, renamed[0])
+        have = classes[key]
+        lacking = sorted(reads - have) if have is not None else []
+        if lacking:
+            out[index] = (f"`{renamed[0]}` (followed from `{renamed[1]}`) never has "
+                          + ", ".join(f"`self.{a}`" for a in lacking)
+                          + ", which the step reads: `self` is another object there")
+    return out
+
+
+def _self_reads(op: Operation) -> set[str]:
+    """The attributes of `self` that a step's code reads and does not set, less those its `match` already reads."""
+    code = getattr(op, "code", None)
+    if not isinstance(code, str) or not code.strip():
+        return set()
+    text = textwrap.dedent(code).strip("\n")
+    tree = _parsed(text) or _parsed(f"(\n{text}\n)")
+    if tree is None:
+        return set()
+    reads, sets = set(), set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
+            (sets if isinstance(node.ctx, ast.Store) else reads).add(node.attr)
+    match = getattr(op, "match", None)
+    known = set(_WORD.findall(match)) if isinstance(match, str) else set()
+    return reads - sets - known
+
+
+def _self_attributes(path: Path, cls: str) -> set[str] | None:
+    """What `self` has in the class `cls` of `path`: its methods, class attributes and every `self.x` its code
+    mentions; None when the class is not there or has a base class other than `object`."""
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8", errors="replace"))
+    except (OSError, SyntaxError):
+        return None
+    node = next((c for c in tree.body if isinstance(c, ast.ClassDef) and c.name == cls), None)
+    if node is None or any(not (isinstance(b, ast.Name) and b.id == "object") for b in node.bases):
+        return None
+    have = set()
+    for item in node.body:
+        if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            have.add(item.name)
+        elif isinstance(item, ast.Assign):
+            have |= {t.id for t in item.targets if isinstance(t, ast.Name)}
+        elif isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
+            have.add(item.target.id)
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Attribute) and isinstance(sub.value, ast.Name) and sub.value.id == "self":
+            have.add(sub.attr)
+    return have
 
 
 class _ReleaseIndex:

@@ -873,6 +873,27 @@ def test_port_follows_a_module_turned_into_a_re_export_shim_and_a_class_renamed_
     later2 = package(tmp_path / "later2", {"srt/pool.py": other, "srt/twin.py": twin})
     assert [s.status for s in importer.port(load_recipe(out2), later2, base_dir=base2).steps] == ["refused"]
 
+
+def test_a_step_followed_into_a_renamed_class_where_self_is_another_object_is_refused(tmp_path):
+    # the base's mixin reads the host's attributes through `self`; the release turned it into a component that
+    # holds the host as `self.host`: the same methods, but `self.mode` is not there any more
+    mixin = ("class UpdateMixin:\n    def pause(self):\n        self.flush()\n\n    def resume(self):\n"
+             "        return 2\n\n    def check(self):\n        return 3\n\n    def flush(self):\n        return 4\n")
+    after = mixin.replace("        self.flush()\n", "        self.flush()\n        if self.mode == 1:\n"
+                          "            self.queue.clear()\n").replace(
+        "    def check(self):\n        return 3\n", "    def check(self):\n        return 3\n\n"
+        "    def post(self):\n        return self.check()\n")
+    pkg = package(tmp_path / "base", {"srt/update_mixin.py": mixin})
+    _, out = lift_and_write(tmp_path, pkg, git_diff(mixin, after, "srt/update_mixin.py"))
+    component = mixin.replace("class UpdateMixin:\n", "class Updater:\n    def __init__(self, host):\n"
+                              "        self.host = host\n\n")
+    later = package(tmp_path / "later", {"srt/parts/updater.py": component})
+    ported = importer.port(load_recipe(out), later, base_dir=pkg)
+    status = {s.op: (s.status, s.file, s.message) for s in ported.steps}
+    assert status["insert_statements"][:2] == ("refused", "srt/parts/updater.py")
+    assert "`Updater` (followed from `UpdateMixin`) never has `self.mode`, `self.queue`" in status["insert_statements"][2]
+    assert status["add_method"][:2] == ("applied", "srt/parts/updater.py")  # it reads only what `Updater` has
+
 FIELDS = {"srt/a.py": "class A:\n    size: int = 0\n\n\ndef make_a():\n    return A(size=1)\n",
           "srt/b.py": "class B:\n    size: int = 0\n\n\ndef make_b():\n    return B(size=1)\n"}
 
