@@ -265,7 +265,28 @@ def test_a_method_the_class_already_defines_is_never_added_a_second_time():
             def get_copy(self, idx, extra=None):
                 return (idx, extra)
         """, Conflict, mentions=("already defines `get_copy`",), candidates=("def get_copy",))
-    # without it there, the methods are added
+    # the same code there (up to comments), or nothing there: the methods are added
+    check(step, """
+        class P:
+            def infos(self):
+                return 1
+
+            def get_copy(self, idx):  # upstream's own copy
+                return idx
+        """, """
+        class P:
+            def infos(self):
+                return 1
+
+            def get_copy(self, idx):
+                return idx
+
+            def load_copy(self, idx):
+                return idx
+
+            def get_copy(self, idx):  # upstream's own copy
+                return idx
+        """)
     check(step, """
         class P:
             def infos(self):
