@@ -1217,6 +1217,8 @@ def _port(recipe, package_dir: Path, skip: tuple[str, ...], base_dir: Path | Non
         ops, moved = follow_renamed(ops, package_dir, base_dir)
         for index, why in foreign_self(before, ops, moved, package_dir).items():
             held.setdefault(index, ("refused", why))
+    for index, why in defined_elsewhere(ops, package_dir).items():
+        held.setdefault(index, ("refused", why))
     renamed = {op.file: was[i] for i, op in ops if i in moved}  #: the file in the release -> in the base
     by_file: dict[str, list[tuple[int, Operation]]] = {}
     for index, op in ops:
@@ -1343,6 +1345,40 @@ def follow_renamed(ops: list[tuple[int, Operation]], package_dir: Path,
     return out, notes
 
 
+def defined_elsewhere(ops: Sequence[tuple[int, Operation]], package_dir: Path) -> dict[int, str]:
+    """`add_definition` steps whose classes the release already defines, every one of them, in another module of
+    the package: upstream added the feature in its own place (a model's NextN variant in its own file), and a
+    second class of the same name would be registered or imported twice. Step index -> why it is refused."""
+    wanted: dict[int, list[str]] = {}
+    for index, op in ops:
+        code = getattr(op, "code", None)
+        if op.op != "add_definition" or not isinstance(code, str):
+            continue
+        tree = _parsed(textwrap.dedent(code).strip("\n"))
+        classes = [c.name for c in (tree.body if tree else []) if isinstance(c, ast.ClassDef)]
+        if classes:
+            wanted[index] = classes
+    if not wanted:
+        return {}
+    index_ = _ReleaseIndex(package_dir)
+    out: dict[int, str] = {}
+    for index, op in ops:
+        if index not in wanted:
+            continue
+        homes = {}
+        for name in wanted[index]:
+            where = [rel for rel in index_.files_defining_class(name) if rel != op.file]
+            if len(where) != 1:
+                break
+            homes[name] = where[0]
+        else:
+            places = sorted(set(homes.values()))
+            out[index] = (f"conflicting definition: the release already defines "
+                          + ", ".join(f"`{n}`" for n in wanted[index]) + f" in {', '.join(f'`{p}`' for p in places)}"
+                          + " (upstream added it in another module); not applied")
+    return out
+
+
 def foreign_self(before: dict[int, Operation], ops: list[tuple[int, Operation]], moved: dict[int, str],
                  package_dir: Path) -> dict[int, str]:
     """Steps followed into a class upstream renamed whose code reads an attribute of `self` that the new class never
@@ -1444,10 +1480,12 @@ class _ReleaseIndex:
                 self._trees[rel] = None
         return self._trees[rel]
 
+    def files_defining_class(self, name: str) -> list[str]:
+        return [rel for rel, text in self.texts().items() if f"class {name}" in text
+                and any(isinstance(c, ast.ClassDef) and c.name == name for c in (self.tree(rel) or ast.Module()).body)]
+
     def has_class(self, name: str) -> bool:
-        return any(f"class {name}" in text and any(isinstance(c, ast.ClassDef) and c.name == name
-                                                   for c in (self.tree(rel) or ast.Module()).body)
-                   for rel, text in self.texts().items())
+        return bool(self.files_defining_class(name))
 
     def find_class(self, name: str, methods: set[str]) -> tuple[str, str, str] | None:
         """(file, class name, why) of the class `name` in the release, by its name (one file), else by its methods."""

@@ -894,6 +894,23 @@ def test_a_step_followed_into_a_renamed_class_where_self_is_another_object_is_re
     assert "`Updater` (followed from `UpdateMixin`) never has `self.mode`, `self.queue`" in status["insert_statements"][2]
     assert status["add_method"][:2] == ("applied", "srt/parts/updater.py")  # it reads only what `Updater` has
 
+
+def test_a_class_the_release_already_defines_in_another_module_is_not_added_again_nor_registered(tmp_path):
+    model = "class Model:\n    pass\n\n\nEntryClass = [Model]\n"
+    after = "class Model:\n    pass\n\n\nclass LiteModel(Model):\n    pass\n\n\nEntryClass = [Model, LiteModel]\n"
+    pkg = package(tmp_path / "base", {"srt/models/model.py": model})
+    lifted, out = lift_and_write(tmp_path, pkg, git_diff(model, after, "srt/models/model.py"))
+    assert [s.options["op"] for s in lifted.steps] == ["add_definition", "add_element"]
+    # upstream added the class in a module of its own, registered there
+    later = package(tmp_path / "later", {"srt/models/model.py": model,
+                                         "srt/models/lite_model.py": "class LiteModel:\n    pass\n\n\n"
+                                                                     "EntryClass = [LiteModel]\n"})
+    steps = importer.port(load_recipe(out), later).steps
+    assert [s.status for s in steps] == ["refused", "refused"]
+    assert "already defines `LiteModel` in `srt/models/lite_model.py`" in steps[0].message
+    assert "another step of its group" in steps[1].message
+    assert {s.status for s in importer.port(load_recipe(out), pkg).steps} == {"applied"}
+
 FIELDS = {"srt/a.py": "class A:\n    size: int = 0\n\n\ndef make_a():\n    return A(size=1)\n",
           "srt/b.py": "class B:\n    size: int = 0\n\n\ndef make_b():\n    return B(size=1)\n"}
 
