@@ -1771,23 +1771,6 @@ def consistent(ops: Sequence[tuple[int, Operation]], steps: Sequence[PortedStep]
     def label(i: int) -> str:
         return f"`{op_of[i].name or f'step {i}'}`"
 
-    own_words: dict[str, set[str]] = {}
-
-    def dead_import(i: int) -> str | None:
-        """An import whose names its own file uses nowhere in the release, and only steps of that file that are not
-        applied would use (the name may exist in other files: what counts is this file)."""
-        rel = op_of[i].file
-        if rel not in own_words:
-            own_words[rel] = set(_WORD.findall(pristine.get(rel, "")))
-        for n in sorted(map(_bare, names[i][0])):
-            if n in own_words[rel]:
-                continue
-            readers = [j for j, (_, uses) in names.items() if j != i and op_of[j].file == rel
-                       and n in {_bare(u) for u in uses}]
-            if readers and all(down(j) for j in readers):
-                return f"it imports `{n}`, which only steps of its file that are not applied use ({label(readers[0])})"
-        return None
-
     for i, s in status.items():  # upstream in another form, past the step's own answer
         if s == "applied" and op_of[i].file in pristine:
             evidence = upstream_evidence(op_of[i], pristine[op_of[i].file], strict=True,
@@ -1823,8 +1806,6 @@ def consistent(ops: Sequence[tuple[int, Operation]], steps: Sequence[PortedStep]
                 j = next(j for j in users[added[0]] if related(j, i))
                 why = (f"it adds `{'`, `'.join(map(_bare, added[:3]))}`, which only steps that are not applied use "
                        f"({label(j)})")
-            if why is None and op.op == "add_import":
-                why = dead_import(i)
             if why:
                 out[i] = ("refused", f"{why}; not applied (anchor: {op.anchor()})")
                 changed = True

@@ -911,24 +911,6 @@ def test_a_class_the_release_already_defines_in_another_module_is_not_added_agai
     assert "another step of its group" in steps[1].message
     assert {s.status for s in importer.port(load_recipe(out), pkg).steps} == {"applied"}
 
-
-def test_an_import_whose_only_users_in_its_file_fell_falls_though_another_file_has_the_name(tmp_path):
-    helpers = "def helper():\n    return 1\n\n\ndef other():\n    return 2\n"
-    runner = "import os\n\nfrom sglang.srt.a import A\nfrom sglang.srt.models import Model\n\n\ndef run(x):\n    y = x + 1\n    return Model(y)\n"
-    runner_after = runner.replace("from sglang.srt.models", "from sglang.srt.helpers import helper\nfrom sglang.srt.models").replace(
-        "    return Model", "    y += helper()\n    return Model")
-    pkg = package(tmp_path / "base", {"srt/helpers.py": helpers, "srt/runner.py": runner})
-    _, out = lift_and_write(tmp_path, pkg, git_diff(helpers, helpers.replace("return 2", "return 3"), "srt/helpers.py")
-                            + git_diff(runner, runner_after, "srt/runner.py"))
-    # upstream rewrote the function the insertion goes into: it refuses, and the import of `helper` with it,
-    # though `helper` is a name of the release (in helpers.py, a file of the recipe)
-    later = package(tmp_path / "later", {"srt/helpers.py": helpers,
-                                         "srt/runner.py": runner.split("def run")[0] + "def run(x):\n    z = x * 2\n    return z\n"})
-    steps = {s.op: s for s in importer.port(load_recipe(out), later).steps if s.file == "srt/runner.py"}
-    assert steps["insert_statements"].status == "refused"
-    assert steps["add_import"].status == "refused" and "it imports `helper`" in steps["add_import"].message
-    assert {s.status for s in importer.port(load_recipe(out), pkg).steps} == {"applied"}
-
 FIELDS = {"srt/a.py": "class A:\n    size: int = 0\n\n\ndef make_a():\n    return A(size=1)\n",
           "srt/b.py": "class B:\n    size: int = 0\n\n\ndef make_b():\n    return B(size=1)\n"}
 
