@@ -1213,7 +1213,12 @@ def _port(recipe, package_dir: Path, skip: tuple[str, ...], base_dir: Path | Non
     moved: dict[int, str] = {}
     was = {i: op.file for i, op in ops}
     if base_dir is not None:
+        before = dict(ops)
         ops, moved = follow_renamed(ops, package_dir, base_dir)
+        for index, why in foreign_self(before, ops, moved, package_dir).items():
+            held.setdefault(index, ("refused", why))
+    for index, why in defined_elsewhere(ops, package_dir).items():
+        held.setdefault(index, ("refused", why))
     renamed = {op.file: was[i] for i, op in ops if i in moved}  #: the file in the release -> in the base
     by_file: dict[str, list[tuple[int, Operation]]] = {}
     for index, op in ops:
@@ -1256,21 +1261,24 @@ def _anchor_fields(op: Operation) -> tuple[str, ...]:
 
 def follow_renamed(ops: list[tuple[int, Operation]], package_dir: Path,
                    base_dir: Path) -> tuple[list[tuple[int, Operation]], dict[int, str]]:
-    """Steps whose file the release does not have, but the base release does, moved to the file where their
-    anchors now live: the one file of the release that defines the classes and module-level functions the steps
-    anchor on, each found by its name or, for a class upstream renamed too, as the one class of the release that has
-    three fifths of its methods or more (more than any other class). Everything must point to one file, the same
-    for all the file's steps, else nothing moves (the steps refuse: the file is not in the release). Returns the
-    steps (moved ones rewritten: file, and a renamed class in `class`/`function`/`within`) and, per moved step, the
-    note that says so."""
+    """Steps whose anchors left their file moved to where the anchors now live. A file counts as left when the
+    release does not have it (the base release does), or when the release's file no longer defines any of the
+    classes and module-level functions the file's steps anchor on (a module upstream turned into a re-export shim,
+    `from .new_home import *`, and moved its code elsewhere). Each anchor is found in the release by its name or,
+    for a class upstream renamed too, as the one class of the release that has three fifths of its methods or more
+    (more than any other class). Everything must point to one file, the same for all the file's steps, else nothing
+    moves (the steps refuse, naming the missing file or anchor). A class upstream renamed in the same file, beside
+    anchors still there, is renamed in the steps. Returns the steps (moved ones rewritten: file, and a renamed class
+    in `class`/`function`/`within`) and, per moved step, the note that says so."""
     import dataclasses
 
-    gone = {op.file for _, op in ops if not (package_dir / op.file).is_file() and (base_dir / op.file).is_file()}
-    if not gone:
+    rels = sorted({op.file for _, op in ops if (base_dir / op.file).is_file()})
+    if not rels:
         return ops, {}
-    index = _ReleaseIndex(package_dir)
+    index, base_index = _ReleaseIndex(package_dir), _ReleaseIndex(base_dir)
     verdicts: dict[str, tuple[str, dict[str, str], str]] = {}
-    for rel in sorted(gone):
+    for rel in rels:
+        there = (package_dir / rel).is_file()
         try:
             tree = ast.parse((base_dir / rel).read_text(encoding="utf-8", errors="replace"))
         except SyntaxError:
@@ -1283,21 +1291,42 @@ def follow_renamed(ops: list[tuple[int, Operation]], package_dir: Path,
         heads = {h for h in heads if h in classes or h in functions}
         if not heads:
             continue
+        missing = set(heads)
+        if there:
+            try:
+                now = ast.parse((package_dir / rel).read_text(encoding="utf-8", errors="replace"))
+            except SyntaxError:
+                continue
+            missing -= {d.name for d in now.body
+                        if isinstance(d, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))}
+            if not missing:
+                continue
         targets, renames, whys = set(), {}, []
-        for head in sorted(heads):
+        for head in sorted(missing):
             found = index.find_class(head, classes[head]) if head in classes else index.find_function(head)
             if found is None:
                 break
             where, name, why = found
+            if name != head and base_index.has_class(name):
+                break  # a class the base release already had is another class, not this one renamed
             targets.add(where)
             if name != head:
                 renames[head] = name
             whys.append(why)
         else:
-            if len(targets) == 1:
-                target = targets.pop()
-                verdicts[rel] = (target, renames, f"`{rel}` is not in the release: followed to `{target}`, where "
-                                 + "; ".join(whys))
+            if len(targets) != 1:
+                continue
+            target = targets.pop()
+            if there and missing != heads and target != rel:
+                continue  # some anchors are still in the file: only a class renamed beside them is followed
+            if not there:
+                why = f"`{rel}` is not in the release: followed to `{target}`, where "
+            elif target != rel:
+                gone = ", ".join(f"`{h}`" for h in sorted(missing))
+                why = f"`{rel}` no longer defines {gone}: followed to `{target}`, where "
+            else:
+                why = f"in `{rel}`, "
+            verdicts[rel] = (target, renames, why + "; ".join(whys))
     if not verdicts:
         return ops, {}
     out, notes = [], {}
@@ -1314,6 +1343,114 @@ def follow_renamed(ops: list[tuple[int, Operation]], package_dir: Path,
             notes[i] = why
         out.append((i, op))
     return out, notes
+
+
+def defined_elsewhere(ops: Sequence[tuple[int, Operation]], package_dir: Path) -> dict[int, str]:
+    """`add_definition` steps whose classes the release already defines, every one of them, in another module of
+    the package: upstream added the feature in its own place (a model's NextN variant in its own file), and a
+    second class of the same name would be registered or imported twice. Step index -> why it is refused."""
+    wanted: dict[int, list[str]] = {}
+    for index, op in ops:
+        code = getattr(op, "code", None)
+        if op.op != "add_definition" or not isinstance(code, str):
+            continue
+        tree = _parsed(textwrap.dedent(code).strip("\n"))
+        classes = [c.name for c in (tree.body if tree else []) if isinstance(c, ast.ClassDef)]
+        if classes:
+            wanted[index] = classes
+    if not wanted:
+        return {}
+    index_ = _ReleaseIndex(package_dir)
+    out: dict[int, str] = {}
+    for index, op in ops:
+        if index not in wanted:
+            continue
+        homes = {}
+        for name in wanted[index]:
+            where = [rel for rel in index_.files_defining_class(name) if rel != op.file]
+            if len(where) != 1:
+                break
+            homes[name] = where[0]
+        else:
+            places = sorted(set(homes.values()))
+            out[index] = (f"conflicting definition: the release already defines "
+                          + ", ".join(f"`{n}`" for n in wanted[index]) + f" in {', '.join(f'`{p}`' for p in places)}"
+                          + " (upstream added it in another module); not applied")
+    return out
+
+
+def foreign_self(before: dict[int, Operation], ops: list[tuple[int, Operation]], moved: dict[int, str],
+                 package_dir: Path) -> dict[int, str]:
+    """Steps followed into a class upstream renamed whose code reads an attribute of `self` that the new class never
+    has: the methods match, but `self` is another object there (a scheduler mixin turned into a component that
+    holds the scheduler as `self.scheduler`), and the code would read a missing attribute or test `hasattr` in vain.
+    Step index -> why it is refused. A class with a base class (whose attributes it may inherit) is not judged."""
+    out: dict[int, str] = {}
+    classes: dict[tuple[str, str], set[str] | None] = {}
+    for index, op in ops:
+        old = before.get(index)
+        if index not in moved or old is None:
+            continue
+        pairs = [(getattr(op, f).split(".")[0], getattr(old, f).split(".")[0]) for f in _anchor_fields(op)
+                 if isinstance(getattr(op, f, None), str) and isinstance(getattr(old, f, None), str)]
+        renamed = next(((new, was) for new, was in pairs if new != was), None)
+        if renamed is None:
+            continue
+        reads = _self_reads(op)
+        if not reads:
+            continue
+        key = (op.file, renamed[0])
+        if key not in classes:
+            classes[key] = _self_attributes(package_dir / op.file, renamed[0])
+        have = classes[key]
+        lacking = sorted(reads - have) if have is not None else []
+        if lacking:
+            out[index] = (f"`{renamed[0]}` (followed from `{renamed[1]}`) never has "
+                          + ", ".join(f"`self.{a}`" for a in lacking)
+                          + ", which the step reads: `self` is another object there")
+    return out
+
+
+def _self_reads(op: Operation) -> set[str]:
+    """The attributes of `self` that a step's code reads and does not set, less those its `match` already reads."""
+    code = getattr(op, "code", None)
+    if not isinstance(code, str) or not code.strip():
+        return set()
+    text = textwrap.dedent(code).strip("\n")
+    tree = _parsed(text) or _parsed(f"(\n{text}\n)")
+    if tree is None:
+        return set()
+    reads, sets = set(), set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
+            (sets if isinstance(node.ctx, ast.Store) else reads).add(node.attr)
+    match = getattr(op, "match", None)
+    known = set(_WORD.findall(match)) if isinstance(match, str) else set()
+    return reads - sets - known
+
+
+def _self_attributes(path: Path, cls: str) -> set[str] | None:
+    """What `self` has in the class `cls` of `path`: its methods, class attributes and every `self.x` its code
+    mentions; None when the class is not there or has a base class other than `object`."""
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8", errors="replace"))
+    except (OSError, SyntaxError):
+        return None
+    node = next((c for c in tree.body if isinstance(c, ast.ClassDef) and c.name == cls), None)
+    if node is None or any(not (isinstance(b, ast.Name) and b.id == "object") for b in node.bases):
+        return None
+    have = set()
+    for item in node.body:
+        if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            have.add(item.name)
+        elif isinstance(item, ast.Assign):
+            have |= {t.id for t in item.targets if isinstance(t, ast.Name)}
+        elif isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
+            have.add(item.target.id)
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Attribute) and isinstance(sub.value, ast.Name) and sub.value.id == "self":
+            have.add(sub.attr)
+    return have
 
 
 class _ReleaseIndex:
@@ -1342,6 +1479,13 @@ class _ReleaseIndex:
             except SyntaxError:
                 self._trees[rel] = None
         return self._trees[rel]
+
+    def files_defining_class(self, name: str) -> list[str]:
+        return [rel for rel, text in self.texts().items() if f"class {name}" in text
+                and any(isinstance(c, ast.ClassDef) and c.name == name for c in (self.tree(rel) or ast.Module()).body)]
+
+    def has_class(self, name: str) -> bool:
+        return bool(self.files_defining_class(name))
 
     def find_class(self, name: str, methods: set[str]) -> tuple[str, str, str] | None:
         """(file, class name, why) of the class `name` in the release, by its name (one file), else by its methods."""

@@ -842,6 +842,75 @@ def test_port_follows_a_file_upstream_renamed_with_its_class_and_says_so(tmp_pat
     assert "not in the release" in ported.steps[0].message
 
 
+
+def test_port_follows_a_module_turned_into_a_re_export_shim_and_a_class_renamed_in_its_file(tmp_path):
+    after = OLD_MIXIN.replace("    def flush(self):\n        return 3\n",
+                              "    def flush(self):\n        return 3\n\n    def post_process(self):\n        return 4\n")
+    other = "class Other:\n    def get(self):\n        return 0\n\n\n"
+    pool, pool_after = (other + t.replace("CommunicatorMixin", "NsaPool").replace("def pause", "def save").replace(
+        "def resume", "def load") for t in (OLD_MIXIN, after))
+    pkg = package(tmp_path / "base", {"srt/old/comm_mixin.py": OLD_MIXIN, "srt/pool.py": pool})
+    _, out = lift_and_write(tmp_path, pkg, git_diff(OLD_MIXIN, after, "srt/old/comm_mixin.py")
+                            + git_diff(pool, pool_after, "srt/pool.py"))
+    later = package(tmp_path / "later", {
+        # the old module only re-exports the new one, where the class kept its name
+        "srt/old/comm_mixin.py": "import warnings\n\nfrom sglang.srt.new.comm_mixin import *  # noqa\n",
+        "srt/new/comm_mixin.py": OLD_MIXIN,
+        # the class was renamed where it is, beside a class still there
+        "srt/pool.py": pool.replace("NsaPool", "DsaPool")})
+    ported = importer.port(load_recipe(out), later, base_dir=pkg)
+    shim, pool_step = ported.steps
+    assert (shim.status, shim.file) == ("applied", "srt/new/comm_mixin.py")
+    assert "no longer defines `CommunicatorMixin`: followed to `srt/new/comm_mixin.py`" in shim.message
+    assert (pool_step.status, pool_step.file) == ("applied", "srt/pool.py")
+    assert "in `srt/pool.py`, `NsaPool` is `DsaPool` (4 of its 4 methods)" in pool_step.message
+    assert b"class DsaPool:" in ported.files["srt/pool.py"] and b"    def post_process(self):" in ported.files[
+        "srt/pool.py"]
+    # a class the base release already had is another class, not the old one renamed: nothing moves
+    twin = pool.replace("NsaPool", "DsaPool")
+    base2 = package(tmp_path / "base2", {"srt/pool.py": pool, "srt/twin.py": twin})
+    _, out2 = lift_and_write(tmp_path / "b2", base2, git_diff(pool, pool_after, "srt/pool.py"))
+    later2 = package(tmp_path / "later2", {"srt/pool.py": other, "srt/twin.py": twin})
+    assert [s.status for s in importer.port(load_recipe(out2), later2, base_dir=base2).steps] == ["refused"]
+
+
+def test_a_step_followed_into_a_renamed_class_where_self_is_another_object_is_refused(tmp_path):
+    # the base's mixin reads the host's attributes through `self`; the release turned it into a component that
+    # holds the host as `self.host`: the same methods, but `self.mode` is not there any more
+    mixin = ("class UpdateMixin:\n    def pause(self):\n        self.flush()\n\n    def resume(self):\n"
+             "        return 2\n\n    def check(self):\n        return 3\n\n    def flush(self):\n        return 4\n")
+    after = mixin.replace("        self.flush()\n", "        self.flush()\n        if self.mode == 1:\n"
+                          "            self.queue.clear()\n").replace(
+        "    def check(self):\n        return 3\n", "    def check(self):\n        return 3\n\n"
+        "    def post(self):\n        return self.check()\n")
+    pkg = package(tmp_path / "base", {"srt/update_mixin.py": mixin})
+    _, out = lift_and_write(tmp_path, pkg, git_diff(mixin, after, "srt/update_mixin.py"))
+    component = mixin.replace("class UpdateMixin:\n", "class Updater:\n    def __init__(self, host):\n"
+                              "        self.host = host\n\n")
+    later = package(tmp_path / "later", {"srt/parts/updater.py": component})
+    ported = importer.port(load_recipe(out), later, base_dir=pkg)
+    status = {s.op: (s.status, s.file, s.message) for s in ported.steps}
+    assert status["insert_statements"][:2] == ("refused", "srt/parts/updater.py")
+    assert "`Updater` (followed from `UpdateMixin`) never has `self.mode`, `self.queue`" in status["insert_statements"][2]
+    assert status["add_method"][:2] == ("applied", "srt/parts/updater.py")  # it reads only what `Updater` has
+
+
+def test_a_class_the_release_already_defines_in_another_module_is_not_added_again_nor_registered(tmp_path):
+    model = "class Model:\n    pass\n\n\nEntryClass = [Model]\n"
+    after = "class Model:\n    pass\n\n\nclass LiteModel(Model):\n    pass\n\n\nEntryClass = [Model, LiteModel]\n"
+    pkg = package(tmp_path / "base", {"srt/models/model.py": model})
+    lifted, out = lift_and_write(tmp_path, pkg, git_diff(model, after, "srt/models/model.py"))
+    assert [s.options["op"] for s in lifted.steps] == ["add_definition", "add_element"]
+    # upstream added the class in a module of its own, registered there
+    later = package(tmp_path / "later", {"srt/models/model.py": model,
+                                         "srt/models/lite_model.py": "class LiteModel:\n    pass\n\n\n"
+                                                                     "EntryClass = [LiteModel]\n"})
+    steps = importer.port(load_recipe(out), later).steps
+    assert [s.status for s in steps] == ["refused", "refused"]
+    assert "already defines `LiteModel` in `srt/models/lite_model.py`" in steps[0].message
+    assert "another step of its group" in steps[1].message
+    assert {s.status for s in importer.port(load_recipe(out), pkg).steps} == {"applied"}
+
 FIELDS = {"srt/a.py": "class A:\n    size: int = 0\n\n\ndef make_a():\n    return A(size=1)\n",
           "srt/b.py": "class B:\n    size: int = 0\n\n\ndef make_b():\n    return B(size=1)\n"}
 

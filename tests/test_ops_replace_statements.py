@@ -250,3 +250,55 @@ def test_a_new_header_leaves_the_docstring_of_the_block_it_keeps_where_it_is():
                 Downloads them first."""
                 return path
         ''')
+
+
+def test_a_method_the_class_already_defines_is_never_added_a_second_time():
+    # `code` keeps the matched method and adds two after it; the release already has one of them, in its own form
+    step = rep("def infos(self):\n    return 1", "def infos(self):\n    return 1\n\n"
+               "def get_copy(self, idx):\n    return idx\n\ndef load_copy(self, idx):\n    return idx\n",
+               within="P", if_present_elsewhere="apply")
+    cannot(step, """
+        class P:
+            def infos(self):
+                return 1
+
+            def get_copy(self, idx, extra=None):
+                return (idx, extra)
+        """, Conflict, mentions=("already defines `get_copy`",), candidates=("def get_copy",))
+    # the same code there (up to comments), or nothing there: the methods are added
+    check(step, """
+        class P:
+            def infos(self):
+                return 1
+
+            def get_copy(self, idx):  # upstream's own copy
+                return idx
+        """, """
+        class P:
+            def infos(self):
+                return 1
+
+            def get_copy(self, idx):
+                return idx
+
+            def load_copy(self, idx):
+                return idx
+
+            def get_copy(self, idx):  # upstream's own copy
+                return idx
+        """)
+    check(step, """
+        class P:
+            def infos(self):
+                return 1
+        """, """
+        class P:
+            def infos(self):
+                return 1
+
+            def get_copy(self, idx):
+                return idx
+
+            def load_copy(self, idx):
+                return idx
+        """)

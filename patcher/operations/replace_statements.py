@@ -34,7 +34,10 @@ Answers: *changed*; *already applied* (no run matches `match` outside the code t
 there; with an empty `code`: no run matches `match`); *cannot apply* (nothing matches `match` nor `code`, with the
 statements that look most alike as candidates; several runs match; the replacement would empty a block; or a
 conflict: a statement that `code` adds, and `match` does not have, is already in `within`, so the release probably
-has the change in another form and applying it would duplicate it: `if_present_elsewhere: apply` allows it).
+has the change in another form and applying it would duplicate it: `if_present_elsewhere: apply` allows it;
+or a function or class that `code` adds, and `match` does not define, is already defined in the same block with other
+code: a second definition would silently replace the release's, whatever `if_present_elsewhere` says; with the same
+code, up to comments, it is left as the patch had it).
 """
 
 from __future__ import annotations
@@ -175,6 +178,20 @@ class ReplaceStatements(Operation):
                  new: list[cst.BaseStatement]) -> Outcome:
         statements = list(_body(owner))
         i = next(j for j, s in enumerate(statements) if s is run[0])
+        # a function or class the code adds that the block already defines beside the run, with other code: a
+        # second definition would silently replace the release's (upstream added it in its own form)
+        defined = {s.name.value for s in run if isinstance(s, (cst.FunctionDef, cst.ClassDef))}
+        rest = {s.name.value: s for s in [*statements[:i], *statements[i + len(run):]]
+                if isinstance(s, (cst.FunctionDef, cst.ClassDef))}
+        twice = [d for d in new if isinstance(d, (cst.FunctionDef, cst.ClassDef)) and d.name.value not in defined
+                 and d.name.value in rest
+                 and fingerprint(module, d) != fingerprint(module, rest[d.name.value])]  # the same code: harmless
+        if twice:
+            names = ", ".join(f"`{d.name.value}`" for d in twice)
+            raise Conflict(f"the block already defines {names}: the replacement would define "
+                           f"{'it' if len(twice) == 1 else 'them'} a second time",
+                           candidates=[Candidate(f"`{first_line(module, rest[d.name.value])}`",
+                                                 node=rest[d.name.value]) for d in twice])
         lead = tuple(getattr(run[0], "leading_lines", ()))
         if new:
             new = [new[0].with_changes(leading_lines=(*lead, *new[0].leading_lines)), *new[1:]]
