@@ -1476,13 +1476,18 @@ class _ReleaseIndex:
         if rel not in self._trees:
             try:
                 self._trees[rel] = ast.parse(self.texts()[rel])
-            except SyntaxError:
+            except (SyntaxError, ValueError):  # ValueError: a null byte (Python 3.11)
                 self._trees[rel] = None
         return self._trees[rel]
 
+    def body(self, rel: str) -> list[ast.stmt]:
+        """The module-level statements of `rel`; none for a file Python cannot parse (it defines nothing to follow)."""
+        tree = self.tree(rel)
+        return tree.body if tree is not None else []
+
     def files_defining_class(self, name: str) -> list[str]:
         return [rel for rel, text in self.texts().items() if f"class {name}" in text
-                and any(isinstance(c, ast.ClassDef) and c.name == name for c in (self.tree(rel) or ast.Module()).body)]
+                and any(isinstance(c, ast.ClassDef) and c.name == name for c in self.body(rel))]
 
     def has_class(self, name: str) -> bool:
         return bool(self.files_defining_class(name))
@@ -1490,7 +1495,7 @@ class _ReleaseIndex:
     def find_class(self, name: str, methods: set[str]) -> tuple[str, str, str] | None:
         """(file, class name, why) of the class `name` in the release, by its name (one file), else by its methods."""
         by_name = [rel for rel, text in self.texts().items() if f"class {name}" in text
-                   and any(isinstance(c, ast.ClassDef) and c.name == name for c in (self.tree(rel) or ast.Module()).body)]
+                   and any(isinstance(c, ast.ClassDef) and c.name == name for c in self.body(rel))]
         if len(by_name) == 1:
             return by_name[0], name, f"`{name}` is defined"
         if by_name or len(methods) < 3:
@@ -1499,7 +1504,7 @@ class _ReleaseIndex:
         for rel, text in self.texts().items():
             if sum(f"def {m}(" in text for m in methods) * 5 < 3 * len(methods):
                 continue
-            for c in (self.tree(rel) or ast.Module()).body:
+            for c in self.body(rel):
                 if isinstance(c, ast.ClassDef):
                     have = {f.name for f in c.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))}
                     scores.append((len(methods & have), rel, c.name))
@@ -1512,7 +1517,7 @@ class _ReleaseIndex:
     def find_function(self, name: str) -> tuple[str, str, str] | None:
         hits = [rel for rel, text in self.texts().items() if f"def {name}(" in text
                 and any(isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and f.name == name
-                        for f in (self.tree(rel) or ast.Module()).body)]
+                        for f in self.body(rel))]
         return (hits[0], name, f"`{name}` is defined") if len(hits) == 1 else None
 
 

@@ -874,6 +874,20 @@ def test_port_follows_a_module_turned_into_a_re_export_shim_and_a_class_renamed_
     assert [s.status for s in importer.port(load_recipe(out2), later2, base_dir=base2).steps] == ["refused"]
 
 
+def test_a_release_file_python_cannot_parse_does_not_stop_the_follow(tmp_path):
+    """The release index reads every file of the release: one that does not parse (a template, a file for another
+    Python, a null byte) defines nothing, and the class is followed to the file that does."""
+    pkg = package(tmp_path / "base", {"srt/old/comm_mixin.py": OLD_MIXIN})
+    after = OLD_MIXIN.replace("    def flush(self):\n        return 3\n",
+                              "    def flush(self):\n        return 3\n\n    def post_process(self):\n        return 4\n")
+    _, out = lift_and_write(tmp_path, pkg, git_diff(OLD_MIXIN, after, "srt/old/comm_mixin.py"))
+    later = package(tmp_path / "later", {"srt/new/comm_mixin.py": OLD_MIXIN,
+                                         "srt/broken.py": "class CommunicatorMixin(\n",
+                                         "srt/nul.py": "class CommunicatorMixin:\x00\n"})
+    [step] = importer.port(load_recipe(out), later, base_dir=pkg).steps
+    assert (step.status, step.file) == ("applied", "srt/new/comm_mixin.py"), step.message
+
+
 def test_a_step_followed_into_a_renamed_class_where_self_is_another_object_is_refused(tmp_path):
     # the base's mixin reads the host's attributes through `self`; the release turned it into a component that
     # holds the host as `self.host`: the same methods, but `self.mode` is not there any more
