@@ -467,7 +467,14 @@ class Release017(Release016):
     real ServerArgs carrying them (sglang's defaults elsewhere), sharing their objects (cuda_graph_config), so the bags
     hold the scene's values. The start-up leaves the bags as it found them."""
 
-    extra_checks = Release016.extra_checks + ("grammar barrier before the target's sampler",)
+    extra_checks = Release016.extra_checks + ("grammar barrier before the target's sampler",
+                                              "hidden states captured on a server returning the last only")
+    @property
+    def runner_attrs(self):
+        """0.5.16's, and is_draft_worker, which ForwardBatch.init_new reads of the runner when no capture mode is given
+        (the server's mode, none for a draft runner)."""
+        return {**super().runner_attrs, "is_draft_worker": False}
+
     #: the scene's server arguments also carry the hidden-state mode the graph runners read first
     server_args_extra = dict(Release016.server_args_extra, return_hidden_states_mode=None)
 

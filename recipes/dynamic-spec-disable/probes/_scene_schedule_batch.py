@@ -611,6 +611,24 @@ def check_grammar_barrier():
     return "the grammar state advanced over the previous step before the target samples (with a grammar only)"
 
 
+def check_plain_state_last_mode():
+    """0.5.17+: on a server whose hidden-state mode is "last" (--return-hidden-states-mode last), the target's DECODE
+    graph still captures every token's hidden states for the draft (a graph runner fixes its mode when built), and the
+    server's mode is put back after the build."""
+    saved = REL.server_args_extra
+    REL.server_args_extra = dict(saved, return_hidden_states_mode="last")
+    try:
+        w = make_worker(2, catch_up="padded")
+    finally:
+        REL.server_args_extra = saved
+    [target_graph] = w.built.target_graphs
+    assert target_graph.built_with["return_hidden_states"], \
+        "the target graph does not capture the hidden states the draft reads (the server's mode is last)"
+    assert w.server_args.return_hidden_states_mode == "last" and not w.server_args.enable_return_hidden_states, \
+        "the server's hidden-state mode was not put back after the build"
+    return "a DECODE graph with every token's hidden states, on a server returning the last only; its mode put back"
+
+
 START_UP_CHECKS = [("start-up: what is captured (skip)", check_plain_state("skip")),
                    ("start-up: what is captured (padded)", check_plain_state("padded")),
                    ("start-up: no CUDA graphs", check_plain_state("padded", disable_cuda_graph=True)),
