@@ -248,7 +248,7 @@ def test_worker_probe_fails_on_a_broken_fallback(broken_runs, version, name, exp
         f"`{name}` failed, but not as expected: {check.message}\n{check.details}"
 
 
-@pytest.mark.parametrize("version", ["0.5.15", "0.5.16"])
+@pytest.mark.parametrize("version", ["0.5.15", "0.5.16", "0.5.17"])
 def test_server_args_probe_fails_when_the_check_reads_undeclared_fields(recipe, cpuenv_python_tf5, patched,
                                                                          tmp_path_factory, version):
     """From 0.5.15 a model override (MiMo-V2 / Step-3.5: multi-layer EAGLE) or a resolution pass (DeepSeek context
