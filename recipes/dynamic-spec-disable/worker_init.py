@@ -2,6 +2,7 @@ def _init_speculative_disable(self, server_args: ServerArgs) -> None:
     # <piece docstring>
     """Read N for the dynamic speculation disable (specpatch: dynamic-spec-disable), build its state, log it."""
     # </piece>
+    # <piece threshold>
     # N is --speculative-disable-batch-threshold, or SGLANG_SPEC_DISABLE_BATCH_THRESHOLD
     # when the flag is 0 (ServerArgs has normally folded the variable into the flag
     # already); 0 keeps speculation always on. ServerArgs refuses the set-ups the fallback
@@ -10,6 +11,7 @@ def _init_speculative_disable(self, server_args: ServerArgs) -> None:
         server_args.speculative_disable_batch_threshold
         or envs.SGLANG_SPEC_DISABLE_BATCH_THRESHOLD.get()
     )
+    # </piece>
     catch_up = envs.SGLANG_SPEC_DISABLE_CATCH_UP.get()
     self.spec_disable_batch_threshold = threshold
     self.spec_disable_catch_up = catch_up

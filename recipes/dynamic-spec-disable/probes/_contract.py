@@ -91,8 +91,22 @@ def adaptive_refused(rel):
 
 
 #: the names an adapter lists in `extra_checks` -> the check (called with the adapter)
+def plain_state_last_mode(rel):
+    import importlib
+
+    return importlib.import_module(rel.scene).check_plain_state_last_mode()
+
+
+def grammar_barrier(rel):
+    import importlib
+
+    return importlib.import_module(rel.scene).check_grammar_barrier()
+
+
 EXTRA_CHECKS = {"hybrid mamba/GDN target refused": hybrid_refused, "hybrid mamba/GDN/lightning target refused":
-                hybrid_refused, "adaptive speculation refused": adaptive_refused}
+                hybrid_refused, "adaptive speculation refused": adaptive_refused,
+                "grammar barrier before the target's sampler": grammar_barrier,
+                "hidden states captured on a server returning the last only": plain_state_last_mode}
 
 
 # ------------------------------------------------------------------------------------- checks on a probe's scene

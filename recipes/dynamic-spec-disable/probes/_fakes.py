@@ -192,7 +192,7 @@ def install_verify(w, pool, token: str, lens_on_result: bool = False, pass_alloc
     `pass_allocate_lens`, the allocate_lens verify is given (0.5.4 - 0.5.5) are passed on on the result."""
     w.verify_calls = []
 
-    def verify(batch, *more):
+    def verify(batch, *more, grammar_barrier=None):  # 0.5.17: the scheduler's grammar barrier, by keyword
         w.verify_calls.append(batch)
         if getattr(w, "log", None) is not None:
             w.log.append("verify")
@@ -304,7 +304,7 @@ class FakeTargetRunner:
             init_new_workspace = self.init_new_workspace
         args = self.server_args
         backend = Backend("target-plain", spec_algorithm=self.spec_algorithm,
-                          num_draft_tokens=args.speculative_num_draft_tokens)
+                          num_draft_tokens=self.rel.spec_config(args).speculative_num_draft_tokens)
         self.backend_calls.append(SimpleNamespace(
             init_new_workspace=init_new_workspace, spec_algorithm=self.spec_algorithm,
             return_hidden=args.enable_return_hidden_states, backend=backend))

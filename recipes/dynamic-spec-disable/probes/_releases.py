@@ -75,6 +75,10 @@ class Release059:
     #: the target worker's forward_batch_generation takes capture_hidden_mode= (0.5.16: ScheduleBatch has no such field)
     capture_hidden_mode_arg = False
 
+    def spec_config(self, server_args):
+        """Where the attention backends and graph runners read the speculative step counts (draft tokens per request)."""
+        return server_args
+
     def hybrid_target(self, attr):
         """A target worker of a refused hybrid family: its model runner has the config `attr` (hybrid_attrs)."""
         return SimpleNamespace(model_runner=SimpleNamespace(**{attr: object()}))
@@ -323,6 +327,10 @@ class Release013(Release0512):
     def nan_detection(self, on):
         return envs.SGLANG_ENABLE_ASYNC_ASSERT.override(on)
 
+    def graph_hidden_states(self, server_args) -> bool:
+        """Whether a graph runner built on these server arguments captures the hidden states (of every token)."""
+        return server_args.enable_return_hidden_states
+
     def check_result_extra(self, result, exp):
         assert result.speculative_num_draft_tokens == 1, "the result does not carry its stride (1)"
 
@@ -450,6 +458,77 @@ class Release016(Release015):
             server_args.strict()
 
 
+class Release017(Release016):
+    """0.5.17: business code reads the resolved configuration from the namespace bags of the runtime context (get_spec(),
+    get_exec(), get_parallel(): the worker reads N there, and the decode phase's CUDA graph settings), projected from
+    the published ServerArgs by its fields' NS(...) markers, and changes it through get_context().override(), which
+    writes the bags only (upstream's _override_worker_state too); ServerArgs stays the read-only startup record that
+    the graph runners read (batch sizes, hidden-state capture mode). The scene's server arguments are published as a
+    real ServerArgs carrying them (sglang's defaults elsewhere), sharing their objects (cuda_graph_config), so the bags
+    hold the scene's values. The start-up leaves the bags as it found them."""
+
+    extra_checks = Release016.extra_checks + ("grammar barrier before the target's sampler",
+                                              "hidden states captured on a server returning the last only")
+    @property
+    def runner_attrs(self):
+        """0.5.16's, and is_draft_worker, which ForwardBatch.init_new reads of the runner when no capture mode is given
+        (the server's mode, none for a draft runner)."""
+        return {**super().runner_attrs, "is_draft_worker": False}
+
+    #: the scene's server arguments also carry the hidden-state mode the graph runners read first
+    server_args_extra = dict(Release016.server_args_extra, return_hidden_states_mode=None)
+
+    def spec_config(self, server_args):
+        """The "spec" namespace bag (get_spec()), which _override_worker_state overrides while a state is built."""
+        from sglang.srt.runtime_context import get_spec
+
+        return get_spec()
+
+    def graph_hidden_states(self, server_args) -> bool:
+        """As this release's graph runners fix their capture mode when built (BaseRunner: the server's mode, which
+        reads return_hidden_states_mode before enable_return_hidden_states; no recapture later)."""
+        from sglang.srt.model_executor.forward_batch_info import CaptureHiddenMode, get_server_return_hidden_states_mode
+
+        return get_server_return_hidden_states_mode(server_args) == CaptureHiddenMode.FULL
+
+    @staticmethod
+    def published(server_args):
+        """A real ServerArgs (no __post_init__) with the scene's values, sglang's defaults for the other fields."""
+        import dataclasses
+
+        from sglang.srt.server_args import ServerArgs
+
+        real = ServerArgs.__new__(ServerArgs)
+        for f in dataclasses.fields(ServerArgs):
+            if hasattr(server_args, f.name):
+                value = getattr(server_args, f.name)
+            elif f.default is not dataclasses.MISSING:
+                value = f.default
+            elif f.default_factory is not dataclasses.MISSING:
+                value = f.default_factory()
+            else:
+                value = None
+            object.__setattr__(real, f.name, value)
+        return real
+
+    def install_server_args(self, server_args):
+        from sglang.srt.runtime_context import get_context
+
+        super().install_server_args(server_args)
+        get_context().set_server_args(self.published(server_args))  # projects the bags the worker reads
+
+    @staticmethod
+    def finish_start_up(w):
+        from sglang.srt.runtime_context import get_exec, get_spec
+
+        bags = lambda: (get_spec().speculative_num_steps, get_spec().speculative_num_draft_tokens,  # noqa: E731
+                        get_exec().graph.cuda_graph_bs_decode, get_exec().graph.disable_cuda_graph)
+        before = bags()
+        Release016.finish_start_up(w)
+        assert bags() == before, f"the start-up left the config bags at {bags()}, not {before}"
+        assert get_spec().speculative_disable_batch_threshold == w.server_args.speculative_disable_batch_threshold
+
+
 #: the one-token-graph fallback on the ModelWorkerBatch contract (worker_probe_graphs.py): variant -> its adapter
 GRAPHS_BY_VARIANT = {
     "": Release059,  # the recipe's own steps
@@ -461,5 +540,5 @@ GRAPHS_BY_VARIANT = {
 }
 #: the ScheduleBatch / on_publish fallback (worker_probe_on_publish.py): the variant the engine applied -> its adapter
 ON_PUBLISH_BY_VARIANT = {"fallback-0.5.13": Release013, "fallback-0.5.14": Release014, "fallback-0.5.15": Release015,
-                         "fallback-0.5.16": Release016}
+                         "fallback-0.5.16": Release016, "fallback-0.5.17": Release017}
 CURRENT = None  #: the adapter the running probe chose (its scene reads it)

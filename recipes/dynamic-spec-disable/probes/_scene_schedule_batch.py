@@ -18,6 +18,7 @@ names differ and the CUDA graph settings are per phase; the adapter names what t
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import functools
 from types import SimpleNamespace
@@ -73,9 +74,9 @@ class PlainTargetGraph:
     def __init__(self, model_runner, *, attn_backend=None, **kwargs):
         args = model_runner.server_args
         self.built_with = dict(spec_algorithm=model_runner.spec_algorithm, attn_backend=attn_backend,
-                               return_hidden_states=args.enable_return_hidden_states,
+                               return_hidden_states=REL.graph_hidden_states(args),
                                cuda_graph_bs=list(REL.graph_bs(args)), kwargs=kwargs,
-                               num_draft_tokens=args.speculative_num_draft_tokens)
+                               num_draft_tokens=REL.spec_config(args).speculative_num_draft_tokens)
         BUILT.target_graphs.append(self)
 
 
@@ -294,6 +295,12 @@ def make_scheduler(w, fmap, overlap: bool):
     s._maybe_report_active_ranks = functools.partial(Scheduler._maybe_report_active_ranks, s)
     if hasattr(Scheduler, "_relay_forward_payload"):  # 0.5.15+: the FutureMap stash of the result's relay payload
         s._relay_forward_payload = functools.partial(Scheduler._relay_forward_payload, s)
+    if hasattr(Scheduler, "_advance_pending_grammar"):
+        # 0.5.17+: run_batch hands EAGLE its grammar barrier, which advances the grammar state over the results still
+        # in the queue: here the previous step's, whose advance is recorded ("grammar" in the worker's event log)
+        s.result_queue = collections.deque([(SimpleNamespace(name="previous batch"), SimpleNamespace())])
+        s.batch_result_processor = SimpleNamespace(advance_grammar_fsm=lambda result, batch: w.log.append("grammar"))
+        s._advance_pending_grammar = functools.partial(Scheduler._advance_pending_grammar, s)
     return s
 
 
@@ -330,6 +337,8 @@ def read_result(w, batch, result):
     """The real result processor: the spec-v2 tokens, the per-request counters, the logprob rows."""
     proc = SimpleNamespace(model_worker=w)
     proc._resolve_spec_v2_tokens = functools.partial(SchedulerBatchResultProcessor._resolve_spec_v2_tokens, proc)
+    if hasattr(SchedulerBatchResultProcessor, "advance_grammar_fsm"):  # 0.5.17+: reads it (a no-op without grammar)
+        proc.advance_grammar_fsm = functools.partial(SchedulerBatchResultProcessor.advance_grammar_fsm, proc)
     tokens, logprobs = SchedulerBatchResultProcessor._normalize_decode_outputs(
         proc, batch=batch, result=result, logits_output=result.logits_output, next_token_ids=result.next_token_ids)
     for i, req in enumerate(batch.reqs):
@@ -423,7 +432,8 @@ def check_published(w, entry, exp, catch_up, overlap: bool = True, needs_cpu_seq
                 f"order {log}: on_publish must come after the target forward and before the draft catch-up"
         assert w.fmap.new_seq_lens_buf[rows].tolist() == [e.s + 1 for e in exp], "FutureMap did not get s + 1"
     else:
-        assert not publishes and entry.args in ((), (None,)), \
+        # the route guard hands on what the scheduler gave: (on_publish, and 0.5.17+ grammar_barrier), None here
+        assert not publishes and entry.args in ((), (None,), (None, None)), \
             "the synchronous path has no on_publish, yet something was published"
 
 
@@ -582,6 +592,41 @@ def check_no_bs_above_n():
         f"{draft_graph} although no CUDA graph batch size is above N {n} (the speculative one?)"
     check_put_back(w, False)
     return f"N {n}: no graphs captured, none in the one-token state; model runner and server args put back"
+
+
+def check_grammar_barrier():
+    """0.5.17+: the scheduler does not wait for the previous step's result before an EAGLE decode with a grammar; it
+    hands the worker a barrier that advances the grammar state over it. A step without speculation runs it before the
+    target's forward (whose sampler builds the grammar mask from that state), and only for a batch with a grammar."""
+    for has_grammar in (True, False):
+        w = make_worker(2, catch_up="padded")
+        batch = decode_batch(4, has_grammar=has_grammar, pool=w.req_to_token_pool)
+        run_through_scheduler(w, batch, overlap=True)
+        assert "target" in w.log and not w.verify_calls, f"order {w.log}: the step did not fall back"
+        if has_grammar:
+            assert w.log.count("grammar") == 1 and w.log.index("grammar") < w.log.index("target"), \
+                f"order {w.log}: the grammar barrier did not run (once) before the target's forward and sampler"
+        else:
+            assert "grammar" not in w.log, f"order {w.log}: the grammar barrier ran for a batch without a grammar"
+    return "the grammar state advanced over the previous step before the target samples (with a grammar only)"
+
+
+def check_plain_state_last_mode():
+    """0.5.17+: on a server whose hidden-state mode is "last" (--return-hidden-states-mode last), the target's DECODE
+    graph still captures every token's hidden states for the draft (a graph runner fixes its mode when built), and the
+    server's mode is put back after the build."""
+    saved = REL.server_args_extra
+    REL.server_args_extra = dict(saved, return_hidden_states_mode="last")
+    try:
+        w = make_worker(2, catch_up="padded")
+    finally:
+        REL.server_args_extra = saved
+    [target_graph] = w.built.target_graphs
+    assert target_graph.built_with["return_hidden_states"], \
+        "the target graph does not capture the hidden states the draft reads (the server's mode is last)"
+    assert w.server_args.return_hidden_states_mode == "last" and not w.server_args.enable_return_hidden_states, \
+        "the server's hidden-state mode was not put back after the build"
+    return "a DECODE graph with every token's hidden states, on a server returning the last only; its mode put back"
 
 
 START_UP_CHECKS = [("start-up: what is captured (skip)", check_plain_state("skip")),

@@ -108,13 +108,21 @@ class Release0516(Release0515):
     cpu_overlap = False
 
 
+class Release0517(Release0516):
+    """0.5.17: business code reads the resolved configuration from the runtime context's namespace bags, projected
+    from the published ServerArgs by the fields' NS(...) markers: the field carries NS("spec"), and the worker reads
+    N through get_spec()."""
+
+    extra_checks = Release0516.extra_checks + ("published in the spec namespace",)
+
+
 BY_VARIANT = {"": Release059, "fallback-0.5.4": Release054, "fallback-0.5.4.post1": Release055,
               "fallback-0.5.4.post2": Release055, "fallback-0.5.5": Release055, "fallback-0.5.5.post3": Release055,
               "fallback-0.5.6": Release056, "fallback-0.5.6.post1": Release056, "fallback-0.5.7": Release059, "fallback-0.5.8": Release059,
               "fallback-0.5.9": Release059, "fallback-0.5.10": Release059, "fallback-0.5.11": Release0511,
               "fallback-0.5.12": Release0512, "fallback-0.5.13": Release0513,
               "fallback-0.5.14": Release0514, "fallback-0.5.15": Release0515,
-              "fallback-0.5.16": Release0516}
+              "fallback-0.5.16": Release0516, "fallback-0.5.17": Release0517}
 VARIANT = os.environ.get("SPECPATCH_VARIANT", "")
 REL = BY_VARIANT[VARIANT]() if VARIANT in BY_VARIANT else None
 BETA_SPEC_ON = [False]  #: 0.5.4: whether the probe's SGLANG_ENABLE_SPEC_V2 asked for spec v2 (--enable-beta-spec)
@@ -402,7 +410,26 @@ def check_declared_fields():
     return ", ".join(name for name, *_ in cases) + ": refused while only declared (before materialize_declarations)"
 
 
-EXTRA_CHECKS = {"adaptive speculation refused": check_adaptive_refused, "declared fields seen": check_declared_fields}
+def check_spec_namespace():
+    """0.5.17: the flag reaches the "spec" namespace bag (get_spec()) when the server arguments are published, and
+    get_context().override() can change it, as any resolved spec leaf."""
+    from sglang.srt.runtime_context import get_context, get_spec
+
+    with environment(SGLANG_SPEC_DISABLE_BATCH_THRESHOLD=None):
+        args = parse("--model-path", "dummy", "--speculative-disable-batch-threshold", "5")
+    context = get_context()
+    with context.preserve_config():
+        context.set_server_args(args)
+        got = get_spec().speculative_disable_batch_threshold
+        assert got == 5, f"get_spec() reads {got}, not the flag's 5"
+        context.override("probe", speculative_disable_batch_threshold=7)
+        assert get_spec().speculative_disable_batch_threshold == 7, "the spec leaf is not the one override() writes"
+        assert args.speculative_disable_batch_threshold == 5
+    return "get_spec().speculative_disable_batch_threshold is the flag's value once published"
+
+
+EXTRA_CHECKS = {"adaptive speculation refused": check_adaptive_refused, "declared fields seen": check_declared_fields,
+                "published in the spec namespace": check_spec_namespace}
 
 
 def main():

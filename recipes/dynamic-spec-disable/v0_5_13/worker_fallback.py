@@ -1,5 +1,7 @@
 def _forward_without_speculation(
+    # <piece signature>
     self, batch: ScheduleBatch, on_publish=None
+    # </piece>
 ) -> GenerationBatchResult:
     """Decode with the target alone, one token per request, on the state built at start-up."""
     # The step a server without speculation runs: a DECODE forward of the target replayed
@@ -21,6 +23,8 @@ def _forward_without_speculation(
     saved = self._spec_disable_swap(self._spec_disable_plain)
     try:
         out_cache_loc = self._spec_disable_kv_slots(batch)
+        # <piece grammar-barrier>
+        # </piece>
         target_result = self._spec_disable_target_decode(batch, out_cache_loc)
         logits_output = target_result.logits_output
         # As verify() does in this release (SGLANG_ENABLE_ASYNC_ASSERT).
