@@ -14,6 +14,8 @@ def _spec_disable_build_plain_state(self, threshold: int) -> tuple:
     dw = self._draft_worker
     model_runner = self._target_worker.model_runner
     capture_bs = None
+    # <piece graph-settings>
+    # </piece>
     # <piece capture-bs>
     if not sa.disable_cuda_graph:
         capture_bs = [bs for bs in (sa.cuda_graph_bs or []) if bs > threshold]

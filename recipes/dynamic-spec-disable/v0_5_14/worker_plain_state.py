@@ -1,7 +1,9 @@
-# <piece capture-bs>
+# <piece graph-settings>
 # This release's CUDA graph settings are per phase (cuda_graph_config); the batch sizes
 # captured are the decode phase's, which _override_worker_state does not narrow.
 decode_graphs = sa.cuda_graph_config.decode
+# </piece>
+# <piece capture-bs>
 if not check_cuda_graph_backend(Phase.DECODE, Backend.DISABLED):
     capture_bs = [bs for bs in (decode_graphs.bs or []) if bs > threshold]
 saved_bs = decode_graphs.bs

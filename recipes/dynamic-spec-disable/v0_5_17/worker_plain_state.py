@@ -1,16 +1,10 @@
-# <piece capture-bs>
+# <piece graph-settings>
 # This release's CUDA graph settings are per phase (cuda_graph_config, read through the
 # "exec" namespace as this release's workers read it: the same object the graph runners
 # read on the model runners' server arguments); the batch sizes captured are the decode
 # phase's, which _override_worker_state does not narrow (it overrides the namespace's
 # cuda_graph_bs_decode only).
 decode_graphs = get_exec().graph.cuda_graph_config.decode
-if not check_cuda_graph_backend(Phase.DECODE, Backend.DISABLED):
-    capture_bs = [bs for bs in (decode_graphs.bs or []) if bs > threshold]
-saved_bs = decode_graphs.bs
-if capture_bs:
-    decode_graphs.bs = capture_bs
-with self._override_worker_state(0, 1, cuda_graph_bs=capture_bs):
 # </piece>
 # <piece hidden-states-on>
 # The graph runners fix the hidden states they capture when they are built, from the
