@@ -90,23 +90,21 @@ def adaptive_refused(rel):
     return "--speculative-adaptive beside the threshold is refused at start-up"
 
 
+def scene_check(name: str):
+    """A check written in the adapter's scene module (`rel.scene`), by its function's name."""
+    def check(rel):
+        import importlib
+
+        return getattr(importlib.import_module(rel.scene), name)()
+    return check
+
+
 #: the names an adapter lists in `extra_checks` -> the check (called with the adapter)
-def plain_state_last_mode(rel):
-    import importlib
-
-    return importlib.import_module(rel.scene).check_plain_state_last_mode()
-
-
-def grammar_barrier(rel):
-    import importlib
-
-    return importlib.import_module(rel.scene).check_grammar_barrier()
-
-
 EXTRA_CHECKS = {"hybrid mamba/GDN target refused": hybrid_refused, "hybrid mamba/GDN/lightning target refused":
                 hybrid_refused, "adaptive speculation refused": adaptive_refused,
-                "grammar barrier before the target's sampler": grammar_barrier,
-                "hidden states captured on a server returning the last only": plain_state_last_mode}
+                "grammar barrier before the target's sampler": scene_check("check_grammar_barrier"),
+                "hidden states captured on a server returning the last only":
+                scene_check("check_plain_state_last_mode")}
 
 
 # ------------------------------------------------------------------------------------- checks on a probe's scene
