@@ -1212,12 +1212,13 @@ def _port(recipe, package_dir: Path, skip: tuple[str, ...], base_dir: Path | Non
                          "(`specpatch show` lists the step names)")
     moved: dict[int, str] = {}
     was = {i: op.file for i, op in ops}
+    release = _ReleaseIndex(package_dir)  #: read once, for following renamed files and finding classes
     if base_dir is not None:
         before = dict(ops)
-        ops, moved = follow_renamed(ops, package_dir, base_dir)
+        ops, moved = follow_renamed(ops, package_dir, base_dir, release)
         for index, why in foreign_self(before, ops, moved, package_dir).items():
             held.setdefault(index, ("refused", why))
-    for index, why in defined_elsewhere(ops, package_dir).items():
+    for index, why in defined_elsewhere(ops, release).items():
         held.setdefault(index, ("refused", why))
     renamed = {op.file: was[i] for i, op in ops if i in moved}  #: the file in the release -> in the base
     by_file: dict[str, list[tuple[int, Operation]]] = {}
@@ -1260,7 +1261,7 @@ def _anchor_fields(op: Operation) -> tuple[str, ...]:
 
 
 def follow_renamed(ops: list[tuple[int, Operation]], package_dir: Path,
-                   base_dir: Path) -> tuple[list[tuple[int, Operation]], dict[int, str]]:
+                   base_dir: Path, index: "_ReleaseIndex | None" = None) -> tuple[list[tuple[int, Operation]], dict[int, str]]:
     """Steps whose anchors left their file moved to where the anchors now live. A file counts as left when the
     release does not have it (the base release does), or when the release's file no longer defines any of the
     classes and module-level functions the file's steps anchor on (a module upstream turned into a re-export shim,
@@ -1275,7 +1276,7 @@ def follow_renamed(ops: list[tuple[int, Operation]], package_dir: Path,
     rels = sorted({op.file for _, op in ops if (base_dir / op.file).is_file()})
     if not rels:
         return ops, {}
-    index, base_index = _ReleaseIndex(package_dir), _ReleaseIndex(base_dir)
+    index, base_index = index or _ReleaseIndex(package_dir), _ReleaseIndex(base_dir)
     verdicts: dict[str, tuple[str, dict[str, str], str]] = {}
     for rel in rels:
         there = (package_dir / rel).is_file()
@@ -1345,7 +1346,7 @@ def follow_renamed(ops: list[tuple[int, Operation]], package_dir: Path,
     return out, notes
 
 
-def defined_elsewhere(ops: Sequence[tuple[int, Operation]], package_dir: Path) -> dict[int, str]:
+def defined_elsewhere(ops: Sequence[tuple[int, Operation]], release: "_ReleaseIndex") -> dict[int, str]:
     """`add_definition` steps whose classes the release already defines, every one of them, in another module of
     the package: upstream added the feature in its own place (a model's NextN variant in its own file), and a
     second class of the same name would be registered or imported twice. Step index -> why it is refused."""
@@ -1360,14 +1361,13 @@ def defined_elsewhere(ops: Sequence[tuple[int, Operation]], package_dir: Path) -
             wanted[index] = classes
     if not wanted:
         return {}
-    index_ = _ReleaseIndex(package_dir)
     out: dict[int, str] = {}
     for index, op in ops:
         if index not in wanted:
             continue
         homes = {}
         for name in wanted[index]:
-            where = [rel for rel in index_.files_defining_class(name) if rel != op.file]
+            where = [rel for rel in release.files_defining_class(name) if rel != op.file]
             if len(where) != 1:
                 break
             homes[name] = where[0]
