@@ -61,9 +61,9 @@ for whl in "$cache"/*.whl; do
     unzip -q -o "$whl" -d "$site"
 done
 # what this benchmark never loads: FA3 (1 GB), sm100 and FlashMLA kernels, mscclpp, flashinfer's JIT sources,
-# xgrammar's static library, jedi's typeshed stubs
+# xgrammar's static library, jedi's typeshed stubs, zstandard's CFFI backend (its C backend is the one imported)
 (cd "$site" && rm -rf sgl_kernel/flash_ops.abi3.so sgl_kernel/sm100 sgl_kernel/flashmla_ops.abi3.so lib lib64 include \
-    _mscclpp* flashinfer/data xgrammar/lib/*.a jedi/third_party/typeshed)
+    _mscclpp* flashinfer/data xgrammar/lib/*.a jedi/third_party/typeshed zstandard/_cffi.*.so)
 # purelib / platlib folders of .data go to the top, as pip would install them
 for data in "$site"/*.data; do
     [ -d "$data" ] || continue
@@ -83,7 +83,9 @@ cp -a "$sgl/orig" "$sgl/patched"
 "$venv/bin/specpatch" --quiet apply dynamic-spec-disable --target "$sgl/patched" --assume-version "$version" --no-smoke
 changed=$(cd "$sgl" && diff -rq orig patched | awk '/^Files/{print $4}' | sed 's#^patched/##' || true)
 echo "$changed" >"$sgl/patched-files.txt"
-tar -C "$sgl/orig" -cJf "$carry/sglang.tar.xz" sglang sglang-"$version".dist-info
+# sglang.multimodal_gen (the diffusion server, 15 MB from 0.5.19) is never imported by an LLM server: left out so that
+# 0.5.19's tree fits the 64 MiB carry
+tar -C "$sgl/orig" --exclude=sglang/multimodal_gen -cJf "$carry/sglang.tar.xz" sglang sglang-"$version".dist-info
 (cd "$sgl/patched" && tar -cJf "$carry/patched.tar.xz" $changed)
 ls -l "$carry"
 du -cb "$carry"/*.tar.xz | tail -1 | awk '{printf "bench/gpu/carry: %.1f MiB (limit 64 MiB with the checkout)\n", $1/1048576}'
