@@ -10,9 +10,10 @@ How a patch is lifted (`lift`):
 3. Candidate steps are built for that difference, the most robust first: `add_method`, `add_dataclass_field`,
    `add_import`, `add_argparse_argument`, `add_definition` for insertions; `add_keyword_argument`,
    `add_element`, `add_parameter`, then `replace_expression` for a change inside one statement; then
-   `replace_statements` with more and more context, then with the whole enclosing statement. The first candidate
-   that, applied to the file before the unit, renders *exactly* the file after it, and finds itself already
-   applied on a second run, is kept. So a lifted recipe round-trips by construction: applied to the release it was
+   `replace_statements` with more and more context, then with the whole enclosing statement; a statement the
+   function has more than once is first anchored by the header of its block (`inside:`), when the function has
+   that header once. The first candidate that, applied to the file before the unit, renders *exactly* the file
+   after it, and finds itself already applied on a second run, is kept. So a lifted recipe round-trips by construction: applied to the release it was
    lifted from, it reproduces the patched files byte for byte (`lift` checks this again with the written recipe).
 4. A unit with no such candidate becomes an `unexpressed_hunk` step that refuses with the hunk's header: never a
    silent drop.
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 import ast
 import difflib
+import functools
 from collections import Counter
 import re
 import shutil
@@ -45,6 +47,7 @@ from .operations.add_dataclass_field import field_name
 from .operations.add_definition import defined_names
 from .operations.add_import import _as_ast, _is_import_line, _statement, bindings
 from .operations._code import caching
+from . import moved_attributes
 from .operations.base import REGISTRY, AlreadyApplied, Changed, Operation
 
 # --------------------------------------------------------------------------------------------------- the diff
@@ -628,7 +631,10 @@ def _inside_compound(m: cst.Module, mpath: NodePath, n: cst.Module, npath: NodeP
         return None
     if not all(_same_header(a, b) for a, b in zip(mo, no)):
         return None
-    differ = [(a, b) for a, b in zip(mo, no) if not a.body.deep_equals(b.body)]
+    # by their code when the trees differ: a block an earlier step of the same hunk rebuilt (its statements parsed
+    # again at their indentation) is not deep-equal to the parsed file, but holds the same code
+    differ = [(a, b) for a, b in zip(mo, no)
+              if not a.body.deep_equals(b.body) and m.code_for_node(a.body) != n.code_for_node(b.body)]
     if len(differ) != 1:
         return None
     a, b = differ[0]
@@ -731,7 +737,7 @@ def _candidates(m: cst.Module, n: cst.Module, site: _Site) -> Iterator[list[dict
         yield from _expression_edits(m, n, site.mpath + (old[0],), old[0], new[0], scope)
     if len(old) == 1 and len(new) == 1:
         yield from _header_replacement(m, n, site, old[0], new[0], scope)
-    yield from _replacements(m, n, site, ms, ns, scope)
+    yield from _replacements(m, n, site, ms, ns, scope, inside=_inside_of(m, site.mpath, scope_path))
     # the whole enclosing statement, up to the def that holds the site
     path, npath = site.mpath, site.npath
     while len(path) > 1 and not isinstance(path[-1], (cst.Module, cst.ClassDef)):
@@ -888,17 +894,70 @@ def _statement_insertions(m, site, ms, new_code: str, fn: NodePath) -> Iterator[
             if fallback:
                 yield [{**step, "fallback_match": fallback}]
             yield [step]
+    # the statement next to the insertion is there more than once in the function: anchored by the header of its
+    # block (`inside: if poll == KVPoll.Bootstrapping:`) when that header is unique in the function, the code at
+    # the block's top when it went there (it survives upstream rewriting the block's first statement), else next
+    # to the statement, which must then be unique among the block's own statements
+    block = _inside_of(m, site.mpath, fn)
+    if block is None:
+        return
+    inside, bpath = block
+    unique = [any(_unique_in(m, fn, p) for p in patterns(stmt)) for _, stmt in sides]
+    steps = []
+    if i == 0 and not unique[1]:
+        steps.append({"op": "insert_statements", "function": function, "at": "start", "code": new_code, **inside})
+    for (at, stmt), alone in zip(sides, unique):
+        if alone:
+            continue  # unique in the function: the step above is the choice
+        steps += [{"op": "insert_statements", "function": function, "at": at, "match": pattern, "code": new_code,
+                   **inside} for pattern in patterns(stmt) if _unique_in(m, bpath, pattern, own=True)]
+    # code the patch puts in two arms of one `if`: the second step finds the first's code in the function, so the
+    # step that refuses a statement already there cannot lift it; the one that adds it anyway comes after it (the
+    # context of the whole chain, the choice before, held the first arm's code too)
+    for refuse in ("refuse", "apply"):
+        for step in steps:
+            yield [{**step, "if_present_elsewhere": refuse}]
 
 
-def _unique_in(module: cst.Module, fn: NodePath, pattern: str) -> bool:
-    """Does exactly one statement of the function match the code pattern?"""
+def _inside_of(m: cst.Module, mpath: NodePath, fn: NodePath | None) -> tuple[dict, NodePath] | None:
+    """The options that name the block owned by `mpath[-1]` by its header (`inside`, with `inside_else` for the
+    `else:` of an `if`/`elif` arm) and the block's path, when it is an `if`/`elif` arm, an `else:` right after one,
+    a `with`, `for` or `while` of the function `fn` whose header no other block of the function has; else None."""
+    from .operations._code import header_text, inside_block
+
+    if fn is None or not isinstance(fn[-1], cst.FunctionDef) or mpath[-1] is fn[-1]:
+        return None
+    owner, else_arm = mpath[-1], False
+    if isinstance(owner, cst.Else) and len(mpath) > 1 and isinstance(mpath[-2], cst.If) \
+            and mpath[-2].orelse is owner:
+        arm, else_arm = mpath[-2], True
+    elif isinstance(owner, (cst.If, cst.With, cst.For, cst.While)):
+        arm = owner
+    else:
+        return None
+    header = header_text(arm)
+    if not header:
+        return None
+    try:
+        found = inside_block(m, fn, header, else_arm=else_arm)
+    except (SpecpatchError, ValueError):
+        return None  # not unique in the function (or not a header `inside` reads)
+    if found[-1] is not owner:
+        return None
+    return ({"inside": header, **({"inside_else": True} if else_arm else {})}), found
+
+
+def _unique_in(module: cst.Module, fn: NodePath, pattern: str, *, own: bool = False) -> bool:
+    """Does exactly one statement of the function (with `own`: of the block `fn[-1]` owns, not of blocks nested in
+    it) match the code pattern?"""
     from .anchors import statements_matching
     from .patterns import Pattern
 
     try:
-        return len(statements_matching(module, fn, Pattern.parse(pattern))) == 1
+        found = statements_matching(module, fn, Pattern.parse(pattern))
     except Exception:  # noqa: BLE001 - a text that is not a pattern is no anchor
         return False
+    return len([s for s in found if not own or s[-2] is fn[-1]]) == 1
 
 
 class _AnyArguments(ast.NodeTransformer):
@@ -990,8 +1049,14 @@ def _differing_chain(a: cst.CSTNode, b: cst.CSTNode) -> list[tuple[cst.CSTNode, 
         chain.append((a, b))
 
 
-def _replacements(m, n, site, ms, ns, scope) -> Iterator[list[dict]]:
-    """`replace_statements` of the site, then with 1-2 statements of context on each side."""
+def _replacements(m, n, site, ms, ns, scope, inside: tuple[dict, NodePath] | None = None) -> Iterator[list[dict]]:
+    """`replace_statements` of the site, then with 1-2 statements of context on each side. With `inside` (the
+    options naming the site's block by its header, and the block's path): when the site's statements are there more
+    than once in the function but once in the block, the site alone inside that block comes right after the site
+    alone (before any context, which upstream may edit)."""
+    from .operations._code import blocks_under, fingerprint
+    from .operations.replace_statements import _runs
+
     within = {"within": scope} if scope else {}
     seen = set()
     for above, below in ((0, 0), (1, 0), (0, 1), (1, 1), (2, 0), (2, 1)):
@@ -1014,6 +1079,14 @@ def _replacements(m, n, site, ms, ns, scope) -> Iterator[list[dict]]:
         step = {"op": "replace_statements", "match": match, "code": code, **within}
         yield [step]
         yield [{**step, "if_present_elsewhere": "apply"}]
+        if (above, below) == (0, 0) and inside is not None:
+            opts, bpath = inside
+            keys = [fingerprint(m, s) for s in old]
+            fn = _innermost_def(site.mpath)
+            if fn is not None and None not in keys and len(_runs(m, list(blocks_under(fn)), old, keys)) > 1 \
+                    and len(_runs(m, [(bpath, body_of(bpath[-1]))], old, keys)) == 1:
+                yield [{**step, **opts}]
+                yield [{**step, **opts, "if_present_elsewhere": "apply"}]
 
 
 # --------------------------------------------------------------------------------------------------- the recipe
@@ -1156,7 +1229,9 @@ def port(recipe, package_dir: Path, *, skip: Sequence[str] = (), base_dir: Path 
     that adds names only refused or skipped steps use, is refused, naming that name and those steps; an applied
     step whose added lines the release already has (all of them) is upstream in another form. The files are then
     planned again without the steps so left out, until nothing more is. `base_dir`, the release the recipe was
-    made on: a line counts as upstream's only when that release does not have it. `hold_together=False` gives each
+    made on: a line counts as upstream's only when that release does not have it, and a step that uses a name it
+    defines that the release mentions nowhere is refused (`removed_upstream`), so is one that reads `self.B` or
+    `self.x.B` where `B` left that object's classes (`moved_attributes`). `hold_together=False` gives each
     step's own answer only (the round trip). `selection`: the steps to plan (`port_selection`: a variant's), by
     default the recipe's own."""
     with caching():
@@ -1213,13 +1288,20 @@ def _port(recipe, package_dir: Path, skip: tuple[str, ...], base_dir: Path | Non
     moved: dict[int, str] = {}
     was = {i: op.file for i, op in ops}
     release = _ReleaseIndex(package_dir)  #: read once, for following renamed files and finding classes
-    if base_dir is not None:
+    base = _ReleaseIndex(base_dir) if base_dir is not None else None
+    if base is not None:
         before = dict(ops)
-        ops, moved = follow_renamed(ops, package_dir, base_dir, release)
+        ops, moved = follow_renamed(ops, package_dir, base_dir, release, base)
         for index, why in foreign_self(before, ops, moved, package_dir).items():
             held.setdefault(index, ("refused", why))
     for index, why in defined_elsewhere(ops, release).items():
         held.setdefault(index, ("refused", why))
+    if base is not None:
+        for index, why in removed_upstream(ops, release, base).items():
+            held.setdefault(index, ("refused", why))
+        added = {_bare(n) for _, op in ops for n in step_names(op)[0]}
+        for index, why in moved_attributes.moved_upstream(before, ops, release, base, added).items():
+            held.setdefault(index, ("refused", why))
     renamed = {op.file: was[i] for i, op in ops if i in moved}  #: the file in the release -> in the base
     by_file: dict[str, list[tuple[int, Operation]]] = {}
     for index, op in ops:
@@ -1261,7 +1343,8 @@ def _anchor_fields(op: Operation) -> tuple[str, ...]:
 
 
 def follow_renamed(ops: list[tuple[int, Operation]], package_dir: Path,
-                   base_dir: Path, index: "_ReleaseIndex | None" = None) -> tuple[list[tuple[int, Operation]], dict[int, str]]:
+                   base_dir: Path, index: "_ReleaseIndex | None" = None, base_index: "_ReleaseIndex | None" = None,
+                   ) -> tuple[list[tuple[int, Operation]], dict[int, str]]:
     """Steps whose anchors left their file moved to where the anchors now live. A file counts as left when the
     release does not have it (the base release does), or when the release's file no longer defines any of the
     classes and module-level functions the file's steps anchor on (a module upstream turned into a re-export shim,
@@ -1276,13 +1359,12 @@ def follow_renamed(ops: list[tuple[int, Operation]], package_dir: Path,
     rels = sorted({op.file for _, op in ops if (base_dir / op.file).is_file()})
     if not rels:
         return ops, {}
-    index, base_index = index or _ReleaseIndex(package_dir), _ReleaseIndex(base_dir)
+    index, base_index = index or _ReleaseIndex(package_dir), base_index or _ReleaseIndex(base_dir)
     verdicts: dict[str, tuple[str, dict[str, str], str]] = {}
     for rel in rels:
         there = (package_dir / rel).is_file()
-        try:
-            tree = ast.parse((base_dir / rel).read_text(encoding="utf-8", errors="replace"))
-        except SyntaxError:
+        tree = base_index.tree(rel) if rel in base_index.texts() else None  # parsed once, shared with the rules
+        if tree is None:
             continue
         classes = {c.name: {f.name for f in c.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))}
                    for c in tree.body if isinstance(c, ast.ClassDef)}
@@ -1294,9 +1376,8 @@ def follow_renamed(ops: list[tuple[int, Operation]], package_dir: Path,
             continue
         missing = set(heads)
         if there:
-            try:
-                now = ast.parse((package_dir / rel).read_text(encoding="utf-8", errors="replace"))
-            except SyntaxError:
+            now = index.tree(rel) if rel in index.texts() else None
+            if now is None:
                 continue
             missing -= {d.name for d in now.body
                         if isinstance(d, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))}
@@ -1376,6 +1457,48 @@ def defined_elsewhere(ops: Sequence[tuple[int, Operation]], release: "_ReleaseIn
             out[index] = (f"conflicting definition: the release already defines "
                           + ", ".join(f"`{n}`" for n in wanted[index]) + f" in {', '.join(f'`{p}`' for p in places)}"
                           + " (upstream added it in another module); not applied")
+    return out
+
+
+def removed_upstream(ops: Sequence[tuple[int, Operation]], release: "_ReleaseIndex",
+                     base: "_ReleaseIndex") -> dict[int, str]:
+    """Steps whose added code uses a name (an attribute `.x` or `self.x`, a function, a keyword) that the base
+    release defines (`def x`, `class x`, `x = ...`, `.x = ...`, `x: T`) and that the release does not mention
+    anywhere, in no file, while no step of the recipe adds it: upstream removed or renamed it, and the code would
+    raise `AttributeError` or `NameError` there (`req.check_finished()` once `Req` lost it). Step index -> why it
+    is refused."""
+    named = [(index, op, step_names(op)) for index, op in ops]
+    added = {_bare(n) for _, _, (adds, _) in named for n in adds}
+    words = None
+    out: dict[int, str] = {}
+    for index, op, (_, uses) in named:
+        if op.op == "unexpressed_hunk":
+            continue  # it refuses anyway
+        candidates = {_bare(n) for n in uses} - added
+        words = words if words is not None or not candidates else release.words()
+        candidates = {n for n in candidates if n not in words} - _bound_anywhere(op) if candidates else set()
+        gone = {n: where for n in sorted(candidates) if (where := base.defines(n))}
+        if gone:
+            shown = ", ".join(f"`{n}` ({where})" for n, where in gone.items())
+            out[index] = (f"it uses {shown}, which the base release defines and the release mentions nowhere: "
+                          f"upstream removed or renamed {'it' if len(gone) == 1 else 'them'}")
+    return out
+
+
+def _bound_anywhere(op: Operation) -> set[str]:
+    """Every name the step's code binds at any depth (a nested def, a parameter, a loop or comprehension target)."""
+    code = getattr(op, "code", None)
+    tree = _parsed(textwrap.dedent(code).strip("\n")) if isinstance(code, str) else None
+    if tree is None:
+        return set()
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.add(node.name)
+        elif isinstance(node, ast.arg):
+            out.add(node.arg)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            out.add(node.id)
     return out
 
 
@@ -1460,6 +1583,8 @@ class _ReleaseIndex:
         self.root = root
         self._texts: dict[str, str] | None = None
         self._trees: dict[str, ast.Module | None] = {}
+        self._words: set[str] | None = None
+        self._class_heads: dict[str, list[str]] | None = None
 
     def texts(self) -> dict[str, str]:
         if self._texts is None:
@@ -1471,6 +1596,15 @@ class _ReleaseIndex:
                 except OSError:
                     pass
         return self._texts
+
+    def words(self) -> set[str]:
+        """Every identifier the release's Python files mention (code, strings and comments alike)."""
+        if self._words is None:
+            found = re.compile(r"[A-Za-z_]\w*")
+            self._words = set()
+            for text in self.texts().values():
+                self._words.update(found.findall(text))
+        return self._words
 
     def tree(self, rel: str) -> ast.Module | None:
         if rel not in self._trees:
@@ -1486,16 +1620,20 @@ class _ReleaseIndex:
         return tree.body if tree is not None else []
 
     def files_defining_class(self, name: str) -> list[str]:
-        return [rel for rel, text in self.texts().items() if f"class {name}" in text
-                and any(isinstance(c, ast.ClassDef) and c.name == name for c in self.body(rel))]
+        if self._class_heads is None:  # the files with a line `class X` at the margin, by X: read once
+            self._class_heads = {}
+            for rel, text in self.texts().items():
+                for found in dict.fromkeys(re.findall(r"^class\s+(\w+)", text, re.M)):
+                    self._class_heads.setdefault(found, []).append(rel)
+        return [rel for rel in self._class_heads.get(name, ())
+                if any(isinstance(c, ast.ClassDef) and c.name == name for c in self.body(rel))]
 
     def has_class(self, name: str) -> bool:
         return bool(self.files_defining_class(name))
 
     def find_class(self, name: str, methods: set[str]) -> tuple[str, str, str] | None:
         """(file, class name, why) of the class `name` in the release, by its name (one file), else by its methods."""
-        by_name = [rel for rel, text in self.texts().items() if f"class {name}" in text
-                   and any(isinstance(c, ast.ClassDef) and c.name == name for c in self.body(rel))]
+        by_name = self.files_defining_class(name)
         if len(by_name) == 1:
             return by_name[0], name, f"`{name}` is defined"
         if by_name or len(methods) < 3:
@@ -1513,6 +1651,15 @@ class _ReleaseIndex:
             return None
         shared, rel, cls = scores[0]
         return rel, cls, f"`{name}` is `{cls}` ({shared} of its {len(methods)} methods)"
+
+    def defines(self, name: str) -> str | None:
+        """The first file (by path) where the release defines `name`: `def name(`, `class name`, an assignment
+        to `name` or `.name`, or an annotated `name: T` (a field, a parameter on its own line); else None."""
+        if name not in self.words():
+            return None
+        n = re.escape(name)
+        found = re.compile(rf"\bdef\s+{n}\s*\(|\bclass\s+{n}\b|(?:\.|^[ \t]*){n}\s*(?::[^=\n]*)?=(?!=)", re.M)
+        return next((rel for rel, text in self.texts().items() if name in text and found.search(text)), None)
 
     def find_function(self, name: str) -> tuple[str, str, str] | None:
         hits = [rel for rel, text in self.texts().items() if f"def {name}(" in text
@@ -1749,15 +1896,30 @@ def consistent(ops: Sequence[tuple[int, Operation]], steps: Sequence[PortedStep]
     names = {i: step_names(op) for i, op in ops}
     providers: dict[str, list[int]] = {}
     users: dict[str, list[int]] = {}
+    local: dict[str, set[str] | None] = {}
+
     def new(n: str) -> bool:
+        """Not in the release: a local of a function (`file::function::name`) when that function does not mention
+        it (the word in some other place of the file is another name), any other name when no file mentions it."""
+        scope, _, name = n.rpartition("::")
+        if scope and "::" in scope:
+            if scope not in local:
+                local[scope] = _function_words(pristine, scope)
+            if local[scope] is not None:
+                return name not in local[scope]
         return _bare(n) not in words
+
+    def keys_of(n: str, scope: str | None) -> list[str]:
+        """The keys under which a name a step uses is followed: as a local of its function, and as itself."""
+        keys = [f"{scope}::{n}"] if scope and "." not in n and new(f"{scope}::{n}") else []
+        return keys + [k for k in dict.fromkeys((n, _bare(n))) if new(k)]
 
     for i, (defines, uses) in names.items():
         scope = _local_scope(op_of[i])
         for n in filter(new, defines):
             providers.setdefault(n, []).append(i)
-        for n in filter(new, uses):
-            for key in {n, _bare(n), *([f"{scope}::{n}"] if scope and "." not in n else [])}:
+        for n in uses:
+            for key in keys_of(n, scope):
                 users.setdefault(key, []).append(i)
 
     def related(i: int, j: int) -> bool:
@@ -1797,9 +1959,8 @@ def consistent(ops: Sequence[tuple[int, Operation]], steps: Sequence[PortedStep]
                            f"{label(fallen[0])}")
             defines, uses = names[i]
             scope = _local_scope(op)
-            for n in sorted(filter(new, uses)):
-                keys = [f"{scope}::{n}"] if scope and "." not in n else []
-                keys.append(_bare(n))
+            for n in sorted(uses):
+                keys = keys_of(n, scope)
                 adders = [j for k in keys for j in providers.get(k, []) if related(i, j)]
                 # two steps that add one name (a field of two classes) are told apart by their file, when they can be
                 gone = [j for j in [j for j in adders if op_of[j].file == op.file] or adders if down(j)]
@@ -1815,6 +1976,33 @@ def consistent(ops: Sequence[tuple[int, Operation]], steps: Sequence[PortedStep]
                 out[i] = ("refused", f"{why}; not applied (anchor: {op.anchor()})")
                 changed = True
     return out
+
+
+def _function_words(texts: dict[str, str], scope: str) -> set[str] | None:
+    """The words of the function `scope` (`file::Class.method`) in the release's text of that file; None when the
+    file or the function is not there."""
+    rel, _, dotted = scope.partition("::")
+    return _words_of_def(texts.get(rel, ""), dotted)
+
+
+@functools.lru_cache(maxsize=256)
+def _words_of_def(text: str, dotted: str) -> frozenset[str] | None:
+    tree = _parsed_once(text)
+    if tree is None:
+        return None
+    node: ast.AST = tree
+    for part in dotted.split("."):
+        node = next((d for d in getattr(node, "body", []) if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef,
+                                                                            ast.ClassDef)) and d.name == part), None)
+        if node is None:
+            return None
+    lines = text.splitlines()[node.lineno - 1:node.end_lineno]
+    return frozenset(_WORD.findall("\n".join(lines)))
+
+
+@functools.lru_cache(maxsize=16)
+def _parsed_once(text: str) -> ast.Module | None:
+    return _parsed(text)
 
 
 _TRIVIAL = re.compile(r"^(?:[\W_]*|(?:else|try|finally|pass|return|break|continue|None|True|False|self|async|await)"

@@ -1109,3 +1109,265 @@ def test_cli_port_of_a_variant_says_which_and_reads_its_base(tmp_path):
     assert data["variant"] == "v2" and data["applied"] == 1
     assert calls == ["2.0", "3.0"]  # the variant's first release as the base, then the release
     assert past.exit_code == 3 and "--variant v2" in past.output  # 3: cannot apply (no variant admits it)
+
+
+# ------------------------------------------------------------------ a statement anchored by its block's header
+
+# the scenes of the operations' own tests (`inside`), lifted from a diff and ported
+from op_helpers import src  # noqa: E402
+from test_ops_insert_statements import POLLS, REORDERED  # noqa: E402
+from test_ops_replace_statements import CHAIN  # noqa: E402
+
+BOOT, BOOT_LATER, WAITING = src(POLLS), src(REORDERED), src(CHAIN)
+# upstream reordered the chain: the `Waiting` arm is an `elif` after the `Done` arm, which changed
+WAITING_LATER = WAITING.replace(
+    "            if poll in [Poll.Waiting, Poll.Sending]:\n                undone.append(req)\n"
+    "            elif poll == Poll.Done:\n                done.append(req)\n",
+    "            if poll == Poll.Done:\n                self.release(req)\n                done.append(req)\n"
+    "            elif poll in [Poll.Waiting, Poll.Sending]:\n                undone.append(req)\n")
+TIMED = ("                if late(req):\n                    done.append(req)\n                else:\n"
+         "                    undone.append(req)\n")
+
+
+def test_a_statement_there_twice_in_its_function_is_anchored_by_its_blocks_header_and_lands_after_a_reorder(
+        tmp_path):
+    boot = BOOT.replace("            if poll == Poll.Boot:\n", "            if poll == Poll.Boot:\n"
+                        "                if late(req):\n                    fail(req)\n                    continue\n")
+    waiting = WAITING.replace("Poll.Sending]:\n                undone.append(req)\n", "Poll.Sending]:\n" + TIMED)
+    pkg = package(tmp_path / "base", {"srt/boot.py": BOOT, "srt/waiting.py": WAITING})
+    lifted, out = lift_and_write(tmp_path, pkg, git_diff(BOOT, boot, "srt/boot.py")
+                                 + git_diff(WAITING, waiting, "srt/waiting.py"))
+    assert [(s.options["op"], s.options.get("at"), s.options.get("match"), s.options.get("inside"))
+            for s in lifted.steps] == [
+        ("insert_statements", "start", None, "if poll == Poll.Boot:"),
+        ("replace_statements", None, "undone.append(req)\n", "if poll in [Poll.Waiting, Poll.Sending]:")]
+    assert importer.round_trip(out, pkg, lifted.expected).ok
+    later = package(tmp_path / "later", {"srt/boot.py": BOOT_LATER, "srt/waiting.py": WAITING_LATER})
+    ported = importer.port(load_recipe(out), later)
+    assert [s.status for s in ported.steps] == ["applied", "applied"]
+    assert ported.files["srt/boot.py"].decode() == BOOT_LATER.replace(
+        "            ):\n", "            ):\n                if late(req):\n                    fail(req)\n"
+        "                    continue\n")
+    assert ported.files["srt/waiting.py"].decode() == WAITING_LATER.replace(
+        "Poll.Sending]:\n                undone.append(req)\n", "Poll.Sending]:\n" + TIMED)
+
+
+def test_the_header_is_not_written_when_it_is_not_unique_in_the_function_nor_when_the_statement_is(tmp_path):
+    # the same header twice in the function: today's choice (the whole chain), no `inside`
+    twice = BOOT + "            if poll == Poll.Boot:\n                stay(req)\n"
+    after = twice.replace("            if poll == Poll.Boot:\n", "            if poll == Poll.Boot:\n                log(req)\n", 1)
+    pkg = package(tmp_path / "base", {"srt/boot.py": twice})
+    lifted, out = lift_and_write(tmp_path / "a", pkg, git_diff(twice, after, "srt/boot.py"))
+    assert all("inside" not in s.options for s in lifted.steps)
+    assert importer.round_trip(out, pkg, lifted.expected).ok
+    # a statement unique in the function: anchored on it, as before
+    after = BOOT.replace("                fail(req)\n", "                fail(req)\n                log(req)\n")
+    pkg = package(tmp_path / "one", {"srt/boot.py": BOOT})
+    lifted, _ = lift_and_write(tmp_path / "b", pkg, git_diff(BOOT, after, "srt/boot.py"))
+    assert [(s.options.get("match"), s.options.get("inside")) for s in lifted.steps] == [("fail(...)", None)]
+
+
+HEADS = '''\
+class Indexer:
+    def forward(self, x, dual):
+        if dual and x.decode:
+            q, k = self.qk(x)
+            s = quant(q)
+            self.store(k)
+        else:
+            q, k = self.qk(x)
+
+            if dual:
+                s = quant(q)
+            else:
+                s = quant(q)
+        return s
+'''
+
+
+def test_a_statement_of_an_else_arm_is_anchored_by_the_header_of_the_arm_before_it(tmp_path):
+    after = HEADS.replace("            q, k = self.qk(x)\n\n", "            q, k = self.qk(x)\n"
+                          "            if q.shape[1] < 32:\n                q = q.repeat(2)\n\n")
+    pkg = package(tmp_path / "base", {"srt/ix.py": HEADS})
+    lifted, out = lift_and_write(tmp_path, pkg, git_diff(HEADS, after, "srt/ix.py"))
+    assert [(s.options["op"], s.options.get("match"), s.options.get("inside"), s.options.get("inside_else"))
+            for s in lifted.steps] == [("insert_statements", "q, k = self.qk(...)", "if dual and x.decode:", True)]
+    assert importer.round_trip(out, pkg, lifted.expected).ok
+    # upstream edited the first arm (what a context of the whole `if` would have matched): the step lands
+    later = HEADS.replace("            s = quant(q)\n            self.store(k)\n",
+                          "            w = self.gate(x)\n            s = quant(q, w)\n            self.store(k)\n")
+    ported = importer.port(load_recipe(out), package(tmp_path / "later", {"srt/ix.py": later}))
+    assert [s.status for s in ported.steps] == ["applied"]
+    assert ported.files["srt/ix.py"].decode() == after.replace(
+        "            s = quant(q)\n            self.store(k)\n",
+        "            w = self.gate(x)\n            s = quant(q, w)\n            self.store(k)\n")
+
+
+def test_a_step_that_uses_a_name_upstream_removed_from_the_whole_release_is_refused_naming_it(tmp_path):
+    # the base release's `Req` has `check_done()` and `chunked`; the later release renamed both (nowhere else)
+    base_req = "class Req:\n    def __init__(self):\n        self.chunked = 0\n\n    def check_done(self):\n        return 1\n"
+    later_req = base_req.replace("chunked", "middle_chunks").replace("check_done", "poll_done")
+    loop = "def run(reqs):\n    for req in reqs:\n        req.go()\n    return reqs\n"
+    steps = [
+        {"name": "loop-h1-insert", "op": "insert_statements", "file": "srt/loop.py", "group": "h1",
+         "function": "run", "at": "before", "match": "req.go()",
+         "code": "req.check_done()\nif req.chunked > 0:\n    continue\n"},
+        # a name the release still has (`go`), one no release defines (`torch_op`, another library's): applied
+        {"name": "loop-h2-insert", "op": "insert_statements", "file": "srt/loop.py", "group": "h2",
+         "function": "run", "at": "before", "match": "return reqs", "code": "reqs[0].go()\nreqs[0].torch_op()\n"},
+        # a name another step of the recipe adds is that step's business, not upstream's
+        {"name": "req-h1-add-method", "op": "add_method", "file": "srt/req.py", "group": "h1", "class": "Req",
+         "code": "def drain(self):\n    return 0\n"},
+        {"name": "loop-h3-insert", "op": "insert_statements", "file": "srt/loop.py", "group": "h3",
+         "function": "run", "at": "after", "match": "req.go()", "code": "req.drain()\n"},
+    ]
+    out = recipe_of(tmp_path, steps)
+    base = package(tmp_path / "base", {"srt/req.py": base_req, "srt/loop.py": loop})
+    later = package(tmp_path / "later", {"srt/req.py": later_req, "srt/loop.py": loop})
+    ported = importer.port(load_recipe(out), later, base_dir=base)
+    status = {s.name: s for s in ported.steps}
+    assert status["loop-h1-insert"].status == "refused"
+    assert "`check_done` (srt/req.py), `chunked` (srt/req.py)" in status["loop-h1-insert"].message
+    assert "upstream removed or renamed them" in status["loop-h1-insert"].message
+    assert [status[n].status for n in ("loop-h2-insert", "req-h1-add-method", "loop-h3-insert")] == ["applied"] * 3
+    # without the base release there is nothing to compare: the step applies
+    assert {s.status for s in importer.port(load_recipe(out), later).steps} == {"applied"}
+
+
+def test_code_the_patch_puts_in_both_arms_of_an_if_is_two_steps_anchored_by_the_header(tmp_path):
+    repeat = "            if q.shape[1] < 32:\n                q = q.repeat(2)\n"
+    after = HEADS.replace("            q, k = self.qk(x)\n", "            q, k = self.qk(x)\n" + repeat)
+    pkg = package(tmp_path / "base", {"srt/ix.py": HEADS})
+    lifted, out = lift_and_write(tmp_path, pkg, git_diff(HEADS, after, "srt/ix.py"))
+    assert [(s.options.get("inside"), s.options.get("inside_else"), s.options.get("if_present_elsewhere"))
+            for s in lifted.steps] == [("if dual and x.decode:", None, "refuse"), ("if dual and x.decode:", True, "apply")]
+    assert importer.round_trip(out, pkg, lifted.expected).ok
+    later = HEADS.replace("            s = quant(q)\n            self.store(k)\n",
+                          "            w = self.gate(x)\n            s = quant(q, w)\n            self.store(k)\n")
+    ported = importer.port(load_recipe(out), package(tmp_path / "later", {"srt/ix.py": later}))
+    assert [s.status for s in ported.steps] == ["applied", "applied"]
+    assert ported.files["srt/ix.py"].decode().count(repeat) == 2
+
+
+def test_a_local_a_refused_step_assigns_is_followed_even_when_the_word_is_elsewhere_in_the_file(tmp_path):
+    # `now` is a word of the file (another function, a comment), not a local of `pop`: the step that uses it falls
+    # with the one that assigns it
+    text = ("def pop(reqs):\n    polls = poll_all(reqs)\n    for req in reqs:\n        if req.waiting:\n"
+            "            continue\n        done(req)\n\n\ndef tick():\n    now = wall()  # now\n    return now\n")
+    steps = [
+        {"name": "q-h1-insert", "op": "insert_statements", "file": "srt/q.py", "group": "h1", "function": "pop",
+         "at": "after", "match": "polls = poll_all(...)", "code": "now = clock()\n"},
+        {"name": "q-h2-insert", "op": "insert_statements", "file": "srt/q.py", "group": "h2", "function": "pop",
+         "inside": "if req.waiting:", "at": "start", "code": "if now > req.deadline:\n    fail(req)\n"},
+    ]
+    out = recipe_of(tmp_path, steps)
+    later = package(tmp_path / "later", {"srt/q.py": text.replace("polls = poll_all(reqs)", "polls = gather(reqs)")})
+    status = {s.name: s for s in importer.port(load_recipe(out), later).steps}
+    assert status["q-h1-insert"].status == "refused"
+    assert status["q-h2-insert"].status == "refused" and "`now`" in status["q-h2-insert"].message
+    # where the function has its own `now`, the step relies on it: applied
+    own = text.replace("    for req in reqs:", "    now = clock()\n    for req in reqs:")
+    status = {s.name: s for s in importer.port(load_recipe(out), package(tmp_path / "own", {"srt/q.py": own})).steps}
+    assert status["q-h2-insert"].status == "applied"
+
+
+# a scheduler whose metrics and output mixins upstream turned into components it holds (`self.metrics`,
+# `self.streamer`): `rank`, `enabled` and `stream` still exist in the later release, in other classes
+ENGINE = '''class MetricsMixin:
+    def init_metrics(self):
+        self.rank = 0
+        self.enabled = True
+
+
+class OutputMixin:
+    def stream(self, reqs):
+        return reqs
+
+
+class QueueMixin:
+    def poll_queue(self, reqs):
+        done = []
+        for req in reqs:
+            done.append(req)
+        return done
+
+
+class Engine(MetricsMixin, OutputMixin, QueueMixin):
+    def __init__(self):
+        self.name = "engine"
+        self.init_metrics()
+
+
+class Waiter:
+    def __init__(self, engine: "Engine"):
+        self.engine = engine
+
+    def pop(self, reqs):
+        out = []
+        for req in reqs:
+            out.append(req)
+        return out
+'''
+ENGINE_LATER = ENGINE.split("class QueueMixin")[0].replace("MetricsMixin:\n    def init_metrics(self):",
+                                                          "MetricsReporter:\n    def __init__(self):") \
+    .replace("class OutputMixin:", "class OutputStreamer:") + "class QueueMixin" + \
+    ENGINE.split("class QueueMixin")[1].replace("Engine(MetricsMixin, OutputMixin, QueueMixin)", "Engine(QueueMixin)") \
+    .replace("        self.init_metrics()\n", "        self.metrics = MetricsReporter()\n        self.streamer = OutputStreamer()\n")
+
+
+def ported_engine(tmp_path: Path, after: str) -> dict:
+    """The team's change of ENGINE (`after`), lifted, then planned on ENGINE_LATER: step name -> ported step."""
+    pkg = package(tmp_path / "base", {"srt/engine.py": ENGINE})
+    lifted, out = lift_and_write(tmp_path, pkg, git_diff(ENGINE, after, "srt/engine.py"))
+    assert importer.round_trip(out, pkg, lifted.expected).ok
+    later = package(tmp_path / "later", {"srt/engine.py": ENGINE_LATER})
+    return {s.name: s for s in importer.port(load_recipe(out), later, base_dir=pkg).steps}
+
+
+def test_a_step_that_reads_an_attribute_upstream_moved_to_another_class_is_refused_naming_both(tmp_path):
+    after = ENGINE.replace("            done.append(req)\n", "            if self.enabled:\n"
+                           "                log(self.rank, self.name)\n            done.append(req)\n") \
+        .replace("            out.append(req)\n", "            self.engine.stream([req])\n            out.append(req)\n")
+    steps = ported_engine(tmp_path, after)
+    assert [s.status for s in steps.values()] == ["refused", "refused"]
+    mixin, waiter = steps.values()
+    assert "`self.enabled`: `enabled` is defined by `MetricsMixin` in the base release and by no such class in " \
+           "the release (now in `MetricsReporter`)" in mixin.message
+    assert "`self.rank`" in mixin.message and "`self.name`" not in mixin.message  # `name` stayed in `Engine`
+    assert "`self.engine.stream` (`self.engine`: `Engine`): `stream` is defined by `OutputMixin` in the base " \
+           "release and by no such class in the release (now in `OutputStreamer`)" in waiter.message
+    # without the base release there is nothing to compare: both apply
+    out = tmp_path / "recipes" / "lifted.yaml"
+    assert {s.status for s in importer.port(load_recipe(out), tmp_path / "later" / "sglang").steps} == {"applied"}
+
+
+def test_a_step_that_reads_attributes_upstream_kept_or_that_it_defines_itself_applies(tmp_path):
+    # `name` and `poll_queue` stayed where they were; `enabled` is assigned by the step itself; `stream` is the
+    # method another step of the patch adds to `Engine`
+    after = ENGINE.replace("            done.append(req)\n", "            self.enabled = req\n"
+                           "            if self.enabled:\n                log(self.name)\n            done.append(req)\n") \
+        .replace("            out.append(req)\n", "            self.engine.poll_queue([req])\n"
+                 "            self.engine.stream(req)\n            out.append(req)\n") \
+        .replace("        self.init_metrics()\n", "        self.init_metrics()\n\n    def stream(self, req):\n"
+                 "        return [req]\n")
+    steps = ported_engine(tmp_path, after)
+    assert len(steps) == 3 and {s.status for s in steps.values()} == {"applied"}
+
+
+def test_an_attribute_the_evidence_does_not_settle_is_not_judged(tmp_path):
+    # a class that takes attributes by a name read at run time, one that gained a base class from outside the
+    # package, and a `self.x` whose class the release cannot tell: the reads they concern are not judged
+    dynamic = ENGINE_LATER.replace("        self.name = \"engine\"\n", "        self.name = \"engine\"\n"
+                                   "        for k in KEYS:\n            setattr(self, k, None)\n")
+    outside = ENGINE_LATER.replace("class Engine(QueueMixin):", "class Engine(QueueMixin, nn.Module):")
+    unknown = ENGINE_LATER.replace("        self.engine = engine\n", "        self.engine = make(engine)\n")
+    after = ENGINE.replace("            done.append(req)\n", "            log(self.rank)\n            done.append(req)\n") \
+        .replace("            out.append(req)\n", "            self.engine.stream([req])\n            out.append(req)\n")
+    pkg = package(tmp_path / "base", {"srt/engine.py": ENGINE})
+    lifted, out = lift_and_write(tmp_path, pkg, git_diff(ENGINE, after, "srt/engine.py"))
+    # (`Engine` is `self` in `QueueMixin` and `self.engine` in `Waiter`: the first two settle neither read)
+    for name, text, applied in (("dynamic", dynamic, {"queue", "waiter"}), ("outside", outside, {"queue", "waiter"}),
+                                ("unknown", unknown, {"waiter"})):
+        got = importer.port(load_recipe(out), package(tmp_path / name, {"srt/engine.py": text}), base_dir=pkg)
+        status = dict(zip(("queue", "waiter"), (s.status for s in got.steps)))
+        assert {k for k, v in status.items() if v == "applied"} == applied, (name, status)

@@ -389,3 +389,102 @@ def test_blank_lines_after_space_the_new_code_from_the_statement_below_which_kee
              blank_lines_after=1), plain, plain.replace("return files\n", "return files\n        n = 0\n"))
     with pytest.raises(ValidationError, match="0 or more"):
         op("insert_statements", function="L.it", at="start", code="n = 0", blank_lines_after=-1)
+
+
+# ------------------------------------------------------------------ inside: the block named by its header
+
+POLLS = """
+    class W:
+        def f(self, polls):
+            for req, poll in polls:
+                if req.skip:
+                    continue
+                if poll == Poll.Boot:
+                    continue
+                elif poll == Poll.Failed:
+                    fail(req)
+                    continue
+                done(req)
+    """
+
+# upstream reordered the chain: `Boot` is an `elif` arm after `Failed`, written over two lines, and its first
+# statement is another one, with a `continue` nested in it
+REORDERED = POLLS[:POLLS.index("                if poll == Poll.Boot:")] + """\
+                if poll == Poll.Failed:
+                    self.handle(req)
+                elif (
+                    poll == Poll.Boot
+                ):
+                    if self.retry(req):
+                        continue
+                    done(req)
+                else:
+                    done(req)
+    """
+
+
+def within(at: str = "start", match: str | None = None, inside: str = "if poll == Poll.Boot:", code: str = "late(req)",
+           **extra):
+    return op("insert_statements", function="W.f", at=at, code=code, inside=inside,
+              **({"match": match} if match else {}), **extra)
+
+
+def test_inside_inserts_at_the_start_of_the_block_with_that_header():
+    check(within(), POLLS, src(POLLS).replace("            if poll == Poll.Boot:\n",
+                                              "            if poll == Poll.Boot:\n                late(req)\n"))
+
+
+def test_inside_finds_the_header_as_an_elif_arm_after_upstream_reordered_the_chain():
+    check(within(), REORDERED, src(REORDERED).replace("            ):\n", "            ):\n                late(req)\n"))
+    # `elif` written in the recipe matches an `if` arm as well
+    check(within(inside="elif poll == Poll.Boot:"), POLLS,
+          src(POLLS).replace("            if poll == Poll.Boot:\n",
+                             "            if poll == Poll.Boot:\n                late(req)\n"))
+
+
+def test_inside_a_match_is_one_of_the_blocks_own_statements():
+    # `continue` is there three times in the function, once in the block: the step lands before that one
+    check(within("before", "continue"), POLLS,
+          src(POLLS).replace("            if poll == Poll.Boot:\n                continue\n",
+                             "            if poll == Poll.Boot:\n                late(req)\n                continue\n"))
+    # after the reorder the block's only `continue` is nested in another `if`: not the block's own, refused
+    cannot(within("before", "continue"), REORDERED, AnchorNotFound,
+           mentions=("continue", "inside `if poll == Poll.Boot:`"))
+
+
+def test_inside_a_missing_header_refuses_naming_it_with_the_headers_that_look_alike():
+    cannot(within(inside="if poll == Poll.Bootstrapping:"), POLLS, AnchorNotFound,
+           mentions=("if poll == Poll.Bootstrapping:",), candidates=("if poll == Poll.Boot:",))
+
+
+def test_inside_an_ambiguous_header_refuses_naming_it():
+    twice = src(POLLS).replace("            done(req)\n",
+                               "            done(req)\n            if poll == Poll.Boot:\n                stay(req)\n")
+    cannot(within(), twice, AnchorAmbiguous, mentions=("2 blocks", "if poll == Poll.Boot:"))
+
+
+def test_inside_already_applied_and_the_else_arm():
+    unchanged(within(code="continue"), POLLS)
+    unchanged(within("after", "fail(req)", inside="elif poll == Poll.Failed:", code="continue"), POLLS)
+    # the `else:` right after an arm
+    check(within(inside="elif poll == Poll.Boot:", inside_else=True), REORDERED,
+          src(REORDERED).replace("            else:\n", "            else:\n                late(req)\n"))
+    cannot(within(inside="if poll == Poll.Failed:", inside_else=True), REORDERED, AnchorNotFound,
+           mentions=("not followed by an `else:`",))
+
+
+def test_inside_is_checked_at_load_time():
+    with pytest.raises(ValidationError, match="header"):
+        within(inside="x = 1")
+    with pytest.raises(ValidationError, match="header"):
+        within(inside="try:")
+    with pytest.raises(ValidationError, match="goes with `inside`"):
+        op("insert_statements", function="W.f", at="start", code="x = 1", inside_else=True)
+    with pytest.raises(ValidationError, match="`if`/`elif` header"):
+        within(inside="with ctx:", inside_else=True)
+    # the recipe schema, generated from the models, has both options in both operations (and `inside_file`)
+    from patcher.recipe_model import json_schema
+
+    defs = json_schema()["$defs"]
+    for model in ("InsertStatements", "ReplaceStatements"):
+        assert {"inside", "inside_file", "inside_else"} <= set(defs[model]["properties"])

@@ -302,3 +302,64 @@ def test_a_method_the_class_already_defines_is_never_added_a_second_time():
             def load_copy(self, idx):
                 return idx
         """)
+
+
+# ------------------------------------------------------------------ inside: the block named by its header
+
+CHAIN = """
+    class W:
+        def f(self, polls):
+            for req, poll in polls:
+                if req.skip:
+                    undone.append(req)
+                    continue
+                if poll in [Poll.Waiting, Poll.Sending]:
+                    undone.append(req)
+                elif poll == Poll.Done:
+                    done.append(req)
+                else:
+                    undone.append(req)
+    """
+
+TIMED = "if late(req):\n    done.append(req)\nelse:\n    undone.append(req)"
+
+
+def test_inside_replaces_the_statement_of_that_block_only_and_finds_it_applied():
+    rep_in = rep("undone.append(req)", TIMED, inside="if poll in [Poll.Waiting, Poll.Sending]:")
+    # without `inside`, three statements match
+    cannot(rep("undone.append(req)", TIMED), CHAIN, AnchorAmbiguous, mentions=("3 runs",))
+    check(rep_in, CHAIN, CHAIN.replace(
+        "                if poll in [Poll.Waiting, Poll.Sending]:\n                    undone.append(req)\n",
+        "                if poll in [Poll.Waiting, Poll.Sending]:\n                    if late(req):\n"
+        "                        done.append(req)\n                    else:\n                        undone.append(req)\n"))
+
+
+def test_inside_matches_an_elif_arm_after_upstream_reordered_the_chain():
+    reordered = CHAIN.replace(
+        "                if poll in [Poll.Waiting, Poll.Sending]:\n                    undone.append(req)\n"
+        "                elif poll == Poll.Done:\n                    done.append(req)\n",
+        "                if poll == Poll.Done:\n                    self.release(req)\n                    done.append(req)\n"
+        "                elif poll in [Poll.Waiting,\n                              Poll.Sending]:  # in flight\n"
+        "                    undone.append(req)\n")
+    check(rep("undone.append(req)", TIMED, inside="if poll in [Poll.Waiting, Poll.Sending]:"), reordered,
+          reordered.replace("  # in flight\n                    undone.append(req)\n",
+                            "  # in flight\n                    if late(req):\n                        done.append(req)\n"
+                            "                    else:\n                        undone.append(req)\n"))
+
+
+def test_inside_refuses_naming_a_missing_or_ambiguous_header():
+    cannot(rep("undone.append(req)", TIMED, inside="if poll == Poll.Sending:"), CHAIN, AnchorNotFound,
+           mentions=("no block `if poll == Poll.Sending:`", "`W.f`"))
+    twice = CHAIN.replace("                if req.skip:", "                if poll == Poll.Done:\n"
+                          "                    pass\n                if req.skip:")
+    cannot(rep("done.append(req)", "", inside="elif poll == Poll.Done:"), twice, AnchorAmbiguous,
+           mentions=("2 blocks have the header `elif poll == Poll.Done:`",))
+    # the block is there but does not hold the statements
+    cannot(rep("done.append(req)", "x = 1", inside="if poll in [Poll.Waiting, Poll.Sending]:"), CHAIN,
+           AnchorNotFound, mentions=("inside `if poll in [Poll.Waiting, Poll.Sending]:`",))
+
+
+def test_inside_else_is_the_else_right_after_the_arm():
+    check(rep("undone.append(req)", "stay(req)", inside="elif poll == Poll.Done:", inside_else=True), CHAIN,
+          CHAIN.replace("                else:\n                    undone.append(req)\n",
+                        "                else:\n                    stay(req)\n"))

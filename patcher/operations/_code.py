@@ -222,3 +222,125 @@ def insert_item(items: Sequence, index: int, new, opening: object = None) -> lis
     items[-1] = last.with_changes(comma=sep)
     items.append(new.with_changes(comma=trailing))
     return items
+
+
+# --------------------------------------------------------------------------------------------------- `inside:`
+
+#: the compound statements whose block `inside` names by their header (an `if` stands for each arm of a chain)
+_BLOCK_HEADERS = (ast.If, ast.With, ast.AsyncWith, ast.For, ast.AsyncFor, ast.While)
+
+
+def header_pattern(text: str) -> "Pattern":
+    """`inside`'s text (`if poll == KVPoll.Bootstrapping:`, `elif x:`, `with ctx:`, `for r in reqs:`, `while x:`) as
+    a pattern of that statement whose block is `...`; a PatternError (a ValueError) when it is not such a header."""
+    from ..patterns import Pattern, PatternError
+
+    text = textwrap.dedent(text.replace("\r\n", "\n")).strip()
+    if text.startswith("elif ") or text.startswith("elif("):
+        text = text[2:]  # an `elif` arm is matched as an `if`: upstream may turn one into the other
+    if text.endswith(":"):
+        text += "\n    ..."
+    try:
+        pattern = Pattern.parse(text)
+    except PatternError:
+        raise PatternError(f"`inside` must be the header of an `if`/`elif`, `with`, `for` or `while` block, "
+                           f"got `{' '.join(text.split())}`") from None
+    node = pattern.node
+    if not isinstance(node, _BLOCK_HEADERS) or getattr(node, "orelse", None) \
+            or not (len(node.body) == 1 and isinstance(node.body[0], ast.Expr)
+                    and isinstance(node.body[0].value, ast.Constant) and node.body[0].value.value is Ellipsis):
+        raise PatternError(f"`inside` must be the header of an `if`/`elif`, `with`, `for` or `while` block (its "
+                           f"line ending with `:`), got `{' '.join(text.split())}`")
+    return pattern
+
+
+_DOTS = cst.IndentedBlock(body=[cst.SimpleStatementLine(body=[cst.Expr(cst.Ellipsis())])])
+_HEADER_NODES = (cst.If, cst.With, cst.For, cst.While)
+
+
+def _header_ast(node: cst.CSTNode) -> ast.stmt | None:
+    """A block owner's header as `ast` (its block `...`, no `else`): an `elif` arm reads as an `if`."""
+    changes = {"body": _DOTS, "leading_lines": ()}
+    if getattr(node, "orelse", None) is not None:
+        changes["orelse"] = None
+    try:
+        return ast.parse(cst.Module(body=[]).code_for_node(node.with_changes(**changes))).body[0]
+    except SyntaxError:
+        return None
+
+
+def headed_blocks(scope: NodePath) -> Iterator[NodePath]:
+    """The path of every block owner under `scope[-1]` that `inside` can name (each arm of an `if`/`elif` chain, a
+    `with`, `for`, `while`), not inside nested defs, in source order."""
+    from ..anchors import _path_to_block
+
+    for spath in walk_statements(scope):
+        node = spath[-1]
+        if isinstance(node, cst.If):
+            while isinstance(node, cst.If):
+                yield spath if node is spath[-1] else _path_to_block(spath, node)
+                node = node.orelse
+        elif isinstance(node, _HEADER_NODES):
+            yield spath
+
+
+def header_text(node: cst.CSTNode) -> str:
+    """A block owner's header on one line, as `inside` writes it (`if x:` for an `elif x:` arm too)."""
+    tree = _header_ast(node)
+    return ast.unparse(tree).split("\n", 1)[0] if tree is not None else ""
+
+
+def inside_block(module: cst.Module, scope: NodePath, inside: str, *, else_arm: bool = False,
+                 where: str = "the module") -> NodePath:
+    """The path of the one block (its owner: an `if`/`elif` arm, a `with`, `for` or `while`; with `else_arm`, the
+    `else:` right after that `if`/`elif` arm) whose header matches `inside`, under `scope[-1]`. AnchorNotFound
+    naming `inside` when no header matches (with the headers that look alike) or the arm has no `else:`;
+    AnchorAmbiguous when several do."""
+    from ..anchors import _path_to_block, near
+    from ..errors import AnchorAmbiguous, AnchorNotFound, Candidate
+
+    pattern = header_pattern(inside)
+    shown = " ".join(textwrap.dedent(inside).split())
+    found, seen = [], {}
+    for bpath in headed_blocks(scope):
+        tree = _header_ast(bpath[-1])
+        if tree is None:
+            continue
+        if pattern.matches_statement(tree):
+            found.append(bpath)
+        seen.setdefault(ast.unparse(tree).split("\n", 1)[0], bpath[-1])
+    if not found:
+        raise AnchorNotFound(f"no block `{shown}` in {where}",
+                             candidates=[Candidate(f"`{t}`", node=seen[t]) for t in near(shown, list(seen))])
+    if len(found) > 1:
+        raise AnchorAmbiguous(f"{len(found)} blocks have the header `{shown}` in {where}",
+                              candidates=[Candidate(f"`{header_text(b[-1])}`", node=b[-1]) for b in found])
+    bpath = found[0]
+    if not else_arm:
+        return bpath
+    arm = bpath[-1]
+    if not isinstance(arm, cst.If) or not isinstance(arm.orelse, cst.Else):
+        raise AnchorNotFound(f"the block `{shown}` in {where} is not followed by an `else:` arm",
+                             candidates=[Candidate(f"`{header_text(arm)}`", node=arm)])
+    return _path_to_block(bpath, arm.orelse)
+
+
+#: the description of the `inside_else` option, in the operations that take `inside`
+INSIDE_ELSE = "with `inside` an `if`/`elif` header: the `else:` block right after that arm"
+
+
+def check_inside(inside: str | None, inside_else: bool) -> None:
+    """Load-time checks of the `inside`/`inside_else` options (a ValueError names the problem)."""
+    if inside is None:
+        if inside_else:
+            raise ValueError("`inside_else` goes with `inside`, the header of the `if`/`elif` arm the `else:` follows")
+        return
+    pattern = header_pattern(inside)
+    if inside_else and not isinstance(pattern.node, ast.If):
+        raise ValueError("`inside_else` needs `inside` to be an `if`/`elif` header")
+
+
+def inside_words(inside: str | None, inside_else: bool) -> str:
+    """`inside `if x:`` or `in the `else:` after `if x:``, for messages."""
+    shown = " ".join(textwrap.dedent(inside or "").split())
+    return f"in the `else:` after `{shown}`" if inside_else else f"inside `{shown}`"

@@ -41,9 +41,27 @@ refuses naming `match`::
       fallback_match: weights = weights * self.n_heads**-0.5
       code: ...
 
+`inside` (what `specpatch import` writes when the statement next to the insertion is there more than once in the
+function) names one block of the function by its header: an `if` or `elif` arm, a `with`, `for` or `while`, written
+as its header line (`if poll == KVPoll.Bootstrapping:`; a pattern, so `...` matches any expression). It is matched as
+code, formatting and comments aside, and an `if` header matches an `elif` arm with that test and the other way
+round: upstream turning the arm into an `elif` after another (or back) does not stop the step. `inside_else: true`
+takes the `else:` block right after that arm instead. Then `at: start`/`at: end` are that block's start and end, and
+`match`/`fallback_match` must match exactly one of the block's own statements (not those of blocks nested in it)::
+
+    - op: insert_statements
+      function: PrefillBootstrapQueue.pop_bootstrapped
+      inside: "if poll == KVPoll.Bootstrapping:"
+      at: start
+      code: ...
+
+The header must match exactly one block of the function (nested functions and classes aside): when none or several
+do, the step refuses naming `inside` (with the headers that look alike, or the blocks that have it).
+
 Answers: *changed*; *already applied* (the new statements, compared as ASTs, already sit at the requested place:
-right before/after the matched statement, or first/last in the function); *cannot apply* (the function is missing or
-ambiguous; no statement or several statements match `match`). By default there is no conflict answer: equal
+right before/after the matched statement, or first/last in the function or the `inside` block); *cannot apply* (the
+function is missing or ambiguous; the `inside` header is missing or ambiguous, or its arm has no `else:` with
+`inside_else`; no statement or several statements match `match`). By default there is no conflict answer: equal
 statements elsewhere in the function are not this step's business (sglang's functions often `return batch_output`
 twice). With `if_present_elsewhere: refuse` (what `specpatch import` writes), a statement the step adds that is
 already anywhere in the function (a plain assignment or a call, not a `return`/`pass`/`break`) is a conflict: the
@@ -63,6 +81,7 @@ from ..anchors import (NodePath, body_of, code_of, find_function, fit, indent_of
 from ..errors import AnchorAmbiguous, AnchorNotFound, Candidate, RecipeError
 from ..model import option
 from ..patterns import Pattern
+from ._code import INSIDE_ELSE, check_inside, inside_block, inside_words
 from .base import AlreadyApplied, Changed, Operation, Outcome, attempt, register
 
 
@@ -83,6 +102,11 @@ class InsertStatements(Operation):
         default="apply", description="when a statement that `code` adds is already in the function: apply | refuse")
     blank_lines_after: int = option(default=0, description="blank lines between the new code and the statement "
                                     "after it")
+    inside: str | None = option(
+        default=None, description="the header of the block to insert into, e.g. `if poll == KVPoll.Bootstrapping:` "
+        "(an `if` or `elif` arm, a `with`, `for` or `while`; one in the function): `start`/`end` are that block's, "
+        "and `match` is one of its own statements")
+    inside_else: bool = option(default=False, description=INSIDE_ELSE)
 
     templated: ClassVar[tuple[str, ...]] = ("code",)
 
@@ -99,18 +123,21 @@ class InsertStatements(Operation):
             if self.match is None:
                 raise ValueError("`fallback_match` goes with `match` (`at: before` or `at: after`)")
             Pattern.parse(self.fallback_match)
+        check_inside(self.inside, self.inside_else)
 
     def describe(self) -> str:
         n = len(self.code.strip().splitlines())
         what = f"{n} line{'s' if n != 1 else ''}"
+        block = f" {inside_words(self.inside, self.inside_else)}" if self.inside else ""
         if self.match is None:
-            return f"insert {what} at the {self.at} of `{self.function}`"
-        return f"insert {what} in `{self.function}` {self.at} `{Pattern.parse(self.match)}`"
+            return f"insert {what} at the {self.at} of `{self.function}`{block}"
+        return f"insert {what} in `{self.function}`{block} {self.at} `{Pattern.parse(self.match)}`"
 
     def anchor(self) -> str:
+        where = f"{self.function}, {inside_words(self.inside, self.inside_else)}" if self.inside else self.function
         if self.match is None:
-            return f"{self.function} ({self.at})"
-        return f"{self.function}: `{Pattern.parse(self.match)}`"
+            return f"{where} ({self.at})"
+        return f"{where}: `{Pattern.parse(self.match)}`"
 
     @attempt
     def apply(self, module: cst.Module) -> Outcome:
@@ -120,22 +147,26 @@ class InsertStatements(Operation):
         if not new:
             raise RecipeError("`code` holds no statement to insert")
         fpath = find_function(module, self.function)
+        # the block the step edits: the function's, or the one block of it whose header is `inside`
+        block = fpath if self.inside is None else inside_block(
+            module, fpath, self.inside, else_arm=self.inside_else, where=f"`{self.function}`")
         if self.match is None:
-            return self._at_an_end(module, fpath, new)
+            return self._at_an_end(module, block, new)
         try:
-            return self._next_to_match(module, fpath, new, Pattern.parse(self.match), self.at)
+            return self._next_to_match(module, fpath, block, new, Pattern.parse(self.match), self.at)
         except AnchorNotFound as gone:
             if self.fallback_match is None:
                 raise
             other = "before" if self.at == "after" else "after"
             try:
-                return self._next_to_match(module, fpath, new, Pattern.parse(self.fallback_match), other)
+                return self._next_to_match(module, fpath, block, new, Pattern.parse(self.fallback_match), other)
             except AnchorNotFound:
                 raise gone from None
 
     def _at_an_end(self, module: cst.Module, fpath: NodePath, new: list[cst.BaseStatement]) -> Outcome:
         statements = list(body_of(fpath[-1]))
-        first = 1 if statements and is_docstring(statements[0]) else 0
+        # a docstring is a function's; a string first in an `if` block is a statement like any other
+        first = 1 if statements and is_docstring(statements[0]) and isinstance(fpath[-1], cst.FunctionDef) else 0
         k = len(new)
         if self.at == "start":
             have = statements[first:first + k]
@@ -150,20 +181,23 @@ class InsertStatements(Operation):
             return Changed(set_block_body(fpath, body, placed=padded[:1]), inserted=tuple(new), anchor=fpath[-1])
         return Changed(set_block_body(fpath, [*statements, *new]), inserted=tuple(new), anchor=fpath[-1])
 
-    def _next_to_match(self, module: cst.Module, fpath: NodePath, new: list[cst.BaseStatement],
+    def _next_to_match(self, module: cst.Module, fpath: NodePath, block: NodePath, new: list[cst.BaseStatement],
                        pattern: Pattern, at: str) -> Outcome:
-        matches = statements_matching(module, fpath, pattern)
+        matches = statements_matching(module, block, pattern)
+        if block is not fpath:  # inside a block: its own statements only, not those of blocks nested in it
+            matches = [m for m in matches if m[-2] is block[-1]]
+        where = f"`{self.function}`" + (f" {inside_words(self.inside, self.inside_else)}" if self.inside else "")
         # Where the new code is already next to a match, its statements may match the pattern too (inserting
         # `self.f(x)` after `self.f(...)`): they are not anchors, or a second run would see an ambiguity.
         placed = {id(m[-1]): run for m in matches if (run := self._neighbours(module, m, new, at)) is not None}
         ours = {id(s) for run in placed.values() for s in run}
         anchors = [m for m in matches if id(m[-1]) not in ours]
         if not anchors:
-            raise AnchorNotFound(f"no statement matching `{pattern}` in `{self.function}`",
-                                 candidates=near_statements(module, fpath, pattern))
+            raise AnchorNotFound(f"no statement matching `{pattern}` in {where}",
+                                 candidates=near_statements(module, block, pattern))
         if len(anchors) > 1:
             raise AnchorAmbiguous(
-                f"{len(anchors)} statements match `{pattern}` in `{self.function}`",
+                f"{len(anchors)} statements match `{pattern}` in {where}",
                 candidates=[Candidate(code_of(module, m[-1]).strip().splitlines()[0], node=m[-1]) for m in anchors])
         anchor = anchors[0]
         if id(anchor[-1]) in placed:

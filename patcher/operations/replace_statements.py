@@ -30,8 +30,20 @@ go below them. Blank lines at the top of `code` are kept. When `match` and `code
 in comments or layout, the runs are told apart by their text (without the comment lines above the run). There are no
 other wildcards: a recipe that needs one uses `insert_statements` or `replace_expression`.
 
+`inside` (what `specpatch import` writes when the replaced statements are there more than once in the function but
+once in their block) names that block by its header, as `insert_statements`'s `inside` does (an `if`/`elif` arm, matched
+in either form, a `with`, `for` or `while`, unique under `within`; `inside_else: true` for the `else:` right after the
+arm); `match` is then looked for among that block's own statements only::
+
+    - op: replace_statements
+      within: SchedulerDisaggregationPrefillMixin.process_disagg_prefill_inflight_queue
+      inside: "if poll in [KVPoll.WaitingForInput, KVPoll.Transferring]:"
+      match: undone_reqs.append(req)
+      code: ...
+
 Answers: *changed*; *already applied* (no run matches `match` outside the code that replaced it, and `code` is
-there; with an empty `code`: no run matches `match`); *cannot apply* (nothing matches `match` nor `code`, with the
+there; with an empty `code`: no run matches `match`); *cannot apply* (the `inside` header is missing or ambiguous,
+naming it; nothing matches `match` nor `code`, with the
 statements that look most alike as candidates; several runs match; the replacement would empty a block; or a
 conflict: a statement that `code` adds, and `match` does not have, is already in `within`, so the release probably
 has the change in another form and applying it would duplicate it: `if_present_elsewhere: apply` allows it;
@@ -50,7 +62,9 @@ import libcst as cst
 from ..anchors import NodePath, fit, indent_of, near, set_block_body
 from ..errors import AnchorAmbiguous, AnchorNotFound, Candidate, Conflict, RecipeError
 from ..model import option
-from ._code import blocks_under, contains, fingerprint, first_line, line_text, parse_block, scope_path
+from ..anchors import body_of
+from ._code import (INSIDE_ELSE, blocks_under, check_inside, contains, fingerprint, first_line, inside_block,
+                    inside_words, line_text, parse_block, scope_path)
 from .base import AlreadyApplied, Changed, Operation, Outcome, attempt, register
 
 #: statements too common to say anything about where they are (`return`, `pass`, ...): never a conflict
@@ -69,18 +83,39 @@ class ReplaceStatements(Operation):
                                 "the whole module")
     if_present_elsewhere: Literal["refuse", "apply"] = option(
         default="refuse", description="when a statement that `code` adds is already in `within`: refuse | apply")
+    inside: str | None = option(
+        default=None, description="the header of the block whose own statements `match` is, e.g. "
+        "`if poll in [KVPoll.WaitingForInput, KVPoll.Transferring]:` (an `if` or `elif` arm, a `with`, `for` or "
+        "`while`; one in `within`)")
+    inside_else: bool = option(default=False, description=INSIDE_ELSE)
 
     def __post_init__(self) -> None:
         if not self.match.strip():
             raise ValueError("`match` is empty: it must hold the statements to replace")
+        check_inside(self.inside, self.inside_else)
 
     def describe(self) -> str:
         what = "delete" if not self.code.strip() else "replace"
         where = f" in `{self.within}`" if self.within else ""
-        return f"{what} `{line_text(self.match)}`{where}"
+        block = f" {inside_words(self.inside, self.inside_else)}" if self.inside else ""
+        return f"{what} `{line_text(self.match)}`{where}{block}"
 
     def anchor(self) -> str:
-        return f"{self.within or 'the module'}: `{line_text(self.match)}`"
+        block = f", {inside_words(self.inside, self.inside_else)}" if self.inside else ""
+        return f"{self.within or 'the module'}{block}: `{line_text(self.match)}`"
+
+    def _blocks(self, module: cst.Module, scope: NodePath) -> list[tuple[NodePath, Sequence[cst.CSTNode]]]:
+        """The blocks `match` is looked for in: every block under `within` (at any depth), or with `inside` the one
+        block whose header it is (its own statements)."""
+        if self.inside is None:
+            return list(blocks_under(scope))
+        where = f"`{self.within}`" if self.within else "the module"
+        block = inside_block(module, scope, self.inside, else_arm=self.inside_else, where=where)
+        return [(block, body_of(block[-1]))]
+
+    def _where(self) -> str:
+        where = f"`{self.within}`" if self.within else "the module"
+        return f"{where} {inside_words(self.inside, self.inside_else)}" if self.inside else where
 
     @attempt
     def apply(self, module: cst.Module) -> Outcome:
@@ -89,14 +124,15 @@ class ReplaceStatements(Operation):
         if not old:
             raise RecipeError("`match` holds no statement")
         scope = scope_path(module, self.within)
+        blocks = self._blocks(module, scope)
         if _header_only(old) and _header_only(new) and type(old[0]) is type(new[0]):
-            return self._replace_header(module, scope, old[0], new[0])
+            return self._replace_header(module, scope, blocks, old[0], new[0])
         old_keys = [fingerprint(module, s) for s in old]
         new_keys = [fingerprint(module, s) for s in new]
         if None in old_keys or None in new_keys:
             raise RecipeError("`match` and `code` must be complete statements that Python can parse")
-        runs = _runs(module, scope, old, old_keys)
-        placed = _runs(module, scope, new, new_keys) if new else []
+        runs = _runs(module, blocks, old, old_keys)
+        placed = _runs(module, blocks, new, new_keys) if new else []
         if old_keys == new_keys:
             # a change of comments or layout only: the code is the same, so the text tells the runs apart
             text = _text(cst.Module(body=new), new)
@@ -109,11 +145,11 @@ class ReplaceStatements(Operation):
                 return AlreadyApplied(placed[0][1][0])
             if not new:
                 return AlreadyApplied(None)
-            raise AnchorNotFound(f"no statements matching `{line_text(self.match)}` in "
-                                 f"{f'`{self.within}`' if self.within else 'the module'}",
-                                 candidates=_near(module, scope, old[0]))
+            raise AnchorNotFound(f"no statements matching `{line_text(self.match)}` in {self._where()}",
+                                 candidates=_near(module, blocks, old[0]))
         if len(anchors) > 1:
-            raise AnchorAmbiguous(f"{len(anchors)} runs of statements match `{line_text(self.match)}`",
+            raise AnchorAmbiguous(f"{len(anchors)} runs of statements match `{line_text(self.match)}` in "
+                                  f"{self._where()}",
                                   candidates=[Candidate(f"`{first_line(module, r[1][0])}`", node=r[1][0])
                                               for r in anchors])
         owner, run = anchors[0]
@@ -121,7 +157,8 @@ class ReplaceStatements(Operation):
             self._refuse_duplicates(module, scope, old_keys, new, new_keys)
         return self._replace(module, owner, run, new)
 
-    def _replace_header(self, module: cst.Module, scope: NodePath, old: cst.CSTNode, new: cst.CSTNode) -> Outcome:
+    def _replace_header(self, module: cst.Module, scope: NodePath, blocks: list, old: cst.CSTNode,
+                        new: cst.CSTNode) -> Outcome:
         """`match` and `code` are headers (a block of `...`): replace the header of the one statement that has
         `match`'s, keeping its block."""
         want, have = header_key(cst.Module(body=[]), old), header_key(cst.Module(body=[]), new)
@@ -130,7 +167,7 @@ class ReplaceStatements(Operation):
         if want == have:
             raise RecipeError("`match` and `code` are the same header: there is nothing to replace")
         anchors, placed = [], []
-        for owner, statements in blocks_under(scope):
+        for owner, statements in blocks:
             for stmt in statements:
                 if type(stmt) is type(old):
                     key = header_key(module, stmt)
@@ -141,9 +178,8 @@ class ReplaceStatements(Operation):
         if not anchors:
             if placed:
                 return AlreadyApplied(placed[0])
-            raise AnchorNotFound(f"no statement whose header is `{line_text(self.match)}` in "
-                                 f"{f'`{self.within}`' if self.within else 'the module'}",
-                                 candidates=_near(module, scope, old))
+            raise AnchorNotFound(f"no statement whose header is `{line_text(self.match)}` in {self._where()}",
+                                 candidates=_near(module, blocks, old))
         if len(anchors) > 1:
             raise AnchorAmbiguous(f"{len(anchors)} statements have the header `{line_text(self.match)}`",
                                   candidates=[Candidate(f"`{first_line(module, s)}`", node=s) for _, s in anchors])
@@ -245,12 +281,13 @@ def _body(owner: NodePath) -> Sequence[cst.CSTNode]:
     return body_of(owner[-1])
 
 
-def _runs(module: cst.Module, scope: NodePath, stmts: list, keys: list) -> list[tuple[NodePath, tuple]]:
-    """(owner path, statements) of every run of consecutive statements whose fingerprints are `keys`."""
+def _runs(module: cst.Module, blocks: Sequence, stmts: list, keys: list) -> list[tuple[NodePath, tuple]]:
+    """(owner path, statements) of every run of consecutive statements of `blocks` ((owner path, statements)
+    pairs) whose fingerprints are `keys`."""
     want = type(stmts[0])
     out = []
     k = len(keys)
-    for owner, statements in blocks_under(scope):
+    for owner, statements in blocks:
         statements = list(statements)
         for i in range(len(statements) - k + 1):
             if type(statements[i]) is not want:  # cheap filter before rendering and parsing
@@ -293,10 +330,10 @@ def _common(stmt: cst.CSTNode) -> bool:
         and not any(isinstance(s, cst.Expr) and isinstance(s.value, cst.Call) for s in stmt.body)
 
 
-def _near(module: cst.Module, scope: NodePath, first: cst.CSTNode) -> list[Candidate]:
+def _near(module: cst.Module, blocks: Sequence, first: cst.CSTNode) -> list[Candidate]:
     want = first_line(cst.Module(body=[first]), first) if isinstance(first, cst.BaseStatement) else ""
     by_text: dict[str, cst.CSTNode] = {}
-    for _, statements in blocks_under(scope):
+    for _, statements in blocks:
         for stmt in statements:
             by_text.setdefault(first_line(module, stmt), stmt)
     return [Candidate(f"`{t}`", node=by_text[t]) for t in near(want, list(by_text))]

@@ -1,0 +1,356 @@
+"""The `moved upstream` rule of `specpatch port`: a step whose code reads an attribute of `self` (or of `self.x`,
+an attribute whose class the release the recipe was made on tells) that the object had in that release and no
+longer has in the release it is ported to, while the name lives on elsewhere (upstream moved it into another
+class). The name alone cannot tell this: `self.scheduler.stream_output` reads a name the release still defines,
+in `SchedulerOutputStreamer`, a component the scheduler holds, not in the scheduler any more.
+
+The classes an object `self` of class `C` may be are `C`'s *family*: `C`, the classes it inherits from, the classes
+that inherit from it (a mixin's scheduler) and theirs, as far as the package defines them (by name). An attribute is
+judged only where the evidence is plain: some class of the family defines it in the base release (`def B`, `B = ...`
+or `B: T` in the class, `self.B = ...` or `setattr(self, "B", ...)` in a method), and in the release no class of the
+family does, none of them takes attributes by a name read at run time (`setattr(self, name, ...)`, `__getattr__`,
+`self.__dict__`), and the family does not inherit from a class outside the package that it did not before.
+Everything is read from the `_ReleaseIndex` of each release (`texts`, `tree`), parsing only the files that define
+the classes asked about."""
+
+from __future__ import annotations
+
+import ast
+import bisect
+import re
+import textwrap
+from typing import Any, Iterator
+
+_CLASS_HEAD = re.compile(r"^[ \t]*class\s+(\w+)\s*\(([^)]*)\)", re.M)
+_FAMILY_CAP = 80  #: a family larger than this (a base class of every model) is not judged
+_HARMLESS = frozenset({"object", "ABC", "Generic", "Protocol", "Enum", "IntEnum", "str", "int", "NamedTuple",
+                       "TypedDict", "Exception"})
+
+ClassKey = tuple[str, str]  #: (file, class name)
+
+
+class Classes:
+    """The top-level classes of one release, asked for by name, with what each defines."""
+
+    def __init__(self, index: Any) -> None:
+        self.index = index
+        self._by_name: dict[str, list[ClassKey]] = {}
+        self._subclasses: dict[str, set[ClassKey]] | None = None
+        self._nodes: dict[ClassKey, ast.ClassDef | None] = {}
+        self._facts: dict[ClassKey, tuple[frozenset[str], bool, dict[str, set[str | None]]]] = {}
+        self._defining: dict[str, list[str]] = {}
+        self._families: dict[tuple[str, str | None], tuple[list[ClassKey], frozenset[str]] | None] = {}
+
+    def node(self, key: ClassKey) -> ast.ClassDef | None:
+        if key not in self._nodes:
+            tree = self.index.tree(key[0])
+            self._nodes[key] = next((c for c in (tree.body if tree else []) if isinstance(c, ast.ClassDef)
+                                     and c.name == key[1]), None)
+        return self._nodes[key]
+
+    def named(self, name: str, prefer: str | None = None) -> list[ClassKey]:
+        """The classes called `name`; only the one of the file `prefer` when that file has one."""
+        if name not in self._by_name:
+            self._by_name[name] = [(rel, name) for rel in self.index.files_defining_class(name)]
+        found = self._by_name[name]
+        return [k for k in found if k[0] == prefer] or found
+
+    def subclasses(self, name: str) -> list[ClassKey]:
+        if self._subclasses is None:
+            self._subclasses = {}
+            for rel, text in self.index.texts().items():
+                if "class " not in text:
+                    continue
+                for m in _CLASS_HEAD.finditer(text):
+                    for word in set(re.findall(r"\w+", m.group(2))):
+                        self._subclasses.setdefault(word, set()).add((rel, m.group(1)))
+        return [k for k in sorted(self._subclasses.get(name, ())) if name in self.bases(k)]
+
+    def bases(self, key: ClassKey) -> list[str]:
+        node = self.node(key)
+        return [n for n in map(_type_name, node.bases) if n] if node is not None else []
+
+    def family(self, name: str, prefer: str | None = None) -> tuple[list[ClassKey], frozenset[str]] | None:
+        """The family of the class `name` (itself, its ancestors, its descendants and theirs) and the names of the
+        bases none of the package's classes is (outside it); None when the class is not there or the family is
+        too large to judge."""
+        if (name, prefer) in self._families:
+            return self._families[(name, prefer)]
+        start = self.named(name, prefer)
+        family: list[ClassKey] = []
+        outside: set[str] = set()
+
+        def up(key: ClassKey) -> None:
+            if key in family:
+                return
+            family.append(key)
+            for base in self.bases(key):
+                found = self.named(base, key[0])
+                if not found:
+                    outside.add(base)
+                for b in found:
+                    up(b)
+
+        down, seen = list(start), set(start)
+        while down and len(family) <= _FAMILY_CAP:
+            key = down.pop()
+            up(key)
+            for sub in self.subclasses(key[1]):
+                if sub not in seen:
+                    seen.add(sub)
+                    down.append(sub)
+        out = (family, frozenset(outside - _HARMLESS)) if start and len(family) <= _FAMILY_CAP else None
+        self._families[(name, prefer)] = out
+        return out
+
+    def facts(self, key: ClassKey) -> tuple[frozenset[str], bool, dict[str, set[str | None]]]:
+        """`_read_class` of the class (nothing for a class that is not there)."""
+        if key not in self._facts:
+            node = self.node(key)
+            self._facts[key] = _read_class(node) if node is not None else (frozenset(), False, {})
+        return self._facts[key]
+
+    def defined(self, key: ClassKey) -> tuple[frozenset[str], bool]:
+        """The attributes the class defines, and whether it takes some by a name read at run time."""
+        return self.facts(key)[:2]
+
+    def defining(self, name: str, near: list[ClassKey], limit: int = 3) -> tuple[list[str], int]:
+        """Up to `limit` classes of the release that define `name`, those whose name the files of `near` (a family)
+        mention first (a component the family holds), and how many there are in all. Read from the text, for the
+        message only: a line `def name(`, `self.name = `/`: `, or `name = `/`: ` one level in, under a `class` at the
+        margin."""
+        if name not in self._defining:
+            n = re.escape(name)
+            form = re.compile(rf"^[ \t]+(?:async\s+)?def\s+{n}\s*\(|^[ \t]+self\.{n}\s*[:=](?!=)"
+                              rf"|^(?: {{4}}|\t){n}\s*[:=](?!=)", re.M)
+            found: set[str] = set()
+            for text in self.index.texts().values():
+                if name not in text:
+                    continue
+                hits = [m.start() for m in form.finditer(text)]
+                if not hits:
+                    continue
+                margin = [(m.start(), m.group(1)) for m in re.finditer(r"^(?:class\s+(\w+)|[^\s#@)\]}])", text, re.M)]
+                for at in hits:
+                    k = bisect.bisect_right(margin, (at, "")) - 1
+                    if k >= 0 and margin[k][1]:
+                        found.add(margin[k][1])
+            self._defining[name] = sorted(found)
+        found = self._defining[name]
+        texts = [self.index.texts().get(rel, "") for rel in {k[0] for k in near}]
+        unique = sorted(found, key=lambda c: (not any(re.search(rf"\b{c}\b", t) for t in texts), c))
+        return unique[:limit], len(unique)
+
+
+def _type_name(node: ast.AST | None) -> str | None:
+    """The class an annotation or a base class names: `X`, `mod.X`, `"X"`, `Optional[X]`, `X | None`, `Generic[T]`
+    (`Generic`)."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        try:
+            return _type_name(ast.parse(node.value, mode="eval").body)
+        except SyntaxError:
+            return None
+    if isinstance(node, ast.Subscript):
+        if _type_name(node.value) == "Optional":
+            return _type_name(node.slice)
+        return _type_name(node.value)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
+        sides = [s for s in (node.left, node.right) if not (isinstance(s, ast.Constant) and s.value is None)]
+        return _type_name(sides[0]) if len(sides) == 1 else None
+    return None
+
+
+def _class_level(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """The statements of a class body, those under an `if`/`try` at class level included."""
+    for stmt in body:
+        yield stmt
+        if isinstance(stmt, (ast.If, ast.Try)):
+            for part in (stmt.body, stmt.orelse, *(h.body for h in getattr(stmt, "handlers", [])),
+                         getattr(stmt, "finalbody", [])):
+                yield from _class_level(part)
+
+
+def _methods(node: ast.ClassDef) -> Iterator[ast.FunctionDef | ast.AsyncFunctionDef]:
+    return (s for s in _class_level(node.body) if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)))
+
+
+def _self_of(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> str | None:
+    args = fn.args.posonlyargs + fn.args.args
+    return args[0].arg if args else None
+
+
+def _read_class(node: ast.ClassDef) -> tuple[frozenset[str], bool, dict[str, set[str | None]]]:
+    """What a class defines, whether it takes attributes by a name read at run time, and per attribute of `self`
+    what its assignments say of its class: a class name (an annotation, a parameter annotated), `call:T` (a call
+    `T(...)`, a class only when the package has one called so), None (another value; `= None` says nothing)."""
+    out: set[str] = set()
+    dynamic = False
+    types: dict[str, set[str | None]] = {}
+    for stmt in _class_level(node.body):
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.add(stmt.name)
+            dynamic |= stmt.name in ("__getattr__", "__getattribute__")
+        elif isinstance(stmt, ast.Assign):
+            out |= {t.id for t in stmt.targets if isinstance(t, ast.Name)}
+        elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+            out.add(stmt.target.id)
+            types.setdefault(stmt.target.id, set()).add(_type_name(stmt.annotation))
+    for fn in _methods(node):
+        me = _self_of(fn)
+        params = {a.arg: a.annotation for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs}
+        for sub in ast.walk(fn):
+            if isinstance(sub, ast.Attribute) and isinstance(sub.value, ast.Name) and sub.value.id == me:
+                if isinstance(sub.ctx, ast.Store):
+                    out.add(sub.attr)
+                elif sub.attr == "__dict__":
+                    dynamic = True
+            elif isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and sub.func.id == "setattr" \
+                    and sub.args and isinstance(sub.args[0], ast.Name) and sub.args[0].id == me:
+                name = sub.args[1] if len(sub.args) > 1 else None
+                if isinstance(name, ast.Constant) and isinstance(name.value, str):
+                    out.add(name.value)
+                else:
+                    dynamic = True
+            elif isinstance(sub, (ast.Assign, ast.AnnAssign)):
+                note = sub.annotation if isinstance(sub, ast.AnnAssign) else None
+                value = sub.value
+                for t in (sub.targets if isinstance(sub, ast.Assign) else [sub.target]):
+                    if not (isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == me):
+                        continue
+                    if note is not None:
+                        kind = _type_name(note)
+                    elif isinstance(value, ast.Constant) and value.value is None:
+                        continue
+                    elif isinstance(value, ast.Call) and (called := _type_name(value.func)):
+                        kind = f"call:{called}"
+                    elif isinstance(value, ast.Name) and params.get(value.id) is not None:
+                        kind = _type_name(params[value.id])
+                    else:
+                        kind = None
+                    types.setdefault(t.attr, set()).add(kind)
+    return frozenset(out), dynamic, types
+
+
+def attribute_type(classes: Classes, family: list[ClassKey], attr: str) -> str | None:
+    """The class of `self.<attr>` in the family, when every assignment of it says the same one: an annotation
+    (`x: T`, `self.x: T = ...`), a constructor call `T(...)` of a class of the package, or a parameter annotated `T`
+    (`self.scheduler = scheduler`, `scheduler: "Scheduler"`). `= None` says nothing; any other value, None."""
+    seen: set[str | None] = set()
+    for key in family:
+        for kind in classes.facts(key)[2].get(attr, ()):
+            if kind is not None and kind.startswith("call:"):
+                kind = kind[5:] if classes.named(kind[5:]) else None
+            seen.add(kind)
+    if len(seen) != 1:
+        return None
+    name = seen.pop()
+    return name if name and classes.named(name) else None
+
+
+def reads(code: str, match: str | None) -> tuple[set[tuple[str | None, str]], set[str]]:
+    """The attributes the code reads, as (None, B) for `self.B` and (x, B) for `self.x.B`, less the words of the
+    code it matches; and the attributes of `self` the code itself defines (assigns, or a method it adds). Code in a
+    class the step adds is left out (its `self` is another object)."""
+    text = textwrap.dedent(code).strip("\n")
+    tree = None
+    for form in (text, f"(\n{text}\n)"):
+        try:
+            tree = ast.parse(form)
+            break
+        except SyntaxError:
+            continue
+    if tree is None:
+        return set(), set()
+    found: set[tuple[str | None, str]] = set()
+    own: set[str] = set()
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, ast.ClassDef):
+            return
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            own.add(node.name)
+        if isinstance(node, ast.Attribute):
+            value = node.value
+            if isinstance(value, ast.Name) and value.id == "self":
+                if isinstance(node.ctx, ast.Store):
+                    own.add(node.attr)
+                else:
+                    found.add((None, node.attr))
+            elif isinstance(value, ast.Attribute) and isinstance(value.value, ast.Name) and value.value.id == "self" \
+                    and not isinstance(node.ctx, ast.Store):
+                found.add((value.attr, node.attr))
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(tree)
+    known = set(re.findall(r"\w+", match)) if isinstance(match, str) else set()
+    return {(x, b) for x, b in found if b not in known}, own
+
+
+def judge(classes: Classes, release: Classes, name: str, base_file: str, release_name: str, release_file: str,
+          attr: str) -> str | None:
+    """Why `attr`, read on an object of class `name` (`release_name` in the release), moved upstream; None when it
+    did not, or when the evidence is weak (see the module's docstring)."""
+    before = classes.family(name, base_file)
+    after = release.family(release_name, release_file)
+    if before is None or after is None:
+        return None
+    had = [k[1] for k in before[0] if attr in classes.defined(k)[0]]
+    if not had:
+        return None  # the base release never defined it there (another library's, or made at run time)
+    if any(attr in release.defined(k)[0] or release.defined(k)[1] for k in after[0]):
+        return None
+    if after[1] - before[1]:
+        return None  # a base class outside the package the family did not have before may bring it
+    now, count = release.defining(attr, after[0])
+    where = (f"now in {', '.join(f'`{c}`' for c in now)}{f' and {count - len(now)} more classes' if count > len(now) else ''}"
+             if now else "defined by no class of the release")
+    return (f"`{attr}` is defined by {', '.join(f'`{c}`' for c in sorted(set(had)))} in the base release and by no "
+            f"such class in the release ({where})")
+
+
+def moved_upstream(before: dict[int, Any], ops: list[tuple[int, Any]], release: Any, base: Any,
+                   added: set[str]) -> dict[int, str]:
+    """Steps whose code reads `self.B` or `self.x.B` where `B` moved upstream (`judge`). `before`: each step as the
+    recipe has it (its class in the base release), `ops`: as `port` plans it (a class followed through a rename
+    has the new name); `added`: the names steps of the recipe add (a step that adds `B` is that step's business).
+    Step index -> why it is refused."""
+    then, now = Classes(base), Classes(release)
+    out: dict[int, str] = {}
+    for index, op in ops:
+        old = before.get(index, op)
+        code = getattr(op, "code", None)
+        if op.op == "unexpressed_hunk" or not isinstance(code, str):
+            continue
+        heads = [(getattr(old, f).split(".")[0], getattr(op, f).split(".")[0]) for f in ("cls", "function", "within")
+                 if isinstance(getattr(op, f, None), str) and isinstance(getattr(old, f, None), str)]
+        head = next(((a, b) for a, b in heads if (old.file, a) in then.named(a, old.file)), None)
+        if head is None:
+            continue  # not in a class: no `self` to judge
+        found, own = reads(code, getattr(op, "match", None))
+        whys = []
+        for x, attr in sorted(found, key=lambda r: (r[0] or "", r[1])):
+            if attr in own or attr in added or (x is not None and (x in own or x in added)):
+                continue
+            if x is None:
+                why = judge(then, now, head[0], old.file, head[1], op.file, attr)
+                shown = f"`self.{attr}`"
+            else:
+                fam_then, fam_now = then.family(head[0], old.file), now.family(head[1], op.file)
+                kind = attribute_type(then, fam_then[0], x) if fam_then else None
+                kind_now = attribute_type(now, fam_now[0], x) if fam_now else None
+                if kind is None or kind_now is None:
+                    continue  # what `self.x` is cannot be told in one of the releases
+                why = judge(then, now, kind, "", kind_now, "", attr)
+                shown = f"`self.{x}.{attr}` (`self.{x}`: `{kind_now}`)"
+            if why:
+                whys.append(f"{shown}: {why}")
+        if whys:
+            followed = f" (in `{head[1]}`, followed from `{head[0]}`)" if head[0] != head[1] else ""
+            out[index] = (f"it reads{followed} " + "; ".join(whys) + ": upstream moved or removed "
+                          + ("it" if len(whys) == 1 else "them") + ", and the code would raise `AttributeError`")
+    return out
