@@ -41,7 +41,9 @@ def _init_speculative_disable(self, server_args: ServerArgs) -> None:
     # </piece>
     # <piece hybrid-check>
     # </piece>
+    # <piece dp-check>
     if server_args.enable_dp_attention and not require_mlp_tp_gather(server_args):
+    # </piece>
         raise ValueError(
             "speculative_disable_batch_threshold with DP attention needs the all-gather "
             "of the per-rank batch sizes (require_mlp_tp_gather), which this set-up skips."
@@ -54,7 +56,9 @@ def _init_speculative_disable(self, server_args: ServerArgs) -> None:
     # </piece>
     scope = (
         "summed over the DP attention ranks"
+        # <piece scope-dp>
         if server_args.enable_dp_attention
+        # </piece>
         else "per decode batch"
     )
     requests = "request" if threshold == 1 else "requests"

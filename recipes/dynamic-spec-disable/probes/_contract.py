@@ -90,6 +90,41 @@ def adaptive_refused(rel):
     return "--speculative-adaptive beside the threshold is refused at start-up"
 
 
+def resolved_not_input(rel):
+    """0.5.19+: the record's fields keep the operator's input for the life of the process, and resolution's decisions
+    are in the bags. The worker's start-up must read the latter: DP attention that a DeepSeek override or context
+    parallel declares (the field says False) with a set-up that skips the all-gather of the per-rank batch sizes is
+    refused; adaptive speculation that upstream declared off (the field says True) is not."""
+    from sglang.srt.layers.moe.utils import MoeA2ABackend
+    from sglang.srt.runtime_context import get_flags
+
+    record = SimpleNamespace(speculative_disable_batch_threshold=3, enable_dp_attention=False,
+                             speculative_adaptive=False)
+    dp = SimpleNamespace(**vars(record), dp_size=2, tp_size=2, moe_dense_tp_size=1, enable_dp_lm_head=True)
+    dp.enable_dp_attention = True
+    moe = get_flags().moe
+    saved = moe.a2a_backend
+    moe.a2a_backend = MoeA2ABackend.DEEPEP  # what initialize_moe_config seeds for --moe-a2a-backend deepep
+    try:
+        _fakes.init_only(rel, record, resolved=dp)
+    except ValueError as exc:
+        assert "all-gather" in str(exc), str(exc)
+    except Exception as exc:
+        raise AssertionError(f"declared DP attention without the all-gather: {exc!r}") from None
+    else:
+        raise AssertionError("DP attention declared by resolution (the field says False), without the all-gather of "
+                             "the batch sizes, was accepted: the ranks could take different paths")
+    finally:
+        moe.a2a_backend = saved
+    record.speculative_adaptive = True  # asked for; resolution declared it off (_maybe_disable_adaptive)
+    try:
+        _fakes.init_only(rel, record, resolved=SimpleNamespace(**dict(vars(record), speculative_adaptive=False)))
+    except ValueError as exc:
+        raise AssertionError(f"adaptive speculation that resolution turned off was refused: {exc}") from None
+    return "DP attention declared by resolution without the all-gather refused; --speculative-adaptive that " \
+           "resolution declared off accepted"
+
+
 def scene_check(name: str):
     """A check written in the adapter's scene module (`rel.scene`), by its function's name."""
     def check(rel):
@@ -102,6 +137,7 @@ def scene_check(name: str):
 #: the names an adapter lists in `extra_checks` -> the check (called with the adapter)
 EXTRA_CHECKS = {"hybrid mamba/GDN target refused": hybrid_refused, "hybrid mamba/GDN/lightning target refused":
                 hybrid_refused, "adaptive speculation refused": adaptive_refused,
+                "the start-up reads the resolution, not the input": resolved_not_input,
                 "grammar barrier before the target's sampler": scene_check("check_grammar_barrier"),
                 "hidden states captured on a server returning the last only":
                 scene_check("check_plain_state_last_mode")}
@@ -129,7 +165,7 @@ def speculative_state(w) -> dict:
         target_backend=(mr.attn_backend, mr.verify_backend),
         target_graph=(getattr(mr, rel.target_graph_attr), mr.verify_graph),
         spec_algorithm=(mr.spec_algorithm, dw.speculative_algorithm),
-        return_hidden=(mr.server_args.enable_return_hidden_states, False),
+        return_hidden=(rel.hidden_states_settings(mr.server_args)[0], False),
         target_cuda_graph_bs=(rel.graph_bs(mr.server_args), mr.spec_cuda_graph_bs),
         draft_server_steps=(dw.draft_runner.server_args.speculative_num_steps, STEPS),
         draft_server_tokens=(dw.draft_runner.server_args.speculative_num_draft_tokens, N_DRAFT),

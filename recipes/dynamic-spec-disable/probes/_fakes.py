@@ -158,6 +158,23 @@ class StrictServerArgs(SimpleNamespace):
         object.__setattr__(self, name, value)
 
 
+class RecordServerArgs(StrictServerArgs):
+    """0.5.18's ServerArgs after resolution: the read-only startup record, without override() (the resolved
+    configuration changes on the runtime context's bags)."""
+
+    @property
+    def override(self):
+        raise AttributeError("'ServerArgs' object has no attribute 'override'")
+
+
+class ResolvedRecordServerArgs(RecordServerArgs):
+    """0.5.19's ServerArgs as a process publishes it: already through resolve_once (which publish() asks again and
+    which then does nothing); its fields are the input, the resolution's declarations are what the bags carry."""
+
+    def resolve_once(self):
+        pass
+
+
 def make_server_args(threshold: int, dp_attention: bool, **more) -> SimpleNamespace:
     """The server arguments the patch's start-up step and the worker read; `more` adds fields (strict once the
     release adapter's install_server_args makes them so: 0.5.16)."""
@@ -446,11 +463,12 @@ class RecordingDraftWorker(EagleDraftWorker):
                                hidden_states=torch.zeros((bs, H_DRAFT)), **lens, **{self.rel.token: next_token_ids})
 
 
-def init_only(rel, server_args, target=None):
-    """Run only the patch's start-up step on a bare worker (for the refusals)."""
+def init_only(rel, server_args, target=None, resolved=None):
+    """Run only the patch's start-up step on a bare worker (for the refusals); `resolved` (a namespace of fields):
+    what the release's resolution decided, where it differs from the record's input (0.5.19+)."""
     w = EAGLEWorkerV2.__new__(EAGLEWorkerV2)
     w.topk, w._target_worker = 1, target or rel.plain_target()
-    with envs.SGLANG_SPEC_DISABLE_CATCH_UP.override("padded"):
+    with envs.SGLANG_SPEC_DISABLE_CATCH_UP.override("padded"), rel.start_up_config(resolved or server_args):
         w._init_speculative_disable(server_args)
     return w
 

@@ -19,7 +19,7 @@ from sglang.srt.managers import overlap_utils
 from sglang.srt.model_executor.forward_batch_info import ForwardMode
 from sglang.srt.speculative.spec_info import SpeculativeAlgorithm
 
-from _fakes import N_DRAFT, V, StrictServerArgs, logprob_row
+from _fakes import N_DRAFT, V, RecordServerArgs, ResolvedRecordServerArgs, StrictServerArgs, logprob_row
 
 
 class Release059:
@@ -35,6 +35,11 @@ class Release059:
     dp_attention = True  #: the worker serves DP attention (else the variant refuses it at start-up)
     grammar_to_sampler = True  #: the speculative path hands grammars to the target's sampler
     runner_attrs: dict = {}  #: attributes of the draft model runner that this release's ForwardBatch reads
+
+    @staticmethod
+    def start_up_config(server_args):
+        """A frame in which the worker's start-up reads `server_args` where this release reads its configuration."""
+        return contextlib.nullcontext()
     draft_worker_attrs: dict = {}  #: attributes of the draft worker that its __init__ sets and the draft extend reads
     committed_at_entry = -1  #: a request's kv_committed_len when the step starts: s + this
     histogram = True  #: the scheduler keeps an acceptance histogram
@@ -78,6 +83,11 @@ class Release059:
     def spec_config(self, server_args):
         """Where the attention backends and graph runners read the speculative step counts (draft tokens per request)."""
         return server_args
+
+    def hidden_states_settings(self, server_args) -> tuple:
+        """Where the graph runners read the server's hidden-state settings: (enable_return_hidden_states,
+        return_hidden_states_mode)."""
+        return server_args.enable_return_hidden_states, getattr(server_args, "return_hidden_states_mode", None)
 
     def hybrid_target(self, attr):
         """A target worker of a refused hybrid family: its model runner has the config `attr` (hybrid_attrs)."""
@@ -529,6 +539,85 @@ class Release017(Release016):
         assert get_spec().speculative_disable_batch_threshold == w.server_args.speculative_disable_batch_threshold
 
 
+class Release018(Release017):
+    """0.5.18: ServerArgs has no override() any more (a value one runner owns travels as a constructor argument; the
+    resolved configuration changes on the bags, through get_context().override()); the graph runners read the
+    hidden-state settings from the "exec" namespace (get_server_return_hidden_states_mode() takes no arguments: it
+    reads get_exec().features), so the one-token build switches them there and puts them back; DraftBackendFactory
+    takes no server arguments (the scene's factory binds the release's own signature). The scene's server arguments
+    have no override() either, and the start-up leaves the hidden-state settings of the bags as it found them."""
+
+    @property
+    def runner_attrs(self):
+        """0.5.17's, and what ForwardBatch.init_new reads of the runner now: its parallel state (ps: decode context
+        parallel off) and the attention backend it resolved and stamped (was the server arguments')."""
+        return {**super().runner_attrs, "ps": SimpleNamespace(attn_dcp_size=1, attn_dcp_rank=0),
+                "prefill_attention_backend_str": "torch_native", "decode_attention_backend_str": "torch_native"}
+
+    def graph_hidden_states(self, server_args) -> bool:
+        """As this release's graph runners fix their capture mode when built (BaseRunner: the server's mode, read from
+        get_exec().features, return_hidden_states_mode before enable_return_hidden_states)."""
+        from sglang.srt.model_executor.forward_batch_info import CaptureHiddenMode, get_server_return_hidden_states_mode
+
+        return get_server_return_hidden_states_mode() == CaptureHiddenMode.FULL
+
+    def hidden_states_settings(self, server_args) -> tuple:
+        from sglang.srt.runtime_context import get_exec
+
+        features = get_exec().features
+        return features.enable_return_hidden_states, features.return_hidden_states_mode
+
+    record_class = RecordServerArgs  #: the scene's server arguments as this release's ServerArgs: no override()
+
+    def install_server_args(self, server_args):
+        if isinstance(server_args, StrictServerArgs):
+            server_args.__class__ = self.record_class
+        super().install_server_args(server_args)
+
+    @staticmethod
+    def finish_start_up(w):
+        rel = Release018()
+        before = rel.hidden_states_settings(w.server_args)
+        Release017.finish_start_up(w)
+        assert rel.hidden_states_settings(w.server_args) == before, \
+            f"the start-up left the bags' hidden-state settings at {rel.hidden_states_settings(w.server_args)}, " \
+            f"not {before}"
+
+
+class Release019(Release018):
+    """0.5.19: resolution is a separate act (resolve_once) whose result is the declarations over the input: the
+    record's fields keep the input for the life of the process, and the worker reads DP attention through
+    get_parallel() and adaptive speculation through get_spec(); Req's KV fields moved under req.kv."""
+
+    #: publish() asks resolve_once again, which a record that went through it passes
+    record_class = ResolvedRecordServerArgs
+    extra_checks = Release018.extra_checks + ("the start-up reads the resolution, not the input",)
+
+    @property
+    def runner_attrs(self):
+        """0.5.18's, the KV index translator ForwardBatch.init_new hands the batch to (rebind_write_loc: a no-op on
+        pools that do not translate, as here) and the LoRA manager it now asks unconditionally (none: no LoRA)."""
+        return {**super().runner_attrs, "kv_index_translator": SimpleNamespace(rebind_write_loc=lambda batch: None),
+                "lora_manager": None}
+
+    def install_server_args(self, server_args):
+        """Published as 0.5.18's; with DP attention, the record's field then says what the input said without it
+        (False), as when a DeepSeek override or context parallel declares DP attention: the bags (get_parallel())
+        carry the resolution, the field the input, and the worker must read the former."""
+        super().install_server_args(server_args)
+        if getattr(server_args, "enable_dp_attention", False):
+            object.__setattr__(server_args, "enable_dp_attention", False)
+
+    @staticmethod
+    def start_up_config(server_args):
+        """The bags the worker's start-up reads, published from the server arguments a refusal check gives it (a
+        test-only dummy-boundary record: get_spec().speculative_adaptive and the rest as given)."""
+        from sglang.srt.runtime_context import get_context
+
+        fields = {k: v for k, v in vars(server_args).items() if not k.startswith("_")}
+        return get_context().override_server_args(**fields)
+
+
 #: the one-token-graph fallback on the ModelWorkerBatch contract (worker_probe_graphs.py): variant -> its adapter
 GRAPHS_BY_VARIANT = {
     "": Release059,  # the recipe's own steps
@@ -540,5 +629,6 @@ GRAPHS_BY_VARIANT = {
 }
 #: the ScheduleBatch / on_publish fallback (worker_probe_on_publish.py): the variant the engine applied -> its adapter
 ON_PUBLISH_BY_VARIANT = {"fallback-0.5.13": Release013, "fallback-0.5.14": Release014, "fallback-0.5.15": Release015,
-                         "fallback-0.5.16": Release016, "fallback-0.5.17": Release017}
+                         "fallback-0.5.16": Release016, "fallback-0.5.17": Release017, "fallback-0.5.18": Release018,
+                         "fallback-0.5.19": Release019}
 CURRENT = None  #: the adapter the running probe chose (its scene reads it)

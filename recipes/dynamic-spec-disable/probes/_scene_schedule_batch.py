@@ -21,6 +21,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import functools
+import inspect
 from types import SimpleNamespace
 
 import torch
@@ -95,11 +96,20 @@ class DraftExtendGraph:
     can_run_graph = can_run  # 0.5.14's name
 
 
-class FakeBackendFactory:
-    """DraftBackendFactory as the patch uses it: a draft-extend backend, recorded with the step count asked for."""
+#: the release's own DraftBackendFactory signature (0.5.18: no server arguments first), which the fake's calls must fit
+FACTORY_SIGNATURE = inspect.signature(eagle_worker_v2.DraftBackendFactory)
 
-    def __init__(self, server_args, draft_runner, topk, num_steps):
-        self.num_steps = num_steps
+
+class FakeBackendFactory:
+    """DraftBackendFactory as the patch uses it: a draft-extend backend, recorded with the step count asked for; called
+    as the release's own (its signature binds the arguments, and the draft runner is the draft worker's)."""
+
+    def __init__(self, *args, **kwargs):
+        call = FACTORY_SIGNATURE.bind(*args, **kwargs)  # TypeError where the release's factory refuses the call
+        runner = call.arguments["draft_model_runner"]
+        assert isinstance(runner, _fakes.FakeDraftRunner), \
+            f"DraftBackendFactory got {type(runner).__name__} where this release takes the draft model runner"
+        self.num_steps = call.arguments["speculative_num_steps"]
 
     def create_draft_extend_backend(self):
         BUILT.draft_backends.append(Backend("draft-extend-one-token", num_steps=self.num_steps))
@@ -221,6 +231,7 @@ class FakeReq:
         self.extend_range = None  # 0.5.15+: a decode request has no extend range (its extend length reads 0)
         self.is_retracted = False
         self.kv_committed_len = committed
+        self.kv = self  # 0.5.19+: the request's KV fields are under req.kv (here the same fields)
         self.spec_verify_ct = 0
         self.spec_num_correct_drafts = 0
         self.histogram = []
@@ -288,13 +299,20 @@ def make_scheduler(w, fmap, overlap: bool):
         server_args=SimpleNamespace(enable_dp_attention=False, elastic_ep_backend=None, enable_unified_memory=False),
         disaggregation_mode=DisaggregationMode.NULL,  # 0.5.15+ run_batch reads it (PD prefill's early send)
         # 0.5.16+ run_batch reads these of the scheduler itself (no DSpark confidence budget here)
-        enable_unified_memory=False, enable_dp_attention=False, _confidence_budget_prepare=None)
+        enable_unified_memory=False, enable_dp_attention=False, _confidence_budget_prepare=None,
+        _sched_idled=False,  # 0.5.18+ run_batch hands it to the batch (after_idle_gap): no idle gap before a step here
+        # 0.5.19+: the synchronous path copies results to the CPU on a single pipeline stage only; the relay hands the
+        # step to the beam-search coordinator (no beam search here: it relays nothing more)
+        ps=SimpleNamespace(pp_size=1), chunked_req=None,
+        beam_coordinator=SimpleNamespace(maybe_select_and_relay=lambda batch, result, chunked_req=None: None))
     s._forward_isolation = functools.partial(Scheduler._forward_isolation, s)
     s.record_batch_in_overlap = functools.partial(Scheduler.record_batch_in_overlap, s)
     s.update_cache_from_scheduler = functools.partial(Scheduler.update_cache_from_scheduler, s)
     s._maybe_report_active_ranks = functools.partial(Scheduler._maybe_report_active_ranks, s)
     if hasattr(Scheduler, "_relay_forward_payload"):  # 0.5.15+: the FutureMap stash of the result's relay payload
         s._relay_forward_payload = functools.partial(Scheduler._relay_forward_payload, s)
+    if hasattr(Scheduler, "_copy_auxiliary_output_to_cpu"):  # 0.5.19+: a sampler plugin's output, to the CPU
+        s._copy_auxiliary_output_to_cpu = functools.partial(Scheduler._copy_auxiliary_output_to_cpu, s)
     if hasattr(Scheduler, "_advance_pending_grammar"):
         # 0.5.17+: run_batch hands EAGLE its grammar barrier, which advances the grammar state over the results still
         # in the queue: here the previous step's, whose advance is recorded ("grammar" in the worker's event log)
@@ -572,7 +590,7 @@ def check_next_step(batch, fmap, exp, warm=True):
 def check_put_back(w, disable_cuda_graph: bool):
     """Everything the build changes for the capture is put back (the model runner, the server arguments)."""
     sa = w.server_args
-    assert w.target_worker.model_runner.spec_algorithm == EAGLE and not sa.enable_return_hidden_states and \
+    assert w.target_worker.model_runner.spec_algorithm == EAGLE and not REL.hidden_states_settings(sa)[0] and \
         not w.target_worker.model_runner.init_new_workspace, "the model runner was left as built for the capture"
     graph_args = REL.graph_server_args(CUDA_GRAPH_BS, disable_cuda_graph)
     left = {k: getattr(sa, k) for k, v in graph_args.items() if getattr(sa, k) != v}
@@ -624,7 +642,7 @@ def check_plain_state_last_mode():
     [target_graph] = w.built.target_graphs
     assert target_graph.built_with["return_hidden_states"], \
         "the target graph does not capture the hidden states the draft reads (the server's mode is last)"
-    assert w.server_args.return_hidden_states_mode == "last" and not w.server_args.enable_return_hidden_states, \
+    assert REL.hidden_states_settings(w.server_args) == (False, "last"), \
         "the server's hidden-state mode was not put back after the build"
     return "a DECODE graph with every token's hidden states, on a server returning the last only; its mode put back"
 

@@ -48,6 +48,22 @@ class Release059:
     #: _disable_overlap_schedule_for_cpu, so the probe's full __post_init__ on cpu gets the synchronous path)
     cpu_overlap = True
     extra_checks: tuple = ()
+    check_logger = "sglang.srt.server_args"  #: the logger the check warns on
+
+    @staticmethod
+    def check(args: ServerArgs) -> None:
+        """Run the start-up check on a record as the server's own resolution leaves it."""
+        args._handle_speculative_disable_batch_threshold()
+
+    @staticmethod
+    def value(args: ServerArgs, name: str):
+        """A field as start-up resolved it (the check writes N on the field)."""
+        return getattr(args, name)
+
+    @staticmethod
+    def resolve(args: ServerArgs) -> ServerArgs:
+        """Run sglang's own resolution on a parsed record (__post_init__ already did)."""
+        return args
 
 
 class Release056(Release059):
@@ -115,6 +131,49 @@ class Release0517(Release0516):
 
     extra_checks = Release0516.extra_checks + ("published in the spec namespace",)
 
+    @staticmethod
+    def config_frame(context):
+        """A frame that puts the runtime context's published configuration back as it found it."""
+        return context.preserve_config()
+
+
+class Release0518(Release0517):
+    """0.5.18: the start-up check runs in ServerArgs._run_resolution_pipeline (which __post_init__ calls); the runtime
+    context has no preserve_config() any more: its test-only override_server_args() frame puts the published
+    configuration back."""
+
+    @staticmethod
+    def config_frame(context):
+        return context.override_server_args()
+
+
+class Release0519(Release0518):
+    """0.5.19: construction leaves the record at its input; resolution is a separate act (resolve_once ->
+    run_resolution_pipeline), whose result is the declarations over the input: the fields keep the input for the
+    life of the process. The check is the module function handle_speculative_disable_batch_threshold of
+    arg_groups/speculative_hook.py (the pipeline calls it after handle_other_validations) and declares N; the probe
+    reads what resolution decided through the resolving view."""
+
+    check_logger = "sglang.srt.arg_groups.speculative_hook"
+    extra_checks = Release0518.extra_checks + ("start-up through resolve_once",)
+
+    @staticmethod
+    def check(args: ServerArgs) -> None:
+        from sglang.srt.arg_groups.speculative_hook import handle_speculative_disable_batch_threshold
+
+        handle_speculative_disable_batch_threshold(args)
+
+    @staticmethod
+    def value(args: ServerArgs, name: str):
+        from sglang.srt.arg_groups.overrides import resolving_view
+
+        return getattr(resolving_view(args), name)
+
+    @staticmethod
+    def resolve(args: ServerArgs) -> ServerArgs:
+        args.resolve_once()
+        return args
+
 
 BY_VARIANT = {"": Release059, "fallback-0.5.4": Release054, "fallback-0.5.4.post1": Release055,
               "fallback-0.5.4.post2": Release055, "fallback-0.5.5": Release055, "fallback-0.5.5.post3": Release055,
@@ -122,7 +181,8 @@ BY_VARIANT = {"": Release059, "fallback-0.5.4": Release054, "fallback-0.5.4.post
               "fallback-0.5.9": Release059, "fallback-0.5.10": Release059, "fallback-0.5.11": Release0511,
               "fallback-0.5.12": Release0512, "fallback-0.5.13": Release0513,
               "fallback-0.5.14": Release0514, "fallback-0.5.15": Release0515,
-              "fallback-0.5.16": Release0516, "fallback-0.5.17": Release0517}
+              "fallback-0.5.16": Release0516, "fallback-0.5.17": Release0517, "fallback-0.5.18": Release0518,
+              "fallback-0.5.19": Release0519}
 VARIANT = os.environ.get("SPECPATCH_VARIANT", "")
 REL = BY_VARIANT[VARIANT]() if VARIANT in BY_VARIANT else None
 BETA_SPEC_ON = [False]  #: 0.5.4: whether the probe's SGLANG_ENABLE_SPEC_V2 asked for spec v2 (--enable-beta-spec)
@@ -134,12 +194,18 @@ TINY_LLAMA = {
 }
 
 
-def parse(*argv: str) -> ServerArgs:
+def parse_record(*argv: str) -> ServerArgs:
+    """sglang's own parser and from_cli_args (resolved by __post_init__ before 0.5.19, raw from 0.5.19)."""
     parser = argparse.ArgumentParser()
     ServerArgs.add_cli_args(parser)
     beta = ["--enable-beta-spec"] if BETA_SPEC_ON[0] else []
     sync = ["--disable-overlap-schedule"] if SPEC_V2_OFF[0] else []
     return ServerArgs.from_cli_args(parser.parse_args(list(argv) + beta + sync))
+
+
+def parse(*argv: str) -> ServerArgs:
+    """The record as sglang resolves it at start-up."""
+    return REL.resolve(parse_record(*argv))
 
 
 @contextlib.contextmanager
@@ -173,7 +239,8 @@ def environment(**values):
 
 
 def dummy(**fields) -> ServerArgs:
-    """ServerArgs whose __post_init__ stops early (model_path "dummy"), with fields as sglang would leave them."""
+    """ServerArgs whose __post_init__ stops early (model_path "dummy"; 0.5.19: not resolved), with fields as sglang
+    would leave them."""
     args = ServerArgs(model_path="dummy")
     for name, value in fields.items():
         setattr(args, name, value)
@@ -182,7 +249,7 @@ def dummy(**fields) -> ServerArgs:
 
 def refused(args: ServerArgs, *fragments: str) -> str:
     try:
-        args._handle_speculative_disable_batch_threshold()
+        REL.check(args)
     except ValueError as exc:
         message = str(exc)
         missing = [f for f in fragments if f not in message]
@@ -237,24 +304,24 @@ def eagle_ok(**fields) -> ServerArgs:
 def check_env_precedence():
     with environment(SGLANG_SPEC_DISABLE_BATCH_THRESHOLD="7", SGLANG_ENABLE_SPEC_V2="1"):
         args = eagle_ok(speculative_disable_batch_threshold=0)
-        args._handle_speculative_disable_batch_threshold()
-        assert args.speculative_disable_batch_threshold == 7, "the variable does not set N when the flag is 0"
+        REL.check(args)
+        assert REL.value(args, "speculative_disable_batch_threshold") == 7, "the variable does not set N when the flag is 0"
         args = eagle_ok(speculative_disable_batch_threshold=5)
-        args._handle_speculative_disable_batch_threshold()
-        assert args.speculative_disable_batch_threshold == 5, "the variable overrode a non-zero flag"
+        REL.check(args)
+        assert REL.value(args, "speculative_disable_batch_threshold") == 5, "the variable overrode a non-zero flag"
         got = parse("--model-path", "dummy")
         assert got.speculative_disable_batch_threshold == DEFAULT, "the parser itself must not read the variable"
     with environment(SGLANG_SPEC_DISABLE_BATCH_THRESHOLD=None, SGLANG_ENABLE_SPEC_V2="1"):
         args = eagle_ok(speculative_disable_batch_threshold=0)
-        args._handle_speculative_disable_batch_threshold()
-        assert args.speculative_disable_batch_threshold == 0
+        REL.check(args)
+        assert REL.value(args, "speculative_disable_batch_threshold") == 0
     return "flag 0 + SGLANG_SPEC_DISABLE_BATCH_THRESHOLD=7 -> 7; flag 5 wins over it; neither -> 0"
 
 
 def check_refusals():
     with environment(SGLANG_SPEC_DISABLE_BATCH_THRESHOLD=None, SGLANG_ENABLE_SPEC_V2="1",
                      SGLANG_SCHEDULER_SKIP_ALL_GATHER=None, SGLANG_SPEC_DISABLE_CATCH_UP=None):
-        eagle_ok(speculative_disable_batch_threshold=8)._handle_speculative_disable_batch_threshold()
+        REL.check(eagle_ok(speculative_disable_batch_threshold=8))
         cases = [
             ("topk 4", eagle_ok(speculative_eagle_topk=4), ["topk is 4", "--speculative-eagle-topk 1"]),
             ("STANDALONE", eagle_ok(speculative_algorithm="STANDALONE"), ["STANDALONE"]),
@@ -277,7 +344,7 @@ def check_refusals():
         if REL.dp_refused:  # this release's spec-v2 worker has no IDLE handling
             refused(dp, "IDLE")
         else:
-            dp._handle_speculative_disable_batch_threshold()
+            REL.check(dp)
     if REL.skip_all_gather:
         with environment(SGLANG_SPEC_DISABLE_BATCH_THRESHOLD=None, SGLANG_ENABLE_SPEC_V2="1",
                          SGLANG_SCHEDULER_SKIP_ALL_GATHER="1"):
@@ -290,8 +357,8 @@ def check_refusals():
         for spec_v2 in ("0", "1"):
             with environment(SGLANG_SPEC_DISABLE_BATCH_THRESHOLD=None, SGLANG_ENABLE_SPEC_V2=spec_v2):
                 sync = eagle_ok(speculative_disable_batch_threshold=8, disable_overlap_schedule=True)
-                sync._handle_speculative_disable_batch_threshold()
-                assert sync.speculative_disable_batch_threshold == 8, "the synchronous path was not accepted"
+                REL.check(sync)
+                assert REL.value(sync, "speculative_disable_batch_threshold") == 8, "the synchronous path was not accepted"
     with environment(SGLANG_SPEC_DISABLE_BATCH_THRESHOLD=None, SGLANG_ENABLE_SPEC_V2="1",
                      SGLANG_SPEC_DISABLE_CATCH_UP="sideways"):
         refused(eagle_ok(speculative_disable_batch_threshold=8), "SGLANG_SPEC_DISABLE_CATCH_UP")
@@ -305,14 +372,14 @@ def check_warnings():
     records = []
     handler = logging.Handler()
     handler.emit = records.append
-    logger = logging.getLogger("sglang.srt.server_args")
+    logger = logging.getLogger(REL.check_logger)
     logger.addHandler(handler)
     try:
         with environment(SGLANG_SPEC_DISABLE_BATCH_THRESHOLD=None, SGLANG_ENABLE_SPEC_V2="1"):
             args = dummy(speculative_disable_batch_threshold=4)
-            args._handle_speculative_disable_batch_threshold()
-            assert args.speculative_disable_batch_threshold == 0, "N kept without speculative decoding"
-            eagle_ok(speculative_disable_batch_threshold=48)._handle_speculative_disable_batch_threshold()
+            REL.check(args)
+            assert REL.value(args, "speculative_disable_batch_threshold") == 0, "N kept without speculative decoding"
+            REL.check(eagle_ok(speculative_disable_batch_threshold=48))
     finally:
         logger.removeHandler(handler)
     text = "\n".join(r.getMessage() for r in records)
@@ -338,10 +405,10 @@ def check_real_post_init():
                     raise AssertionError("sglang's automatic topk 4 for Llama went through")
                 args = parse(*common, "--speculative-eagle-topk", "1", "--speculative-num-steps", "3",
                              "--speculative-num-draft-tokens", "4")
-                assert args.speculative_disable_batch_threshold == 8 and \
-                    args.disable_overlap_schedule == (not REL.cpu_overlap), \
-                    (args.speculative_disable_batch_threshold, args.disable_overlap_schedule)
-                assert args.max_running_requests == 48, args.max_running_requests
+                got = {k: REL.value(args, k) for k in ("speculative_disable_batch_threshold",
+                                                       "disable_overlap_schedule", "max_running_requests")}
+                assert got == {"speculative_disable_batch_threshold": 8, "disable_overlap_schedule": not REL.cpu_overlap,
+                               "max_running_requests": 48}, got
             with environment(SGLANG_SPEC_DISABLE_BATCH_THRESHOLD=None, SGLANG_ENABLE_SPEC_V2=REL.v1_env):
                 plain = ("--speculative-eagle-topk", "1", "--speculative-num-steps", "3",
                          "--speculative-num-draft-tokens", "4")
@@ -354,11 +421,13 @@ def check_real_post_init():
                         raise AssertionError("the v1 worker (spec v2 off) was accepted")
                 else:
                     args = parse(*common, *plain)
-                    assert args.disable_overlap_schedule and args.speculative_disable_batch_threshold == 8, \
+                    assert REL.value(args, "disable_overlap_schedule") and \
+                        REL.value(args, "speculative_disable_batch_threshold") == 8, \
                         "spec v2 off (EAGLEWorkerV2's synchronous path) was not accepted"
                     from sglang.srt.speculative.eagle_worker_v2 import EAGLEWorkerV2
                     from sglang.srt.speculative.spec_info import SpeculativeAlgorithm
-                    worker = SpeculativeAlgorithm.from_string(args.speculative_algorithm).create_worker(args)
+                    worker = SpeculativeAlgorithm.from_string(
+                        REL.value(args, "speculative_algorithm")).create_worker(args)
                     assert worker is EAGLEWorkerV2, f"spec v2 off creates {worker}, not EAGLEWorkerV2"
         except (ImportError, OSError) as exc:  # transformers cannot read the config here: not the patch's fault
             print(f"PROBE-SKIP: full __post_init__ not run: {type(exc).__name__}: {exc}")
@@ -402,7 +471,7 @@ def check_declared_fields():
                   dict(dp_size=8, tp_size=8, enable_dp_lm_head=True), "all-gather")]
         for name, declared, fields, fragment in cases:
             args = eagle_ok(speculative_disable_batch_threshold=8, **fields)
-            args._handle_speculative_disable_batch_threshold()  # accepted on the pristine fields
+            REL.check(args)  # accepted on the pristine fields
             args = eagle_ok(speculative_disable_batch_threshold=8, **fields)
             object.__setattr__(args, "_resolved_overrides", [("probe: " + name, dict(declared))])
             assert all(getattr(args, k) != v for k, v in declared.items()), "the probe's fields are not pristine"
@@ -418,7 +487,7 @@ def check_spec_namespace():
     with environment(SGLANG_SPEC_DISABLE_BATCH_THRESHOLD=None):
         args = parse("--model-path", "dummy", "--speculative-disable-batch-threshold", "5")
     context = get_context()
-    with context.preserve_config():
+    with REL.config_frame(context):
         context.set_server_args(args)
         got = get_spec().speculative_disable_batch_threshold
         assert got == 5, f"get_spec() reads {got}, not the flag's 5"
@@ -428,8 +497,66 @@ def check_spec_namespace():
     return "get_spec().speculative_disable_batch_threshold is the flag's value once published"
 
 
+def check_resolve_once_startup():
+    """0.5.19: the check runs inside resolve_once, the gate every publisher goes through (publish(), the Engine): N
+    from the environment variable is declared, so the published spec namespace (what the worker reads) and the
+    server info carry it while the field keeps its input; a refused set-up stops the publish; NEXTN (which the
+    speculative hook resolves to EAGLE, the field keeping what was typed) is served; pipeline parallelism is
+    refused."""
+    from sglang.srt.runtime_context import get_context, get_spec, publish
+
+    context = get_context()
+    with tempfile.TemporaryDirectory(prefix="specpatch-probe-") as model:
+        with open(os.path.join(model, "config.json"), "w") as f:
+            json.dump(TINY_LLAMA, f)
+        common = ("--model-path", model, "--device", "cpu", "--speculative-draft-model-path", model)
+        plain = ("--speculative-eagle-topk", "1", "--speculative-num-steps", "3", "--speculative-num-draft-tokens", "4")
+        try:
+            with environment(SGLANG_SPEC_DISABLE_BATCH_THRESHOLD="7"):
+                args = parse_record(*common, "--speculative-algorithm", "EAGLE", *plain)
+                with REL.config_frame(context):
+                    publish(args, role="scheduler")
+                    assert context.server_args is args
+                    got = get_spec().speculative_disable_batch_threshold
+                    assert got == 7, f"the worker's get_spec() reads {got}, not the variable's 7"
+                    info = args.resolved_dict()["speculative_disable_batch_threshold"]
+                    assert info == 7, f"the server info says {info}"
+                    assert args.speculative_disable_batch_threshold == 0, "the field is not the input any more"
+                # sglang's automatic topk 4 for Llama: the check refuses it inside the resolution
+                args = parse_record(*common, "--speculative-algorithm", "EAGLE")
+                with REL.config_frame(context):
+                    try:
+                        publish(args, role="scheduler")
+                    except ValueError as exc:
+                        assert "topk is 4" in str(exc) and "SGLANG_SPEC_DISABLE_BATCH_THRESHOLD=7" in str(exc), str(exc)
+                    else:
+                        raise AssertionError("the automatic topk 4 was published")
+                    assert context.server_args is not args, "the refused record was published"
+                    try:
+                        args.resolve_once()
+                    except RuntimeError:
+                        pass
+                    else:
+                        raise AssertionError("the refused record resolves on a second try")
+            with environment(SGLANG_SPEC_DISABLE_BATCH_THRESHOLD=None):
+                args = parse(*common, "--speculative-algorithm", "NEXTN", *plain,
+                             "--speculative-disable-batch-threshold", "8")
+                got = (args.speculative_algorithm, REL.value(args, "speculative_algorithm"),
+                       REL.value(args, "speculative_disable_batch_threshold"))
+                assert got == ("NEXTN", "EAGLE", 8), got
+        except (ImportError, OSError) as exc:
+            print(f"PROBE-SKIP: resolve_once on a tiny Llama not run: {type(exc).__name__}: {exc}")
+            return _probe_env.SKIPPED
+    with environment(SGLANG_SPEC_DISABLE_BATCH_THRESHOLD=None, SGLANG_SCHEDULER_SKIP_ALL_GATHER=None):
+        refused(eagle_ok(speculative_disable_batch_threshold=8, pp_size=2), "--pp-size 2")
+    return "resolve_once + publish (tiny Llama, cpu): the variable's 7 reaches get_spec() and the server info (the " \
+           "field keeps 0); the automatic topk 4 stops the publish; NEXTN (resolved to EAGLE) served; --pp-size 2 " \
+           "refused"
+
+
 EXTRA_CHECKS = {"adaptive speculation refused": check_adaptive_refused, "declared fields seen": check_declared_fields,
-                "published in the spec namespace": check_spec_namespace}
+                "published in the spec namespace": check_spec_namespace,
+                "start-up through resolve_once": check_resolve_once_startup}
 
 
 def main():

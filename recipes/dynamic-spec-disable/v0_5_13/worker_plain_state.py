@@ -21,9 +21,11 @@ def _spec_disable_build_plain_state(self, threshold: int) -> tuple:
         capture_bs = [bs for bs in (sa.cuda_graph_bs or []) if bs > threshold]
     with self._override_worker_state(0, 1, cuda_graph_bs=capture_bs):
     # </piece>
+        # <piece draft-extend-backend>
         draft_extend_backend = DraftBackendFactory(
             sa, dw.draft_runner, self.topk, 0
         ).create_draft_extend_backend()
+        # </piece>
         draft_extend_graph = None
         if self.spec_disable_catch_up != "skip":
             dw.draft_extend_attn_backend = draft_extend_backend

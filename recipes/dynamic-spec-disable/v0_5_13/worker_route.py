@@ -8,7 +8,9 @@ def _speculation_disabled_for(self, batch: ScheduleBatch) -> bool:
     threshold = getattr(self, "spec_disable_batch_threshold", 0)
     if threshold <= 0:
         return False
+    # <piece dp-size>
     if self.server_args.enable_dp_attention and batch.global_num_tokens is not None:
+    # </piece>
         batch_size = sum(batch.global_num_tokens)
     else:
         batch_size = len(batch.seq_lens)

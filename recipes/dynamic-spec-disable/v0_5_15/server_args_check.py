@@ -1,5 +1,8 @@
+# <piece head>
 def _handle_speculative_disable_batch_threshold(self):
+# </piece>
     """Resolve and check --speculative-disable-batch-threshold (specpatch: dynamic-spec-disable)."""
+    # <piece intro>
     # Precedence: a non-zero flag wins; when the flag is 0,
     # SGLANG_SPEC_DISABLE_BATCH_THRESHOLD sets N; otherwise N is 0 and speculation is
     # always on. Runs last in __post_init__, once overlap, top-k and multi-layer EAGLE are
@@ -8,32 +11,46 @@ def _handle_speculative_disable_batch_threshold(self):
     # (there is no v1 worker any more): SGLANG_ENABLE_SPEC_V2=0 or
     # --disable-overlap-schedule only select its synchronous path, which the fallback
     # serves too (it is called without on_publish and hands over new_seq_lens).
+    # </piece>
     env = envs.SGLANG_SPEC_DISABLE_BATCH_THRESHOLD
     source = "--speculative-disable-batch-threshold"
+    # <piece read-n>
     if self.speculative_disable_batch_threshold == 0 and env.is_set():
+    # </piece>
         raw = os.environ[env.name]
         try:
+            # <piece parse-n>
             self.speculative_disable_batch_threshold = int(raw.strip())
+            # </piece>
         except ValueError:
             raise ValueError(
                 f"{env.name}={raw!r} is not an integer; it is the decode batch size "
                 "above which speculative decoding is disabled (0 = always speculate)."
             ) from None
         source = env.name
+        # <piece write-n>
+        # </piece>
+    # <piece threshold>
     threshold = self.speculative_disable_batch_threshold
+    # </piece>
     if threshold < 0:
         raise ValueError(
             f"{source} must be >= 0 (0 means always speculate), got {threshold}."
         )
     if threshold == 0:
         return
+    # <piece no-algorithm>
     if self.speculative_algorithm is None:
+    # </piece>
         logger.warning(
             f"{source}={threshold} has no effect: speculative decoding is not enabled."
         )
+        # <piece no-effect>
         self.speculative_disable_batch_threshold = 0
+        # </piece>
         return
 
+    # <piece view>
     # Fields that a model override or a resolution pass declares (multi-layer EAGLE for
     # MiMo-V2 and Step-3.5, DP attention and the MoE set-up for DeepSeek context parallel)
     # reach the fields only when the resolution ends (materialize_declarations), after
@@ -41,10 +58,13 @@ def _handle_speculative_disable_batch_threshold(self):
     from sglang.srt.arg_groups.overrides import resolved_view
 
     cfg = resolved_view(self)
+    # </piece>
     problems = []
+    # <piece algorithm>
     if self.speculative_algorithm not in ("EAGLE", "EAGLE3"):
         problems.append(
             f"--speculative-algorithm {self.speculative_algorithm}: only EAGLE, EAGLE3 "
+    # </piece>
             "(and NEXTN, an alias of EAGLE) run the EAGLEWorkerV2 fallback"
         )
     else:
