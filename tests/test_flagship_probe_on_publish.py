@@ -1,5 +1,5 @@
-"""The 0.5.13 - 0.5.19 ports of the flagship: their behaviour probe (worker_probe_on_publish.py) passes on sglang
-0.5.13 - 0.5.19 patched by the recipe, fails on the pristine release, without its release adapter (Release013 /
+"""The 0.5.13 - 0.5.20 ports of the flagship: their behaviour probe (worker_probe_on_publish.py) passes on sglang
+0.5.13 - 0.5.20 patched by the recipe, fails on the pristine release, without its release adapter (Release013 /
 Release014), and on broken fallbacks (the breakages of every release, and those of 0.5.14's renamed CUDA graph
 settings, graph runner and draft capture).
 
@@ -9,7 +9,7 @@ subprocess of the transformers-5 CPU environment, the tree first on sys.path, GP
 variant edits one thing in the patched eagle_worker_v2.py (publish after the catch-up, no new_seq_lens, a
 verify graph captured instead of a DECODE one, a swapped field not put back, ...).
 
-Needs: the transformers-5 CPU environment ($SPECPATCH_CPU_PYTHON_TF5) and the 0.5.13 - 0.5.19 releases (fetched,
+Needs: the transformers-5 CPU environment ($SPECPATCH_CPU_PYTHON_TF5) and the 0.5.13 - 0.5.20 releases (fetched,
 cached).
 """
 
@@ -31,7 +31,7 @@ from patcher.target import find_target
 ROOT = Path(__file__).resolve().parent.parent
 RECIPE = ROOT / "recipes" / "dynamic-spec-disable.yaml"
 WORKER = "sglang/srt/speculative/eagle_worker_v2.py"
-VERSIONS = ("0.5.13", "0.5.14", "0.5.15", "0.5.16", "0.5.17", "0.5.18", "0.5.19")
+VERSIONS = ("0.5.13", "0.5.14", "0.5.15", "0.5.16", "0.5.17", "0.5.18", "0.5.19", "0.5.20")
 PROBE = "probes/worker_probe_on_publish.py"
 
 pytestmark = [pytest.mark.sglang, pytest.mark.cpuenv]
@@ -255,12 +255,12 @@ def test_worker_probe_fails_on_a_broken_fallback(broken_runs, version, name, exp
 
 #: where the start-up check reads the resolving view: 0.5.15 - 0.5.18 in ServerArgs (resolved_view(self)); 0.5.19 in
 #: the speculative hook's module function (resolving_view(server_args), since every field keeps its input there)
-VIEW_READ = {"0.5.19": ("sglang/srt/arg_groups/speculative_hook.py",
-                        r"(handle_speculative_disable_batch_threshold(?:.|\n)*?)cfg = resolving_view\(server_args\)",
-                        r"\1cfg = server_args")}
+VIEW_READ = {v: ("sglang/srt/arg_groups/speculative_hook.py",
+                  r"(handle_speculative_disable_batch_threshold(?:.|\n)*?)cfg = resolving_view\(server_args\)",
+                  r"\1cfg = server_args") for v in ("0.5.19", "0.5.20")}
 
 
-@pytest.mark.parametrize("version", ["0.5.15", "0.5.16", "0.5.17", "0.5.18", "0.5.19"])
+@pytest.mark.parametrize("version", ["0.5.15", "0.5.16", "0.5.17", "0.5.18", "0.5.19", "0.5.20"])
 def test_server_args_probe_fails_when_the_check_reads_undeclared_fields(recipe, cpuenv_python_tf5, patched,
                                                                          tmp_path_factory, version):
     """From 0.5.15 a model override (MiMo-V2 / Step-3.5: multi-layer EAGLE) or a resolution pass (DeepSeek context
@@ -281,4 +281,27 @@ def test_server_args_probe_fails_when_the_check_reads_undeclared_fields(recipe, 
                        run)["fields-not-view"]
     assert not isinstance(check, str), check
     assert check.status == "failed" and "declared fields seen" in (check.message + (check.details or "")), \
+        (check.status, check.message)
+
+
+@pytest.mark.parametrize("version", ["0.5.14", "0.5.20"])
+def test_server_args_probe_fails_when_rejection_sampling_is_served_without_the_catch_up(
+        recipe, cpuenv_python_tf5, patched, tmp_path_factory, version):
+    """From 0.5.14, --speculative-use-rejection-sampling stacks the draft input's draft_probs on the next speculative
+    step; a step without speculation whose catch-up is skipped leaves them unset (a crash at the next draft), so the
+    start-up check refuses the pair. A check that lets it through must fail the server-args probe."""
+    rel = ("sglang/srt/arg_groups/speculative_hook.py" if Version(version) >= Version("0.5.19")
+           else "sglang/srt/server_args.py")
+    breakage = [("rejection-sampling-served", r"if (\w+)\.speculative_use_rejection_sampling and catch_up == \"skip\":",
+                 r"if False and \1.speculative_use_rejection_sampling:")]
+    spec = _verify_spec(recipe, version, "server-args")
+
+    def run(root: Path) -> verify.Check:
+        [check] = verify.run_probes(find_target(root, assume_version=version), spec, recipe.folder,
+                                    python=cpuenv_python_tf5, params=recipe.resolve_params({}))
+        return check
+
+    check = run_broken(patched(version), rel, breakage, tmp_path_factory.mktemp, run)["rejection-sampling-served"]
+    assert not isinstance(check, str), check
+    assert check.status == "failed" and "accepted" in (check.message + (check.details or "")), \
         (check.status, check.message)

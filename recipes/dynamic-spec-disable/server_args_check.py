@@ -94,6 +94,8 @@ def _handle_speculative_disable_batch_threshold(self):
         problems.append(
             f"SGLANG_SPEC_DISABLE_CATCH_UP={catch_up!r}: the draft catch-up is 'padded', 'single' or 'skip'"
         )
+    # <piece catch-up>
+    # </piece>
     if problems:
         raise ValueError(
             f"{source}={threshold} cannot be used with this configuration:\n  - "

@@ -77,6 +77,10 @@ class Release059:
     #: draft_runner.attn_backend), and put back with the speculative one
     draft_runner_backend = False
     server_args_extra: dict = {}  #: the ScheduleBatch scene: server arguments this release's worker code reads
+    #: the ScheduleBatch scene: what this release's Scheduler.run_batch reads of the scheduler beyond the scene's own
+    #: stand-in (make_scheduler)
+    scheduler_attrs: dict = {}
+    draft_model_config_attrs: dict = {}  #: what this release reads of the draft runner's model config beyond the scene's
     #: the target worker's forward_batch_generation takes capture_hidden_mode= (0.5.16: ScheduleBatch has no such field)
     capture_hidden_mode_arg = False
 
@@ -618,6 +622,50 @@ class Release019(Release018):
         return get_context().override_server_args(**fields)
 
 
+class Release020(Release019):
+    """0.5.20: ServerArgs is no dataclass any more but a msgspec Struct (dict=True), assembled by msgspec.defstruct from
+    the input halves of the namespace classes of arg_groups/fields/ (the field is declared in Spec): its fields are
+    msgspec.structs.fields, a missing default is msgspec.NODEFAULT, and ServerArgs.__new__ / object.__setattr__ do
+    not build one (msgspec refuses object.__new__ on a Struct): the published record is built through its
+    constructor, whose __post_init__ leaves it raw, as 0.5.19's did. Scheduler.run_batch records its stage on the
+    scheduler's stage metrics and marks the scheduler active on its metrics reporter. DraftBackendFactory takes the
+    draft's QSA profile, which the one-token build reads from the draft model's config, as the draft worker does."""
+
+    @property
+    def draft_model_config_attrs(self):
+        """parse_qsa_profile(draft_runner.model_config.hf_config) reads it: a Llama config, which has no QSA
+        profile."""
+        from transformers import LlamaConfig
+
+        return {"hf_config": LlamaConfig()}
+
+    #: Scheduler.run_batch is a scheduler_stage_method (its wrapper asks the scheduler's stage-metrics recorder: none
+    #: here, so it calls straight through), marks the scheduler active on its metrics reporter and adds a batch's
+    #: extend tokens to the HRRN policy's processed-token counter
+    scheduler_attrs = dict(Release019.scheduler_attrs, scheduler_stage_metrics=None, processed_tokens_counter=0,
+                           metrics_reporter=SimpleNamespace(record_scheduler_active=lambda: None))
+
+    @staticmethod
+    def published(server_args):
+        """A real ServerArgs (constructed, not resolved) with the scene's values, sglang's defaults for the other
+        fields (None for the required model_path)."""
+        import msgspec
+
+        from sglang.srt.server_args import ServerArgs
+
+        values = {}
+        for f in msgspec.structs.fields(ServerArgs):
+            if hasattr(server_args, f.name):
+                values[f.name] = getattr(server_args, f.name)
+            elif f.default is not msgspec.NODEFAULT:
+                values[f.name] = f.default
+            elif f.default_factory is not msgspec.NODEFAULT:
+                values[f.name] = f.default_factory()
+            else:
+                values[f.name] = None
+        return ServerArgs(**values)
+
+
 #: the one-token-graph fallback on the ModelWorkerBatch contract (worker_probe_graphs.py): variant -> its adapter
 GRAPHS_BY_VARIANT = {
     "": Release059,  # the recipe's own steps
@@ -630,5 +678,5 @@ GRAPHS_BY_VARIANT = {
 #: the ScheduleBatch / on_publish fallback (worker_probe_on_publish.py): the variant the engine applied -> its adapter
 ON_PUBLISH_BY_VARIANT = {"fallback-0.5.13": Release013, "fallback-0.5.14": Release014, "fallback-0.5.15": Release015,
                          "fallback-0.5.16": Release016, "fallback-0.5.17": Release017, "fallback-0.5.18": Release018,
-                         "fallback-0.5.19": Release019}
+                         "fallback-0.5.19": Release019, "fallback-0.5.20": Release020}
 CURRENT = None  #: the adapter the running probe chose (its scene reads it)

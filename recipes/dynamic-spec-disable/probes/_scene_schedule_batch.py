@@ -186,7 +186,8 @@ def make_worker(threshold: int = 0, *, dp_attention: bool = False, catch_up: str
     dw.graphs_built = []
     dw.server_args = dw.draft_runner.server_args = server_args
     dw.draft_runner.model_config = SimpleNamespace(vocab_size=V, spec_hidden_size=H_DRAFT, dtype=torch.float32,
-                                                model_is_mrope=False)  # 0.5.16: ForwardBatch reads it here
+                                                model_is_mrope=False,  # 0.5.16: ForwardBatch reads it here
+                                                **REL.draft_model_config_attrs)
     dw.draft_runner.canary_manager = None
     dw.draft_runner.draft_attn_backend = dw.spec_draft_backend
     if REL.draft_runner_backend:  # as this release's init_attention_backend leaves it
@@ -305,6 +306,8 @@ def make_scheduler(w, fmap, overlap: bool):
         # step to the beam-search coordinator (no beam search here: it relays nothing more)
         ps=SimpleNamespace(pp_size=1), chunked_req=None,
         beam_coordinator=SimpleNamespace(maybe_select_and_relay=lambda batch, result, chunked_req=None: None))
+    for name, value in REL.scheduler_attrs.items():  # what this release's run_batch reads beyond these
+        setattr(s, name, value)
     s._forward_isolation = functools.partial(Scheduler._forward_isolation, s)
     s.record_batch_in_overlap = functools.partial(Scheduler.record_batch_in_overlap, s)
     s.update_cache_from_scheduler = functools.partial(Scheduler.update_cache_from_scheduler, s)

@@ -47,8 +47,21 @@ class Release059:
     #: sglang keeps the overlap scheduler on for speculative decoding on device "cpu" (0.5.16: it turns it off there,
     #: _disable_overlap_schedule_for_cpu, so the probe's full __post_init__ on cpu gets the synchronous path)
     cpu_overlap = True
+    #: --speculative-use-rejection-sampling exists (0.5.14+): refused with the catch-up skipped, which leaves the
+    #: draft's probabilities unset for the next speculative step
+    rejection_sampling = False
     extra_checks: tuple = ()
     check_logger = "sglang.srt.server_args"  #: the logger the check warns on
+
+    @staticmethod
+    def fields(cls) -> tuple:
+        """The declared fields of a record class (ServerArgs is a dataclass)."""
+        return dataclasses.fields(cls)
+
+    @staticmethod
+    def set_bookkeeping(args: ServerArgs, name: str, value) -> None:
+        """Put the record's own bookkeeping (an underscore attribute, not a field) on it, past its setter."""
+        object.__setattr__(args, name, value)
 
     @staticmethod
     def check(args: ServerArgs) -> None:
@@ -105,9 +118,11 @@ class Release0513(Release0512):
 
 class Release0514(Release0513):
     """0.5.14: SGLANG_ENABLE_SPEC_V2 is removed (speculative decoding always runs the V2 worker); the synchronous
-    path, which the variable's 0 selected, is --disable-overlap-schedule."""
+    path, which the variable's 0 selected, is --disable-overlap-schedule. Rejection sampling
+    (--speculative-use-rejection-sampling) arrives."""
 
     spec_v2_env = False
+    rejection_sampling = True
 
 
 class Release0515(Release0514):
@@ -175,6 +190,27 @@ class Release0519(Release0518):
         return args
 
 
+class Release0520(Release0519):
+    """0.5.20: ServerArgs is no dataclass any more but a msgspec Struct (dict=True) that msgspec.defstruct assembles
+    from the input halves of the namespace classes of arg_groups/fields/ (the field is declared in Spec, spec.py):
+    its fields are msgspec.structs.fields (record_fields), and its bookkeeping (the declaration stash
+    _resolved_overrides) is set through msgspec.Struct.__setattr__, not object.__setattr__."""
+
+    @staticmethod
+    def fields(cls) -> tuple:
+        import msgspec
+
+        return msgspec.structs.fields(cls)
+
+    @staticmethod
+    def set_bookkeeping(args: ServerArgs, name: str, value) -> None:
+        """The Struct's own setter (object.__setattr__ does not apply to a Struct); the bookkeeping lands in the
+        record's __dict__, as ServerArgs.__setattr__ and override_server_args() put it."""
+        import msgspec
+
+        msgspec.Struct.__setattr__(args, name, value)
+
+
 BY_VARIANT = {"": Release059, "fallback-0.5.4": Release054, "fallback-0.5.4.post1": Release055,
               "fallback-0.5.4.post2": Release055, "fallback-0.5.5": Release055, "fallback-0.5.5.post3": Release055,
               "fallback-0.5.6": Release056, "fallback-0.5.6.post1": Release056, "fallback-0.5.7": Release059, "fallback-0.5.8": Release059,
@@ -182,7 +218,7 @@ BY_VARIANT = {"": Release059, "fallback-0.5.4": Release054, "fallback-0.5.4.post
               "fallback-0.5.12": Release0512, "fallback-0.5.13": Release0513,
               "fallback-0.5.14": Release0514, "fallback-0.5.15": Release0515,
               "fallback-0.5.16": Release0516, "fallback-0.5.17": Release0517, "fallback-0.5.18": Release0518,
-              "fallback-0.5.19": Release0519}
+              "fallback-0.5.19": Release0519, "fallback-0.5.20": Release0520}
 VARIANT = os.environ.get("SPECPATCH_VARIANT", "")
 REL = BY_VARIANT[VARIANT]() if VARIANT in BY_VARIANT else None
 BETA_SPEC_ON = [False]  #: 0.5.4: whether the probe's SGLANG_ENABLE_SPEC_V2 asked for spec v2 (--enable-beta-spec)
@@ -262,7 +298,7 @@ def refused(args: ServerArgs, *fragments: str) -> str:
 
 
 def check_flag():
-    assert any(f.name == "speculative_disable_batch_threshold" for f in dataclasses.fields(ServerArgs)), \
+    assert any(f.name == "speculative_disable_batch_threshold" for f in REL.fields(ServerArgs)), \
         "ServerArgs has no field speculative_disable_batch_threshold: the target is not patched"
     with environment(SGLANG_SPEC_DISABLE_BATCH_THRESHOLD=None):
         got = parse("--model-path", "dummy", "--speculative-disable-batch-threshold", "5")
@@ -362,9 +398,19 @@ def check_refusals():
     with environment(SGLANG_SPEC_DISABLE_BATCH_THRESHOLD=None, SGLANG_ENABLE_SPEC_V2="1",
                      SGLANG_SPEC_DISABLE_CATCH_UP="sideways"):
         refused(eagle_ok(speculative_disable_batch_threshold=8), "SGLANG_SPEC_DISABLE_CATCH_UP")
+    if REL.rejection_sampling:  # the catch-up that runs the draft extend sets the draft's probabilities; skip does not
+        with environment(SGLANG_SPEC_DISABLE_BATCH_THRESHOLD=None, SGLANG_ENABLE_SPEC_V2="1",
+                         SGLANG_SPEC_DISABLE_CATCH_UP="skip"):
+            refused(eagle_ok(speculative_disable_batch_threshold=8, speculative_use_rejection_sampling=True),
+                    "--speculative-use-rejection-sampling", "SGLANG_SPEC_DISABLE_CATCH_UP=padded")
+        with environment(SGLANG_SPEC_DISABLE_BATCH_THRESHOLD=None, SGLANG_ENABLE_SPEC_V2="1",
+                         SGLANG_SPEC_DISABLE_CATCH_UP="padded"):
+            REL.check(eagle_ok(speculative_disable_batch_threshold=8, speculative_use_rejection_sampling=True))
     return ", ".join(name for name, *_ in cases) + (", SGLANG_SCHEDULER_SKIP_ALL_GATHER" if REL.skip_all_gather
                                                      else "") + \
-        (", DP attention" if REL.dp_refused else "") + " and an unknown catch-up mode are refused with a reason" + \
+        (", DP attention" if REL.dp_refused else "") + \
+        (", rejection sampling with the catch-up skipped (accepted with padded)" if REL.rejection_sampling else "") + \
+        " and an unknown catch-up mode are refused with a reason" + \
         ("" if REL.has_v1_worker else "; no overlap / spec v2 off accepted (EAGLEWorkerV2's synchronous path)")
 
 
@@ -473,7 +519,7 @@ def check_declared_fields():
             args = eagle_ok(speculative_disable_batch_threshold=8, **fields)
             REL.check(args)  # accepted on the pristine fields
             args = eagle_ok(speculative_disable_batch_threshold=8, **fields)
-            object.__setattr__(args, "_resolved_overrides", [("probe: " + name, dict(declared))])
+            REL.set_bookkeeping(args, "_resolved_overrides", [("probe: " + name, dict(declared))])
             assert all(getattr(args, k) != v for k, v in declared.items()), "the probe's fields are not pristine"
             refused(args, fragment)
     return ", ".join(name for name, *_ in cases) + ": refused while only declared (before materialize_declarations)"

@@ -114,6 +114,15 @@ def _handle_speculative_disable_batch_threshold(self):
         problems.append(
             f"SGLANG_SPEC_DISABLE_CATCH_UP={catch_up!r}: the draft catch-up is 'padded', 'single' or 'skip'"
         )
+    if cfg.speculative_use_rejection_sampling and catch_up == "skip":
+        # A step without speculation leaves the draft input without the draft's
+        # probabilities (draft_probs), which the next speculative step's rejection sampling
+        # stacks: the catch-up that runs the draft extend provides them.
+        problems.append(
+            "--speculative-use-rejection-sampling needs the draft catch-up: set "
+            "SGLANG_SPEC_DISABLE_CATCH_UP=padded or single (the default, skip, leaves the "
+            "draft's probabilities unset after a step without speculation)"
+        )
     if problems:
         raise ValueError(
             f"{source}={threshold} cannot be used with this configuration:\n  - "
