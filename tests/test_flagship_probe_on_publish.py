@@ -166,7 +166,7 @@ BREAKAGES = [
 ]
 #: 0.5.14: its CUDA graph settings per phase (cuda_graph_config.decode), DecodeCudaGraphRunner at
 #: model_runner.decode_cuda_graph_runner, the draft's _capture_cuda_graphs and the draft runner's backend
-BREAKAGES_0514 = BREAKAGES[:-2] + [
+BREAKAGES_0514 = [b for b in BREAKAGES[:-2] if b[0] != "every-batch-size-captured"] + [
     ("every-batch-size-captured", r"\[bs for bs in \(decode_graphs\.bs or \[\]\) if bs > threshold\]",
      "list(decode_graphs.bs or [])", "not those above N"),
     ("catch-up-on-the-verify-graph", r"\n\s*dw\.cuda_graph_runner_for_draft_extend,\n\s*model_runner\.attn_backend,"
