@@ -375,12 +375,17 @@ def check_refusals():
         for name, args, fragments in cases:
             args.speculative_disable_batch_threshold = 8
             refused(args, *fragments)
-        # DP attention with the all-gather (the default) is accepted
-        dp = eagle_ok(speculative_disable_batch_threshold=8, enable_dp_attention=True, dp_size=2, tp_size=2)
+        # DP attention with the all-gather (the default) is accepted for EAGLE; EAGLE3's draft runs at the attention-TP
+        # width, inside whose scope the one-token target graph would be captured: refused
+        dp_algorithm = {} if REL.beta_spec else {"speculative_algorithm": "EAGLE"}
+        dp = eagle_ok(speculative_disable_batch_threshold=8, enable_dp_attention=True, dp_size=2, tp_size=2,
+                      **dp_algorithm)
         if REL.dp_refused:  # this release's spec-v2 worker has no IDLE handling
             refused(dp, "IDLE")
         else:
             REL.check(dp)
+            refused(eagle_ok(speculative_disable_batch_threshold=8, enable_dp_attention=True, dp_size=2, tp_size=2,
+                             speculative_algorithm="EAGLE3"), "EAGLE3 with DP attention")
     if REL.skip_all_gather:
         with environment(SGLANG_SPEC_DISABLE_BATCH_THRESHOLD=None, SGLANG_ENABLE_SPEC_V2="1",
                          SGLANG_SCHEDULER_SKIP_ALL_GATHER="1"):
@@ -408,7 +413,7 @@ def check_refusals():
             REL.check(eagle_ok(speculative_disable_batch_threshold=8, speculative_use_rejection_sampling=True))
     return ", ".join(name for name, *_ in cases) + (", SGLANG_SCHEDULER_SKIP_ALL_GATHER" if REL.skip_all_gather
                                                      else "") + \
-        (", DP attention" if REL.dp_refused else "") + \
+        (", DP attention" if REL.dp_refused else ", EAGLE3 with DP attention (EAGLE with it accepted)") + \
         (", rejection sampling with the catch-up skipped (accepted with padded)" if REL.rejection_sampling else "") + \
         " and an unknown catch-up mode are refused with a reason" + \
         ("" if REL.has_v1_worker else "; no overlap / spec v2 off accepted (EAGLEWorkerV2's synchronous path)")

@@ -99,6 +99,20 @@ def _handle_speculative_disable_batch_threshold(self):
                 "--moe-a2a-backend combination skips the all-gather of the per-rank batch "
                 "sizes, so the ranks could take different paths (a deadlock)"
             )
+    if (
+        cfg.enable_dp_attention
+        and cfg.dp_size > 1
+        and cfg.speculative_algorithm == "EAGLE3"
+    ):
+        # The EAGLE3 draft runs at the attention-TP width (draft_tp_context patches the
+        # tensor-parallel group) and the one-token state is built inside that scope, so
+        # the target's one-token graph would record its DP gathers and all-reduces on the
+        # attention-TP group: refused until the target half is built outside it.
+        problems.append(
+            "EAGLE3 with DP attention (--dp-size > 1): the one-token target graph would be "
+            "captured inside the EAGLE3 draft's attention-TP scope (wrong collectives); not "
+            "served yet (EAGLE and NEXTN with DP attention are)"
+        )
     if cfg.speculative_adaptive:
         problems.append(
             "--speculative-adaptive switches the number of draft steps (and the stride the "
