@@ -651,10 +651,11 @@ class Release020(Release019):
         fields (None for the required model_path)."""
         import msgspec
 
+        from sglang.srt.arg_groups.arg_utils import record_fields
         from sglang.srt.server_args import ServerArgs
 
         values = {}
-        for f in msgspec.structs.fields(ServerArgs):
+        for f in record_fields(ServerArgs):
             if hasattr(server_args, f.name):
                 values[f.name] = getattr(server_args, f.name)
             elif f.default is not msgspec.NODEFAULT:

@@ -193,14 +193,14 @@ class Release0519(Release0518):
 class Release0520(Release0519):
     """0.5.20: ServerArgs is no dataclass any more but a msgspec Struct (dict=True) that msgspec.defstruct assembles
     from the input halves of the namespace classes of arg_groups/fields/ (the field is declared in Spec, spec.py):
-    its fields are msgspec.structs.fields (record_fields), and its bookkeeping (the declaration stash
+    its fields are what the release's record_fields gives (msgspec.structs.fields), and its bookkeeping (the declaration stash
     _resolved_overrides) is set through msgspec.Struct.__setattr__, not object.__setattr__."""
 
     @staticmethod
     def fields(cls) -> tuple:
-        import msgspec
+        from sglang.srt.arg_groups.arg_utils import record_fields  # the release's own: Struct or dataclass
 
-        return msgspec.structs.fields(cls)
+        return record_fields(cls)
 
     @staticmethod
     def set_bookkeeping(args: ServerArgs, name: str, value) -> None:
