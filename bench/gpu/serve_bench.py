@@ -98,7 +98,11 @@ def release_names(kwargs: dict) -> dict:
 
     from sglang.srt.server_args import ServerArgs
 
-    fields = {f.name for f in dataclasses.fields(ServerArgs)}
+    # ServerArgs is a dataclass up to 0.5.19 and a msgspec Struct from 0.5.20 (its fields in __struct_fields__)
+    if dataclasses.is_dataclass(ServerArgs):
+        fields = {f.name for f in dataclasses.fields(ServerArgs)}
+    else:
+        fields = set(ServerArgs.__struct_fields__)
     return {RENAMED[k] if k not in fields and RENAMED.get(k) in fields else k: v for k, v in kwargs.items()}
 
 

@@ -12,18 +12,17 @@ import sys
 
 # sglang 0.5.15+ imports its DeepSeek sparse-attention backend (dsa_backend) when the draft worker captures its CUDA
 # graphs, only to list it among the graph-capable backend classes; that module imports the CUTLASS Python DSL
-# (nvidia-cutlass-dsl, hundreds of MB: not carried). The benchmark's Llama never runs DSA, so every server alike (pristine
-# and patched) gets a placeholder module whose class no backend is an instance of.
+# (nvidia-cutlass-dsl, hundreds of MB: not carried). 0.5.20 lists its DeepSeek-V4 backend there too, whose import chain
+# reaches the DSA backend's functions through the DeepSeek models. The benchmark's Llama never runs either, so every
+# server alike (pristine and patched) gets placeholder modules whose classes no backend is an instance of.
 if os.environ.get("SPECPATCH_BENCH_STUB_DSA_BACKEND") == "1":
     import types
 
-    _dsa = types.ModuleType("sglang.srt.layers.attention.dsa_backend")
-
-    class DeepseekSparseAttnBackend:  # never instantiated: isinstance() against it is False
-        pass
-
-    _dsa.DeepseekSparseAttnBackend = DeepseekSparseAttnBackend
-    sys.modules.setdefault(_dsa.__name__, _dsa)
+    for _module, _cls in (("sglang.srt.layers.attention.dsa_backend", "DeepseekSparseAttnBackend"),
+                          ("sglang.srt.layers.attention.deepseek_v4_backend", "DeepseekV4AttnBackend")):
+        _stub = types.ModuleType(_module)
+        setattr(_stub, _cls, type(_cls, (), {}))  # never instantiated: isinstance() against it is False
+        sys.modules.setdefault(_module, _stub)
 
 
 if os.environ.get("SPECPATCH_BENCH_HIDE_FLASHINFER_NORM") == "1":
