@@ -211,6 +211,12 @@ class Release0520(Release0519):
         msgspec.Struct.__setattr__(args, name, value)
 
 
+class Release0521(Release0520):
+    """0.5.21: the check also refuses EAGLE3 with DP attention where the draft's scope (owns_attention) narrows attention
+    CP, expert parallelism or MoE DP, and elastic EP runtime scale-up; rejection sampling makes the catch-up default
+    padded (an explicit skip is refused)."""
+
+
 BY_VARIANT = {"": Release059, "fallback-0.5.4": Release054, "fallback-0.5.4.post1": Release055,
               "fallback-0.5.4.post2": Release055, "fallback-0.5.5": Release055, "fallback-0.5.5.post3": Release055,
               "fallback-0.5.6": Release056, "fallback-0.5.6.post1": Release056, "fallback-0.5.7": Release059, "fallback-0.5.8": Release059,
@@ -218,7 +224,8 @@ BY_VARIANT = {"": Release059, "fallback-0.5.4": Release054, "fallback-0.5.4.post
               "fallback-0.5.12": Release0512, "fallback-0.5.13": Release0513,
               "fallback-0.5.14": Release0514, "fallback-0.5.15": Release0515,
               "fallback-0.5.16": Release0516, "fallback-0.5.17": Release0517, "fallback-0.5.18": Release0518,
-              "fallback-0.5.19": Release0519, "fallback-0.5.20": Release0520}
+              "fallback-0.5.19": Release0519, "fallback-0.5.20": Release0520,
+              "fallback-0.5.21": Release0521}
 VARIANT = os.environ.get("SPECPATCH_VARIANT", "")
 REL = BY_VARIANT[VARIANT]() if VARIANT in BY_VARIANT else None
 BETA_SPEC_ON = [False]  #: 0.5.4: whether the probe's SGLANG_ENABLE_SPEC_V2 asked for spec v2 (--enable-beta-spec)
