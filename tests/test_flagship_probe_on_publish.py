@@ -1,5 +1,5 @@
-"""The 0.5.13 - 0.5.20 ports of the flagship: their behaviour probe (worker_probe_on_publish.py) passes on sglang
-0.5.13 - 0.5.20 patched by the recipe, fails on the pristine release, without its release adapter (Release013 /
+"""The 0.5.13 - 0.5.21 ports of the flagship: their behaviour probe (worker_probe_on_publish.py) passes on sglang
+0.5.13 - 0.5.21 patched by the recipe, fails on the pristine release, without its release adapter (Release013 /
 Release014), and on broken fallbacks (the breakages of every release, and those of 0.5.14's renamed CUDA graph
 settings, graph runner and draft capture).
 
@@ -9,7 +9,7 @@ subprocess of the transformers-5 CPU environment, the tree first on sys.path, GP
 variant edits one thing in the patched eagle_worker_v2.py (publish after the catch-up, no new_seq_lens, a
 verify graph captured instead of a DECODE one, a swapped field not put back, ...).
 
-Needs: the transformers-5 CPU environment ($SPECPATCH_CPU_PYTHON_TF5) and the 0.5.13 - 0.5.20 releases (fetched,
+Needs: the transformers-5 CPU environment ($SPECPATCH_CPU_PYTHON_TF5) and the 0.5.13 - 0.5.21 releases (fetched,
 cached).
 """
 
@@ -31,7 +31,7 @@ from patcher.target import find_target
 ROOT = Path(__file__).resolve().parent.parent
 RECIPE = ROOT / "recipes" / "dynamic-spec-disable.yaml"
 WORKER = "sglang/srt/speculative/eagle_worker_v2.py"
-VERSIONS = ("0.5.13", "0.5.14", "0.5.15", "0.5.16", "0.5.17", "0.5.18", "0.5.19", "0.5.20")
+VERSIONS = ("0.5.13", "0.5.14", "0.5.15", "0.5.16", "0.5.17", "0.5.18", "0.5.19", "0.5.20", "0.5.21")
 PROBE = "probes/worker_probe_on_publish.py"
 
 pytestmark = [pytest.mark.sglang, pytest.mark.cpuenv]
@@ -223,7 +223,22 @@ BREAKAGES_0516 = [(b[0], *_REWRITTEN_0516[b[0]]) if b[0] in _REWRITTEN_0516 else
 #: override removed, return_hidden_states_mode left out of it, the restore removed, 0.5.17's ServerArgs.override()
 #: piece, DraftBackendFactory called with server arguments, no grammar barrier) were run against its probe once
 #: (2026-12-03, see the port's commit): 35/35 failed it
-BREAKAGES_BY_VERSION = {"0.5.13": BREAKAGES, "0.5.14": BREAKAGES_0514, "0.5.16": BREAKAGES_0516}
+#: 0.5.21: draft_tp_context(tp_group, *, owns_attention) (the fallback's scopes pass the draft worker's
+#: draft_owns_attention), and the skipped catch-up's draft-graph vote (cuda_graph_compatible). The fallback's scopes
+#: are the one-line `), speculative_moe_backend_context()` form (upstream's own are `with (` blocks).
+BREAKAGES_0521 = [
+    ("build-scope-without-owns-attention",
+     r"(self\._draft_worker\.draft_runner\.tp_group),\n\s*owns_attention=self\._draft_worker\.draft_owns_attention,\n"
+     r"(\s*\), speculative_moe_backend_context\(\))", r"\1\n\2", "owns_attention"),
+    ("catch-up-scope-without-owns-attention",
+     r"(self\.draft_worker\.draft_runner\.tp_group),\n\s*owns_attention=self\.draft_worker\.draft_owns_attention,\n"
+     r"(\s*\), speculative_moe_backend_context\(\))", r"\1\n\2", "owns_attention"),
+    ("stub-always-votes-for-the-draft-graph",
+     r"next_draft_input\.cuda_graph_compatible = \(\n\s*not self\.draft_worker\.seed_dsa_topk_from_draft_extend\n\s*\)",
+     "pass", "DSA seed flag True"),
+]
+BREAKAGES_BY_VERSION = {"0.5.13": BREAKAGES, "0.5.14": BREAKAGES_0514, "0.5.16": BREAKAGES_0516,
+                        "0.5.21": BREAKAGES_0521}
 
 
 @pytest.fixture(scope="module")
@@ -257,10 +272,10 @@ def test_worker_probe_fails_on_a_broken_fallback(broken_runs, version, name, exp
 #: the speculative hook's module function (resolving_view(server_args), since every field keeps its input there)
 VIEW_READ = {v: ("sglang/srt/arg_groups/speculative_hook.py",
                   r"(handle_speculative_disable_batch_threshold(?:.|\n)*?)cfg = resolving_view\(server_args\)",
-                  r"\1cfg = server_args") for v in ("0.5.19", "0.5.20")}
+                  r"\1cfg = server_args") for v in ("0.5.19", "0.5.20", "0.5.21")}
 
 
-@pytest.mark.parametrize("version", ["0.5.15", "0.5.16", "0.5.17", "0.5.18", "0.5.19", "0.5.20"])
+@pytest.mark.parametrize("version", ["0.5.15", "0.5.16", "0.5.17", "0.5.18", "0.5.19", "0.5.20", "0.5.21"])
 def test_server_args_probe_fails_when_the_check_reads_undeclared_fields(recipe, cpuenv_python_tf5, patched,
                                                                          tmp_path_factory, version):
     """From 0.5.15 a model override (MiMo-V2 / Step-3.5: multi-layer EAGLE) or a resolution pass (DeepSeek context
@@ -284,7 +299,7 @@ def test_server_args_probe_fails_when_the_check_reads_undeclared_fields(recipe, 
         (check.status, check.message)
 
 
-@pytest.mark.parametrize("version", ["0.5.14", "0.5.20"])
+@pytest.mark.parametrize("version", ["0.5.14", "0.5.20", "0.5.21"])
 def test_server_args_probe_fails_when_rejection_sampling_is_served_without_the_catch_up(
         recipe, cpuenv_python_tf5, patched, tmp_path_factory, version):
     """From 0.5.14, --speculative-use-rejection-sampling stacks the draft input's draft_probs on the next speculative

@@ -13,6 +13,8 @@ def _init_speculative_disable(self, server_args: ServerArgs) -> None:
     )
     # </piece>
     catch_up = envs.SGLANG_SPEC_DISABLE_CATCH_UP.get()
+    # <piece catch-up-default>
+    # </piece>
     self.spec_disable_batch_threshold = threshold
     self.spec_disable_catch_up = catch_up
     # <piece state>

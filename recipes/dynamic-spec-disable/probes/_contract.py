@@ -140,7 +140,8 @@ EXTRA_CHECKS = {"hybrid mamba/GDN target refused": hybrid_refused, "hybrid mamba
                 "the start-up reads the resolution, not the input": resolved_not_input,
                 "grammar barrier before the target's sampler": scene_check("check_grammar_barrier"),
                 "hidden states captured on a server returning the last only":
-                scene_check("check_plain_state_last_mode")}
+                scene_check("check_plain_state_last_mode"),
+                "draft scope and draft-graph vote as the release's own": scene_check("check_draft_scope_and_vote")}
 
 
 # ------------------------------------------------------------------------------------- checks on a probe's scene

@@ -209,7 +209,8 @@ def install_verify(w, pool, token: str, lens_on_result: bool = False, pass_alloc
     `pass_allocate_lens`, the allocate_lens verify is given (0.5.4 - 0.5.5) are passed on on the result."""
     w.verify_calls = []
 
-    def verify(batch, *more, grammar_barrier=None):  # 0.5.17: the scheduler's grammar barrier, by keyword
+    # 0.5.17: the scheduler's grammar barrier, by keyword; 0.5.21: the PP proxy tensors (None without PP), by keyword
+    def verify(batch, *more, pp_proxy_tensors=None, grammar_barrier=None):
         w.verify_calls.append(batch)
         if getattr(w, "log", None) is not None:
             w.log.append("verify")
@@ -426,7 +427,8 @@ class RecordingDraftWorker(EagleDraftWorker):
         self.server_args = SimpleNamespace(enable_nan_detection=False)
         self.req_to_token_pool = req_to_token_pool
         self.draft_runner = FakeDraftRunner(rel, req_to_token_pool, log)
-        self.draft_tp_context = lambda group: contextlib.nullcontext()
+        self.draft_tp_context = self._draft_tp_context
+        self.tp_contexts = []  #: the keyword arguments of each draft_tp_context entry (0.5.21: owns_attention)
         self.plan_stream, self.plan_stream_ctx = None, contextlib.nullcontext()
         self.spec_draft_graph = self.cuda_graph_runner = Sentinel("draft multi-step graph runner")
         self.spec_draft_backend = self.draft_attn_backend = Backend("draft-speculative")
@@ -439,6 +441,19 @@ class RecordingDraftWorker(EagleDraftWorker):
         self.draft_calls = []
         self.extend_decode_calls = []
         self.extend_prefill_calls = []
+
+    def _draft_tp_context(self, *args, **kwargs):
+        """No scope, entered as the release's own draft_tp_context is (its signature binds the call: 0.5.21 asks
+        owns_attention); the keyword arguments are recorded."""
+        import inspect
+
+        import sglang.srt.speculative.eagle_worker_v2 as worker_module
+
+        real = getattr(worker_module, "draft_tp_context", None)
+        if real is not None:
+            inspect.signature(real).bind(*args, **kwargs)  # TypeError where the release's function refuses the call
+        self.tp_contexts.append(dict(kwargs))
+        return contextlib.nullcontext()
 
     def draft(self, model_worker_batch):
         self.draft_calls.append(model_worker_batch)

@@ -81,6 +81,8 @@ class Release059:
     #: stand-in (make_scheduler)
     scheduler_attrs: dict = {}
     draft_model_config_attrs: dict = {}  #: what this release reads of the draft runner's model config beyond the scene's
+    #: the ScheduleBatch scene: attributes of EAGLEWorkerV2 that its __init__ sets and the step reads beyond the scene's
+    worker_attrs: dict = {}
     #: the target worker's forward_batch_generation takes capture_hidden_mode= (0.5.16: ScheduleBatch has no such field)
     capture_hidden_mode_arg = False
 
@@ -397,9 +399,14 @@ class Release014(Release013):
         return check_cuda_graph_backend(Phase.DECODE, Backend.DISABLED)  # as _capture_cuda_graphs asks
 
     def install_server_args(self, server_args):
+        self.publish_scene(server_args)
+
+    @staticmethod
+    def publish_scene(server_args):
+        """Publish the scene's server arguments as the scheduler's (what check_cuda_graph_backend reads)."""
         from sglang.srt.server_args import set_global_server_args_for_scheduler
 
-        set_global_server_args_for_scheduler(server_args)  # what check_cuda_graph_backend reads
+        set_global_server_args_for_scheduler(server_args)
 
 
 class Release015(Release014):
@@ -667,6 +674,50 @@ class Release020(Release019):
         return ServerArgs(**values)
 
 
+class Release021(Release020):
+    """0.5.21: draft_tp_context takes owns_attention (the draft worker's draft_owns_attention: EAGLE3 with DP
+    attention); the draft input carries cuda_graph_compatible, the DP ranks' draft-graph vote. publish() reads the
+    derived parallel widths (dcp_enabled) that set_server_args projects from the record's namespaces, which the
+    scene's record (no ServerArgs) has none of: the scene is installed as the real record alone (0.5.17's
+    set_server_args, which replaced the scene's record before too), with what publish() adds to it: attn_dcp_rank 0
+    when decode context parallelism is off."""
+
+    #: what the draft worker's __init__ sets beyond 0.5.20's: the scene's EAGLE draft does not own its attention
+    draft_worker_attrs = dict(Release020.draft_worker_attrs, draft_owns_attention=False)
+    #: EAGLEWorkerV2.__init__ reads SGLANG_ENABLE_DP_SPEC_PREFILL_COORDINATION (off: a prefill in the batch runs the
+    #: prefill path, as before)
+    worker_attrs = dict(enable_dp_spec_prefill_coordination=False)
+    #: Scheduler.run_batch's non-overlap speculative path asks its PP group whether it is the last stage (no PP: yes)
+    scheduler_attrs = dict(Release020.scheduler_attrs, pp_group=SimpleNamespace(is_last_rank=True))
+    extra_checks = Release020.extra_checks + ("draft scope and draft-graph vote as the release's own",)
+
+    @property
+    def runner_attrs(self):
+        """0.5.20's, with what ForwardBatch.init_new reads of the runner now: the model config's
+        requires_mm_token_modalities (a text-only model: no) and the runner's own attn_dcp_size / attn_dcp_rank (decode
+        context parallelism off; was its ps)."""
+        attrs = dict(super().runner_attrs, attn_dcp_size=1, attn_dcp_rank=0)  # was ps.attn_dcp_size / _rank
+        attrs["model_config"] = SimpleNamespace(**vars(attrs["model_config"]), requires_mm_token_modalities=False)
+        return attrs
+
+    @property
+    def draft_model_config_attrs(self):
+        """0.5.20's, and requires_mm_token_modalities, which ForwardBatch.init_new asks of the draft's model config too."""
+        return {**super().draft_model_config_attrs, "requires_mm_token_modalities": False}
+
+    @staticmethod
+    def publish_scene(server_args):
+        """Nothing: the real record that 0.5.17's install_server_args sets next is the one the context keeps."""
+
+    def install_server_args(self, server_args):
+        from sglang.srt.runtime_context import get_context
+
+        super().install_server_args(server_args)
+        parallel = get_context().parallel
+        if not parallel.dcp_enabled:  # as publish() stamps it
+            parallel.override_permanently(attn_dcp_rank=0)
+
+
 #: the one-token-graph fallback on the ModelWorkerBatch contract (worker_probe_graphs.py): variant -> its adapter
 GRAPHS_BY_VARIANT = {
     "": Release059,  # the recipe's own steps
@@ -679,5 +730,6 @@ GRAPHS_BY_VARIANT = {
 #: the ScheduleBatch / on_publish fallback (worker_probe_on_publish.py): the variant the engine applied -> its adapter
 ON_PUBLISH_BY_VARIANT = {"fallback-0.5.13": Release013, "fallback-0.5.14": Release014, "fallback-0.5.15": Release015,
                          "fallback-0.5.16": Release016, "fallback-0.5.17": Release017, "fallback-0.5.18": Release018,
-                         "fallback-0.5.19": Release019, "fallback-0.5.20": Release020}
+                         "fallback-0.5.19": Release019, "fallback-0.5.20": Release020,
+                         "fallback-0.5.21": Release021}
 CURRENT = None  #: the adapter the running probe chose (its scene reads it)

@@ -194,7 +194,7 @@ def make_worker(threshold: int = 0, *, dp_attention: bool = False, catch_up: str
         dw.draft_runner.attn_backend = dw.spec_extend_backend
     dw._rebuild_topk1_chain_buffers()
     w = _fakes.bare_worker(server_args, pool, adaptive_controller=None, enable_nan_detection=nan_detection, log=log,
-                           published=[], _target_worker=target, _draft_worker=dw)
+                           published=[], _target_worker=target, _draft_worker=dw, **REL.worker_attrs)
     _fakes.install_verify(w, pool, REL.token, lens_on_result=True)
     return _fakes.start_up(w, server_args, catch_up, REL.finish_start_up)
 
@@ -648,6 +648,37 @@ def check_plain_state_last_mode():
     assert REL.hidden_states_settings(w.server_args) == (False, "last"), \
         "the server's hidden-state mode was not put back after the build"
     return "a DECODE graph with every token's hidden states, on a server returning the last only; its mode put back"
+
+
+def check_draft_scope_and_vote():
+    """0.5.21+: the one-token build and the draft catch-up enter the draft's scope as the release's own calls do
+    (draft_tp_context(tp_group, owns_attention=draft_worker.draft_owns_attention): a call without it is refused by
+    the release's signature); a step with the catch-up skipped votes on the next step's draft graph
+    (cuda_graph_compatible) as the draft extend would: no, where the draft seeds its DSA top-k from the draft extend
+    (no seed was made), else yes."""
+    saved = REL.draft_worker_attrs
+    try:
+        for owns in (False, True):
+            REL.draft_worker_attrs = dict(saved, draft_owns_attention=owns)
+            w = make_worker(2, catch_up="padded")
+            built = list(w._draft_worker.tp_contexts)
+            result = step(w, decode_batch(4, pool=w.req_to_token_pool))
+            assert getattr(result, "speculation_disabled", False), "the step did not fall back"
+            calls = w._draft_worker.tp_contexts
+            assert built and len(calls) > len(built), f"draft scopes entered: {calls} (build: {built})"
+            assert all(c.get("owns_attention") is owns for c in calls), \
+                f"draft_tp_context entered with {calls}, the draft worker's draft_owns_attention is {owns}"
+        for seed in (False, True):
+            REL.draft_worker_attrs = dict(saved, seed_dsa_topk_from_draft_extend=seed)
+            w = make_worker(2, catch_up="skip")
+            result = step(w, decode_batch(4, pool=w.req_to_token_pool))
+            assert getattr(result, "speculation_disabled", False), "the step did not fall back"
+            vote = result.next_draft_input.cuda_graph_compatible
+            assert vote is (not seed), f"the skipped catch-up's draft input votes {vote} with the DSA seed flag {seed}"
+    finally:
+        REL.draft_worker_attrs = saved
+    return "build and catch-up scopes pass owns_attention as the draft worker owns it (False / True); the skipped " \
+        "catch-up's draft input votes against the draft graph only for a DSA-seeded draft"
 
 
 START_UP_CHECKS = [("start-up: what is captured (skip)", check_plain_state("skip")),

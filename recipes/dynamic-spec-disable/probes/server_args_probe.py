@@ -211,6 +211,14 @@ class Release0520(Release0519):
         msgspec.Struct.__setattr__(args, name, value)
 
 
+class Release0521(Release0520):
+    """0.5.21: the check also refuses EAGLE3 with DP attention where the draft's scope (owns_attention) narrows attention
+    CP, expert parallelism or MoE DP, and elastic EP runtime scale-up; rejection sampling makes the catch-up default
+    padded (an explicit skip is refused)."""
+
+    extra_checks = Release0520.extra_checks + ("0.5.21 set-ups",)
+
+
 BY_VARIANT = {"": Release059, "fallback-0.5.4": Release054, "fallback-0.5.4.post1": Release055,
               "fallback-0.5.4.post2": Release055, "fallback-0.5.5": Release055, "fallback-0.5.5.post3": Release055,
               "fallback-0.5.6": Release056, "fallback-0.5.6.post1": Release056, "fallback-0.5.7": Release059, "fallback-0.5.8": Release059,
@@ -218,7 +226,8 @@ BY_VARIANT = {"": Release059, "fallback-0.5.4": Release054, "fallback-0.5.4.post
               "fallback-0.5.12": Release0512, "fallback-0.5.13": Release0513,
               "fallback-0.5.14": Release0514, "fallback-0.5.15": Release0515,
               "fallback-0.5.16": Release0516, "fallback-0.5.17": Release0517, "fallback-0.5.18": Release0518,
-              "fallback-0.5.19": Release0519, "fallback-0.5.20": Release0520}
+              "fallback-0.5.19": Release0519, "fallback-0.5.20": Release0520,
+              "fallback-0.5.21": Release0521}
 VARIANT = os.environ.get("SPECPATCH_VARIANT", "")
 REL = BY_VARIANT[VARIANT]() if VARIANT in BY_VARIANT else None
 BETA_SPEC_ON = [False]  #: 0.5.4: whether the probe's SGLANG_ENABLE_SPEC_V2 asked for spec v2 (--enable-beta-spec)
@@ -605,7 +614,49 @@ def check_resolve_once_startup():
            "refused"
 
 
-EXTRA_CHECKS = {"adaptive speculation refused": check_adaptive_refused, "declared fields seen": check_declared_fields,
+def check_0521_setups():
+    """0.5.21: EAGLE3 with DP attention refused where its draft's scope (owns_attention) narrows attention CP, EP or MoE
+    DP, served where it narrows nothing; elastic EP runtime scale-up refused; mori with SGLANG_MORI_RECV_BOUND gathers
+    the per-rank batch sizes (served); rejection sampling, asked for or declared by sglang itself (ROCm), makes the
+    catch-up default padded, and an explicit skip is refused."""
+    with environment(SGLANG_SPEC_DISABLE_BATCH_THRESHOLD=None, SGLANG_SCHEDULER_SKIP_ALL_GATHER=None,
+                     SGLANG_SPEC_DISABLE_CATCH_UP=None):
+        dp1 = dict(speculative_disable_batch_threshold=8, enable_dp_attention=True, dp_size=1, tp_size=4)
+        REL.check(eagle_ok(**dp1))  # EAGLE3, one attention-DP rank, no CP / EP / MoE DP: nothing narrowed
+        for flag, field in (("--ep-size", "ep_size"), ("--attn-cp-size", "attn_cp_size"),
+                            ("--moe-dp-size", "moe_dp_size")):
+            refused(eagle_ok(**dp1, **{field: 2}), "EAGLE3 with DP attention and", f"{flag} 2")
+            REL.check(eagle_ok(**dp1, **{field: 2}, speculative_algorithm="EAGLE"))  # EAGLE's draft owns nothing
+        elastic = dict(speculative_disable_batch_threshold=8, elastic_ep_backend="mooncake", tp_size=2)
+        refused(eagle_ok(**elastic, max_ep_size=4), "Elastic EP runtime scale-up", "--max-ep-size 4")
+        REL.check(eagle_ok(**elastic, max_ep_size=2))  # no scale-up beyond the launch width
+        REL.check(eagle_ok(**elastic))
+        mori = eagle_ok(speculative_disable_batch_threshold=8, speculative_algorithm="EAGLE", enable_dp_attention=True,
+                        dp_size=2, tp_size=2, moe_dense_tp_size=1, enable_dp_lm_head=True, moe_a2a_backend="mori")
+        refused(mori, "all-gather")
+        saved = os.environ.get("SGLANG_MORI_RECV_BOUND")
+        os.environ["SGLANG_MORI_RECV_BOUND"] = "true"
+        try:
+            REL.check(mori)
+        finally:
+            if saved is None:
+                os.environ.pop("SGLANG_MORI_RECV_BOUND", None)
+            else:
+                os.environ["SGLANG_MORI_RECV_BOUND"] = saved
+        REL.check(eagle_ok(speculative_disable_batch_threshold=8, speculative_use_rejection_sampling=True))
+        rocm = eagle_ok(speculative_disable_batch_threshold=8, speculative_algorithm="EAGLE")
+        REL.set_bookkeeping(rocm, "_resolved_overrides",
+                            [("probe: _handle_eagle_family (ROCm)", {"speculative_use_rejection_sampling": True})])
+        REL.check(rocm)
+    with environment(SGLANG_SPEC_DISABLE_BATCH_THRESHOLD=None, SGLANG_SPEC_DISABLE_CATCH_UP="skip"):
+        refused(rocm, "on ROCm", "SGLANG_SPEC_DISABLE_CATCH_UP=padded")
+    return "EAGLE3 with DP attention refused with --ep-size / --attn-cp-size / --moe-dp-size 2 (served with none, and " \
+           "EAGLE with them); elastic EP scale-up (--max-ep-size > --tp-size) refused; mori gathers with " \
+           "SGLANG_MORI_RECV_BOUND; rejection sampling (also as declared on ROCm) served with the catch-up unset, " \
+           "refused with an explicit skip"
+
+
+EXTRA_CHECKS = {"0.5.21 set-ups": check_0521_setups, "adaptive speculation refused": check_adaptive_refused, "declared fields seen": check_declared_fields,
                 "published in the spec namespace": check_spec_namespace,
                 "start-up through resolve_once": check_resolve_once_startup}
 

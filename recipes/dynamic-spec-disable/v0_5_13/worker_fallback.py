@@ -58,7 +58,9 @@ def _forward_without_speculation(
             # target's hidden state at the step's position, the sampled token, its KV slot.
             batch.out_cache_loc = out_cache_loc
             with self.draft_worker.draft_tp_context(
+                # <piece catch-up-tp-group>
                 self.draft_worker.draft_runner.tp_group
+                # </piece>
             ), speculative_moe_backend_context(), speculative_moe_a2a_backend_context():
                 self.draft_worker._draft_extend_for_decode(batch, result)
     finally:

@@ -22,3 +22,5 @@ def _spec_disable_stub_draft_input(
             device=self.device,
         )
     # </piece>
+    # <piece graph-compatible>
+    # </piece>

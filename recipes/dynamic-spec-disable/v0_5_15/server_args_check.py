@@ -99,6 +99,7 @@ def _handle_speculative_disable_batch_threshold(self):
                 "--moe-a2a-backend combination skips the all-gather of the per-rank batch "
                 "sizes, so the ranks could take different paths (a deadlock)"
             )
+    # <piece eagle3-dp-attention>
     if (
         cfg.enable_dp_attention
         and cfg.dp_size > 1
@@ -113,6 +114,7 @@ def _handle_speculative_disable_batch_threshold(self):
             "captured inside the EAGLE3 draft's attention-TP scope (wrong collectives); not "
             "served yet (EAGLE and NEXTN with DP attention are)"
         )
+    # </piece>
     if cfg.speculative_adaptive:
         problems.append(
             "--speculative-adaptive switches the number of draft steps (and the stride the "
@@ -123,11 +125,14 @@ def _handle_speculative_disable_batch_threshold(self):
         problems.append("--enable-two-batch-overlap has not been validated with the fallback")
     if cfg.enable_pdmux:
         problems.append("--enable-pdmux has not been validated with the fallback")
+    # <piece more-refusals>
+    # </piece>
     catch_up = envs.SGLANG_SPEC_DISABLE_CATCH_UP.get()
     if catch_up not in ("padded", "single", "skip"):
         problems.append(
             f"SGLANG_SPEC_DISABLE_CATCH_UP={catch_up!r}: the draft catch-up is 'padded', 'single' or 'skip'"
         )
+    # <piece rejection-sampling>
     if cfg.speculative_use_rejection_sampling and catch_up == "skip":
         # A step without speculation leaves the draft input without the draft's
         # probabilities (draft_probs), which the next speculative step's rejection sampling
@@ -137,6 +142,7 @@ def _handle_speculative_disable_batch_threshold(self):
             "SGLANG_SPEC_DISABLE_CATCH_UP=padded or single (the default, skip, leaves the "
             "draft's probabilities unset after a step without speculation)"
         )
+    # </piece>
     if problems:
         raise ValueError(
             f"{source}={threshold} cannot be used with this configuration:\n  - "
