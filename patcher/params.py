@@ -6,7 +6,8 @@ stands, and each sentinel is then replaced, by its place in the syntax tree:
 - an expression (`threshold = {{n}}`): the value's literal (`8`, `(-1)`, `0.5`, `True`, `'a "quoted" text'`);
 - inside a string (`EnvStr("{{mode}}")`, a docstring, an f-string's text): the value's characters, escaped for that
   string, so that the string ends where the template's string ends;
-- part of a name (`def get_{{label}}`): only a value that is an identifier;
+- part of a name (`def get_{{label}}`), or the object of an attribute access (`{{obj}}.field`, where a literal would
+  mean nothing): only a value that is an identifier, written as that name;
 - inside a comment: only a value that is one printable line.
 
 Anything else (a value that cannot be represented there, a sentinel left over) is refused with a ParamError naming
@@ -121,6 +122,11 @@ class _Substitute(cst.CSTTransformer):
         self.values = values
         self.pattern = re.compile("|".join(re.escape(t) for t in sorted(sentinels, key=len, reverse=True)))
         self.raw: list[bool] = []  #: for each f-string being visited, whether it is raw
+        self.objects: set[int] = set()  #: the placeholders that are the object of an attribute access: names
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        if isinstance(node.value, cst.Name) and node.value.value in self.sentinels:
+            self.objects.add(id(node.value))
 
     def _sub(self, text: str, fn) -> str:
         return self.pattern.sub(lambda m: fn(self.sentinels[m.group(0)]), text)
@@ -134,6 +140,12 @@ class _Substitute(cst.CSTTransformer):
         return updated
 
     def leave_Name(self, original: cst.Name, updated: cst.Name) -> cst.BaseExpression:
+        if updated.value in self.sentinels and id(original) in self.objects:
+            name = self.sentinels[updated.value]
+            value = self.values[name]
+            if not (isinstance(value, str) and value.isidentifier() and not keyword.iskeyword(value)):
+                raise ParamError(f"parameter `{name}` is the object of an attribute access; {value!r} is not a name")
+            return updated.with_changes(value=value)
         if updated.value in self.sentinels:
             node = literal(self.values[self.sentinels[updated.value]])
             return node.with_changes(lpar=updated.lpar, rpar=updated.rpar) if updated.lpar else node

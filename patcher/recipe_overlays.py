@@ -317,7 +317,9 @@ def _finish(step: _Step, loc: tuple, constants: dict, data: dict, lines: LineMap
         lines.copy_line(loc + (key,), step.origin.get(key), lines[loc])
         if loc + (key,) not in lines.files and loc in lines.files and step.origin.get(key) is None:
             lines.files[loc + (key,)] = lines.files[loc]
-    keys, have = _templated_keys(out.get("op")), set()
+    # constants go in the templated options and in any step's `code` (a recipe's own names: an operation whose code
+    # takes no parameters, such as add_definition, still reads a variant's constants)
+    keys, have = _templated_keys(out.get("op")) | {"code"}, set()
     for key, value in out.items():
         if not isinstance(value, str):
             continue

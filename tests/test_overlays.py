@@ -276,3 +276,18 @@ def test_an_error_in_an_included_variants_file_points_into_that_file(tmp_path):
     assert "variant `middle` changes step `feild`" in err.message
     assert err.location.file == str(tmp_path / "demo" / "variants.yaml")
     assert err.location.line == line_of(variants, "feild: {after: z}")
+
+
+def test_a_constant_as_the_object_of_an_attribute_is_written_as_a_name():
+    """`{{view}}.field` reads a field of the object the constant names (a variant reading the resolved configuration
+    where its base reads `self`); anywhere else the same constant is a literal, and a value that is no name is
+    refused."""
+    from patcher.errors import ParamError
+    from patcher.params import render
+
+    code = "if {{view}}.enable_dp_attention and {{view}}.dp_size(1) > 1:\n    label = {{view}}\n"
+    assert render(code, {"view": "cfg"}) == "if cfg.enable_dp_attention and cfg.dp_size(1) > 1:\n    label = 'cfg'\n"
+    assert render(code, {"view": "self"}).startswith("if self.enable_dp_attention and self.dp_size(1)")
+    for bad in ("not a name", "class", 3):
+        with pytest.raises(ParamError, match="object of an attribute access"):
+            render(code, {"view": bad})

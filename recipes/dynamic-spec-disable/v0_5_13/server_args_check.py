@@ -7,7 +7,7 @@
         # <piece v2-worker>
         # </piece>
     # <piece adaptive>
-    if self.speculative_adaptive:
+    if {{cfg}}.speculative_adaptive:
         problems.append(
             "--speculative-adaptive switches the number of draft steps (and the stride the "
             "scheduler reads) by batch size and acceptance rate; it is not combined with the "

@@ -1,5 +1,5 @@
 # <piece catch-up>
-if self.speculative_use_rejection_sampling and catch_up == "skip":
+if {{cfg}}.speculative_use_rejection_sampling and catch_up == "skip":
     # A step without speculation leaves the draft input without the draft's
     # probabilities (draft_probs), which the next speculative step's rejection sampling
     # stacks: the catch-up that runs the draft extend provides them.

@@ -3,7 +3,7 @@
 
 def handle_speculative_disable_batch_threshold(server_args: ServerArgs) -> None:
 # </piece>
-# <piece intro>
+# <piece precedence>
 # Precedence: a non-zero flag wins; when the flag is 0,
 # SGLANG_SPEC_DISABLE_BATCH_THRESHOLD sets N; otherwise N is 0 and speculation is
 # always on. The resolution pipeline calls this right after handle_other_validations,
@@ -54,4 +54,27 @@ if cfg.speculative_algorithm not in ("EAGLE", "EAGLE3"):
 # </piece>
 # <piece moe-a2a>
 or cfg.moe_a2a_backend in ("none", "flashinfer")
+# </piece>
+# <piece intro>
+# </piece>
+# <piece v2-worker>
+# </piece>
+# <piece adaptive>
+if cfg.speculative_adaptive:
+    problems.append(
+        "--speculative-adaptive switches the number of draft steps (and the stride the "
+        "scheduler reads) by batch size and acceptance rate; it is not combined with the "
+        "fallback"
+    )
+# </piece>
+# <piece catch-up>
+if cfg.speculative_use_rejection_sampling and catch_up == "skip":
+    # A step without speculation leaves the draft input without the draft's
+    # probabilities (draft_probs), which the next speculative step's rejection sampling
+    # stacks: the catch-up that runs the draft extend provides them.
+    problems.append(
+        "--speculative-use-rejection-sampling needs the draft catch-up: set "
+        "SGLANG_SPEC_DISABLE_CATCH_UP=padded or single (the default, skip, leaves the "
+        "draft's probabilities unset after a step without speculation)"
+    )
 # </piece>

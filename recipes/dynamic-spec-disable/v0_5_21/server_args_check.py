@@ -64,7 +64,7 @@ if (
         "is not rebuilt for the new width"
     )
 # </piece>
-# <piece rejection-sampling>
+# <piece catch-up>
 if cfg.speculative_use_rejection_sampling and catch_up == "skip":
     # Rejection sampling as resolved: on ROCm, _handle_eagle_family turns it on by itself
     # for EAGLE with topk 1 (_should_auto_enable_hip_rejection_sampling). The next

@@ -4,12 +4,14 @@
     from sglang.srt.environ import envs
 
     # </piece>
-    # <piece algorithms>
+    # <piece algorithm>
     if self.speculative_algorithm != "EAGLE":
         problems.append(
             f"--speculative-algorithm {self.speculative_algorithm}: in this release only EAGLE "
             "(and NEXTN, an alias of it) runs the spec-v2 worker (EAGLEWorkerV2) that holds the fallback"
         )
+    # </piece>
+    # <piece algorithm-tail>
     # </piece>
         # <piece v2-worker>
         if not self.enable_beta_spec or self.disable_overlap_schedule:
