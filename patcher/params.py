@@ -141,22 +141,22 @@ class _Substitute(cst.CSTTransformer):
 
     def leave_Name(self, original: cst.Name, updated: cst.Name) -> cst.BaseExpression:
         if updated.value in self.sentinels and id(original) in self.objects:
-            name = self.sentinels[updated.value]
-            value = self.values[name]
-            if not (isinstance(value, str) and value.isidentifier() and not keyword.iskeyword(value)):
-                raise ParamError(f"parameter `{name}` is the object of an attribute access; {value!r} is not a name")
-            return updated.with_changes(value=value)
+            return updated.with_changes(value=self._identifier(self.sentinels[updated.value],
+                                                               "the object of an attribute access"))
         if updated.value in self.sentinels:
             node = literal(self.values[self.sentinels[updated.value]])
             return node.with_changes(lpar=updated.lpar, rpar=updated.rpar) if updated.lpar else node
         if self.pattern.search(updated.value):
-            def ident(name: str) -> str:
-                value = self.values[name]
-                if not (isinstance(value, str) and value.isidentifier() and not keyword.iskeyword(value)):
-                    raise ParamError(f"parameter `{name}` is part of a name; {value!r} is not an identifier")
-                return value
-            return updated.with_changes(value=self._sub(updated.value, ident))
+            return updated.with_changes(value=self._sub(updated.value,
+                                                        lambda name: self._identifier(name, "part of a name")))
         return updated
+
+    def _identifier(self, name: str, where: str) -> str:
+        """The value of parameter `name` where only a name can stand, or a ParamError."""
+        value = self.values[name]
+        if not (isinstance(value, str) and value.isidentifier() and not keyword.iskeyword(value)):
+            raise ParamError(f"parameter `{name}` is {where}; {value!r} is not an identifier")
+        return value
 
     def leave_SimpleString(self, original: cst.SimpleString, updated: cst.SimpleString) -> cst.SimpleString:
         if not self.pattern.search(updated.value):
