@@ -224,12 +224,13 @@ BREAKAGES_0516 = [(b[0], *_REWRITTEN_0516[b[0]]) if b[0] in _REWRITTEN_0516 else
 #: piece, DraftBackendFactory called with server arguments, no grammar barrier) were run against its probe once
 #: (2026-12-03, see the port's commit): 35/35 failed it
 #: 0.5.21: draft_tp_context(tp_group, *, owns_attention) (the fallback's scopes pass the draft worker's
-#: draft_owns_attention), and the skipped catch-up's draft-graph vote (cuda_graph_compatible). The fallback's scopes
-#: are the one-line `), speculative_moe_backend_context()` form (upstream's own are `with (` blocks).
+#: draft_owns_attention), and the skipped catch-up's draft-graph vote (cuda_graph_compatible). The catch-up's scope
+#: is the one-line `), speculative_moe_backend_context()` form, the one-token state's draft half a `with (` block
+#: (dw.draft_tp_context(...)); the build call enters none (the target half is built outside the draft's scopes).
 BREAKAGES_0521 = [
     ("build-scope-without-owns-attention",
-     r"(self\._draft_worker\.draft_runner\.tp_group),\n\s*owns_attention=self\._draft_worker\.draft_owns_attention,\n"
-     r"(\s*\), speculative_moe_backend_context\(\))", r"\1\n\2", "owns_attention"),
+     r"dw\.draft_tp_context\(\n(\s*)dw\.draft_runner\.tp_group, owns_attention=dw\.draft_owns_attention\n",
+     r"dw.draft_tp_context(\n\1dw.draft_runner.tp_group\n", "owns_attention"),
     ("catch-up-scope-without-owns-attention",
      r"(self\.draft_worker\.draft_runner\.tp_group),\n\s*owns_attention=self\.draft_worker\.draft_owns_attention,\n"
      r"(\s*\), speculative_moe_backend_context\(\))", r"\1\n\2", "owns_attention"),
