@@ -144,6 +144,10 @@ COMMON = [
      r"\3out_cache_loc = self._spec_disable_kv_slots(batch)\n"
      r"\4target_result = self._spec_disable_target_decode(batch, out_cache_loc)\n\4verify_done.record()",
      "verify_done is recorded after the target's forward"),
+    ("target-half-in-the-draft-scope",  # the whole build back inside draft TP (before 2026-12-04: and the MoE contexts)
+     r"\n(\s*)(self\._spec_disable_plain = self\._spec_disable_build_plain_state\(threshold\))\n",
+     r"\n\1with self._draft_worker.draft_tp_context(self._draft_worker.draft_runner.tp_group):\n\1    \2\n",
+     "built inside the draft's scopes"),
 ]
 #: release -> its breakages: the common ones, and those of what 0.5.5 (allocate_lens, no grammar, hidden states always
 #: handed over, no one-token draft graph) and 0.5.10 - 0.5.12 do differently (NaN check, penalties, logprob rows, the

@@ -150,6 +150,11 @@ BREAKAGES = [
     ("dp-counts-shared", r"(seq_lens_cpu_cache=None,)\n\s*\*\*dp_counts,(\n\s*\)\n\s*return)", r"\1\2",
      "shares global_num_tokens"),
     # what is captured at start-up, and what a fallback step runs on
+    ("target-half-in-the-draft-scopes",  # the whole build back inside the draft's scopes (before 2026-12-04)
+     r"\n(\s*)(self\._spec_disable_plain = self\._spec_disable_build_plain_state\(threshold\))\n",
+     r"\n\1with self._draft_worker.draft_tp_context(self._draft_worker.draft_runner.tp_group), "
+     r"speculative_moe_backend_context(), speculative_moe_a2a_backend_context():\n\1    \2\n",
+     "built inside the draft's scopes"),
     ("verify-graph-captured", r"\n\s*model_runner\.spec_algorithm = SpeculativeAlgorithm\.NONE\n", "\n",
      "built for the speculative (verify) path"),
     ("graph-without-hidden-states", r"\n\s*runner_args\.enable_return_hidden_states = True\n", "\n",
@@ -166,7 +171,14 @@ BREAKAGES = [
 ]
 #: 0.5.14: its CUDA graph settings per phase (cuda_graph_config.decode), DecodeCudaGraphRunner at
 #: model_runner.decode_cuda_graph_runner, the draft's _capture_cuda_graphs and the draft runner's backend
-BREAKAGES_0514 = [b for b in BREAKAGES[:-2] if b[0] != "every-batch-size-captured"] + [
+_BUILD_CALL_0514 = r"\n(\s*)self\._spec_disable_plain = self\._spec_disable_build_plain_state\(\n\s*self\.spec_disable_batch_threshold\n\s*\)"
+BREAKAGES_0514 = [b for b in BREAKAGES[:-2] if b[0] not in ("every-batch-size-captured",
+                                                            "target-half-in-the-draft-scopes")] + [
+    ("target-half-in-the-draft-scopes", _BUILD_CALL_0514,  # the build call is in init_cuda_graphs from 0.5.14
+     r"\n\1with self._draft_worker.draft_tp_context(self._draft_worker.draft_runner.tp_group), "
+     r"speculative_moe_backend_context(), speculative_moe_a2a_backend_context():\n\1    "
+     r"self._spec_disable_plain = self._spec_disable_build_plain_state(self.spec_disable_batch_threshold)",
+     "built inside the draft's scopes"),
     ("every-batch-size-captured", r"\[bs for bs in \(decode_graphs\.bs or \[\]\) if bs > threshold\]",
      "list(decode_graphs.bs or [])", "not those above N"),
     ("catch-up-on-the-verify-graph", r"\n\s*dw\.cuda_graph_runner_for_draft_extend,\n\s*model_runner\.attn_backend,"
@@ -224,12 +236,19 @@ BREAKAGES_0516 = [(b[0], *_REWRITTEN_0516[b[0]]) if b[0] in _REWRITTEN_0516 else
 #: piece, DraftBackendFactory called with server arguments, no grammar barrier) were run against its probe once
 #: (2026-12-03, see the port's commit): 35/35 failed it
 #: 0.5.21: draft_tp_context(tp_group, *, owns_attention) (the fallback's scopes pass the draft worker's
-#: draft_owns_attention), and the skipped catch-up's draft-graph vote (cuda_graph_compatible). The fallback's scopes
-#: are the one-line `), speculative_moe_backend_context()` form (upstream's own are `with (` blocks).
+#: draft_owns_attention), and the skipped catch-up's draft-graph vote (cuda_graph_compatible). The catch-up's scope
+#: is the one-line `), speculative_moe_backend_context()` form, the one-token state's draft half a `with (` block
+#: (dw.draft_tp_context(...)); the build call enters none (the target half is built outside the draft's scopes).
 BREAKAGES_0521 = [
     ("build-scope-without-owns-attention",
-     r"(self\._draft_worker\.draft_runner\.tp_group),\n\s*owns_attention=self\._draft_worker\.draft_owns_attention,\n"
-     r"(\s*\), speculative_moe_backend_context\(\))", r"\1\n\2", "owns_attention"),
+     r"dw\.draft_tp_context\(\n(\s*)dw\.draft_runner\.tp_group, owns_attention=dw\.draft_owns_attention\n",
+     r"dw.draft_tp_context(\n\1dw.draft_runner.tp_group\n", "owns_attention"),
+    ("target-half-in-the-draft-scopes", _BUILD_CALL_0514,
+     r"\n\1with self._draft_worker.draft_tp_context(self._draft_worker.draft_runner.tp_group, "
+     r"owns_attention=self._draft_worker.draft_owns_attention), speculative_moe_backend_context(), "
+     r"speculative_moe_a2a_backend_context():\n\1    "
+     r"self._spec_disable_plain = self._spec_disable_build_plain_state(self.spec_disable_batch_threshold)",
+     "built inside the draft's scopes"),
     ("catch-up-scope-without-owns-attention",
      r"(self\.draft_worker\.draft_runner\.tp_group),\n\s*owns_attention=self\.draft_worker\.draft_owns_attention,\n"
      r"(\s*\), speculative_moe_backend_context\(\))", r"\1\n\2", "owns_attention"),

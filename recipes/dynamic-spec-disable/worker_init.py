@@ -51,10 +51,8 @@ def _init_speculative_disable(self, server_args: ServerArgs) -> None:
             "of the per-rank batch sizes (require_mlp_tp_gather), which this set-up skips."
         )
     # <piece build>
-    with self._draft_worker.draft_tp_context(
-        self._draft_worker.draft_runner.tp_group
-    ), speculative_moe_backend_context(), speculative_moe_a2a_backend_context():
-        self._spec_disable_plain = self._spec_disable_build_plain_state(threshold)
+    # Outside the draft's scopes: the build enters them for its draft half only.
+    self._spec_disable_plain = self._spec_disable_build_plain_state(threshold)
     # </piece>
     scope = (
         "summed over the DP attention ranks"

@@ -11,7 +11,10 @@ def _spec_disable_build_plain_state(self, threshold: int) -> tuple:
     # the batch sizes above N only: smaller batches always speculate. 0.5.9's graph runners
     # capture on the model runner's (and the draft worker's) attention backend and read the
     # step count and batch sizes from server_args, so those are switched for the build and
-    # restored, also when a capture raises.
+    # restored, also when a capture raises. The draft half is built in the scopes the draft
+    # worker builds its own graphs in (draft TP, the speculative MoE backends), the target half
+    # outside them, as the target's own graphs are: a MoE target's one-token graph runs on the
+    # target's MoE settings, not the draft's.
     tic = time.perf_counter()
     before_mem = get_available_gpu_memory(self.device, self.gpu_id)
     dw = self._draft_worker
@@ -21,43 +24,48 @@ def _spec_disable_build_plain_state(self, threshold: int) -> tuple:
     capture_bs = []
     if not target_args.disable_cuda_graph:
         capture_bs = [bs for bs in (target_args.cuda_graph_bs or []) if bs > threshold]
-    # <piece draft-graph>
     draft_extend_backend = dw.draft_extend_attn_backend
     draft_extend_graph = None
-    if (
-        self.spec_disable_catch_up != "skip"
-        and capture_bs
-        and dw.cuda_graph_runner_for_draft_extend is not None
-    ):
-        # The draft-extend backend reads the step count and draft tokens from server_args
-        # when it is made (triton: the tokens per request of its graph metadata), the graph
-        # runner when it is captured: both see the one-token values.
-        saved_draft = (
-            draft_args.speculative_num_steps,
-            draft_args.speculative_num_draft_tokens,
-            draft_args.cuda_graph_bs,
-            dw.draft_extend_attn_backend,
-        )
-        try:
-            draft_args.speculative_num_steps = 0
-            draft_args.speculative_num_draft_tokens = 1
-            draft_args.cuda_graph_bs = list(capture_bs)
-            draft_extend_backend = DraftBackendFactory(
-                draft_args, dw.draft_runner, self.topk, 0
-            ).create_draft_extend_backend()
-            dw.draft_extend_attn_backend = draft_extend_backend
-            draft_graph_cls = (
-                EAGLEDraftExtendNpuGraphRunner if _is_npu else EAGLEDraftExtendCudaGraphRunner
-            )
-            draft_extend_graph = draft_graph_cls(dw)
-        finally:
-            (
+    # <piece draft-scope>
+    with dw.draft_tp_context(
+        dw.draft_runner.tp_group
+    ), speculative_moe_backend_context(), speculative_moe_a2a_backend_context():
+    # </piece>
+        # <piece draft-graph>
+        if (
+            self.spec_disable_catch_up != "skip"
+            and capture_bs
+            and dw.cuda_graph_runner_for_draft_extend is not None
+        ):
+            # The draft-extend backend reads the step count and draft tokens from server_args
+            # when it is made (triton: the tokens per request of its graph metadata), the graph
+            # runner when it is captured: both see the one-token values.
+            saved_draft = (
                 draft_args.speculative_num_steps,
                 draft_args.speculative_num_draft_tokens,
                 draft_args.cuda_graph_bs,
                 dw.draft_extend_attn_backend,
-            ) = saved_draft
-    # </piece>
+            )
+            try:
+                draft_args.speculative_num_steps = 0
+                draft_args.speculative_num_draft_tokens = 1
+                draft_args.cuda_graph_bs = list(capture_bs)
+                draft_extend_backend = DraftBackendFactory(
+                    draft_args, dw.draft_runner, self.topk, 0
+                ).create_draft_extend_backend()
+                dw.draft_extend_attn_backend = draft_extend_backend
+                draft_graph_cls = (
+                    EAGLEDraftExtendNpuGraphRunner if _is_npu else EAGLEDraftExtendCudaGraphRunner
+                )
+                draft_extend_graph = draft_graph_cls(dw)
+            finally:
+                (
+                    draft_args.speculative_num_steps,
+                    draft_args.speculative_num_draft_tokens,
+                    draft_args.cuda_graph_bs,
+                    dw.draft_extend_attn_backend,
+                ) = saved_draft
+        # </piece>
     saved = (
         model_runner.spec_algorithm,
         model_runner.init_new_workspace,

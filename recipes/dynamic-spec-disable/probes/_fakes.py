@@ -116,6 +116,51 @@ def on_cpu() -> None:
     overlap_utils.spec_need_hidden_states = lambda server_args=None: True
     # No GPU to measure.
     eagle_worker_v2.get_available_gpu_memory = lambda *args, **kwargs: 0.0
+    record_draft_scopes(eagle_worker_v2)
+
+
+#: the draft's scopes entered now, innermost last: "draft-tp" (the recording draft worker's draft_tp_context), "moe"
+#: and "moe-a2a" (the worker module's speculative MoE contexts, where the release has them: record_draft_scopes)
+SCOPES: list[str] = []
+#: the worker module's speculative MoE contexts -> the scope name recorded while one is entered
+MOE_SCOPES = {"speculative_moe_backend_context": "moe", "speculative_moe_a2a_backend_context": "moe-a2a"}
+
+
+@contextlib.contextmanager
+def entered(name: str):
+    """`name` in SCOPES while the body runs."""
+    SCOPES.append(name)
+    try:
+        yield
+    finally:
+        SCOPES.pop()
+
+
+def in_scope() -> tuple:
+    """The draft's scopes entered now (what a graph runner or backend records when it is built)."""
+    return tuple(SCOPES)
+
+
+def draft_scope_names(worker_module) -> set:
+    """The scopes the release's draft worker builds its own graphs in: draft TP, and the speculative MoE contexts
+    its worker module has (0.5.6: the MoE backend; 0.5.7 and 0.5.6.post1 on: the all-to-all one too)."""
+    return {"draft-tp"} | {tag for name, tag in MOE_SCOPES.items() if hasattr(worker_module, name)}
+
+
+def record_draft_scopes(worker_module) -> None:
+    """The worker module's speculative MoE contexts (those it has), still entered, but recorded in SCOPES."""
+    for name, tag in MOE_SCOPES.items():
+        real = getattr(worker_module, name, None)
+        if real is None or getattr(real, "records_scope", False):
+            continue
+
+        @contextlib.contextmanager
+        def recorded(*args, _real=real, _tag=tag, **kwargs):
+            with _real(*args, **kwargs), entered(_tag):
+                yield
+
+        recorded.records_scope = True
+        setattr(worker_module, name, recorded)
 
 
 def sampling_info(bs: int, **more):
@@ -237,6 +282,7 @@ class Backend:
     def __init__(self, name, **built_with):
         self.name = name
         self.built_with = built_with
+        self.scope = in_scope()  #: the draft's scopes it was built in
 
     def init_forward_metadata(self, forward_batch):
         pass
@@ -443,8 +489,9 @@ class RecordingDraftWorker(EagleDraftWorker):
         self.extend_prefill_calls = []
 
     def _draft_tp_context(self, *args, **kwargs):
-        """No scope, entered as the release's own draft_tp_context is (its signature binds the call: 0.5.21 asks
-        owns_attention); the keyword arguments are recorded."""
+        """No TP group switched, entered as the release's own draft_tp_context is (its signature binds the call:
+        0.5.21 asks owns_attention); the keyword arguments are recorded, and "draft-tp" is in SCOPES while it is
+        entered."""
         import inspect
 
         import sglang.srt.speculative.eagle_worker_v2 as worker_module
@@ -453,7 +500,7 @@ class RecordingDraftWorker(EagleDraftWorker):
         if real is not None:
             inspect.signature(real).bind(*args, **kwargs)  # TypeError where the release's function refuses the call
         self.tp_contexts.append(dict(kwargs))
-        return contextlib.nullcontext()
+        return entered("draft-tp")
 
     def draft(self, model_worker_batch):
         self.draft_calls.append(model_worker_batch)

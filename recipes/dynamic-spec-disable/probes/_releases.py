@@ -721,7 +721,7 @@ class Release021(Release020):
 #: the one-token-graph fallback on the ModelWorkerBatch contract (worker_probe_graphs.py): variant -> its adapter
 GRAPHS_BY_VARIANT = {
     "": Release059,  # the recipe's own steps
-    "fallback-0.5.4": Release054, "fallback-0.5.4.post1": Release054, "fallback-0.5.4.post2": Release055,
+    "fallback-0.5.4": Release054, "fallback-0.5.4.post1": Release054,
     "fallback-0.5.5": Release055, "fallback-0.5.5.post3": Release055post3,
     "fallback-0.5.6": Release056, "fallback-0.5.6.post1": Release056post1, "fallback-0.5.7": Release057, "fallback-0.5.8": Release057,
     "fallback-0.5.9": Release059, "fallback-0.5.10": Release0510, "fallback-0.5.11": Release0511,

@@ -70,6 +70,7 @@ class RecordingCudaGraphRunner:
         self.attn_backend = attn_backend or model_runner.attn_backend
         self.model_runner = model_runner
         self.bs = 0
+        self.scope = _fakes.in_scope()
         BUILT.target_graphs.append(self)
 
     replays_target = True  #: the fake target says whether a batch replays it (can_run_cuda_graph)
@@ -92,6 +93,7 @@ class RecordingDraftExtendGraph:
         self.capture_bs = sorted(set(args.cuda_graph_bs))
         self.attn_backend = eagle_worker.draft_extend_attn_backend
         self.replays = []
+        self.scope = _fakes.in_scope()
         BUILT.draft_graphs.append(self)
 
     def can_run(self, forward_batch):

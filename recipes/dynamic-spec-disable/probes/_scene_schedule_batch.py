@@ -78,6 +78,7 @@ class PlainTargetGraph:
                                return_hidden_states=REL.graph_hidden_states(args),
                                cuda_graph_bs=list(REL.graph_bs(args)), kwargs=kwargs,
                                num_draft_tokens=REL.spec_config(args).speculative_num_draft_tokens)
+        self.scope = _fakes.in_scope()
         BUILT.target_graphs.append(self)
 
 
@@ -88,6 +89,7 @@ class DraftExtendGraph:
     def __init__(self, num_tokens_per_bs):
         self.num_tokens_per_bs = num_tokens_per_bs
         self.asked = []
+        self.scope = _fakes.in_scope()
 
     def can_run(self, forward_batch):
         self.asked.append(len(forward_batch.input_ids))
@@ -651,9 +653,9 @@ def check_plain_state_last_mode():
 
 
 def check_draft_scope_and_vote():
-    """0.5.21+: the one-token build and the draft catch-up enter the draft's scope as the release's own calls do
-    (draft_tp_context(tp_group, owns_attention=draft_worker.draft_owns_attention): a call without it is refused by
-    the release's signature); a step with the catch-up skipped votes on the next step's draft graph
+    """0.5.21+: the one-token state's draft half and the draft catch-up enter the draft's scope as the release's own
+    calls do (draft_tp_context(tp_group, owns_attention=draft_worker.draft_owns_attention): a call without it is
+    refused by the release's signature; the target half enters none, check_build_scopes); a step with the catch-up skipped votes on the next step's draft graph
     (cuda_graph_compatible) as the draft extend would: no, where the draft seeds its DSA top-k from the draft extend
     (no seed was made), else yes."""
     saved = REL.draft_worker_attrs

@@ -55,6 +55,32 @@ def check_patched():
     return f"patched EAGLEWorkerV2 from {eagle_worker_v2.__file__}"
 
 
+def check_build_scopes():
+    """The one-token state's draft half (its draft-extend backend and graph) is built in the scopes the release's
+    draft worker builds its own graphs in (draft TP, and the speculative MoE contexts its worker module has), its
+    target half (the attention backend and the DECODE graph) outside every one of them, as the target's own graphs
+    are: a MoE target's one-token graph is not captured with the draft's MoE runner / all-to-all backends, FP4
+    all-gather setting, speculative MoE flag or TP group."""
+    w = S.make_worker(2, catch_up="padded")
+    expected = _fakes.draft_scope_names(eagle_worker_v2)
+    target = [("attention backend", c.backend) for c in w.target_worker.model_runner.backend_calls] + \
+        [("DECODE graph", g) for g in w.built.target_graphs]
+    draft = [("draft-extend backend", b) for b in w.built.draft_backends] + \
+        [("draft-extend graph", g) for g in w.built.draft_graphs]
+    assert w.built.target_graphs and w.target_worker.model_runner.backend_calls, "no one-token target half was built"
+    for what, built in target:
+        assert not built.scope, f"the one-token target {what} was built inside the draft's scopes {built.scope} " \
+            "(a MoE target would capture it with the draft's MoE settings)"
+    if REL.draft_extend_graph:
+        assert w.built.draft_graphs, "no one-token draft-extend graph was built (padded catch-up)"
+    for what, built in draft:
+        assert set(built.scope) == expected, \
+            f"the one-token {what} was built in the scopes {built.scope}, not in the draft's {sorted(expected)}"
+    assert not _fakes.SCOPES, f"draft scopes left entered after the build: {_fakes.SCOPES}"
+    half = f"draft half in {'+'.join(sorted(expected))}" if draft else "no draft half on this release"
+    return f"target backend and DECODE graph built outside the draft's scopes; {half}"
+
+
 def check_fallback(catch_up: str, **options):
     """A decode step of bs 5 > N 2, run as the scene's scheduler runs it (`options`: the scene's variations)."""
     def run():
@@ -263,6 +289,7 @@ def main(by_variant: dict):
     report.gate("patched", check_patched)
     for name, check in S.START_UP_CHECKS:
         report.run(name, check)
+    report.run("start-up: draft half in the draft's scopes, target half outside", check_build_scopes)
     report.run("threshold 0 always speculates", lambda: _contract.threshold_zero(S))
     report.run("batch <= N speculates", lambda: _contract.small_batch_speculates(S))
     for name, catch_up, options in S.FALLBACK_CASES:

@@ -220,7 +220,7 @@ class Release0521(Release0520):
 
 
 BY_VARIANT = {"": Release059, "fallback-0.5.4": Release054, "fallback-0.5.4.post1": Release055,
-              "fallback-0.5.4.post2": Release055, "fallback-0.5.5": Release055, "fallback-0.5.5.post3": Release055,
+              "fallback-0.5.5": Release055, "fallback-0.5.5.post3": Release055,
               "fallback-0.5.6": Release056, "fallback-0.5.6.post1": Release056, "fallback-0.5.7": Release059, "fallback-0.5.8": Release059,
               "fallback-0.5.9": Release059, "fallback-0.5.10": Release059, "fallback-0.5.11": Release0511,
               "fallback-0.5.12": Release0512, "fallback-0.5.13": Release0513,

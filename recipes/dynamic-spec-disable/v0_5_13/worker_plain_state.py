@@ -7,7 +7,10 @@ def _spec_disable_build_plain_state(self, threshold: int) -> tuple:
     # decode step costs. The draft: a draft-extend attention backend and graph for one token
     # per request, as upstream's adaptive speculation builds a state per step count
     # (build_adaptive_runtime_state). Graphs are captured for the batch sizes above N only:
-    # smaller batches always speculate. No draft multi-step decode backend is built.
+    # smaller batches always speculate. No draft multi-step decode backend is built. The draft
+    # half is built in the scopes the draft worker builds its own graphs in (draft TP, the
+    # speculative MoE backends), the target half outside them, as the target's own graphs are:
+    # a MoE target's one-token graph runs on the target's MoE settings, not the draft's.
     tic = time.perf_counter()
     before_mem = get_available_gpu_memory(self.device, self.gpu_id)
     sa = self.server_args
@@ -21,18 +24,23 @@ def _spec_disable_build_plain_state(self, threshold: int) -> tuple:
         capture_bs = [bs for bs in (sa.cuda_graph_bs or []) if bs > threshold]
     with self._override_worker_state(0, 1, cuda_graph_bs=capture_bs):
     # </piece>
-        # <piece draft-extend-backend>
-        draft_extend_backend = DraftBackendFactory(
-            sa, dw.draft_runner, self.topk, 0
-        ).create_draft_extend_backend()
+        # <piece draft-scope>
+        with dw.draft_tp_context(
+            dw.draft_runner.tp_group
+        ), speculative_moe_backend_context(), speculative_moe_a2a_backend_context():
         # </piece>
-        draft_extend_graph = None
-        if self.spec_disable_catch_up != "skip":
-            dw.draft_extend_attn_backend = draft_extend_backend
-            # <piece draft-graph>
-            dw.init_cuda_graphs()
+            # <piece draft-extend-backend>
+            draft_extend_backend = DraftBackendFactory(
+                sa, dw.draft_runner, self.topk, 0
+            ).create_draft_extend_backend()
             # </piece>
-            draft_extend_graph = dw.cuda_graph_runner_for_draft_extend
+            draft_extend_graph = None
+            if self.spec_disable_catch_up != "skip":
+                dw.draft_extend_attn_backend = draft_extend_backend
+                # <piece draft-graph>
+                dw.init_cuda_graphs()
+                # </piece>
+                draft_extend_graph = dw.cuda_graph_runner_for_draft_extend
         runner_args = model_runner.server_args
         saved = (
             model_runner.spec_algorithm,

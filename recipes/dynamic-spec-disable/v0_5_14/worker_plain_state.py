@@ -12,8 +12,9 @@ if capture_bs:
 with self._override_worker_state(0, 1, cuda_graph_bs=capture_bs):
 # </piece>
 # <piece draft-graph>
-# _override_worker_state leaves the speculative draft-extend graph (n tokens per
-# request) in place: without batch sizes to capture, the one-token state holds none.
+# _override_worker_state leaves the speculative draft-extend graph (n tokens
+# per request) in place: without batch sizes to capture, the one-token state
+# holds none.
 dw.cuda_graph_runner_for_draft_extend = None
 if capture_bs:
     dw._capture_cuda_graphs()

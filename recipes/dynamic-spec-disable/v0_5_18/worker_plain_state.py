@@ -1,6 +1,7 @@
 # <piece draft-extend-backend>
-# This release's factory takes no server arguments: the draft runner carries its own
-# attention backend (draft_attention_backend), the rest comes from the namespace bags.
+# This release's factory takes no server arguments: the draft runner carries its
+# own attention backend (draft_attention_backend), the rest comes from the
+# namespace bags.
 draft_extend_backend = DraftBackendFactory(
     dw.draft_runner, self.topk, 0
 ).create_draft_extend_backend()

@@ -1,6 +1,7 @@
 # <piece draft-extend-backend>
-# As the draft worker makes its own (init_attention_backend): the DSA top-k seed and the
-# QSA profile travel as arguments; the draft runner carries its attention backend.
+# As the draft worker makes its own (init_attention_backend): the DSA top-k seed
+# and the QSA profile travel as arguments; the draft runner carries its attention
+# backend.
 draft_extend_backend = DraftBackendFactory(
     dw.draft_runner,
     self.topk,
