@@ -24,6 +24,19 @@ if os.environ.get("SPECPATCH_BENCH_STUB_DSA_BACKEND") == "1":
         setattr(_stub, _cls, type(_cls, (), {}))  # never instantiated: isinstance() against it is False
         sys.modules.setdefault(_module, _stub)
 
+    # 0.5.22+ build every Llama MLP with a DualGemm whose mode is chosen by the CUTLASS-DSL module below (a fused
+    # gate/up + SwiGLU kernel for decode batches of 1 - 16 tokens, not carried). Its placeholder says the kernel cannot
+    # run, so every server alike uses the release's unfused MLP; the figures at C=64 / 128 (batches over 16) never
+    # reach that kernel anyway.
+    import enum
+
+    _dual = types.ModuleType("sglang.kernels.ops.gemm.cutedsl_dual_gemm")
+    _dual.MAX_DUAL_GEMM_DECODE_TOKENS = 16
+    _dual.DualGemmQuantMode = enum.IntEnum(
+        "DualGemmQuantMode", "STATIC_PER_TENSOR STATIC_PER_TOKEN DYNAMIC_PER_TENSOR DYNAMIC_PER_TOKEN UNQUANT", start=0)
+    _dual.can_use_dual_gemm = lambda *args, **kwargs: False
+    sys.modules.setdefault(_dual.__name__, _dual)
+
 
 if os.environ.get("SPECPATCH_BENCH_HIDE_FLASHINFER_NORM") == "1":
     try:
