@@ -1,5 +1,5 @@
-"""The 0.5.13 - 0.5.21 ports of the flagship: their behaviour probe (worker_probe_on_publish.py) passes on sglang
-0.5.13 - 0.5.21 patched by the recipe, fails on the pristine release, without its release adapter (Release013 /
+"""The 0.5.13 - 0.5.22 ports of the flagship: their behaviour probe (worker_probe_on_publish.py) passes on sglang
+0.5.13 - 0.5.22 patched by the recipe, fails on the pristine release, without its release adapter (Release013 /
 Release014), and on broken fallbacks (the breakages of every release, and those of 0.5.14's renamed CUDA graph
 settings, graph runner and draft capture).
 
@@ -9,7 +9,7 @@ subprocess of the transformers-5 CPU environment, the tree first on sys.path, GP
 variant edits one thing in the patched eagle_worker_v2.py (publish after the catch-up, no new_seq_lens, a
 verify graph captured instead of a DECODE one, a swapped field not put back, ...).
 
-Needs: the transformers-5 CPU environment ($SPECPATCH_CPU_PYTHON_TF5) and the 0.5.13 - 0.5.21 releases (fetched,
+Needs: the transformers-5 CPU environment ($SPECPATCH_CPU_PYTHON_TF5) and the 0.5.13 - 0.5.22 releases (fetched,
 cached).
 """
 
@@ -31,7 +31,7 @@ from patcher.target import find_target
 ROOT = Path(__file__).resolve().parent.parent
 RECIPE = ROOT / "recipes" / "dynamic-spec-disable.yaml"
 WORKER = "sglang/srt/speculative/eagle_worker_v2.py"
-VERSIONS = ("0.5.13", "0.5.14", "0.5.15", "0.5.16", "0.5.17", "0.5.18", "0.5.19", "0.5.20", "0.5.21")
+VERSIONS = ("0.5.13", "0.5.14", "0.5.15", "0.5.16", "0.5.17", "0.5.18", "0.5.19", "0.5.20", "0.5.21", "0.5.22")
 PROBE = "probes/worker_probe_on_publish.py"
 
 pytestmark = [pytest.mark.sglang, pytest.mark.cpuenv]
@@ -256,8 +256,34 @@ BREAKAGES_0521 = [
      r"next_draft_input\.cuda_graph_compatible = \(\n\s*not self\.draft_worker\.seed_dsa_topk_from_draft_extend\n\s*\)",
      "pass", "DSA seed flag True"),
 ]
+#: 0.5.22: draft_tp_context is a module function of the owns-attention flag (the draft worker has no draft_tp_context
+#: attribute), and DP attention is an attention-DP width (get_parallel().attn_dp_enabled; enable_dp_attention is the
+#: deprecated spelling, declared False by the resolution). The one-token state's draft half is a `with (` block, the
+#: catch-up a `with draft_tp_context(` header over its flag.
+BREAKAGES_0522 = [
+    ("build-scope-without-owns-attention", r"draft_tp_context\(dw\.draft_owns_attention\),",
+     "draft_tp_context(False),", "owns_attention"),
+    ("target-half-in-the-draft-scopes", _BUILD_CALL_0514,
+     r"\n\1with draft_tp_context(self._draft_worker.draft_owns_attention), speculative_moe_backend_context(), "
+     r"speculative_moe_a2a_backend_context():\n\1    "
+     r"self._spec_disable_plain = self._spec_disable_build_plain_state(self.spec_disable_batch_threshold)",
+     "built inside the draft's scopes"),
+    ("catch-up-scope-without-owns-attention",
+     r"(with draft_tp_context\(\n\s*)self\.draft_worker\.draft_owns_attention\n", r"\1False\n", "owns_attention"),
+    ("catch-up-scope-of-0.5.21",  # the draft worker's draft_tp_context attribute is gone in 0.5.22
+     r"with draft_tp_context\(\n(\s*)self\.draft_worker\.draft_owns_attention\n",
+     r"with self.draft_worker.draft_tp_context(\n\1self.draft_worker.draft_runner.tp_group, "
+     r"owns_attention=self.draft_worker.draft_owns_attention\n", "draft_tp_context"),
+    ("route-reads-the-deprecated-dp-flag",
+     r"if get_parallel\(\)\.attn_dp_enabled and batch\.global_num_tokens is not None:",
+     "if get_parallel().enable_dp_attention and batch.global_num_tokens is not None:", "DP"),
+    ("start-up-reads-the-deprecated-dp-flag",
+     r"if get_parallel\(\)\.attn_dp_enabled and not require_mlp_tp_gather\(\):",
+     "if get_parallel().enable_dp_attention and not require_mlp_tp_gather():", "all-gather"),
+    BREAKAGES_0521[-1],  # the skipped catch-up's draft-graph vote, as on 0.5.21
+]
 BREAKAGES_BY_VERSION = {"0.5.13": BREAKAGES, "0.5.14": BREAKAGES_0514, "0.5.16": BREAKAGES_0516,
-                        "0.5.21": BREAKAGES_0521}
+                        "0.5.21": BREAKAGES_0521, "0.5.22": BREAKAGES_0522}
 
 
 @pytest.fixture(scope="module")
@@ -291,10 +317,11 @@ def test_worker_probe_fails_on_a_broken_fallback(broken_runs, version, name, exp
 #: the speculative hook's module function (resolving_view(server_args), since every field keeps its input there)
 VIEW_READ = {v: ("sglang/srt/arg_groups/speculative_hook.py",
                   r"(handle_speculative_disable_batch_threshold(?:.|\n)*?)cfg = resolving_view\(server_args\)",
-                  r"\1cfg = server_args") for v in ("0.5.19", "0.5.20", "0.5.21")}
+                  r"\1cfg = server_args") for v in ("0.5.19", "0.5.20", "0.5.21", "0.5.22")}
 
 
-@pytest.mark.parametrize("version", ["0.5.15", "0.5.16", "0.5.17", "0.5.18", "0.5.19", "0.5.20", "0.5.21"])
+@pytest.mark.parametrize("version", ["0.5.15", "0.5.16", "0.5.17", "0.5.18", "0.5.19", "0.5.20", "0.5.21",
+                                     "0.5.22"])
 def test_server_args_probe_fails_when_the_check_reads_undeclared_fields(recipe, cpuenv_python_tf5, patched,
                                                                          tmp_path_factory, version):
     """From 0.5.15 a model override (MiMo-V2 / Step-3.5: multi-layer EAGLE) or a resolution pass (DeepSeek context
@@ -318,7 +345,7 @@ def test_server_args_probe_fails_when_the_check_reads_undeclared_fields(recipe, 
         (check.status, check.message)
 
 
-@pytest.mark.parametrize("version", ["0.5.14", "0.5.20", "0.5.21"])
+@pytest.mark.parametrize("version", ["0.5.14", "0.5.20", "0.5.21", "0.5.22"])
 def test_server_args_probe_fails_when_rejection_sampling_is_served_without_the_catch_up(
         recipe, cpuenv_python_tf5, patched, tmp_path_factory, version):
     """From 0.5.14, --speculative-use-rejection-sampling stacks the draft input's draft_probs on the next speculative

@@ -26,7 +26,7 @@ EXPECTED = {
     "0.5.14": "fallback-0.5.14", "0.5.15": "fallback-0.5.15", "0.5.16": "fallback-0.5.16",
     "0.5.17": "fallback-0.5.17", "0.5.18": "fallback-0.5.18",
     "0.5.19": "fallback-0.5.19",
-    "0.5.20": "fallback-0.5.20", "0.5.21": "fallback-0.5.21", "0.5.22": "alias-0.5.20-msgspec",
+    "0.5.20": "fallback-0.5.20", "0.5.21": "fallback-0.5.21", "0.5.22": "fallback-0.5.22",
     "0.5.23": "alias-0.5.20-msgspec",
 }
 

@@ -82,7 +82,9 @@ def _handle_speculative_disable_batch_threshold(self):
                 "--speculative-num-steps is not given: pass --speculative-eagle-topk 1 "
                 "--speculative-num-steps S --speculative-num-draft-tokens S+1"
             )
+    # <piece dp-attention>
     if {{cfg}}.enable_dp_attention:
+    # </piece>
         # <piece dp-all-gather>
         if envs.SGLANG_SCHEDULER_SKIP_ALL_GATHER.get():
             problems.append(
@@ -96,7 +98,9 @@ def _handle_speculative_disable_batch_threshold(self):
             # <piece moe-a2a>
             or {{cfg}}.moe_a2a_backend == "none"
             # </piece>
+            # <piece dense-tp>
             or {{cfg}}.moe_dense_tp_size > {{cfg}}.tp_size // {{cfg}}.dp_size
+            # </piece>
         ):
             problems.append(
                 "with DP attention, this --moe-dense-tp-size / --enable-dp-lm-head / "

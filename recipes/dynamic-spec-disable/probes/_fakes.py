@@ -454,6 +454,8 @@ class FakeDraftRunner:
 
 
 class FakeVerifyInput:
+    kv_loc_plan = None  #: 0.5.22: the window the draft planned (none here), which the draft extend takes
+
     def is_verify_input(self):
         return True
 
@@ -506,7 +508,7 @@ class RecordingDraftWorker(EagleDraftWorker):
         self.draft_calls.append(model_worker_batch)
         return FakeVerifyInput()
 
-    def _draft_extend_for_decode(self, batch, batch_result):
+    def _draft_extend_for_decode(self, batch, batch_result, **more):  # 0.5.22: kv_loc_plan=
         hidden = batch_result.logits_output.hidden_states
         self.extend_decode_calls.append(SimpleNamespace(
             out_cache_loc=None if batch.out_cache_loc is None else batch.out_cache_loc.clone(),
@@ -515,9 +517,9 @@ class RecordingDraftWorker(EagleDraftWorker):
             hidden_shape=None if hidden is None else tuple(hidden.shape), steps=self.speculative_num_steps,
             draft_tokens=self.speculative_num_draft_tokens, graph=self.cuda_graph_runner_for_draft_extend,
             backend=getattr(self, "draft_extend_attn_backend", None), runner_backend=self.draft_runner.attn_backend))
-        return super()._draft_extend_for_decode(batch, batch_result)
+        return super()._draft_extend_for_decode(batch, batch_result, **more)
 
-    def _draft_extend_for_prefill(self, batch, target_hidden_states, next_token_ids, *more):
+    def _draft_extend_for_prefill(self, batch, target_hidden_states, next_token_ids, *more, **kw):  # 0.5.22: kv_loc_plan=
         self.extend_prefill_calls.append(batch)
         bs = len(batch.seq_lens)
         lens = {} if self.rel.lens_on_result else dict(new_seq_lens=batch.seq_lens)

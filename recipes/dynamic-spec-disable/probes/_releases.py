@@ -718,6 +718,83 @@ class Release021(Release020):
             parallel.override_permanently(attn_dcp_rank=0)
 
 
+class Release022(Release021):
+    """0.5.22: draft_tp_context is a module function of the owns-attention flag (draft_tp_context(owns_attention)),
+    entered as upstream's own calls do; the draft worker has no draft_tp_context attribute any more. DP attention
+    is an attention-DP width: the worker reads get_parallel().attn_dp_enabled (enable_dp_attention is the deprecated
+    spelling, which the resolution declares False)."""
+
+    @staticmethod
+    def finish_start_up(w):
+        """The worker module's draft_tp_context recorded as the release's own (its signature binds the call; "draft-tp"
+        in the scene's scopes while entered; the flag recorded on the scene's draft worker as owns_attention), and
+        the scene's draft worker without the draft_tp_context attribute the release's no longer has; then 0.5.21's."""
+        import inspect
+
+        import sglang.srt.speculative.eagle_worker_v2 as worker_module
+
+        import _fakes
+
+        dw = w._draft_worker
+        dw.__dict__.pop("draft_tp_context", None)
+        real = getattr(worker_module.draft_tp_context, "real", worker_module.draft_tp_context)
+
+        def recorded(*args, **kwargs):
+            bound = inspect.signature(real).bind(*args, **kwargs)  # TypeError where the release's refuses the call
+            dw.tp_contexts.append({"owns_attention": bound.arguments["owns_attention"]})
+            return _fakes.entered("draft-tp")
+
+        recorded.real = real
+        worker_module.draft_tp_context = recorded
+        Release021.finish_start_up(w)
+
+    #: Scheduler.run_batch marks the scheduler active on its metrics reporter with the time (record_scheduler_active(ns))
+    #: and asks whether the unified cache's external linker loads KV (no) and, for elastic EP, whether attention runs DP
+    scheduler_attrs = dict(Release021.scheduler_attrs, enable_unified_cache_external_linker=False, attn_dp_enabled=False,
+                           metrics_reporter=SimpleNamespace(record_scheduler_active=lambda now_ns: None))
+
+    @property
+    def runner_attrs(self):
+        """0.5.21's, with the KV index translator ForwardBatch.init_new asks for the forward's own KV location plan
+        (own_plan; bind gives the batch its write ids: on a pool that does not translate, as here, the virtual ids
+        as they are)."""
+        def bind(plan, batch, reader, cols=None):
+            batch.kv_loc_plan, batch.kv_loc_cols = plan, cols
+            batch.out_cache_loc_virtual = None
+            batch.out_cache_loc_is_physical = batch.out_cache_loc is not None
+
+        def own_plan(batch):
+            plan = SimpleNamespace()
+            plan.bind = lambda b, reader, cols=None: bind(plan, b, reader, cols)
+            return plan
+
+        translator = SimpleNamespace(own_plan=own_plan, is_translating=False)
+        return {**super().runner_attrs, "kv_index_translator": translator}
+
+    @staticmethod
+    def resolved_dp(fields: dict) -> dict:
+        """DP attention as this release resolves it: the deprecated --dp-size N --enable-dp-attention becomes
+        attn_dp_size N, dp_size 1, enable_dp_attention False (handle_deprecated_dp_attention)."""
+        if fields.get("enable_dp_attention"):
+            fields = dict(fields, attn_dp_size=fields.get("dp_size", 1), dp_size=1, enable_dp_attention=False)
+        return fields
+
+    def install_server_args(self, server_args):
+        """As 0.5.21's, with DP attention spelt as this release resolves it (resolved_dp)."""
+        for name, value in self.resolved_dp(dict(vars(server_args))).items():
+            if not name.startswith("_"):
+                setattr(server_args, name, value)
+        super().install_server_args(server_args)
+
+    @classmethod
+    def start_up_config(cls, server_args):
+        """0.5.19's, with DP attention spelt as this release resolves it (resolved_dp)."""
+        from sglang.srt.runtime_context import get_context
+
+        fields = {k: v for k, v in vars(server_args).items() if not k.startswith("_")}
+        return get_context().override_server_args(**cls.resolved_dp(fields))
+
+
 #: the one-token-graph fallback on the ModelWorkerBatch contract (worker_probe_graphs.py): variant -> its adapter
 GRAPHS_BY_VARIANT = {
     "": Release059,  # the recipe's own steps
@@ -731,5 +808,5 @@ GRAPHS_BY_VARIANT = {
 ON_PUBLISH_BY_VARIANT = {"fallback-0.5.13": Release013, "fallback-0.5.14": Release014, "fallback-0.5.15": Release015,
                          "fallback-0.5.16": Release016, "fallback-0.5.17": Release017, "fallback-0.5.18": Release018,
                          "fallback-0.5.19": Release019, "fallback-0.5.20": Release020,
-                         "fallback-0.5.21": Release021}
+                         "fallback-0.5.21": Release021, "fallback-0.5.22": Release022}
 CURRENT = None  #: the adapter the running probe chose (its scene reads it)

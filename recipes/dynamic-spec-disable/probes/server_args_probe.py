@@ -219,6 +219,23 @@ class Release0521(Release0520):
     extra_checks = Release0520.extra_checks + ("0.5.21 set-ups",)
 
 
+class Release0522(Release0521):
+    """0.5.22: DP attention is an attention-DP width (--attn-dp-size N); the deprecated --dp-size N
+    --enable-dp-attention is resolved into attn_dp_size N, dp_size 1 by the pipeline's first handler
+    (handle_deprecated_dp_attention), which declares enable_dp_attention False, so the check runs after it, as the
+    pipeline calls it; the 0.5.21 set-ups become this release's (the EAGLE3 draft owns its attention wherever the
+    attention-DP width is above 1; mori's EPv2 path and flashinfer_megamoe gather the batch sizes)."""
+
+    extra_checks = Release0520.extra_checks + ("0.5.22 set-ups",)
+
+    @staticmethod
+    def check(args: ServerArgs) -> None:
+        from sglang.srt.arg_groups.parallel_hook import handle_deprecated_dp_attention
+
+        handle_deprecated_dp_attention(args)  # the pipeline's first handler, long before the check
+        Release0521.check(args)
+
+
 BY_VARIANT = {"": Release059, "fallback-0.5.4": Release054, "fallback-0.5.4.post1": Release055,
               "fallback-0.5.5": Release055, "fallback-0.5.5.post3": Release055,
               "fallback-0.5.6": Release056, "fallback-0.5.6.post1": Release056, "fallback-0.5.7": Release059, "fallback-0.5.8": Release059,
@@ -227,7 +244,7 @@ BY_VARIANT = {"": Release059, "fallback-0.5.4": Release054, "fallback-0.5.4.post
               "fallback-0.5.14": Release0514, "fallback-0.5.15": Release0515,
               "fallback-0.5.16": Release0516, "fallback-0.5.17": Release0517, "fallback-0.5.18": Release0518,
               "fallback-0.5.19": Release0519, "fallback-0.5.20": Release0520,
-              "fallback-0.5.21": Release0521}
+              "fallback-0.5.21": Release0521, "fallback-0.5.22": Release0522}
 VARIANT = os.environ.get("SPECPATCH_VARIANT", "")
 REL = BY_VARIANT[VARIANT]() if VARIANT in BY_VARIANT else None
 BETA_SPEC_ON = [False]  #: 0.5.4: whether the probe's SGLANG_ENABLE_SPEC_V2 asked for spec v2 (--enable-beta-spec)
@@ -656,7 +673,57 @@ def check_0521_setups():
            "refused with an explicit skip"
 
 
-EXTRA_CHECKS = {"0.5.21 set-ups": check_0521_setups, "adaptive speculation refused": check_adaptive_refused, "declared fields seen": check_declared_fields,
+def check_0522_setups():
+    """0.5.22: DP attention through --attn-dp-size and through the deprecated --dp-size --enable-dp-attention (the
+    pipeline resolves one into the other); EAGLE3 refused wherever the attention-DP width is above 1 (its draft owns
+    its attention there), served at width 1 even with --ep-size 2 (the draft owns nothing); mori gathers the batch
+    sizes on its EPv2 path (SGLANG_MORI_EP_V2, on by default) or with SGLANG_MORI_RECV_BOUND, flashinfer_megamoe
+    always; elastic EP scale-up and the rejection-sampling catch-up as on 0.5.21."""
+    def with_env(name, value):
+        saved = os.environ.get(name)
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+        return lambda: os.environ.pop(name, None) if saved is None else os.environ.__setitem__(name, saved)
+
+    with environment(SGLANG_SPEC_DISABLE_BATCH_THRESHOLD=None, SGLANG_SCHEDULER_SKIP_ALL_GATHER=None,
+                     SGLANG_SPEC_DISABLE_CATCH_UP=None):
+        n = dict(speculative_disable_batch_threshold=8)
+        for dp in (dict(attn_dp_size=2, tp_size=2), dict(enable_dp_attention=True, dp_size=2, tp_size=2)):
+            REL.check(eagle_ok(**n, **dp, speculative_algorithm="EAGLE"))
+            refused(eagle_ok(**n, **dp), "EAGLE3 with DP attention")
+            args = eagle_ok(**n, **dp, speculative_algorithm="EAGLE", moe_dense_tp_size=1, enable_dp_lm_head=True,
+                            moe_a2a_backend="deepep")
+            refused(args, "all-gather")
+        REL.check(eagle_ok(**n, enable_dp_attention=True, dp_size=1, tp_size=4, ep_size=2))  # width 1: nothing owned
+        elastic = dict(speculative_disable_batch_threshold=8, elastic_ep_backend="mooncake", tp_size=2)
+        refused(eagle_ok(**elastic, max_ep_size=4), "Elastic EP runtime scale-up", "--max-ep-size 4")
+        REL.check(eagle_ok(**elastic, max_ep_size=2))
+        gather = dict(n, speculative_algorithm="EAGLE", attn_dp_size=2, tp_size=2, moe_dense_tp_size=1,
+                      enable_dp_lm_head=True)
+        REL.check(eagle_ok(**gather, moe_a2a_backend="flashinfer_megamoe"))
+        for ep_v2, recv_bound, served in (("1", None, True), ("0", None, False), ("0", "true", True)):
+            restore = [with_env("SGLANG_MORI_EP_V2", ep_v2), with_env("SGLANG_MORI_RECV_BOUND", recv_bound)]
+            try:
+                mori = eagle_ok(**gather, moe_a2a_backend="mori")
+                REL.check(mori) if served else refused(mori, "all-gather")
+            finally:
+                for undo in restore:
+                    undo()
+        rocm = eagle_ok(speculative_disable_batch_threshold=8, speculative_algorithm="EAGLE")
+        REL.set_bookkeeping(rocm, "_resolved_overrides",
+                            [("probe: _handle_eagle_family (ROCm)", {"speculative_use_rejection_sampling": True})])
+        REL.check(rocm)
+    with environment(SGLANG_SPEC_DISABLE_BATCH_THRESHOLD=None, SGLANG_SPEC_DISABLE_CATCH_UP="skip"):
+        refused(rocm, "on ROCm", "SGLANG_SPEC_DISABLE_CATCH_UP=padded")
+    return "DP attention as --attn-dp-size 2 and as --dp-size 2 --enable-dp-attention: EAGLE served, EAGLE3 refused, " \
+           "deepep without the all-gather refused; EAGLE3 at attention-DP width 1 with --ep-size 2 served; mori " \
+           "gathers on EPv2 (default) or with SGLANG_MORI_RECV_BOUND, refused with neither; flashinfer_megamoe " \
+           "gathers; elastic EP scale-up refused; the ROCm rejection-sampling catch-up as on 0.5.21"
+
+
+EXTRA_CHECKS = {"0.5.21 set-ups": check_0521_setups, "0.5.22 set-ups": check_0522_setups, "adaptive speculation refused": check_adaptive_refused, "declared fields seen": check_declared_fields,
                 "published in the spec namespace": check_spec_namespace,
                 "start-up through resolve_once": check_resolve_once_startup}
 

@@ -57,7 +57,9 @@ def _forward_without_speculation(
             # The draft extend reads verify's layout, here one row per request: the
             # target's hidden state at the step's position, the sampled token, its KV slot.
             batch.out_cache_loc = out_cache_loc
+            # <piece catch-up-scope>
             with self.draft_worker.draft_tp_context(
+            # </piece>
                 # <piece catch-up-tp-group>
                 self.draft_worker.draft_runner.tp_group
                 # </piece>
