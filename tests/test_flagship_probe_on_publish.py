@@ -159,8 +159,10 @@ BREAKAGES = [
      "built for the speculative (verify) path"),
     ("graph-without-hidden-states", r"\n\s*runner_args\.enable_return_hidden_states = True\n", "\n",
      "hidden states the draft reads"),
-    ("every-batch-size-captured", r"\[bs for bs in \(sa\.cuda_graph_bs or \[\]\) if bs > threshold\]",
+    ("every-batch-size-captured", r"\[bs for bs in \(sa\.cuda_graph_bs or \[\]\) if bs >= smallest_bs\]",
      "list(sa.cuda_graph_bs or [])", "not those above N"),
+    ("dp-graphs-above-n", r"smallest_bs = threshold // sa\.dp_size \+ 1", "smallest_bs = threshold + 1",
+     "not those from 9"),  # a rank of 9 to 16 requests would replay a padded graph
     ("no-catch-up-when-asked", r'if self\.spec_disable_catch_up == "skip":', "if True:",
      "the draft model ran 0 times"),
     ("hidden-states-kept", r"(\n\s*)logits_output\.hidden_states = None\n", r"\1pass\n", "stayed on the result"),
@@ -179,7 +181,7 @@ BREAKAGES_0514 = [b for b in BREAKAGES[:-2] if b[0] not in ("every-batch-size-ca
      r"speculative_moe_backend_context(), speculative_moe_a2a_backend_context():\n\1    "
      r"self._spec_disable_plain = self._spec_disable_build_plain_state(self.spec_disable_batch_threshold)",
      "built inside the draft's scopes"),
-    ("every-batch-size-captured", r"\[bs for bs in \(decode_graphs\.bs or \[\]\) if bs > threshold\]",
+    ("every-batch-size-captured", r"\[bs for bs in \(decode_graphs\.bs or \[\]\) if bs >= smallest_bs\]",
      "list(decode_graphs.bs or [])", "not those above N"),
     ("catch-up-on-the-verify-graph", r"\n\s*dw\.cuda_graph_runner_for_draft_extend,\n\s*model_runner\.attn_backend,"
                                      r"\n\s*model_runner\.decode_cuda_graph_runner,\n\s*\) = state",
@@ -240,6 +242,8 @@ BREAKAGES_0516 = [(b[0], *_REWRITTEN_0516[b[0]]) if b[0] in _REWRITTEN_0516 else
 #: is the one-line `), speculative_moe_backend_context()` form, the one-token state's draft half a `with (` block
 #: (dw.draft_tp_context(...)); the build call enters none (the target half is built outside the draft's scopes).
 BREAKAGES_0521 = [
+    ("dp-graphs-above-n", r"smallest_bs = threshold // get_parallel\(\)\.dp_size \+ 1", "smallest_bs = threshold + 1",
+     "not those from 9"),  # 0.5.19+: DP attention read as resolved (get_parallel())
     ("build-scope-without-owns-attention",
      r"dw\.draft_tp_context\(\n(\s*)dw\.draft_runner\.tp_group, owns_attention=dw\.draft_owns_attention\n",
      r"dw.draft_tp_context(\n\1dw.draft_runner.tp_group\n", "owns_attention"),

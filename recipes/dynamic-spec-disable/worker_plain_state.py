@@ -8,7 +8,7 @@ def _spec_disable_build_plain_state(self, threshold: int) -> tuple:
     # per request (the graph runner captures speculative_num_steps + 1 tokens per request,
     # so the steps read 0 while it is built), only where the speculative path has a
     # draft-extend graph and the catch-up runs ("skip" runs none). Graphs are captured for
-    # the batch sizes above N only: smaller batches always speculate. 0.5.9's graph runners
+    # the batch sizes a step above N replays only: smaller batches always speculate. 0.5.9's graph runners
     # capture on the model runner's (and the draft worker's) attention backend and read the
     # step count and batch sizes from server_args, so those are switched for the build and
     # restored, also when a capture raises. The draft half is built in the scopes the draft
@@ -21,9 +21,15 @@ def _spec_disable_build_plain_state(self, threshold: int) -> tuple:
     model_runner = self._target_worker.model_runner
     target_args = model_runner.server_args
     draft_args = dw.draft_runner.server_args
+    # With DP attention N is compared with the batch summed over the ranks, and each rank
+    # replays the graph of the largest rank's batch: a global batch above N has a rank of
+    # ceil((N + 1) / dp_size) requests or more, so the sizes are captured from there.
+    smallest_bs = threshold + 1
+    if self.server_args.enable_dp_attention:
+        smallest_bs = threshold // self.server_args.dp_size + 1
     capture_bs = []
     if not target_args.disable_cuda_graph:
-        capture_bs = [bs for bs in (target_args.cuda_graph_bs or []) if bs > threshold]
+        capture_bs = [bs for bs in (target_args.cuda_graph_bs or []) if bs >= smallest_bs]
     draft_extend_backend = dw.draft_extend_attn_backend
     draft_extend_graph = None
     # <piece draft-scope>

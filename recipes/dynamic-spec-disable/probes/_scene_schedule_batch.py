@@ -78,6 +78,7 @@ class PlainTargetGraph:
                                return_hidden_states=REL.graph_hidden_states(args),
                                cuda_graph_bs=list(REL.graph_bs(args)), kwargs=kwargs,
                                num_draft_tokens=REL.spec_config(args).speculative_num_draft_tokens)
+        self.capture_bs = self.built_with["cuda_graph_bs"]
         self.scope = _fakes.in_scope()
         BUILT.target_graphs.append(self)
 

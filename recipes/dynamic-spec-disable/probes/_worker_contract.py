@@ -242,11 +242,17 @@ def check_dp_attention():
     assert len(w.draft_worker.extend_decode_calls) == 1, \
         "the idle rank skipped the draft catch-up (collectives would not match)"
     S.check_dp_idle_catch_up(w)
+    # every rank replays the graph of the largest rank's batch, and a global batch above 16 on 2 ranks has a rank
+    # of 9 or more: the one-token graphs start there, not above 16 (a rank of 9 would replay a padded graph)
+    captured = w.built.target_graphs[0].capture_bs if w.built.target_graphs else []
+    assert captured == [bs for bs in S.CUDA_GRAPH_BS if bs >= 9], \
+        f"DP attention on 2 ranks, N 16: the one-token graphs capture batch sizes {captured}, not those from 9"
     # global 3 + 10 = 13 <= 16: every rank speculates, including the big one
     w = S.make_worker(16, dp_attention=True)
     S.step(w, S.decode_batch(10, global_num_tokens=[3, 10]))
     assert took_speculative_path(w), "a global 13 <= N 16 did not speculate"
-    return "DP attention: the summed global batch size decides on every rank, idle ranks included"
+    return "DP attention: the summed global batch size decides on every rank, idle ranks included; graphs from " \
+        "ceil((N + 1) / dp_size)"
 
 
 def check_restored_on_error():

@@ -6,22 +6,31 @@ def _spec_disable_build_plain_state(self, threshold: int) -> tuple:
     # (EAGLE3: the auxiliary layers), so that a step without speculation costs what a plain
     # decode step costs. The draft: a draft-extend attention backend and graph for one token
     # per request, as upstream's adaptive speculation builds a state per step count
-    # (build_adaptive_runtime_state). Graphs are captured for the batch sizes above N only:
-    # smaller batches always speculate. No draft multi-step decode backend is built. The draft
-    # half is built in the scopes the draft worker builds its own graphs in (draft TP, the
-    # speculative MoE backends), the target half outside them, as the target's own graphs are:
-    # a MoE target's one-token graph runs on the target's MoE settings, not the draft's.
+    # (build_adaptive_runtime_state). Graphs are captured for the batch sizes a step above N
+    # replays only: smaller batches always speculate. No draft multi-step decode backend is
+    # built. The draft half is built in the scopes the draft worker builds its own graphs in
+    # (draft TP, the speculative MoE backends), the target half outside them, as the target's
+    # own graphs are: a MoE target's one-token graph runs on the target's MoE settings, not
+    # the draft's.
     tic = time.perf_counter()
     before_mem = get_available_gpu_memory(self.device, self.gpu_id)
     sa = self.server_args
     dw = self._draft_worker
     model_runner = self._target_worker.model_runner
+    # With DP attention N is compared with the batch summed over the ranks, and each rank
+    # replays the graph of the largest rank's batch: a global batch above N has a rank of
+    # ceil((N + 1) / dp_size) requests or more, so the sizes are captured from there.
+    smallest_bs = threshold + 1
+    # <piece dp-smallest-bs>
+    if sa.enable_dp_attention:
+        smallest_bs = threshold // sa.dp_size + 1
+    # </piece>
     capture_bs = None
     # <piece graph-settings>
     # </piece>
     # <piece capture-bs>
     if not sa.disable_cuda_graph:
-        capture_bs = [bs for bs in (sa.cuda_graph_bs or []) if bs > threshold]
+        capture_bs = [bs for bs in (sa.cuda_graph_bs or []) if bs >= smallest_bs]
     with self._override_worker_state(0, 1, cuda_graph_bs=capture_bs):
     # </piece>
         # <piece draft-scope>

@@ -5,7 +5,7 @@ decode_graphs = sa.cuda_graph_config.decode
 # </piece>
 # <piece capture-bs>
 if not check_cuda_graph_backend(Phase.DECODE, Backend.DISABLED):
-    capture_bs = [bs for bs in (decode_graphs.bs or []) if bs > threshold]
+    capture_bs = [bs for bs in (decode_graphs.bs or []) if bs >= smallest_bs]
 saved_bs = decode_graphs.bs
 if capture_bs:
     decode_graphs.bs = capture_bs
