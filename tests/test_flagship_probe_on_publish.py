@@ -265,6 +265,8 @@ BREAKAGES_0521 = [
 #: deprecated spelling, declared False by the resolution). The one-token state's draft half is a `with (` block, the
 #: catch-up a `with draft_tp_context(` header over its flag.
 BREAKAGES_0522 = [
+    ("dp-graphs-above-n", r"smallest_bs = threshold // get_parallel\(\)\.num_dp_ranks \+ 1", "smallest_bs = threshold + 1",
+     "not those from 9"),  # 0.5.22: attn_dp_enabled over num_dp_ranks
     ("build-scope-without-owns-attention", r"draft_tp_context\(dw\.draft_owns_attention\),",
      "draft_tp_context(False),", "owns_attention"),
     ("target-half-in-the-draft-scopes", _BUILD_CALL_0514,
