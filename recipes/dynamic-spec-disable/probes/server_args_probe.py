@@ -679,14 +679,6 @@ def check_0522_setups():
     its attention there), served at width 1 even with --ep-size 2 (the draft owns nothing); mori gathers the batch
     sizes on its EPv2 path (SGLANG_MORI_EP_V2, on by default) or with SGLANG_MORI_RECV_BOUND, flashinfer_megamoe
     always; elastic EP scale-up and the rejection-sampling catch-up as on 0.5.21."""
-    def with_env(name, value):
-        saved = os.environ.get(name)
-        if value is None:
-            os.environ.pop(name, None)
-        else:
-            os.environ[name] = value
-        return lambda: os.environ.pop(name, None) if saved is None else os.environ.__setitem__(name, saved)
-
     with environment(SGLANG_SPEC_DISABLE_BATCH_THRESHOLD=None, SGLANG_SCHEDULER_SKIP_ALL_GATHER=None,
                      SGLANG_SPEC_DISABLE_CATCH_UP=None):
         n = dict(speculative_disable_batch_threshold=8)
@@ -704,13 +696,9 @@ def check_0522_setups():
                       enable_dp_lm_head=True)
         REL.check(eagle_ok(**gather, moe_a2a_backend="flashinfer_megamoe"))
         for ep_v2, recv_bound, served in (("1", None, True), ("0", None, False), ("0", "true", True)):
-            restore = [with_env("SGLANG_MORI_EP_V2", ep_v2), with_env("SGLANG_MORI_RECV_BOUND", recv_bound)]
-            try:
+            with environment(SGLANG_MORI_EP_V2=ep_v2, SGLANG_MORI_RECV_BOUND=recv_bound):
                 mori = eagle_ok(**gather, moe_a2a_backend="mori")
                 REL.check(mori) if served else refused(mori, "all-gather")
-            finally:
-                for undo in restore:
-                    undo()
         rocm = eagle_ok(speculative_disable_batch_threshold=8, speculative_algorithm="EAGLE")
         REL.set_bookkeeping(rocm, "_resolved_overrides",
                             [("probe: _handle_eagle_family (ROCm)", {"speculative_use_rejection_sampling": True})])
