@@ -128,6 +128,26 @@ def contains(outer: cst.CSTNode, inner: cst.CSTNode) -> bool:
     return any(contains(child, inner) for child in outer.children)
 
 
+WITHIN = "the class or function to search, dotted; default: the whole module"
+
+
+def check_expression(code: str) -> None:
+    """Option check at load time: `code` is one Python expression."""
+    if expression_key(code) is None:
+        raise ValueError(f"must be one Python expression, got {line_text(code)!r}")
+
+
+def load_check(parse):
+    """An option check at load time from a parser that raises RecipeError: the error as a ValueError, which the
+    loader reports with the step's line."""
+    def check(code: str) -> None:
+        try:
+            parse(code)
+        except RecipeError as exc:
+            raise ValueError(exc.message) from None
+    return check
+
+
 def first_line(module: cst.Module, node: cst.CSTNode) -> str:
     """The first line of a node's code, stripped (for candidate lists)."""
     text = code_of(module, node).strip()

@@ -27,15 +27,12 @@ import libcst as cst
 from ..anchors import near
 from ..errors import AnchorAmbiguous, AnchorNotFound, Candidate
 from ..model import option
-from ._code import expression_key, expressions_under, insert_item, line_text, node_key, parse_expression, scope_path
+from ._code import (WITHIN, check_expression, expression_key, expressions_under, insert_item, line_text, node_key,
+                    parse_expression, scope_path)
 from .base import AlreadyApplied, Changed, Operation, Outcome, attempt, register
 
 _LITERALS = (cst.List, cst.Tuple, cst.Set)
 
-
-def _expression(code: str) -> None:
-    if expression_key(code) is None:
-        raise ValueError(f"must be one Python expression, got {line_text(code)!r}")
 
 
 def _opening(literal: cst.CSTNode) -> object:
@@ -51,10 +48,9 @@ class AddElement(Operation):
     """Add an element right after `after` in the one list/tuple/set literal that holds `after`."""
 
     op: Literal["add_element"]
-    after: str = option(check=_expression, description="an element of the literal; the new one follows it")
-    code: str = option(check=_expression, description="the new element, an expression")
-    within: str | None = option(default=None, description="the class or function to search, dotted; default: "
-                                "the whole module")
+    after: str = option(check=check_expression, description="an element of the literal; the new one follows it")
+    code: str = option(check=check_expression, description="the new element, an expression")
+    within: str | None = option(default=None, description=WITHIN)
 
     def describe(self) -> str:
         return f"add `{line_text(self.code)}` after `{line_text(self.after)}` in its literal" + (

@@ -32,7 +32,7 @@ from ..anchors import expression_ast, near
 from ..errors import AnchorAmbiguous, AnchorNotFound, Candidate, Conflict, RecipeError
 from ..model import option
 from ..patterns import Pattern
-from ._code import expressions_under, insert_item, line_text, node_key, parse_expression, scope_path
+from ._code import WITHIN, load_check, expressions_under, insert_item, line_text, node_key, parse_expression, scope_path
 from .base import AlreadyApplied, Changed, Operation, Outcome, attempt, register
 
 
@@ -52,14 +52,6 @@ def _keyword(code: str) -> cst.Arg:
     return arg[0]
 
 
-def _valid(parse, code: str) -> None:
-    """Option check at load time: the recipe error as a ValueError, reported with the step's line."""
-    try:
-        parse(code)
-    except RecipeError as exc:
-        raise ValueError(exc.message) from None
-
-
 @register
 @dataclass(frozen=True, kw_only=True)
 class AddKeywordArgument(Operation):
@@ -67,10 +59,9 @@ class AddKeywordArgument(Operation):
 
     op: Literal["add_keyword_argument"]
     call: str = option(check=_call_pattern, description="a pattern of the call, e.g. DecodePreallocQueue(...)")
-    code: str = option(check=lambda c: _valid(_keyword, c), description="the keyword argument, e.g. enable_profiling=True")
+    code: str = option(check=load_check(_keyword), description="the keyword argument, e.g. enable_profiling=True")
     after: str | None = option(default=None, description="the keyword the new one follows; default: the end")
-    within: str | None = option(default=None, description="the class or function to search, dotted; default: "
-                                "the whole module")
+    within: str | None = option(default=None, description=WITHIN)
 
     def describe(self) -> str:
         return f"add `{line_text(self.code)}` to the call `{Pattern.parse(self.call)}`" + (

@@ -28,7 +28,7 @@ import libcst as cst
 from ..anchors import find_function, near, same_code
 from ..errors import AnchorNotFound, Candidate, Conflict, RecipeError
 from ..model import option
-from ._code import insert_item, line_text
+from ._code import insert_item, line_text, load_check
 from .base import AlreadyApplied, Changed, Operation, Outcome, attempt, register
 
 
@@ -43,14 +43,6 @@ def _parameter(code: str) -> cst.Param:
     return plain[0]
 
 
-def _valid(parse, code: str) -> None:
-    """Option check at load time: the recipe error as a ValueError, reported with the step's line."""
-    try:
-        parse(code)
-    except RecipeError as exc:
-        raise ValueError(exc.message) from None
-
-
 @register
 @dataclass(frozen=True, kw_only=True)
 class AddParameter(Operation):
@@ -58,7 +50,7 @@ class AddParameter(Operation):
 
     op: Literal["add_parameter"]
     function: str = option(description="the function, dotted, e.g. Scheduler.process_batch_result")
-    code: str = option(check=lambda c: _valid(_parameter, c), description="the parameter, e.g. 'x: int = 0'")
+    code: str = option(check=load_check(_parameter), description="the parameter, e.g. 'x: int = 0'")
     after: str | None = option(default=None, description="the parameter the new one follows; default: the last "
                                "plain one")
 

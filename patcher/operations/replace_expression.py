@@ -30,13 +30,10 @@ import libcst as cst
 from ..anchors import near
 from ..errors import AnchorAmbiguous, AnchorNotFound, Candidate
 from ..model import option
-from ._code import contains, expression_key, expressions_under, line_text, node_key, parse_expression, scope_path
+from ._code import (WITHIN, check_expression, contains, expression_key, expressions_under, line_text, node_key,
+                    parse_expression, scope_path)
 from .base import AlreadyApplied, Changed, Operation, Outcome, attempt, register
 
-
-def _expression(code: str) -> None:
-    if expression_key(code) is None:
-        raise ValueError(f"must be one Python expression, got {line_text(code)!r}")
 
 
 @register
@@ -45,10 +42,9 @@ class ReplaceExpression(Operation):
     """Replace the one expression whose code equals `match` by `code`."""
 
     op: Literal["replace_expression"]
-    match: str = option(check=_expression, description="the expression to replace, compared as code")
-    code: str = option(check=_expression, description="the expression that replaces it")
-    within: str | None = option(default=None, description="the class or function to search, dotted; default: "
-                                "the whole module")
+    match: str = option(check=check_expression, description="the expression to replace, compared as code")
+    code: str = option(check=check_expression, description="the expression that replaces it")
+    within: str | None = option(default=None, description=WITHIN)
 
     def describe(self) -> str:
         return f"replace `{line_text(self.match)}` by `{line_text(self.code)}`" + (

@@ -59,11 +59,10 @@ from typing import Literal, Sequence
 
 import libcst as cst
 
-from ..anchors import NodePath, fit, indent_of, near, set_block_body
+from ..anchors import NodePath, body_of, fit, indent_of, near, set_block_body
 from ..errors import AnchorAmbiguous, AnchorNotFound, Candidate, Conflict, RecipeError
 from ..model import option
-from ..anchors import body_of
-from ._code import (INSIDE_ELSE, blocks_under, check_inside, contains, fingerprint, first_line, inside_block,
+from ._code import (WITHIN, INSIDE_ELSE, blocks_under, check_inside, contains, fingerprint, first_line, inside_block,
                     inside_words, line_text, parse_block, scope_path)
 from .base import AlreadyApplied, Changed, Operation, Outcome, attempt, register
 
@@ -79,8 +78,7 @@ class ReplaceStatements(Operation):
     op: Literal["replace_statements"]
     match: str = option(description="the statements to replace: one statement or a run, compared as code")
     code: str = option(default="", description="the replacement statements; empty deletes the match")
-    within: str | None = option(default=None, description="the class or function to search, dotted; default: "
-                                "the whole module")
+    within: str | None = option(default=None, description=WITHIN)
     if_present_elsewhere: Literal["refuse", "apply"] = option(
         default="refuse", description="when a statement that `code` adds is already in `within`: refuse | apply")
     inside: str | None = option(
