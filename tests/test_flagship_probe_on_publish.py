@@ -1,5 +1,5 @@
-"""The 0.5.13 - 0.5.22 ports of the flagship: their behaviour probe (worker_probe_on_publish.py) passes on sglang
-0.5.13 - 0.5.22 patched by the recipe, fails on the pristine release, without its release adapter (Release013 /
+"""The 0.5.13 - 0.5.23 ports of the flagship: their behaviour probe (worker_probe_on_publish.py) passes on sglang
+0.5.13 - 0.5.23 patched by the recipe, fails on the pristine release, without its release adapter (Release013 /
 Release014), and on broken fallbacks (the breakages of every release, and those of 0.5.14's renamed CUDA graph
 settings, graph runner and draft capture).
 
@@ -9,7 +9,7 @@ subprocess of the transformers-5 CPU environment, the tree first on sys.path, GP
 variant edits one thing in the patched eagle_worker_v2.py (publish after the catch-up, no new_seq_lens, a
 verify graph captured instead of a DECODE one, a swapped field not put back, ...).
 
-Needs: the transformers-5 CPU environment ($SPECPATCH_CPU_PYTHON_TF5) and the 0.5.13 - 0.5.22 releases (fetched,
+Needs: the transformers-5 CPU environment ($SPECPATCH_CPU_PYTHON_TF5) and the 0.5.13 - 0.5.23 releases (fetched,
 cached).
 """
 
@@ -31,7 +31,8 @@ from patcher.target import find_target
 ROOT = Path(__file__).resolve().parent.parent
 RECIPE = ROOT / "recipes" / "dynamic-spec-disable.yaml"
 WORKER = "sglang/srt/speculative/eagle_worker_v2.py"
-VERSIONS = ("0.5.13", "0.5.14", "0.5.15", "0.5.16", "0.5.17", "0.5.18", "0.5.19", "0.5.20", "0.5.21", "0.5.22")
+VERSIONS = ("0.5.13", "0.5.14", "0.5.15", "0.5.16", "0.5.17", "0.5.18", "0.5.19", "0.5.20", "0.5.21", "0.5.22",
+            "0.5.23")
 PROBE = "probes/worker_probe_on_publish.py"
 
 pytestmark = [pytest.mark.sglang, pytest.mark.cpuenv]
@@ -288,8 +289,36 @@ BREAKAGES_0522 = [
      "if get_parallel().enable_dp_attention and not require_mlp_tp_gather():", "all-gather"),
     BREAKAGES_0521[-1],  # the skipped catch-up's draft-graph vote, as on 0.5.21
 ]
+#: 0.5.23: the draft worker's parallel layout (EagleDraftWorker.parallel_layout) replaces draft_owns_attention and is
+#: what draft_tp_context takes; a draft whose layout owns its attention (local_dp) is refused at start-up; the
+#: one-token target graph's runner class is picked by _select_spec_graph_runner_cls (out-of-tree platforms). A copy
+#: of the layout (msgspec.structs.replace) is equal but not the draft worker's own: the probe checks identity.
+_LAYOUT_COPY = '__import__("msgspec").structs.replace('
+BREAKAGES_0523 = [
+    BREAKAGES_0522[0],  # dp-graphs-above-n, as on 0.5.22
+    ("build-scope-not-the-draft-layout", r"draft_tp_context\(dw\.parallel_layout\),",
+     "draft_tp_context(" + _LAYOUT_COPY + "dw.parallel_layout)),", "parallel_layout"),
+    ("target-half-in-the-draft-scopes", _BUILD_CALL_0514,
+     r"\n\1with draft_tp_context(self._draft_worker.parallel_layout), speculative_moe_backend_context(), "
+     r"speculative_moe_a2a_backend_context():\n\1    "
+     r"self._spec_disable_plain = self._spec_disable_build_plain_state(self.spec_disable_batch_threshold)",
+     "built inside the draft's scopes"),
+    ("catch-up-scope-not-the-draft-layout",
+     r"(with draft_tp_context\(\n\s*)self\.draft_worker\.parallel_layout\n",
+     r"\1" + _LAYOUT_COPY + r"self.draft_worker.parallel_layout)\n", "parallel_layout"),
+    ("catch-up-scope-of-0.5.22",  # the draft worker's draft_owns_attention is gone in 0.5.23
+     r"(with draft_tp_context\(\n\s*)self\.draft_worker\.parallel_layout\n",
+     r"\1self.draft_worker.draft_owns_attention\n", "draft_owns_attention"),
+    ("owning-draft-served", r"if dw is not None and dw\.parallel_layout\.local_dp:", "if False:", "was served"),
+    ("target-graph-class-of-0.5.22",
+     r"graph_runner_cls = _select_spec_graph_runner_cls\((?:.|\n)*?\n(\s*)\)\n",
+     r"graph_runner_cls = NPUGraphRunner if _is_npu else DecodeCudaGraphRunner\n", "out-of-tree platform"),
+    BREAKAGES_0522[5],  # route-reads-the-deprecated-dp-flag
+    BREAKAGES_0522[6],  # start-up-reads-the-deprecated-dp-flag
+    BREAKAGES_0521[-1],  # the skipped catch-up's draft-graph vote, as on 0.5.21
+]
 BREAKAGES_BY_VERSION = {"0.5.13": BREAKAGES, "0.5.14": BREAKAGES_0514, "0.5.16": BREAKAGES_0516,
-                        "0.5.21": BREAKAGES_0521, "0.5.22": BREAKAGES_0522}
+                        "0.5.21": BREAKAGES_0521, "0.5.22": BREAKAGES_0522, "0.5.23": BREAKAGES_0523}
 
 
 @pytest.fixture(scope="module")
@@ -323,11 +352,11 @@ def test_worker_probe_fails_on_a_broken_fallback(broken_runs, version, name, exp
 #: the speculative hook's module function (resolving_view(server_args), since every field keeps its input there)
 VIEW_READ = {v: ("sglang/srt/arg_groups/speculative_hook.py",
                   r"(handle_speculative_disable_batch_threshold(?:.|\n)*?)cfg = resolving_view\(server_args\)",
-                  r"\1cfg = server_args") for v in ("0.5.19", "0.5.20", "0.5.21", "0.5.22")}
+                  r"\1cfg = server_args") for v in ("0.5.19", "0.5.20", "0.5.21", "0.5.22", "0.5.23")}
 
 
 @pytest.mark.parametrize("version", ["0.5.15", "0.5.16", "0.5.17", "0.5.18", "0.5.19", "0.5.20", "0.5.21",
-                                     "0.5.22"])
+                                     "0.5.22", "0.5.23"])
 def test_server_args_probe_fails_when_the_check_reads_undeclared_fields(recipe, cpuenv_python_tf5, patched,
                                                                          tmp_path_factory, version):
     """From 0.5.15 a model override (MiMo-V2 / Step-3.5: multi-layer EAGLE) or a resolution pass (DeepSeek context
@@ -351,7 +380,7 @@ def test_server_args_probe_fails_when_the_check_reads_undeclared_fields(recipe, 
         (check.status, check.message)
 
 
-@pytest.mark.parametrize("version", ["0.5.14", "0.5.20", "0.5.21", "0.5.22"])
+@pytest.mark.parametrize("version", ["0.5.14", "0.5.20", "0.5.21", "0.5.22", "0.5.23"])
 def test_server_args_probe_fails_when_rejection_sampling_is_served_without_the_catch_up(
         recipe, cpuenv_python_tf5, patched, tmp_path_factory, version):
     """From 0.5.14, --speculative-use-rejection-sampling stacks the draft input's draft_probs on the next speculative

@@ -1,6 +1,6 @@
 """dynamic-spec-disable's per-release variants (recipes/dynamic-spec-disable/variants.yaml).
 
-Which variant each release 0.5.4-0.5.23 gets, and, on the real releases from the registry (cached): every step of a
+Which variant each release 0.5.4-0.5.24 gets, and, on the real releases from the registry (cached): every step of a
 patching variant applies (`changed`), the result compiles, and a second plan on the patched files changes nothing.
 The behaviour of each variant is checked by its probes (`specpatch try`, tests/test_matrix.py)."""
 
@@ -27,7 +27,7 @@ EXPECTED = {
     "0.5.17": "fallback-0.5.17", "0.5.18": "fallback-0.5.18",
     "0.5.19": "fallback-0.5.19",
     "0.5.20": "fallback-0.5.20", "0.5.21": "fallback-0.5.21", "0.5.22": "fallback-0.5.22",
-    "0.5.23": "alias-0.5.20-msgspec",
+    "0.5.23": "fallback-0.5.23",
 }
 
 
@@ -48,6 +48,11 @@ def test_each_release_gets_its_variant(recipe, version):
 @pytest.mark.parametrize("version", ["0.5.4.post3", "0.5.13.post1", "0.5.15.post1", "0.5.24"])
 def test_post_releases_and_newer_fall_in_the_ranges(recipe, version):
     assert recipe.select(Version(version)).variant
+
+
+def test_releases_after_0_5_23_get_the_alias(recipe):
+    # 0.5.24 is not published: the alias is the newest variant, for releases after the newest fallback port
+    assert recipe.select(Version("0.5.24")).variant == "alias-0.5.20-msgspec"
 
 
 def test_a_post_release_of_0_5_13_gets_the_0_5_13_port(recipe):

@@ -50,6 +50,8 @@ def _init_speculative_disable(self, server_args: ServerArgs) -> None:
             "speculative_disable_batch_threshold with DP attention needs the all-gather "
             "of the per-rank batch sizes (require_mlp_tp_gather), which this set-up skips."
         )
+    # <piece draft-layout-check>
+    # </piece>
     # <piece build>
     # Outside the draft's scopes: the build enters them for its draft half only.
     self._spec_disable_plain = self._spec_disable_build_plain_state(threshold)

@@ -141,7 +141,10 @@ EXTRA_CHECKS = {"hybrid mamba/GDN target refused": hybrid_refused, "hybrid mamba
                 "grammar barrier before the target's sampler": scene_check("check_grammar_barrier"),
                 "hidden states captured on a server returning the last only":
                 scene_check("check_plain_state_last_mode"),
-                "draft scope and draft-graph vote as the release's own": scene_check("check_draft_scope_and_vote")}
+                "draft scope and draft-graph vote as the release's own": scene_check("check_draft_scope_and_vote"),
+                "draft layout and draft-graph vote as the release's own": scene_check("check_draft_layout_and_vote"),
+                "target graph runner selected as the release's own":
+                scene_check("check_target_graph_runner_selected")}
 
 
 # ------------------------------------------------------------------------------------- checks on a probe's scene

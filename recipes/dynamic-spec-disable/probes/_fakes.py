@@ -532,6 +532,7 @@ def init_only(rel, server_args, target=None, resolved=None):
     what the release's resolution decided, where it differs from the record's input (0.5.19+)."""
     w = EAGLEWorkerV2.__new__(EAGLEWorkerV2)
     w.topk, w._target_worker = 1, target or rel.plain_target()
+    w._draft_worker = None  # as on a pipeline stage that hosts no draft (0.5.23+ reads the draft's parallel layout)
     with envs.SGLANG_SPEC_DISABLE_CATCH_UP.override("padded"), rel.start_up_config(resolved or server_args):
         w._init_speculative_disable(server_args)
     return w

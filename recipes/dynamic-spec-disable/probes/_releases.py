@@ -19,6 +19,11 @@ from sglang.srt.managers import overlap_utils
 from sglang.srt.model_executor.forward_batch_info import ForwardMode
 from sglang.srt.speculative.spec_info import SpeculativeAlgorithm
 
+try:  # 0.5.23+: the draft's parallel layout
+    from sglang.srt.configs.draft_parallel import DraftParallelLayout
+except ImportError:
+    DraftParallelLayout = None
+
 from _fakes import N_DRAFT, V, RecordServerArgs, ResolvedRecordServerArgs, StrictServerArgs, logprob_row
 
 
@@ -725,10 +730,16 @@ class Release022(Release021):
     spelling, which the resolution declares False)."""
 
     @staticmethod
-    def finish_start_up(w):
+    def scope_record(arguments: dict) -> dict:
+        """What the scene records of a draft_tp_context entry, from the release's bound arguments: the flag."""
+        return {"owns_attention": arguments["owns_attention"]}
+
+    @classmethod
+    def finish_start_up(cls, w):
         """The worker module's draft_tp_context recorded as the release's own (its signature binds the call; "draft-tp"
-        in the scene's scopes while entered; the flag recorded on the scene's draft worker as owns_attention), and
-        the scene's draft worker without the draft_tp_context attribute the release's no longer has; then 0.5.21's."""
+        in the scene's scopes while entered; what scope_record makes of its arguments recorded on the scene's draft
+        worker), and the scene's draft worker without the draft_tp_context attribute the release's no longer has;
+        then 0.5.21's."""
         import inspect
 
         import sglang.srt.speculative.eagle_worker_v2 as worker_module
@@ -741,7 +752,7 @@ class Release022(Release021):
 
         def recorded(*args, **kwargs):
             bound = inspect.signature(real).bind(*args, **kwargs)  # TypeError where the release's refuses the call
-            dw.tp_contexts.append({"owns_attention": bound.arguments["owns_attention"]})
+            dw.tp_contexts.append(cls.scope_record(bound.arguments))
             return _fakes.entered("draft-tp")
 
         recorded.real = real
@@ -795,6 +806,30 @@ class Release022(Release021):
         return get_context().override_server_args(**cls.resolved_dp(fields))
 
 
+class Release023(Release022):
+    """0.5.23: the draft worker's draft_owns_attention is replaced by its parallel layout
+    (EagleDraftWorker.parallel_layout, a DraftParallelLayout resolved from the draft model's class), which
+    draft_tp_context takes (draft_tp_context(layout)); a layout with a TP group of its own (local_dp) owns its
+    attention. The scene's EAGLE draft follows the target's layout (no TP group of its own)."""
+
+    #: what the draft worker's __init__ sets: its parallel layout in place of 0.5.21's draft_owns_attention
+    draft_worker_attrs = {**{k: v for k, v in Release022.draft_worker_attrs.items() if k != "draft_owns_attention"},
+                          "parallel_layout": DraftParallelLayout and DraftParallelLayout(tp_group=None, attn_tp_size=1)}
+    extra_checks = tuple(c for c in Release022.extra_checks
+                         if c != "draft scope and draft-graph vote as the release's own") \
+        + ("draft layout and draft-graph vote as the release's own",
+           "target graph runner selected as the release's own")
+
+    #: Scheduler._copy_result_to_cpu (run_batch's result readback) asks whether it may hand the copy to its async D2H
+    #: worker: no, the copy runs behind the forward, as the scene's CPU run needs
+    scheduler_attrs = dict(Release022.scheduler_attrs, enable_async_d2h_copy=False)
+
+    @staticmethod
+    def scope_record(arguments: dict) -> dict:
+        """The layout entered (the scene checks it is the draft worker's own) and whether it owns attention."""
+        return {"layout": arguments["layout"], "owns_attention": arguments["layout"].local_dp}
+
+
 #: the one-token-graph fallback on the ModelWorkerBatch contract (worker_probe_graphs.py): variant -> its adapter
 GRAPHS_BY_VARIANT = {
     "": Release059,  # the recipe's own steps
@@ -808,5 +843,6 @@ GRAPHS_BY_VARIANT = {
 ON_PUBLISH_BY_VARIANT = {"fallback-0.5.13": Release013, "fallback-0.5.14": Release014, "fallback-0.5.15": Release015,
                          "fallback-0.5.16": Release016, "fallback-0.5.17": Release017, "fallback-0.5.18": Release018,
                          "fallback-0.5.19": Release019, "fallback-0.5.20": Release020,
-                         "fallback-0.5.21": Release021, "fallback-0.5.22": Release022}
+                         "fallback-0.5.21": Release021, "fallback-0.5.22": Release022,
+                         "fallback-0.5.23": Release023}
 CURRENT = None  #: the adapter the running probe chose (its scene reads it)

@@ -319,6 +319,8 @@ def make_scheduler(w, fmap, overlap: bool):
         s._relay_forward_payload = functools.partial(Scheduler._relay_forward_payload, s)
     if hasattr(Scheduler, "_copy_auxiliary_output_to_cpu"):  # 0.5.19+: a sampler plugin's output, to the CPU
         s._copy_auxiliary_output_to_cpu = functools.partial(Scheduler._copy_auxiliary_output_to_cpu, s)
+    if hasattr(Scheduler, "_copy_result_to_cpu"):  # 0.5.23+: the result's readback (synchronous here)
+        s._copy_result_to_cpu = functools.partial(Scheduler._copy_result_to_cpu, s)
     if hasattr(Scheduler, "_advance_pending_grammar"):
         # 0.5.17+: run_batch hands EAGLE its grammar barrier, which advances the grammar state over the results still
         # in the queue: here the previous step's, whose advance is recorded ("grammar" in the worker's event log)
@@ -360,6 +362,9 @@ def run_through_scheduler(w, batch, *, overlap: bool, needs_cpu_seq_lens: bool =
 def read_result(w, batch, result):
     """The real result processor: the spec-v2 tokens, the per-request counters, the logprob rows."""
     proc = SimpleNamespace(model_worker=w)
+    # 0.5.23+: _resolve_spec_v2_tokens snapshots the step's decode requests for the forward-pass metrics (FPM), a
+    # no-op with FPM off, as here
+    proc.metrics_reporter = SimpleNamespace(snapshot_spec_decode_metrics=lambda batch, result: None)
     proc._resolve_spec_v2_tokens = functools.partial(SchedulerBatchResultProcessor._resolve_spec_v2_tokens, proc)
     if hasattr(SchedulerBatchResultProcessor, "advance_grammar_fsm"):  # 0.5.17+: reads it (a no-op without grammar)
         proc.advance_grammar_fsm = functools.partial(SchedulerBatchResultProcessor.advance_grammar_fsm, proc)
@@ -671,6 +676,17 @@ def check_draft_scope_and_vote():
             assert built and len(calls) > len(built), f"draft scopes entered: {calls} (build: {built})"
             assert all(c.get("owns_attention") is owns for c in calls), \
                 f"draft_tp_context entered with {calls}, the draft worker's draft_owns_attention is {owns}"
+    finally:
+        REL.draft_worker_attrs = saved
+    _check_skipped_catch_up_vote()
+    return "build and catch-up scopes pass owns_attention as the draft worker owns it (False / True); the skipped " \
+        "catch-up's draft input votes against the draft graph only for a DSA-seeded draft"
+
+
+def _check_skipped_catch_up_vote():
+    """A step with the catch-up skipped votes on the next step's draft graph as the draft extend would."""
+    saved = REL.draft_worker_attrs
+    try:
         for seed in (False, True):
             REL.draft_worker_attrs = dict(saved, seed_dsa_topk_from_draft_extend=seed)
             w = make_worker(2, catch_up="skip")
@@ -680,8 +696,69 @@ def check_draft_scope_and_vote():
             assert vote is (not seed), f"the skipped catch-up's draft input votes {vote} with the DSA seed flag {seed}"
     finally:
         REL.draft_worker_attrs = saved
-    return "build and catch-up scopes pass owns_attention as the draft worker owns it (False / True); the skipped " \
-        "catch-up's draft input votes against the draft graph only for a DSA-seeded draft"
+
+
+def check_draft_layout_and_vote():
+    """0.5.23+: the one-token state's draft half and the draft catch-up enter draft_tp_context with the draft worker's
+    own parallel layout (EagleDraftWorker.parallel_layout, the object itself: a call without it is refused by the
+    release's signature), as the release's own calls do; a draft whose layout owns its attention (a TP group of its
+    own, local_dp: an EAGLE3-like draft under attention DP) is refused at start-up, naming it; the skipped catch-up's
+    draft-graph vote as on 0.5.21."""
+    from sglang.srt.configs.draft_parallel import DraftParallelLayout
+
+    saved = REL.draft_worker_attrs
+    try:
+        layout = DraftParallelLayout(tp_group=None, attn_tp_size=2)  # not the adapter's default: identity is checked
+        REL.draft_worker_attrs = dict(saved, parallel_layout=layout)
+        w = make_worker(2, catch_up="padded")
+        built = list(w._draft_worker.tp_contexts)
+        result = step(w, decode_batch(4, pool=w.req_to_token_pool))
+        assert getattr(result, "speculation_disabled", False), "the step did not fall back"
+        calls = w._draft_worker.tp_contexts
+        assert built and len(calls) > len(built), f"draft scopes entered: {calls} (build: {built})"
+        assert all(c.get("layout") is layout for c in calls), \
+            f"draft_tp_context entered with {calls}, not the draft worker's parallel_layout {layout}"
+        owning = DraftParallelLayout(tp_group=SimpleNamespace(world_size=1, name="attn_tp"), attn_tp_size=1)
+        REL.draft_worker_attrs = dict(saved, parallel_layout=owning)
+        try:
+            make_worker(2, catch_up="padded")
+        except ValueError as exc:
+            assert "owns its attention" in str(exc), f"refused for another reason: {exc}"
+        else:
+            raise AssertionError("a draft whose parallel layout owns its attention (local_dp) was served")
+    finally:
+        REL.draft_worker_attrs = saved
+    _check_skipped_catch_up_vote()
+    return "build and catch-up scopes enter draft_tp_context with the draft worker's own parallel layout; a draft " \
+        "owning its attention (local_dp) refused at start-up; the skipped catch-up's draft input votes against the " \
+        "draft graph only for a DSA-seeded draft"
+
+
+def check_target_graph_runner_selected():
+    """0.5.23+: the one-token target graph's runner class is picked as the release picks the target's own graphs
+    (_select_spec_graph_runner_cls): the built-in class in tree (the checks above), an out-of-tree platform's own
+    get_graph_runner_cls() where it captures graphs, and none (an eager target) where it captures none."""
+    real = eagle_worker_v2.current_platform
+
+    class OutOfTreeGraph(PlainTargetGraph):
+        """An out-of-tree platform's graph runner."""
+
+    try:
+        for capture in (True, False):
+            eagle_worker_v2.current_platform = SimpleNamespace(
+                is_out_of_tree=lambda: True, capabilities=SimpleNamespace(graph_capture=capture),
+                get_graph_runner_cls=lambda: OutOfTreeGraph, get_speculative_graph_runner_cls=lambda **kw: None)
+            w = make_worker(2, catch_up="padded")
+            target_graph = w._spec_disable_plain[5]
+            if capture:
+                assert type(target_graph) is OutOfTreeGraph and len(w.built.target_graphs) == 1, \
+                    f"an out-of-tree platform capturing graphs: the target graph is {target_graph!r}, not its runner's"
+            else:
+                assert target_graph is None and not w.built.target_graphs, \
+                    f"an out-of-tree platform capturing no graphs: a target graph {target_graph!r} was built"
+    finally:
+        eagle_worker_v2.current_platform = real
+    return "out of tree: the platform's get_graph_runner_cls() where it captures graphs, no target graph where not"
 
 
 START_UP_CHECKS = [("start-up: what is captured (skip)", check_plain_state("skip")),

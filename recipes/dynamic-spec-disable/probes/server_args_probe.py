@@ -236,6 +236,12 @@ class Release0522(Release0521):
         Release0521.check(args)
 
 
+class Release0523(Release0522):
+    """0.5.23: the same pipeline and set-ups as 0.5.22 (which drafts own their attention is now the draft model class's
+    draft_parallel_spec, which the check cannot see: it still refuses EAGLE3 with DP attention, every EAGLE3 draft of
+    the release running in one TP group; the worker refuses any other owning draft)."""
+
+
 BY_VARIANT = {"": Release059, "fallback-0.5.4": Release054, "fallback-0.5.4.post1": Release055,
               "fallback-0.5.5": Release055, "fallback-0.5.5.post3": Release055,
               "fallback-0.5.6": Release056, "fallback-0.5.6.post1": Release056, "fallback-0.5.7": Release059, "fallback-0.5.8": Release059,
@@ -244,7 +250,8 @@ BY_VARIANT = {"": Release059, "fallback-0.5.4": Release054, "fallback-0.5.4.post
               "fallback-0.5.14": Release0514, "fallback-0.5.15": Release0515,
               "fallback-0.5.16": Release0516, "fallback-0.5.17": Release0517, "fallback-0.5.18": Release0518,
               "fallback-0.5.19": Release0519, "fallback-0.5.20": Release0520,
-              "fallback-0.5.21": Release0521, "fallback-0.5.22": Release0522}
+              "fallback-0.5.21": Release0521, "fallback-0.5.22": Release0522,
+              "fallback-0.5.23": Release0523}
 VARIANT = os.environ.get("SPECPATCH_VARIANT", "")
 REL = BY_VARIANT[VARIANT]() if VARIANT in BY_VARIANT else None
 BETA_SPEC_ON = [False]  #: 0.5.4: whether the probe's SGLANG_ENABLE_SPEC_V2 asked for spec v2 (--enable-beta-spec)

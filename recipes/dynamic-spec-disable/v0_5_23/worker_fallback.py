@@ -1,0 +1,3 @@
+                # <piece catch-up-tp-group>
+                self.draft_worker.parallel_layout
+                # </piece>
