@@ -84,8 +84,10 @@ cp -a "$sgl/orig" "$sgl/patched"
 changed=$(cd "$sgl" && diff -rq orig patched | awk '/^Files/{print $4}' | sed 's#^patched/##' || true)
 echo "$changed" >"$sgl/patched-files.txt"
 # sglang.multimodal_gen (the diffusion server, 15 MB from 0.5.19) is never imported by an LLM server: left out so that
-# 0.5.19's tree fits the 64 MiB carry
-tar -C "$sgl/orig" --exclude=sglang/multimodal_gen -cJf "$carry/sglang.tar.xz" sglang sglang-"$version".dist-info
+# 0.5.19's tree fits the 64 MiB carry; so are the Rust extensions of the benchmark tools and the multimodal processors
+# (rust_extensions/_bench, _multimodal: 11 MB), for 0.5.23's
+tar -C "$sgl/orig" --exclude=sglang/multimodal_gen --exclude='sglang/srt/rust_extensions/_bench.*' \
+    --exclude='sglang/srt/rust_extensions/_multimodal.*' -cJf "$carry/sglang.tar.xz" sglang sglang-"$version".dist-info
 (cd "$sgl/patched" && tar -cJf "$carry/patched.tar.xz" $changed)
 ls -l "$carry"
 du -cb "$carry"/*.tar.xz | tail -1 | awk '{printf "bench/gpu/carry: %.1f MiB (limit 64 MiB with the checkout)\n", $1/1048576}'
