@@ -1354,6 +1354,62 @@ def test_a_step_that_reads_attributes_upstream_kept_or_that_it_defines_itself_ap
     assert len(steps) == 3 and {s.status for s in steps.values()} == {"applied"}
 
 
+ROPE = '''import torch
+from torch import nn
+
+
+class Rope(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        if n:
+            self.register_buffer("table", torch.arange(n), persistent=False)
+        else:
+            self.table = None
+
+    def forward(self, x):
+        return x + self.table
+
+
+def make_rope(n):
+    return Rope(n)
+'''
+ROPE_AFTER = ROPE.replace('''        if n:
+            self.register_buffer("table", torch.arange(n), persistent=False)
+        else:
+            self.table = None
+''', '''        self.n = n
+        self.register_buffer("table", self._build(), persistent=False)
+
+    def _build(self):
+        return torch.arange(self.n) if self.n else None
+
+    @property
+    def _shifted(self):
+        return self.table + 1
+''')
+
+
+def test_an_attribute_torch_registers_by_name_is_defined_and_a_step_upstream_adopted_is_already_upstream(tmp_path):
+    pkg = package(tmp_path / "base", {"srt/rope.py": ROPE})
+    lifted, out = lift_and_write(tmp_path, pkg, git_diff(ROPE, ROPE_AFTER, "srt/rope.py"))
+    assert importer.round_trip(out, pkg, lifted.expected).ok
+    # upstream adopted the change: `table` is a buffer only (`register_buffer("table", ...)` defines `self.table`)
+    got = importer.port(load_recipe(out), package(tmp_path / "adopted", {"srt/rope.py": ROPE_AFTER}), base_dir=pkg)
+    assert {s.status for s in got.steps} == {"already_upstream"}, [(s.name, s.status, s.message) for s in got.steps]
+    # a release that sets `table` from outside the class (no class of the family defines it): the step that reads
+    # it is refused where it would land, but answers already upstream where the release has its very code
+    outside = ROPE_AFTER.replace('        self.register_buffer("table", self._build(), persistent=False)\n', "") \
+        .replace("    return Rope(n)\n", "    rope = Rope(n)\n    rope.table = rope._build()\n    return rope\n")
+    got = importer.port(load_recipe(out), package(tmp_path / "outside", {"srt/rope.py": outside}), base_dir=pkg)
+    status = {s.name.rsplit("-h1-", 1)[1]: s.status for s in got.steps}
+    assert status["add-method--shifted"] == "already_upstream", status
+    # a release with the buffer but not the property: the step that adds it reads `self.table`, a buffer there
+    partial = ROPE_AFTER.replace("    @property\n    def _shifted(self):\n        return self.table + 1\n\n", "")
+    got = importer.port(load_recipe(out), package(tmp_path / "partial", {"srt/rope.py": partial}), base_dir=pkg)
+    status = {s.name.rsplit("-h1-", 1)[1]: (s.status, s.message) for s in got.steps}
+    assert status["add-method--shifted"][0] == "applied", status
+
+
 def test_an_attribute_the_evidence_does_not_settle_is_not_judged(tmp_path):
     # a class that takes attributes by a name read at run time, one that gained a base class from outside the
     # package, and a `self.x` whose class the release cannot tell: the reads they concern are not judged
