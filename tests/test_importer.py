@@ -355,6 +355,42 @@ def lifted_round_trip(tmp_path: Path, before: str, after: str, rel: str):
     return lifted.steps, load_recipe(out)
 
 
+ROUTES = '''from app import app, Response
+
+
+async def validate(request):
+    return request
+
+
+##### Health endpoints #####
+
+
+@app.get("/ping")
+@app.get("/ping_generate")
+async def ping_generate(request) -> Response:
+    """Generate one token."""
+    await request.generate(1)
+    return Response(status_code=200)
+'''
+
+
+def test_a_function_inserted_under_a_section_heading_takes_a_decorator_of_the_one_below(tmp_path):
+    # the decorator `@app.get("/ping")` moves from `ping_generate` onto a new function put above it, under the
+    # section's comment: a definition before `ping_generate` and its new header, not the whole function replaced
+    after = ROUTES.replace('@app.get("/ping")\n', '@app.get("/ping")\nasync def ping(request) -> Response:\n'
+                           '    return Response(status_code=200)\n\n\n')
+    steps, recipe = lifted_round_trip(tmp_path, ROUTES, after, "srt/routes.py")
+    assert [(s.options["op"], s.options.get("before")) for s in steps] == [("add_definition", "ping_generate"),
+                                                                         ("replace_statements", None)]
+    assert "    ..." in steps[1].options["match"] and "generate(1)" not in steps[1].options["match"]
+    # upstream rewrote the function's body: both steps still land
+    later = ROUTES.replace("    await request.generate(1)\n", "    if request.ready:\n        await request.generate(1)\n")
+    ported = importer.port(recipe, package(tmp_path / "later", {"srt/routes.py": later}))
+    assert [s.status for s in ported.steps] == ["applied", "applied"]
+    assert ported.files["srt/routes.py"].decode() == after.replace("    await request.generate(1)\n",
+                                                                 "    if request.ready:\n        await request.generate(1)\n")
+
+
 def test_a_name_put_first_in_an_import_list_is_merged_before_the_name_that_led_it(tmp_path):
     after = IMPORTS.replace("import (\n    can_split,\n", "import (\n    as_list,\n    can_split,\n")
     steps, recipe = lifted_round_trip(tmp_path, IMPORTS, after, "srt/m.py")
