@@ -506,9 +506,9 @@ def _pieces(m: cst.Module, n: cst.Module, site: _Site) -> list[cst.Module] | Non
         body[at:at + (a2 - a1)] = new[b1:b2]
         shift += (b2 - b1) - (a2 - a1)
         below = at + (b2 - b1)
-        if a1 == a2 < len(old) and b2 < len(new) and _takes_heading(m, old[a2], new[b1], new[b2]):
-            # the statements inserted take the comment lines of the one below them (a section's heading): the
-            # insertion moves them, whatever else changes in that statement
+        if a1 == a2 < len(old) and b2 < len(new) and _takes_lead(m, old[a2], new[b1], new[b2]):
+            # the statements inserted take the leading lines of the one below them (a section's heading, a
+            # paragraph's blank line): the insertion moves them, whatever else changes in that statement
             body[below] = body[below].with_changes(leading_lines=new[b2].leading_lines)
         piece = _with_block(site.mpath, body)
         if not out or piece.code != out[-1].code:
@@ -516,12 +516,12 @@ def _pieces(m: cst.Module, n: cst.Module, site: _Site) -> list[cst.Module] | Non
     return out if len(out) > 1 else None
 
 
-def _takes_heading(m: cst.Module, below: cst.CSTNode, first: cst.CSTNode, below_now: cst.CSTNode) -> bool:
-    """Do statements inserted above `below` (the first of them `first`) take its leading comment lines, which
-    `below_now` (its new version) no longer has?"""
-    lead = tuple(getattr(below, "leading_lines", ()))
-    return any(line.comment is not None for line in lead) and _lead_text(m, first) == _lead_text(m, below) \
-        and all(line.comment is None for line in getattr(below_now, "leading_lines", ()))
+def _takes_lead(m: cst.Module, below: cst.CSTNode, first: cst.CSTNode, below_now: cst.CSTNode) -> bool:
+    """Do statements inserted above `below` (the first of them `first`) take its leading lines (comments, blank
+    lines), of which `below_now` (its new version) keeps blank lines at most?"""
+    now = tuple(getattr(below_now, "leading_lines", ()))
+    return bool(getattr(below, "leading_lines", ())) and _lead_text(m, first) == _lead_text(m, below) \
+        and all(line.comment is None for line in now) and _lead_text(m, below_now) != _lead_text(m, below)
 
 
 def _blank_lines_above(old: cst.CSTNode, new: cst.CSTNode) -> int:
@@ -745,14 +745,18 @@ def _candidates(m: cst.Module, n: cst.Module, site: _Site) -> Iterator[list[dict
         inserted = _Site(site.mpath, site.i1, site.i1, site.npath, site.j1, site.j2 - 1)
         for steps in _statement_insertions(m, inserted, ms, _code(n, site.npath, new[:-1]), fn):
             yield [{**step, "blank_lines_after": blank} for step in steps]
-    if isinstance(owner, cst.Module) and len(old) == 1 and len(new) > 1 and defined_names(old[0]) \
-            and new[-1].with_changes(leading_lines=old[0].leading_lines).deep_equals(old[0]) \
-            and _takes_heading(m, old[0], new[0], new[-1]):
-        # definitions inserted above one whose comment lines (a section's heading) they take: before it, the
-        # code spaced from it by the lines it keeps
-        spacing = tuple(new[-1].leading_lines)
-        code = _code(n, site.npath, [new[0].with_changes(leading_lines=spacing), *new[1:-1]])
-        yield [{"op": "add_definition", "before": defined_names(old[0])[0], "code": code}]
+    if len(old) == 1 and len(new) > 1 and _takes_lead(m, old[0], new[0], new[-1]) \
+            and new[-1].with_changes(leading_lines=old[0].leading_lines).deep_equals(old[0]):
+        # statements inserted above one whose leading lines (a section's heading, a paragraph's blank line) they
+        # take: before it (a definition spaced from it by the blank lines it keeps)
+        if isinstance(owner, cst.Module) and defined_names(old[0]):
+            spacing = tuple(new[-1].leading_lines)
+            code = _code(n, site.npath, [new[0].with_changes(leading_lines=spacing), *new[1:-1]])
+            yield [{"op": "add_definition", "before": defined_names(old[0])[0], "code": code}]
+        elif fn is not None and isinstance(fn[-1], cst.FunctionDef) and not new[-1].leading_lines \
+                and not isinstance(owner, (cst.Module, cst.ClassDef)):
+            inserted = _Site(site.mpath, site.i1, site.i1, site.npath, site.j1, site.j2 - 1)
+            yield from _statement_insertions(m, inserted, ms, _code(n, site.npath, new[:-1], lead=False), fn)
     if isinstance(owner, cst.Module) and len(old) == 1 and len(new) == 1:
         yield from _import_merges(old[0], new[0])
     if len(old) == 1 and len(new) == 1 and type(old[0]) is type(new[0]) \

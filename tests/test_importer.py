@@ -391,6 +391,30 @@ def test_a_function_inserted_under_a_section_heading_takes_a_decorator_of_the_on
                                                                  "    if request.ready:\n        await request.generate(1)\n")
 
 
+TOPK = '''class TopK:
+    def __init__(self, top_k, grouped=False, group=None):
+        super().__init__()
+        if grouped:
+            assert group is not None
+
+        self.config = Config(top_k=top_k, group=group)
+        self.ready = True
+'''
+
+
+def test_a_statement_put_at_the_top_of_a_paragraph_is_an_insertion_before_the_statement_below(tmp_path):
+    # the new line goes under the blank line that opened the paragraph: the statement below loses it, the
+    # insertion takes it (not two replacements, each matching a statement and the new line)
+    after = TOPK.replace("\n        self.config =", "\n        self.layer = None\n        self.config =")
+    steps, recipe = lifted_round_trip(tmp_path, TOPK, after, "srt/topk.py")
+    assert [(s.options["op"], s.options.get("at"), s.options.get("match")) for s in steps] == [
+        ("insert_statements", "before", "self.config = Config(...)")]
+    later = TOPK.replace("if grouped:", "if grouped and group:")
+    ported = importer.port(recipe, package(tmp_path / "later", {"srt/topk.py": later}))
+    assert [s.status for s in ported.steps] == ["applied"]
+    assert ported.files["srt/topk.py"].decode() == after.replace("if grouped:", "if grouped and group:")
+
+
 def test_a_name_put_first_in_an_import_list_is_merged_before_the_name_that_led_it(tmp_path):
     after = IMPORTS.replace("import (\n    can_split,\n", "import (\n    as_list,\n    can_split,\n")
     steps, recipe = lifted_round_trip(tmp_path, IMPORTS, after, "srt/m.py")
