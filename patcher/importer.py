@@ -1038,6 +1038,11 @@ def _expression_edits(m, n, spath, old, new, scope) -> Iterator[list[dict]]:
             if added > 0:
                 step["after"] = no.params[added - 1].name.value
             yield [step]
+        kw = _one_added(mo.kwonly_params, no.kwonly_params)
+        if kw is not None:  # a keyword-only parameter: after the one it follows, or first after `*` / `*args`
+            yield [{"op": "add_parameter", "function": fn,
+                    "code": _flat(n, no.kwonly_params[kw].with_changes(comma=cst.MaybeSentinel.DEFAULT)),
+                    "after": no.kwonly_params[kw - 1].name.value if kw > 0 else "*"}]
     exprs = [(a, b) for a, b in chain if isinstance(a, cst.BaseExpression) and isinstance(b, cst.BaseExpression)]
     for a, b in reversed(exprs[-4:]):
         yield [{"op": "replace_expression", "match": _flat(m, a), "code": n.code_for_node(b), **within}]

@@ -415,6 +415,19 @@ def test_a_statement_put_at_the_top_of_a_paragraph_is_an_insertion_before_the_st
     assert ported.files["srt/topk.py"].decode() == after.replace("if grouped:", "if grouped and group:")
 
 
+def test_a_keyword_only_parameter_is_added_after_the_star_or_the_one_it_follows(tmp_path):
+    before = "def select(\n    hidden,\n    logits,\n    *,\n    padded=None,\n    info=None,\n):\n    return hidden\n"
+    for after, where in (("    *,\n    layer=None,\n", "*"), ("    padded=None,\n    layer=None,\n", "padded")):
+        text = before.replace(after.split("\n")[0] + "\n", after)
+        steps, recipe = lifted_round_trip(tmp_path / where.strip("*") or tmp_path, before, text, "srt/topk.py")
+        assert [(s.options["op"], s.options.get("after")) for s in steps] == [("add_parameter", where)]
+        later = before.replace("    info=None,\n", "    info=None,\n    dispatch=None,\n")
+        ported = importer.port(recipe, package(tmp_path / where.strip("*") / "later", {"srt/topk.py": later}))
+        assert [s.status for s in ported.steps] == ["applied"]
+        assert ported.files["srt/topk.py"].decode() == text.replace("    info=None,\n",
+                                                                   "    info=None,\n    dispatch=None,\n")
+
+
 def test_a_name_put_first_in_an_import_list_is_merged_before_the_name_that_led_it(tmp_path):
     after = IMPORTS.replace("import (\n    can_split,\n", "import (\n    as_list,\n    can_split,\n")
     steps, recipe = lifted_round_trip(tmp_path, IMPORTS, after, "srt/m.py")
