@@ -301,11 +301,21 @@ def test_statements_inserted_in_a_function_anchor_on_a_pattern_that_survives_an_
         ("insert_statements", "polls = poll_all(...)", "after")]
     assert importer.round_trip(out, pkg, lifted.expected).ok
     recipe = load_recipe(out)
-    # upstream renamed the comprehension's variable and moved the call into a block: the step still lands
+    # upstream renamed the comprehension's variable and moved the call into a block: the step still lands, in
+    # that block when the code reads what the block assigns, else before `done = []`, where it runs on every path
     later = ("def pop(self):\n    if self.queue:\n        polls = poll_all(\n            [r.receiver for r in self.queue], "
              "self.group\n        )\n\n    done = []\n    return done\n")
     ported = importer.port(recipe, package(tmp_path / "later", {"srt/m.py": later}))
     assert [s.status for s in ported.steps] == ["applied"]
+    assert b"        )\n\n\n    # a timeout\n    timeout = float(get_env(\"T\", \"600\"))\n    done = []" \
+        in ported.files["srt/m.py"]
+    reads = before.replace("polls = poll_all(", "polls = get_env = poll_all(")
+    assert reads.count("get_env") == 1
+    _, out2 = lift_and_write(tmp_path, package(tmp_path / "base2", {"srt/m.py": reads}),
+                             git_diff(reads, after.replace("polls = poll_all(", "polls = get_env = poll_all("),
+                                      "srt/m.py"), name="reads")
+    ported = importer.port(load_recipe(out2), package(tmp_path / "later2", {"srt/m.py": later.replace(
+        "polls = poll_all(", "polls = get_env = poll_all(")}))
     assert b"        )\n\n        # a timeout\n        timeout = float(" in ported.files["srt/m.py"]
     # a release that has the statement elsewhere in the function: not inserted twice
     has = later.replace("    done = []\n", "    timeout = float(get_env(\"T\", \"600\"))\n    done = []\n")
@@ -426,6 +436,36 @@ def test_a_keyword_only_parameter_is_added_after_the_star_or_the_one_it_follows(
         assert [s.status for s in ported.steps] == ["applied"]
         assert ported.files["srt/topk.py"].decode() == text.replace("    info=None,\n",
                                                                    "    info=None,\n    dispatch=None,\n")
+
+
+QUEUE = '''class TransferQueue:
+    def pop(self, rids=None):
+        if not self.queue:
+            return []
+
+        polls = poll_all(self.queue, self.group)
+        done = []
+        for req, poll in zip(self.queue, polls):
+            if poll == Poll.Waiting:
+                pass
+        return done
+'''
+
+
+def test_an_insertion_whose_anchor_upstream_nested_in_a_branch_goes_next_to_its_other_neighbour(tmp_path):
+    # the code went after `polls = ...`, before `done = []`; upstream put `polls = ...` under an `if`/`else`:
+    # after it, the code would run in the `else:` only (`now` unset on the other branch), so it goes before
+    # `done = []`, still between the two
+    after = QUEUE.replace("        done = []\n", "        now = clock()\n        done = []\n")
+    steps, recipe = lifted_round_trip(tmp_path, QUEUE, after, "srt/queue.py")
+    assert [(s.options["op"], s.options.get("fallback_match")) for s in steps] == [("insert_statements", "done = []")]
+    later = QUEUE.replace("        polls = poll_all(self.queue, self.group)\n",
+                          "        if self.staging:\n            polls = self.poll_staged()\n        else:\n"
+                          "            polls = poll_all(self.queue, self.group)\n")
+    ported = importer.port(recipe, package(tmp_path / "later", {"srt/queue.py": later}))
+    assert [s.status for s in ported.steps] == ["applied"]
+    assert "            polls = poll_all(self.queue, self.group)\n        now = clock()\n        done = []\n" \
+        in ported.files["srt/queue.py"].decode()
 
 
 def test_a_name_put_first_in_an_import_list_is_merged_before_the_name_that_led_it(tmp_path):
