@@ -272,6 +272,7 @@ class LiftedStep:
     hunk: Hunk
     options: dict[str, Any]  #: the step's YAML options (op included)
     operation: Operation | None = None
+    hunks: tuple[int, ...] = ()  #: the numbers of the hunks it expresses, when a change spans several (else `hunk`)
 
 
 @dataclass
@@ -397,7 +398,7 @@ def _lift_file(fp: FilePatch, raw: bytes) -> tuple[list[LiftedStep], list[HunkRe
         else:
             ops, module = chosen
             for o in ops:
-                steps.append(LiftedStep(fp.path, first, o))
+                steps.append(LiftedStep(fp.path, first, o, hunks=tuple(hunks) if len(hunks) > 1 else ()))
                 for h in hunks:
                     reports[h].steps.append(o["op"])
         lines = _split(module.code) if chosen is not None else lines_after

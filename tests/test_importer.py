@@ -468,6 +468,19 @@ def test_an_insertion_whose_anchor_upstream_nested_in_a_branch_goes_next_to_its_
         in ported.files["srt/queue.py"].decode()
 
 
+def test_a_change_two_hunks_make_names_both_hunks(tmp_path):
+    # two hunks edit one call's arguments (eight lines apart): one step expresses both, and says so (the bench
+    # scores each hunk by the steps that express it)
+    args = "".join(f"        a{k},\n" for k in range(12))
+    before = f"def launch(a0):\n    kernel(\n{args}        ENABLE=True,\n    )\n"
+    after = before.replace("        a1,\n", "        a1,\n        axis_map,\n").replace(
+        "        ENABLE=True,\n", "        MROPE=False,\n        ENABLE=True,\n")
+    assert git_diff(before, after, "srt/k.py").count("@@ -") == 2
+    pkg = package(tmp_path / "base", {"srt/k.py": before})
+    lifted, _ = lift_and_write(tmp_path, pkg, git_diff(before, after, "srt/k.py"))
+    assert [s.hunks for s in lifted.steps] == [(1, 2)] and all(r.lifted for r in lifted.hunks)
+
+
 def test_a_name_put_first_in_an_import_list_is_merged_before_the_name_that_led_it(tmp_path):
     after = IMPORTS.replace("import (\n    can_split,\n", "import (\n    as_list,\n    can_split,\n")
     steps, recipe = lifted_round_trip(tmp_path, IMPORTS, after, "srt/m.py")
