@@ -235,7 +235,8 @@ def run(args, scratch: Path) -> int:
     # per hunk: the ported steps' answers
     by_hunk: dict[tuple[str, int], list[importer.PortedStep]] = {}
     for ls, ps in zip(lifted.steps, ported.steps):
-        by_hunk.setdefault((ls.file, ls.hunk.number), []).append(ps)
+        for number in ls.hunks or (ls.hunk.number,):  # a change two hunks make (one call's arguments): both
+            by_hunk.setdefault((ls.file, number), []).append(ps)
     infos = [hunk_info(fp, h) for fp in files for h in fp.hunks]
     for info in infos:  # a file upstream renamed, which `port` followed: scored where its steps went
         moved = {s.file for s in by_hunk.get((info.file, info.hunk.number), [])}

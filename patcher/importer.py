@@ -272,6 +272,7 @@ class LiftedStep:
     hunk: Hunk
     options: dict[str, Any]  #: the step's YAML options (op included)
     operation: Operation | None = None
+    hunks: tuple[int, ...] = ()  #: the numbers of the hunks it expresses, when a change spans several (else `hunk`)
 
 
 @dataclass
@@ -397,7 +398,7 @@ def _lift_file(fp: FilePatch, raw: bytes) -> tuple[list[LiftedStep], list[HunkRe
         else:
             ops, module = chosen
             for o in ops:
-                steps.append(LiftedStep(fp.path, first, o))
+                steps.append(LiftedStep(fp.path, first, o, hunks=tuple(hunks) if len(hunks) > 1 else ()))
                 for h in hunks:
                     reports[h].steps.append(o["op"])
         lines = _split(module.code) if chosen is not None else lines_after
@@ -505,8 +506,23 @@ def _pieces(m: cst.Module, n: cst.Module, site: _Site) -> list[cst.Module] | Non
         at = site.i1 + a1 + shift
         body[at:at + (a2 - a1)] = new[b1:b2]
         shift += (b2 - b1) - (a2 - a1)
-        out.append(_with_block(site.mpath, body))
-    return out
+        below = at + (b2 - b1)
+        if a1 == a2 < len(old) and b2 < len(new) and _takes_lead(m, old[a2], new[b1], new[b2]):
+            # the statements inserted take the leading lines of the one below them (a section's heading, a
+            # paragraph's blank line): the insertion moves them, whatever else changes in that statement
+            body[below] = body[below].with_changes(leading_lines=new[b2].leading_lines)
+        piece = _with_block(site.mpath, body)
+        if not out or piece.code != out[-1].code:
+            out.append(piece)
+    return out if len(out) > 1 else None
+
+
+def _takes_lead(m: cst.Module, below: cst.CSTNode, first: cst.CSTNode, below_now: cst.CSTNode) -> bool:
+    """Do statements inserted above `below` (the first of them `first`) take its leading lines (comments, blank
+    lines), of which `below_now` (its new version) keeps blank lines at most?"""
+    now = tuple(getattr(below_now, "leading_lines", ()))
+    return bool(getattr(below, "leading_lines", ())) and _lead_text(m, first) == _lead_text(m, below) \
+        and all(line.comment is None for line in now) and _lead_text(m, below_now) != _lead_text(m, below)
 
 
 def _blank_lines_above(old: cst.CSTNode, new: cst.CSTNode) -> int:
@@ -730,6 +746,18 @@ def _candidates(m: cst.Module, n: cst.Module, site: _Site) -> Iterator[list[dict
         inserted = _Site(site.mpath, site.i1, site.i1, site.npath, site.j1, site.j2 - 1)
         for steps in _statement_insertions(m, inserted, ms, _code(n, site.npath, new[:-1]), fn):
             yield [{**step, "blank_lines_after": blank} for step in steps]
+    if len(old) == 1 and len(new) > 1 and _takes_lead(m, old[0], new[0], new[-1]) \
+            and new[-1].with_changes(leading_lines=old[0].leading_lines).deep_equals(old[0]):
+        # statements inserted above one whose leading lines (a section's heading, a paragraph's blank line) they
+        # take: before it (a definition spaced from it by the blank lines it keeps)
+        if isinstance(owner, cst.Module) and defined_names(old[0]):
+            spacing = tuple(new[-1].leading_lines)
+            code = _code(n, site.npath, [new[0].with_changes(leading_lines=spacing), *new[1:-1]])
+            yield [{"op": "add_definition", "before": defined_names(old[0])[0], "code": code}]
+        elif fn is not None and isinstance(fn[-1], cst.FunctionDef) and not new[-1].leading_lines \
+                and not isinstance(owner, (cst.Module, cst.ClassDef)):
+            inserted = _Site(site.mpath, site.i1, site.i1, site.npath, site.j1, site.j2 - 1)
+            yield from _statement_insertions(m, inserted, ms, _code(n, site.npath, new[:-1], lead=False), fn)
     if isinstance(owner, cst.Module) and len(old) == 1 and len(new) == 1:
         yield from _import_merges(old[0], new[0])
     if len(old) == 1 and len(new) == 1 and type(old[0]) is type(new[0]) \
@@ -1011,6 +1039,11 @@ def _expression_edits(m, n, spath, old, new, scope) -> Iterator[list[dict]]:
             if added > 0:
                 step["after"] = no.params[added - 1].name.value
             yield [step]
+        kw = _one_added(mo.kwonly_params, no.kwonly_params)
+        if kw is not None:  # a keyword-only parameter: after the one it follows, or first after `*` / `*args`
+            yield [{"op": "add_parameter", "function": fn,
+                    "code": _flat(n, no.kwonly_params[kw].with_changes(comma=cst.MaybeSentinel.DEFAULT)),
+                    "after": no.kwonly_params[kw - 1].name.value if kw > 0 else "*"}]
     exprs = [(a, b) for a, b in chain if isinstance(a, cst.BaseExpression) and isinstance(b, cst.BaseExpression)]
     for a, b in reversed(exprs[-4:]):
         yield [{"op": "replace_expression", "match": _flat(m, a), "code": n.code_for_node(b), **within}]
@@ -1688,6 +1721,9 @@ def _plan_file(recipe, rel: str, ops: list[tuple[int, Operation]], package_dir: 
     for index, op in ops:
         if index in held:
             status, why = held[index]
+            if status == "refused" and _already_there(op, module):
+                # a rule read the step's code as unsafe here, but the release already has that code: upstream's
+                status, why = "already_upstream", ""
             steps.append(PortedStep(index, op.name, op.op, rel, status, why))
             continue
         try:
@@ -1715,6 +1751,14 @@ def _plan_file(recipe, rel: str, ops: list[tuple[int, Operation]], package_dir: 
         else:
             steps.append(PortedStep(index, op.name, op.op, rel, status))
     return steps, module.bytes
+
+
+def _already_there(op: Operation, module: cst.Module) -> bool:
+    """Does the step answer *already applied* on `module`? (What it would add is there, upstream's own code.)"""
+    try:
+        return op.apply(module).status == "already_applied"
+    except SpecpatchError:
+        return False
 
 
 def read_skip_file(path: Path) -> list[str]:

@@ -7,9 +7,10 @@ in `SchedulerOutputStreamer`, a component the scheduler holds, not in the schedu
 The classes an object `self` of class `C` may be are `C`'s *family*: `C`, the classes it inherits from, the classes
 that inherit from it (a mixin's scheduler) and theirs, as far as the package defines them (by name). An attribute is
 judged only where the evidence is plain: some class of the family defines it in the base release (`def B`, `B = ...`
-or `B: T` in the class, `self.B = ...` or `setattr(self, "B", ...)` in a method), and in the release no class of the
-family does, none of them takes attributes by a name read at run time (`setattr(self, name, ...)`, `__getattr__`,
-`self.__dict__`), and the family does not inherit from a class outside the package that it did not before.
+or `B: T` in the class, `self.B = ...`, `setattr(self, "B", ...)` or `self.register_buffer("B", ...)` and torch's
+other `nn.Module` setters in a method), and in the release no class of the family does, none of them takes
+attributes by a name read at run time (`setattr(self, name, ...)`, `__getattr__`, `self.__dict__`), and the family
+does not inherit from a class outside the package that it did not before.
 Everything is read from the `_ReleaseIndex` of each release (`texts`, `tree`), parsing only the files that define
 the classes asked about."""
 
@@ -183,6 +184,20 @@ def _self_of(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> str | None:
     return args[0].arg if args else None
 
 
+#: torch's `nn.Module` methods that set an attribute of `self` by the name they are given
+_NAMED_SETTERS = frozenset({"register_buffer", "register_parameter", "register_module", "add_module"})
+
+
+def _named_setter(call: ast.Call, me: str | None) -> ast.expr | None:
+    """The name argument of `self.register_buffer("B", ...)` and its kin (which define `self.B`), else None."""
+    f = call.func
+    if isinstance(f, ast.Attribute) and f.attr in _NAMED_SETTERS and isinstance(f.value, ast.Name) \
+            and f.value.id == me:
+        return call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "name"),
+                                                   ast.Constant(None))
+    return None
+
+
 def _read_class(node: ast.ClassDef) -> tuple[frozenset[str], bool, dict[str, set[str | None]]]:
     """What a class defines, whether it takes attributes by a name read at run time, and per attribute of `self`
     what its assignments say of its class: a class name (an annotation, a parameter annotated), `call:T` (a call
@@ -208,9 +223,11 @@ def _read_class(node: ast.ClassDef) -> tuple[frozenset[str], bool, dict[str, set
                     out.add(sub.attr)
                 elif sub.attr == "__dict__":
                     dynamic = True
-            elif isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and sub.func.id == "setattr" \
-                    and sub.args and isinstance(sub.args[0], ast.Name) and sub.args[0].id == me:
-                name = sub.args[1] if len(sub.args) > 1 else None
+            elif isinstance(sub, ast.Call) and ((named := _named_setter(sub, me)) is not None
+                                                or isinstance(sub.func, ast.Name) and sub.func.id == "setattr"
+                                                and sub.args and isinstance(sub.args[0], ast.Name)
+                                                and sub.args[0].id == me):
+                name = named if named is not None else sub.args[1] if len(sub.args) > 1 else None
                 if isinstance(name, ast.Constant) and isinstance(name.value, str):
                     out.add(name.value)
                 else:

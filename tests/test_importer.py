@@ -301,11 +301,21 @@ def test_statements_inserted_in_a_function_anchor_on_a_pattern_that_survives_an_
         ("insert_statements", "polls = poll_all(...)", "after")]
     assert importer.round_trip(out, pkg, lifted.expected).ok
     recipe = load_recipe(out)
-    # upstream renamed the comprehension's variable and moved the call into a block: the step still lands
+    # upstream renamed the comprehension's variable and moved the call into a block: the step still lands, in
+    # that block when the code reads what the block assigns, else before `done = []`, where it runs on every path
     later = ("def pop(self):\n    if self.queue:\n        polls = poll_all(\n            [r.receiver for r in self.queue], "
              "self.group\n        )\n\n    done = []\n    return done\n")
     ported = importer.port(recipe, package(tmp_path / "later", {"srt/m.py": later}))
     assert [s.status for s in ported.steps] == ["applied"]
+    assert b"        )\n\n\n    # a timeout\n    timeout = float(get_env(\"T\", \"600\"))\n    done = []" \
+        in ported.files["srt/m.py"]
+    reads = before.replace("polls = poll_all(", "polls = get_env = poll_all(")
+    assert reads.count("get_env") == 1
+    _, out2 = lift_and_write(tmp_path, package(tmp_path / "base2", {"srt/m.py": reads}),
+                             git_diff(reads, after.replace("polls = poll_all(", "polls = get_env = poll_all("),
+                                      "srt/m.py"), name="reads")
+    ported = importer.port(load_recipe(out2), package(tmp_path / "later2", {"srt/m.py": later.replace(
+        "polls = poll_all(", "polls = get_env = poll_all(")}))
     assert b"        )\n\n        # a timeout\n        timeout = float(" in ported.files["srt/m.py"]
     # a release that has the statement elsewhere in the function: not inserted twice
     has = later.replace("    done = []\n", "    timeout = float(get_env(\"T\", \"600\"))\n    done = []\n")
@@ -353,6 +363,122 @@ def lifted_round_trip(tmp_path: Path, before: str, after: str, rel: str):
     lifted, out = lift_and_write(tmp_path, pkg, git_diff(before, after, rel))
     assert importer.round_trip(out, pkg, lifted.expected).ok
     return lifted.steps, load_recipe(out)
+
+
+ROUTES = '''from app import app, Response
+
+
+async def validate(request):
+    return request
+
+
+##### Health endpoints #####
+
+
+@app.get("/ping")
+@app.get("/ping_generate")
+async def ping_generate(request) -> Response:
+    """Generate one token."""
+    await request.generate(1)
+    return Response(status_code=200)
+'''
+
+
+def test_a_function_inserted_under_a_section_heading_takes_a_decorator_of_the_one_below(tmp_path):
+    # the decorator `@app.get("/ping")` moves from `ping_generate` onto a new function put above it, under the
+    # section's comment: a definition before `ping_generate` and its new header, not the whole function replaced
+    after = ROUTES.replace('@app.get("/ping")\n', '@app.get("/ping")\nasync def ping(request) -> Response:\n'
+                           '    return Response(status_code=200)\n\n\n')
+    steps, recipe = lifted_round_trip(tmp_path, ROUTES, after, "srt/routes.py")
+    assert [(s.options["op"], s.options.get("before")) for s in steps] == [("add_definition", "ping_generate"),
+                                                                         ("replace_statements", None)]
+    assert "    ..." in steps[1].options["match"] and "generate(1)" not in steps[1].options["match"]
+    # upstream rewrote the function's body: both steps still land
+    later = ROUTES.replace("    await request.generate(1)\n", "    if request.ready:\n        await request.generate(1)\n")
+    ported = importer.port(recipe, package(tmp_path / "later", {"srt/routes.py": later}))
+    assert [s.status for s in ported.steps] == ["applied", "applied"]
+    assert ported.files["srt/routes.py"].decode() == after.replace("    await request.generate(1)\n",
+                                                                 "    if request.ready:\n        await request.generate(1)\n")
+
+
+TOPK = '''class TopK:
+    def __init__(self, top_k, grouped=False, group=None):
+        super().__init__()
+        if grouped:
+            assert group is not None
+
+        self.config = Config(top_k=top_k, group=group)
+        self.ready = True
+'''
+
+
+def test_a_statement_put_at_the_top_of_a_paragraph_is_an_insertion_before_the_statement_below(tmp_path):
+    # the new line goes under the blank line that opened the paragraph: the statement below loses it, the
+    # insertion takes it (not two replacements, each matching a statement and the new line)
+    after = TOPK.replace("\n        self.config =", "\n        self.layer = None\n        self.config =")
+    steps, recipe = lifted_round_trip(tmp_path, TOPK, after, "srt/topk.py")
+    assert [(s.options["op"], s.options.get("at"), s.options.get("match")) for s in steps] == [
+        ("insert_statements", "before", "self.config = Config(...)")]
+    later = TOPK.replace("if grouped:", "if grouped and group:")
+    ported = importer.port(recipe, package(tmp_path / "later", {"srt/topk.py": later}))
+    assert [s.status for s in ported.steps] == ["applied"]
+    assert ported.files["srt/topk.py"].decode() == after.replace("if grouped:", "if grouped and group:")
+
+
+def test_a_keyword_only_parameter_is_added_after_the_star_or_the_one_it_follows(tmp_path):
+    before = "def select(\n    hidden,\n    logits,\n    *,\n    padded=None,\n    info=None,\n):\n    return hidden\n"
+    for after, where in (("    *,\n    layer=None,\n", "*"), ("    padded=None,\n    layer=None,\n", "padded")):
+        text = before.replace(after.split("\n")[0] + "\n", after)
+        steps, recipe = lifted_round_trip(tmp_path / where.strip("*") or tmp_path, before, text, "srt/topk.py")
+        assert [(s.options["op"], s.options.get("after")) for s in steps] == [("add_parameter", where)]
+        later = before.replace("    info=None,\n", "    info=None,\n    dispatch=None,\n")
+        ported = importer.port(recipe, package(tmp_path / where.strip("*") / "later", {"srt/topk.py": later}))
+        assert [s.status for s in ported.steps] == ["applied"]
+        assert ported.files["srt/topk.py"].decode() == text.replace("    info=None,\n",
+                                                                   "    info=None,\n    dispatch=None,\n")
+
+
+QUEUE = '''class TransferQueue:
+    def pop(self, rids=None):
+        if not self.queue:
+            return []
+
+        polls = poll_all(self.queue, self.group)
+        done = []
+        for req, poll in zip(self.queue, polls):
+            if poll == Poll.Waiting:
+                pass
+        return done
+'''
+
+
+def test_an_insertion_whose_anchor_upstream_nested_in_a_branch_goes_next_to_its_other_neighbour(tmp_path):
+    # the code went after `polls = ...`, before `done = []`; upstream put `polls = ...` under an `if`/`else`:
+    # after it, the code would run in the `else:` only (`now` unset on the other branch), so it goes before
+    # `done = []`, still between the two
+    after = QUEUE.replace("        done = []\n", "        now = clock()\n        done = []\n")
+    steps, recipe = lifted_round_trip(tmp_path, QUEUE, after, "srt/queue.py")
+    assert [(s.options["op"], s.options.get("fallback_match")) for s in steps] == [("insert_statements", "done = []")]
+    later = QUEUE.replace("        polls = poll_all(self.queue, self.group)\n",
+                          "        if self.staging:\n            polls = self.poll_staged()\n        else:\n"
+                          "            polls = poll_all(self.queue, self.group)\n")
+    ported = importer.port(recipe, package(tmp_path / "later", {"srt/queue.py": later}))
+    assert [s.status for s in ported.steps] == ["applied"]
+    assert "            polls = poll_all(self.queue, self.group)\n        now = clock()\n        done = []\n" \
+        in ported.files["srt/queue.py"].decode()
+
+
+def test_a_change_two_hunks_make_names_both_hunks(tmp_path):
+    # two hunks edit one call's arguments (eight lines apart): one step expresses both, and says so (the bench
+    # scores each hunk by the steps that express it)
+    args = "".join(f"        a{k},\n" for k in range(12))
+    before = f"def launch(a0):\n    kernel(\n{args}        ENABLE=True,\n    )\n"
+    after = before.replace("        a1,\n", "        a1,\n        axis_map,\n").replace(
+        "        ENABLE=True,\n", "        MROPE=False,\n        ENABLE=True,\n")
+    assert git_diff(before, after, "srt/k.py").count("@@ -") == 2
+    pkg = package(tmp_path / "base", {"srt/k.py": before})
+    lifted, _ = lift_and_write(tmp_path, pkg, git_diff(before, after, "srt/k.py"))
+    assert [s.hunks for s in lifted.steps] == [(1, 2)] and all(r.lifted for r in lifted.hunks)
 
 
 def test_a_name_put_first_in_an_import_list_is_merged_before_the_name_that_led_it(tmp_path):
@@ -1352,6 +1478,62 @@ def test_a_step_that_reads_attributes_upstream_kept_or_that_it_defines_itself_ap
                  "        return [req]\n")
     steps = ported_engine(tmp_path, after)
     assert len(steps) == 3 and {s.status for s in steps.values()} == {"applied"}
+
+
+ROPE = '''import torch
+from torch import nn
+
+
+class Rope(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        if n:
+            self.register_buffer("table", torch.arange(n), persistent=False)
+        else:
+            self.table = None
+
+    def forward(self, x):
+        return x + self.table
+
+
+def make_rope(n):
+    return Rope(n)
+'''
+ROPE_AFTER = ROPE.replace('''        if n:
+            self.register_buffer("table", torch.arange(n), persistent=False)
+        else:
+            self.table = None
+''', '''        self.n = n
+        self.register_buffer("table", self._build(), persistent=False)
+
+    def _build(self):
+        return torch.arange(self.n) if self.n else None
+
+    @property
+    def _shifted(self):
+        return self.table + 1
+''')
+
+
+def test_an_attribute_torch_registers_by_name_is_defined_and_a_step_upstream_adopted_is_already_upstream(tmp_path):
+    pkg = package(tmp_path / "base", {"srt/rope.py": ROPE})
+    lifted, out = lift_and_write(tmp_path, pkg, git_diff(ROPE, ROPE_AFTER, "srt/rope.py"))
+    assert importer.round_trip(out, pkg, lifted.expected).ok
+    # upstream adopted the change: `table` is a buffer only (`register_buffer("table", ...)` defines `self.table`)
+    got = importer.port(load_recipe(out), package(tmp_path / "adopted", {"srt/rope.py": ROPE_AFTER}), base_dir=pkg)
+    assert {s.status for s in got.steps} == {"already_upstream"}, [(s.name, s.status, s.message) for s in got.steps]
+    # a release that sets `table` from outside the class (no class of the family defines it): the step that reads
+    # it is refused where it would land, but answers already upstream where the release has its very code
+    outside = ROPE_AFTER.replace('        self.register_buffer("table", self._build(), persistent=False)\n', "") \
+        .replace("    return Rope(n)\n", "    rope = Rope(n)\n    rope.table = rope._build()\n    return rope\n")
+    got = importer.port(load_recipe(out), package(tmp_path / "outside", {"srt/rope.py": outside}), base_dir=pkg)
+    status = {s.name.rsplit("-h1-", 1)[1]: s.status for s in got.steps}
+    assert status["add-method--shifted"] == "already_upstream", status
+    # a release with the buffer but not the property: the step that adds it reads `self.table`, a buffer there
+    partial = ROPE_AFTER.replace("    @property\n    def _shifted(self):\n        return self.table + 1\n\n", "")
+    got = importer.port(load_recipe(out), package(tmp_path / "partial", {"srt/rope.py": partial}), base_dir=pkg)
+    status = {s.name.rsplit("-h1-", 1)[1]: (s.status, s.message) for s in got.steps}
+    assert status["add-method--shifted"][0] == "applied", status
 
 
 def test_an_attribute_the_evidence_does_not_settle_is_not_judged(tmp_path):

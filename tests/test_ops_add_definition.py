@@ -51,6 +51,16 @@ def test_statement_before_an_assignment_target_and_at_the_end():
     check(op("add_definition", code="\n\n__all__ = ['poll']"), BEFORE, BEFORE + "\n\n    __all__ = ['poll']\n")
 
 
+def test_function_before_a_named_function_keeps_the_section_heading_above_and_its_spacing_below():
+    sectioned = BEFORE.replace("\n\n    def poll():", "\n\n    # Polling #\n\n\n    def poll():")
+    check(op("add_definition", before="poll", code=HELPER), sectioned, sectioned.replace(
+        "def poll():", "def is_profiling() -> bool:\n        return os.environ.get('P') == '1'\n\n\n"
+        "    def poll():"))
+    check(op("add_definition", before="Queue", code=HELPER), BEFORE, BEFORE.replace(
+        "class Queue:", "def is_profiling() -> bool:\n        return os.environ.get('P') == '1'\n\n\n"
+        "    class Queue:"))
+
+
 def test_already_applied_and_conflict():
     unchanged(op("add_definition", after="LIMIT", code="def poll():\n    return (1)  # same"), BEFORE)
     cannot(op("add_definition", after="LIMIT", code="def poll():\n    return 2"), BEFORE, Conflict,

@@ -383,6 +383,31 @@ def test_sorted_goes_where_it_sorts_in_its_section():
         ''')
 
 
+def test_sorted_goes_to_the_section_of_its_package_not_to_one_it_sorts_inside_by_name():
+    check(op("add_import", code="from pkg.layers.moe.capture import get_capturer", sorted=True), '''
+        import logging
+        from dataclasses import dataclass
+        from typing import Optional
+
+        from pkg.layers.dp import is_symmetric
+        from pkg.layers.moe import get_backend
+        from pkg.utils import is_cpu
+
+        x = 1
+        ''', '''
+        import logging
+        from dataclasses import dataclass
+        from typing import Optional
+
+        from pkg.layers.dp import is_symmetric
+        from pkg.layers.moe import get_backend
+        from pkg.layers.moe.capture import get_capturer
+        from pkg.utils import is_cpu
+
+        x = 1
+        ''')
+
+
 def test_sorted_without_a_sorted_section_around_it_goes_at_the_end():
     check(op("add_import", code="import os", sorted=True), '''
         import torch

@@ -146,6 +146,33 @@ def test_parameter_before_star_args():
           "def f(a, c=1, *args, **kw):\n    pass\n")
 
 
+def test_parameter_first_after_the_star_is_keyword_only():
+    check(op("add_parameter", function="f", after="*", code="layer: int = 0"), """
+        def f(
+            self,
+            k: int,
+            *,
+            grouped: bool = False,
+        ):
+            pass
+        """, """
+        def f(
+            self,
+            k: int,
+            *,
+            layer: int = 0,
+            grouped: bool = False,
+        ):
+            pass
+        """)
+    check(op("add_parameter", function="f", after="*", code="b=1"), "def f(a, *args, c=2):\n    pass\n",
+          "def f(a, *args, b=1, c=2):\n    pass\n")
+    check(op("add_parameter", function="f", after="*", code="b=1"), "def f(\n    a,\n    *args,\n):\n    pass\n",
+          "def f(\n    a,\n    *args,\n    b=1,\n):\n    pass\n")
+    cannot(op("add_parameter", function="f", after="*", code="b=1"), "def f(a):\n    pass\n", AnchorNotFound,
+           mentions=("`*`",))
+
+
 def test_parameter_without_default_after_defaults_is_refused():
     cannot(op("add_parameter", function="f", code="b"), "def f(a=1):\n    pass\n", Conflict, mentions=("default",))
 

@@ -14,7 +14,9 @@ Example (sglang 0.5.9, `srt/disaggregation/utils.py`)::
 
 `after` and `before` name a definition of the module body: a `def`, a `class`, or the target of an assignment
 (`X = ...`, `X: T = ...`). The code goes right after that whole statement (or right before it, below its comment
-lines), at column 0; its blank lines at the top are kept, so it brings its own spacing (PEP 8's two blank lines).
+lines), at column 0; its blank lines at the top are kept, so it brings its own spacing (PEP 8's two blank lines):
+after the anchor, above the code; before it, between the code and the anchor (the anchor's comment lines, a
+section's heading, stay above the code).
 
 Answers: *changed*; *already applied* (for a single `def` or `class`: the module defines that name with the same
 code, up to formatting and comments; otherwise the same statements, compared as code, are already in the module
@@ -108,5 +110,19 @@ class AddDefinition(Operation):
         if len(anchors) > 1:
             raise AnchorAmbiguous(f"`{name}` is defined {len(anchors)} times in the module body",
                                   candidates=[Candidate(f"`{first_line(module, s)}`", node=s) for s in anchors])
-        edit = insert_after if self.after else insert_before
-        return Changed(edit((module, anchors[0]), new), inserted=tuple(new), anchor=anchors[0])
+        if self.after:
+            return Changed(insert_after((module, anchors[0]), new), inserted=tuple(new), anchor=anchors[0])
+        return Changed(_insert_before(module, anchors[0], new), inserted=tuple(new), anchor=anchors[0])
+
+
+def _insert_before(module: cst.Module, anchor: cst.CSTNode, new: list[cst.CSTNode]) -> cst.Module:
+    """The code right before `anchor`, below the anchor's comment lines; the blank lines at the top of the code
+    (its spacing, PEP 8's two) go between the code and the anchor, where the anchor had its own lines."""
+    lead, top = tuple(getattr(anchor, "leading_lines", ())), tuple(getattr(new[0], "leading_lines", ()))
+    k = next((i for i, line in enumerate(top) if line.comment is not None), len(top))
+    if not lead or not k or not hasattr(anchor, "leading_lines"):
+        return insert_before((module, anchor), new)
+    at = next(i for i, s in enumerate(module.body) if s is anchor)
+    body = list(insert_before((module, anchor), [new[0].with_changes(leading_lines=top[k:]), *new[1:]]).body)
+    body[at + len(new)] = body[at + len(new)].with_changes(leading_lines=top[:k])
+    return module.with_changes(body=tuple(body))

@@ -34,7 +34,8 @@ With `sorted: true` (what `specpatch import` writes for an import a patch put in
 new statement goes where it sorts in the leading block instead of at its end: in the section (a run of import
 lines between blank lines) whose lines are in isort's order (`import x` lines, then `from x import` lines, each by
 module name, case aside) and whose first and last lines it sorts between, after the last line that sorts before
-it. So `import os` added after `import contextlib` lands after the `import logging` a later release put there. When
+it; when sections of the block import from its top-level package (`sglang`), only those (`from sglang.srt.x import
+y` sorts between `from dataclasses` and `from typing` too). So `import os` added after `import contextlib` lands after the `import logging` a later release put there. When
 no section is sorted around it, it goes at the end of the block as without `sorted`.
 
 Answers: *changed*; *already applied* (every name is already imported so); *cannot apply* (a conflict: a requested
@@ -295,7 +296,11 @@ def _sorted_place(module: cst.Module, wanted: ast.stmt) -> cst.CSTNode | None:
             sections.append([])
         else:
             break
-    for section in sections:
+    # the sections that import from its top-level package, when some do: `from sglang.x import y` sorts inside the
+    # standard library's section too (`from dataclasses` ... `from typing`), which isort keeps apart
+    top = key[1].split(".")[0]
+    home = [sec for sec in sections if any(_sort_key(s)[1].split(".")[0] == top for s in sec)]
+    for section in home or sections:
         keys = [_sort_key(s) for s in section]
         if len(keys) >= 2 and keys == sorted(keys) and keys[0] <= key <= keys[-1]:
             return [s for s, k in zip(section, keys) if k <= key][-1]

@@ -9,8 +9,8 @@ Example (sglang 0.5.9)::
       code: "launch_done: Optional[threading.Event] = None"
 
 `code` is one parameter as written in a `def` (annotation and default allowed). It goes right after `after` (a
-positional or keyword-only parameter: the new one is of the same kind), or, without `after`, after the last plain
-parameter (before `*args`, keyword-only parameters and `**kwargs`). Its layout follows its neighbours (one per line in
+positional or keyword-only parameter: the new one is of the same kind; `after: "*"` makes it the first keyword-only
+parameter, right after `*` or `*args`), or, without `after`, after the last plain parameter (before `*args`, keyword-only parameters and `**kwargs`). Its layout follows its neighbours (one per line in
 a signature written one parameter per line). The patched file must compile: a parameter without a default after one
 with a default is refused then, with nothing written.
 
@@ -51,8 +51,8 @@ class AddParameter(Operation):
     op: Literal["add_parameter"]
     function: str = option(description="the function, dotted, e.g. Scheduler.process_batch_result")
     code: str = option(check=load_check(_parameter), description="the parameter, e.g. 'x: int = 0'")
-    after: str | None = option(default=None, description="the parameter the new one follows; default: the last "
-                               "plain one")
+    after: str | None = option(default=None, description="the parameter the new one follows ('*': first "
+                               "keyword-only); default: the last plain one")
 
     def describe(self) -> str:
         where = f"after `{self.after}`" if self.after else "at the end"
@@ -79,7 +79,12 @@ class AddParameter(Operation):
             raise Conflict(f"`{self.function}` already has a parameter `{new.name.value}`: `{line_text(text)}`",
                            candidates=[Candidate(f"`{line_text(text)}`", node=fn)])
         field = "params"
-        if self.after is None:
+        if self.after == "*":
+            if params.star_arg is cst.MaybeSentinel.DEFAULT:
+                raise AnchorNotFound(f"`{self.function}` has no `*` or `*args` (no keyword-only parameters)",
+                                     candidates=[Candidate(f"`def {fn.name.value}(...)`", node=fn)])
+            field, index = "kwonly_params", 0
+        elif self.after is None:
             index = len(params.params)
         else:
             for field in ("posonly_params", "params", "kwonly_params"):
@@ -91,7 +96,21 @@ class AddParameter(Operation):
                 raise AnchorNotFound(f"`{self.function}` has no parameter `{self.after}`",
                                      candidates=[Candidate(f"`{n}`") for n in
                                                  near(self.after, [p.name.value for p in everything])])
-        items = insert_item(getattr(params, field), index, new, fn.whitespace_before_params)
+        star = params.star_arg
+        if field == "kwonly_params" and index == 0 and isinstance(star, (cst.ParamStar, cst.Param)):
+            # first after `*` / `*args`: laid out as the star is (its comma says how the list goes on)
+            sep = star.comma if isinstance(star.comma, cst.Comma) else cst.Comma(
+                whitespace_after=cst.SimpleWhitespace(" "))
+            if params.kwonly_params:
+                items = [new.with_changes(comma=sep), *params.kwonly_params]
+            else:  # `*args` closing the list: it takes the comma of the parameter before it, the new one its own
+                before = params.params[-1].comma if params.params else None
+                items = [new.with_changes(comma=star.comma)]
+                params = params.with_changes(star_arg=star.with_changes(
+                    comma=before if isinstance(before, cst.Comma) else cst.Comma(
+                        whitespace_after=cst.SimpleWhitespace(" "))))
+        else:
+            items = insert_item(getattr(params, field), index, new, fn.whitespace_before_params)
         if field == "params" and index == len(params.params) and len(items) > 1 and (
                 params.star_arg is not cst.MaybeSentinel.DEFAULT or params.kwonly_params or params.star_kwarg):
             # something follows the plain parameters: the new last one needs its comma

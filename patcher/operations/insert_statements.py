@@ -32,7 +32,10 @@ the other side of the insertion point: the one that followed the insertion point
 (`at: before`) in the release the recipe was made on. It is read only when no statement matches `match` (upstream
 rewrote the anchor statement itself): then the one statement matching `fallback_match` is the anchor, on its other
 side (before it for `at: after`). It must match exactly one statement too; when neither pattern matches, the step
-refuses naming `match`::
+refuses naming `match`. It is read too when the statement matching `match` is now in a block nested below the one
+of the statement matching `fallback_match` (upstream put it under an `if`/`else`, a `with`, a loop) and the code
+reads nothing that block assigns: next to the anchor it would run on that path only, next to its other neighbour
+it runs on every path, still between the two::
 
     - op: insert_statements
       function: Indexer._get_logits_head_gate
@@ -70,6 +73,7 @@ release probably has the change in another place or form.
 
 from __future__ import annotations
 
+import textwrap
 from dataclasses import dataclass
 from typing import ClassVar, Literal, Sequence
 
@@ -153,7 +157,11 @@ class InsertStatements(Operation):
         if self.match is None:
             return self._at_an_end(module, block, new)
         try:
-            return self._next_to_match(module, fpath, block, new, Pattern.parse(self.match), self.at)
+            outcome = self._next_to_match(module, fpath, block, new, Pattern.parse(self.match), self.at)
+            if not (self.fallback_match is not None and isinstance(outcome, Changed)
+                    and self._nested_below_fallback(module, block, outcome.anchor, new)):
+                return outcome
+            raise AnchorNotFound(f"`{self.match}` is now in a block nested below `{self.fallback_match}`'s")
         except AnchorNotFound as gone:
             if self.fallback_match is None:
                 raise
@@ -162,6 +170,30 @@ class InsertStatements(Operation):
                 return self._next_to_match(module, fpath, block, new, Pattern.parse(self.fallback_match), other)
             except AnchorNotFound:
                 raise gone from None
+
+    def _nested_below_fallback(self, module: cst.Module, block: NodePath, anchor: cst.CSTNode,
+                               new: list[cst.BaseStatement]) -> bool:
+        """Is the anchor now in a block nested in the one of the statement matching `fallback_match` (its neighbour
+        where the recipe was made: upstream put it under an `if`/`else`, a `with`, a loop), while the code reads
+        nothing that block assigns? Inserted next to the anchor, the code would run in that block only; next to
+        `fallback_match` it keeps its place between the two, on every path."""
+        import ast
+
+        other = statements_matching(module, block, Pattern.parse(self.fallback_match))
+        mine = next((m for m in statements_matching(module, block, Pattern.parse(self.match)) if m[-1] is anchor),
+                    None)
+        if len(other) != 1 or mine is None or len(mine) <= len(other[0]) \
+                or not any(node is other[0][-2] for node in mine):
+            return False
+        def names(code: str, ctx: type) -> set[str]:
+            try:
+                tree = ast.parse(textwrap.dedent(code))
+            except SyntaxError:
+                return set()
+            return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ctx)}
+        inner = mine[len(other[0]) - 1]  # the statement of the fallback's block that holds the anchor
+        reads = names("".join(code_of(module, s) for s in new), ast.Load)
+        return not reads & names(code_of(module, inner), ast.Store)
 
     def _at_an_end(self, module: cst.Module, fpath: NodePath, new: list[cst.BaseStatement]) -> Outcome:
         statements = list(body_of(fpath[-1]))
