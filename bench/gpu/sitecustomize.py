@@ -18,8 +18,11 @@ import sys
 if os.environ.get("SPECPATCH_BENCH_STUB_DSA_BACKEND") == "1":
     import types
 
+    # 0.5.23 lists its FlashMLA backend there too, whose module imports the flash_mla package (sgl-flash-mla, a
+    # kernel wheel built for 0.5.23's torch: not carried).
     for _module, _cls in (("sglang.srt.layers.attention.dsa_backend", "DeepseekSparseAttnBackend"),
-                          ("sglang.srt.layers.attention.deepseek_v4_backend", "DeepseekV4AttnBackend")):
+                          ("sglang.srt.layers.attention.deepseek_v4_backend", "DeepseekV4AttnBackend"),
+                          ("sglang.srt.layers.attention.flashmla_backend", "FlashMLABackend")):
         _stub = types.ModuleType(_module)
         setattr(_stub, _cls, type(_cls, (), {}))  # never instantiated: isinstance() against it is False
         sys.modules.setdefault(_module, _stub)

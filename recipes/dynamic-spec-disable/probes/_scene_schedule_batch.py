@@ -664,23 +664,29 @@ def check_draft_scope_and_vote():
     refused by the release's signature; the target half enters none, check_build_scopes); a step with the catch-up skipped votes on the next step's draft graph
     (cuda_graph_compatible) as the draft extend would: no, where the draft seeds its DSA top-k from the draft extend
     (no seed was made), else yes."""
-    saved = REL.draft_worker_attrs
-    try:
-        for owns in (False, True):
-            REL.draft_worker_attrs = dict(saved, draft_owns_attention=owns)
-            w = make_worker(2, catch_up="padded")
-            built = list(w._draft_worker.tp_contexts)
-            result = step(w, decode_batch(4, pool=w.req_to_token_pool))
-            assert getattr(result, "speculation_disabled", False), "the step did not fall back"
-            calls = w._draft_worker.tp_contexts
-            assert built and len(calls) > len(built), f"draft scopes entered: {calls} (build: {built})"
-            assert all(c.get("owns_attention") is owns for c in calls), \
-                f"draft_tp_context entered with {calls}, the draft worker's draft_owns_attention is {owns}"
-    finally:
-        REL.draft_worker_attrs = saved
+    for owns in (False, True):
+        _check_draft_scopes(dict(draft_owns_attention=owns), "owns_attention", owns)
     _check_skipped_catch_up_vote()
     return "build and catch-up scopes pass owns_attention as the draft worker owns it (False / True); the skipped " \
         "catch-up's draft input votes against the draft graph only for a DSA-seeded draft"
+
+
+def _check_draft_scopes(attrs, key, expected):
+    """With the draft worker given `attrs`, the one-token state's draft half (the build) and the padded catch-up of a
+    step above N enter draft_tp_context with `key` bound to the draft worker's own `expected` (the object itself)."""
+    saved = REL.draft_worker_attrs
+    try:
+        REL.draft_worker_attrs = dict(saved, **attrs)
+        w = make_worker(2, catch_up="padded")
+        built = list(w._draft_worker.tp_contexts)
+        result = step(w, decode_batch(4, pool=w.req_to_token_pool))
+        assert getattr(result, "speculation_disabled", False), "the step did not fall back"
+        calls = w._draft_worker.tp_contexts
+        assert built and len(calls) > len(built), f"draft scopes entered: {calls} (build: {built})"
+        assert all(c.get(key) is expected for c in calls), \
+            f"draft_tp_context entered with {calls}, not {key}={expected!r} as the draft worker has it"
+    finally:
+        REL.draft_worker_attrs = saved
 
 
 def _check_skipped_catch_up_vote():
@@ -706,18 +712,10 @@ def check_draft_layout_and_vote():
     draft-graph vote as on 0.5.21."""
     from sglang.srt.configs.draft_parallel import DraftParallelLayout
 
+    layout = DraftParallelLayout(tp_group=None, attn_tp_size=2)  # not the adapter's default: identity is checked
+    _check_draft_scopes(dict(parallel_layout=layout), "layout", layout)
     saved = REL.draft_worker_attrs
     try:
-        layout = DraftParallelLayout(tp_group=None, attn_tp_size=2)  # not the adapter's default: identity is checked
-        REL.draft_worker_attrs = dict(saved, parallel_layout=layout)
-        w = make_worker(2, catch_up="padded")
-        built = list(w._draft_worker.tp_contexts)
-        result = step(w, decode_batch(4, pool=w.req_to_token_pool))
-        assert getattr(result, "speculation_disabled", False), "the step did not fall back"
-        calls = w._draft_worker.tp_contexts
-        assert built and len(calls) > len(built), f"draft scopes entered: {calls} (build: {built})"
-        assert all(c.get("layout") is layout for c in calls), \
-            f"draft_tp_context entered with {calls}, not the draft worker's parallel_layout {layout}"
         owning = DraftParallelLayout(tp_group=SimpleNamespace(world_size=1, name="attn_tp"), attn_tp_size=1)
         REL.draft_worker_attrs = dict(saved, parallel_layout=owning)
         try:

@@ -280,7 +280,8 @@ def parse(*argv: str) -> ServerArgs:
 @contextlib.contextmanager
 def environment(**values):
     """Set (str) or clear (None) sglang environment variables for a block, through their Envs descriptors (0.5.4:
-    SGLANG_ENABLE_SPEC_V2 is --enable-beta-spec; 0.5.14: SGLANG_ENABLE_SPEC_V2=0 is --disable-overlap-schedule)."""
+    SGLANG_ENABLE_SPEC_V2 is --enable-beta-spec; 0.5.14: SGLANG_ENABLE_SPEC_V2=0 is --disable-overlap-schedule), or
+    in os.environ for one the release reads there itself."""
     with contextlib.ExitStack() as stack:
         for name, value in values.items():
             if name == "SGLANG_ENABLE_SPEC_V2" and REL.beta_spec:
@@ -295,7 +296,11 @@ def environment(**values):
                 continue
             if name == "SGLANG_SCHEDULER_SKIP_ALL_GATHER" and not REL.skip_all_gather:
                 continue
-            field = getattr(envs, name)
+            field = getattr(envs, name, None)
+            if field is None:  # a variable the release reads from os.environ itself (0.5.21's SGLANG_MORI_RECV_BOUND)
+                stack.callback(_set_environ, name, os.environ.get(name))
+                _set_environ(name, value)
+                continue
             if value is None:
                 present = field.is_set()
                 saved = os.environ.get(name)
@@ -305,6 +310,14 @@ def environment(**values):
             else:
                 stack.enter_context(field.override(value))
         yield
+
+
+def _set_environ(name: str, value: str | None) -> None:
+    """Set (str) or clear (None) a variable in os.environ."""
+    if value is None:
+        os.environ.pop(name, None)
+    else:
+        os.environ[name] = value
 
 
 def dummy(**fields) -> ServerArgs:
@@ -638,6 +651,19 @@ def check_resolve_once_startup():
            "refused"
 
 
+def _check_rocm_rejection_sampling():
+    """Rejection sampling declared by sglang itself (ROCm's _handle_eagle_family) makes the catch-up default padded
+    (served with the catch-up unset); an explicit skip is refused."""
+    rocm = eagle_ok(speculative_disable_batch_threshold=8, speculative_algorithm="EAGLE")
+    REL.set_bookkeeping(rocm, "_resolved_overrides",
+                        [("probe: _handle_eagle_family (ROCm)", {"speculative_use_rejection_sampling": True})])
+    with environment(SGLANG_SPEC_DISABLE_BATCH_THRESHOLD=None, SGLANG_SCHEDULER_SKIP_ALL_GATHER=None,
+                     SGLANG_SPEC_DISABLE_CATCH_UP=None):
+        REL.check(rocm)
+    with environment(SGLANG_SPEC_DISABLE_BATCH_THRESHOLD=None, SGLANG_SPEC_DISABLE_CATCH_UP="skip"):
+        refused(rocm, "on ROCm", "SGLANG_SPEC_DISABLE_CATCH_UP=padded")
+
+
 def check_0521_setups():
     """0.5.21: EAGLE3 with DP attention refused where its draft's scope (owns_attention) narrows attention CP, EP or MoE
     DP, served where it narrows nothing; elastic EP runtime scale-up refused; mori with SGLANG_MORI_RECV_BOUND gathers
@@ -658,22 +684,10 @@ def check_0521_setups():
         mori = eagle_ok(speculative_disable_batch_threshold=8, speculative_algorithm="EAGLE", enable_dp_attention=True,
                         dp_size=2, tp_size=2, moe_dense_tp_size=1, enable_dp_lm_head=True, moe_a2a_backend="mori")
         refused(mori, "all-gather")
-        saved = os.environ.get("SGLANG_MORI_RECV_BOUND")
-        os.environ["SGLANG_MORI_RECV_BOUND"] = "true"
-        try:
+        with environment(SGLANG_MORI_RECV_BOUND="true"):
             REL.check(mori)
-        finally:
-            if saved is None:
-                os.environ.pop("SGLANG_MORI_RECV_BOUND", None)
-            else:
-                os.environ["SGLANG_MORI_RECV_BOUND"] = saved
         REL.check(eagle_ok(speculative_disable_batch_threshold=8, speculative_use_rejection_sampling=True))
-        rocm = eagle_ok(speculative_disable_batch_threshold=8, speculative_algorithm="EAGLE")
-        REL.set_bookkeeping(rocm, "_resolved_overrides",
-                            [("probe: _handle_eagle_family (ROCm)", {"speculative_use_rejection_sampling": True})])
-        REL.check(rocm)
-    with environment(SGLANG_SPEC_DISABLE_BATCH_THRESHOLD=None, SGLANG_SPEC_DISABLE_CATCH_UP="skip"):
-        refused(rocm, "on ROCm", "SGLANG_SPEC_DISABLE_CATCH_UP=padded")
+    _check_rocm_rejection_sampling()
     return "EAGLE3 with DP attention refused with --ep-size / --attn-cp-size / --moe-dp-size 2 (served with none, and " \
            "EAGLE with them); elastic EP scale-up (--max-ep-size > --tp-size) refused; mori gathers with " \
            "SGLANG_MORI_RECV_BOUND; rejection sampling (also as declared on ROCm) served with the catch-up unset, " \
@@ -706,12 +720,7 @@ def check_0522_setups():
             with environment(SGLANG_MORI_EP_V2=ep_v2, SGLANG_MORI_RECV_BOUND=recv_bound):
                 mori = eagle_ok(**gather, moe_a2a_backend="mori")
                 REL.check(mori) if served else refused(mori, "all-gather")
-        rocm = eagle_ok(speculative_disable_batch_threshold=8, speculative_algorithm="EAGLE")
-        REL.set_bookkeeping(rocm, "_resolved_overrides",
-                            [("probe: _handle_eagle_family (ROCm)", {"speculative_use_rejection_sampling": True})])
-        REL.check(rocm)
-    with environment(SGLANG_SPEC_DISABLE_BATCH_THRESHOLD=None, SGLANG_SPEC_DISABLE_CATCH_UP="skip"):
-        refused(rocm, "on ROCm", "SGLANG_SPEC_DISABLE_CATCH_UP=padded")
+    _check_rocm_rejection_sampling()
     return "DP attention as --attn-dp-size 2 and as --dp-size 2 --enable-dp-attention: EAGLE served, EAGLE3 refused, " \
            "deepep without the all-gather refused; EAGLE3 at attention-DP width 1 with --ep-size 2 served; mori " \
            "gathers on EPv2 (default) or with SGLANG_MORI_RECV_BOUND, refused with neither; flashinfer_megamoe " \
