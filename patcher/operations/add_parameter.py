@@ -10,8 +10,9 @@ Example (sglang 0.5.9)::
 
 `code` is one parameter as written in a `def` (annotation and default allowed). It goes right after `after` (a
 positional or keyword-only parameter: the new one is of the same kind; `after: "*"` makes it the first keyword-only
-parameter, right after `*` or `*args`), or, without `after`, after the last plain parameter (before `*args`, keyword-only parameters and `**kwargs`). Its layout follows its neighbours (one per line in
-a signature written one parameter per line). The patched file must compile: a parameter without a default after one
+parameter, right after `*` or `*args`), or, without `after`, after the last plain parameter (before `*args`,
+keyword-only parameters and `**kwargs`). Its layout follows its neighbours (one per line in a signature written one
+parameter per line). The patched file must compile: a parameter without a default after one
 with a default is refused then, with nothing written.
 
 Answers: *changed*; *already applied* (the function has a parameter of that name whose code is the same);

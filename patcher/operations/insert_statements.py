@@ -73,6 +73,7 @@ release probably has the change in another place or form.
 
 from __future__ import annotations
 
+import ast
 import textwrap
 from dataclasses import dataclass
 from typing import ClassVar, Literal, Sequence
@@ -177,23 +178,15 @@ class InsertStatements(Operation):
         where the recipe was made: upstream put it under an `if`/`else`, a `with`, a loop), while the code reads
         nothing that block assigns? Inserted next to the anchor, the code would run in that block only; next to
         `fallback_match` it keeps its place between the two, on every path."""
-        import ast
-
         other = statements_matching(module, block, Pattern.parse(self.fallback_match))
         mine = next((m for m in statements_matching(module, block, Pattern.parse(self.match)) if m[-1] is anchor),
                     None)
         if len(other) != 1 or mine is None or len(mine) <= len(other[0]) \
                 or not any(node is other[0][-2] for node in mine):
             return False
-        def names(code: str, ctx: type) -> set[str]:
-            try:
-                tree = ast.parse(textwrap.dedent(code))
-            except SyntaxError:
-                return set()
-            return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ctx)}
         inner = mine[len(other[0]) - 1]  # the statement of the fallback's block that holds the anchor
-        reads = names("".join(code_of(module, s) for s in new), ast.Load)
-        return not reads & names(code_of(module, inner), ast.Store)
+        reads = _names("".join(code_of(module, s) for s in new), ast.Load)
+        return not reads & _names(code_of(module, inner), ast.Store)
 
     def _at_an_end(self, module: cst.Module, fpath: NodePath, new: list[cst.BaseStatement]) -> Outcome:
         statements = list(body_of(fpath[-1]))
@@ -286,3 +279,12 @@ def _same_statements(module: cst.Module, have: Sequence[cst.CSTNode], new: Seque
     return len(have) == len(new) and bool(new) and all(
         (a := normalized(code_of(module, h))) is not None and a == normalized(code_of(module, n))
         for h, n in zip(have, new))
+
+
+def _names(code: str, ctx: type) -> set[str]:
+    """The names `code` reads (ctx ast.Load) or assigns (ast.Store); none if it does not parse alone."""
+    try:
+        tree = ast.parse(textwrap.dedent(code))
+    except SyntaxError:
+        return set()
+    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ctx)}
