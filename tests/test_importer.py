@@ -307,7 +307,8 @@ def test_statements_inserted_in_a_function_anchor_on_a_pattern_that_survives_an_
              "self.group\n        )\n\n    done = []\n    return done\n")
     ported = importer.port(recipe, package(tmp_path / "later", {"srt/m.py": later}))
     assert [s.status for s in ported.steps] == ["applied"]
-    assert b"        )\n\n\n    # a timeout\n    timeout = float(get_env(\"T\", \"600\"))\n    done = []" \
+    # with the blank lines of the release the recipe was made on: the code's own above it, `done = []`'s below it
+    assert b"        )\n\n    # a timeout\n    timeout = float(get_env(\"T\", \"600\"))\n\n    done = []" \
         in ported.files["srt/m.py"]
     reads = before.replace("polls = poll_all(", "polls = get_env = poll_all(")
     assert reads.count("get_env") == 1
@@ -479,6 +480,23 @@ def test_a_change_two_hunks_make_names_both_hunks(tmp_path):
     pkg = package(tmp_path / "base", {"srt/k.py": before})
     lifted, _ = lift_and_write(tmp_path, pkg, git_diff(before, after, "srt/k.py"))
     assert [s.hunks for s in lifted.steps] == [(1, 2)] and all(r.lifted for r in lifted.hunks)
+
+
+def test_an_insertion_moved_next_to_its_other_neighbour_leaves_that_neighbour_its_comment_and_blank_line(tmp_path):
+    # as where the recipe was made: the code right below `polls = ...`, then the blank line and the comment of
+    # `done = []`, not the comment above the code and the code glued to `done = []`
+    base = QUEUE.replace("        done = []\n", "\n        # the finished requests\n        done = []\n")
+    after = base.replace("        polls = poll_all(self.queue, self.group)\n",
+                         "        polls = poll_all(self.queue, self.group)\n        now = clock()\n")
+    steps, recipe = lifted_round_trip(tmp_path, base, after, "srt/queue.py")
+    assert [(s.options["op"], s.options.get("fallback_match")) for s in steps] == [("insert_statements", "done = []")]
+    later = base.replace("        polls = poll_all(self.queue, self.group)\n",
+                         "        if self.staging:\n            polls = self.poll_staged()\n        else:\n"
+                         "            polls = poll_all(self.queue, self.group)\n")
+    ported = importer.port(recipe, package(tmp_path / "later", {"srt/queue.py": later}))
+    assert [s.status for s in ported.steps] == ["applied"]
+    assert ("            polls = poll_all(self.queue, self.group)\n        now = clock()\n\n"
+            "        # the finished requests\n        done = []\n") in ported.files["srt/queue.py"].decode()
 
 
 def test_a_name_put_first_in_an_import_list_is_merged_before_the_name_that_led_it(tmp_path):

@@ -35,7 +35,8 @@ side (before it for `at: after`). It must match exactly one statement too; when 
 refuses naming `match`. It is read too when the statement matching `match` is now in a block nested below the one
 of the statement matching `fallback_match` (upstream put it under an `if`/`else`, a `with`, a loop) and the code
 reads nothing that block assigns: next to the anchor it would run on that path only, next to its other neighbour
-it runs on every path, still between the two::
+it runs on every path, still between the two. Before `fallback_match`, that statement keeps its own blank and
+comment lines, below the new code, as where the recipe was made::
 
     - op: insert_statements
       function: Indexer._get_logits_head_gate
@@ -168,7 +169,10 @@ class InsertStatements(Operation):
                 raise
             other = "before" if self.at == "after" else "after"
             try:
-                return self._next_to_match(module, fpath, block, new, Pattern.parse(self.fallback_match), other)
+                # before the statement that followed the anchor, that statement keeps its blank and comment lines
+                # (below the code, as where the recipe was made), and the code keeps its own (above it)
+                return self._next_to_match(module, fpath, block, new, Pattern.parse(self.fallback_match), other,
+                                           keep_lines=other == "before")
             except AnchorNotFound:
                 raise gone from None
 
@@ -207,7 +211,7 @@ class InsertStatements(Operation):
         return Changed(set_block_body(fpath, [*statements, *new]), inserted=tuple(new), anchor=fpath[-1])
 
     def _next_to_match(self, module: cst.Module, fpath: NodePath, block: NodePath, new: list[cst.BaseStatement],
-                       pattern: Pattern, at: str) -> Outcome:
+                       pattern: Pattern, at: str, *, keep_lines: bool = False) -> Outcome:
         matches = statements_matching(module, block, pattern)
         if block is not fpath:  # inside a block: its own statements only, not those of blocks nested in it
             matches = [m for m in matches if m[-2] is block[-1]]
@@ -229,11 +233,17 @@ class InsertStatements(Operation):
             return AlreadyApplied(placed[id(anchor[-1])][0])
         if self.if_present_elsewhere == "refuse":
             self._refuse_duplicates(module, fpath, new)
-        return Changed(self._insert(anchor, new, at), inserted=tuple(new), anchor=anchor[-1])
+        return Changed(self._insert(anchor, new, at, keep_lines=keep_lines), inserted=tuple(new), anchor=anchor[-1])
 
-    def _insert(self, anchor: NodePath, new: list[cst.BaseStatement], at: str) -> cst.Module:
+    def _insert(self, anchor: NodePath, new: list[cst.BaseStatement], at: str, *,
+                keep_lines: bool = False) -> cst.Module:
         """The module with `new` on the `at` side of the statement at `anchor`, `blank_lines_after` blank lines
-        between it and the statement after it (which keeps its comment lines, below them)."""
+        between it and the statement after it (which keeps its comment lines, below them). `keep_lines` (`at:
+        before` the statement that followed a step's `at: after` anchor): the statement keeps its leading blank and
+        comment lines, below the new code, instead of handing them to it."""
+        if keep_lines and at == "before":
+            follower = anchor[-1] if not self.blank_lines_after else self._spaced(anchor[-1])
+            return replace_at(anchor, [*fit(new, indent_of(anchor), anchor[0]), follower])
         if not self.blank_lines_after:
             return (insert_after if at == "after" else insert_before)(anchor, new)
         block = list(body_of(anchor[-2]))
