@@ -684,7 +684,7 @@ def _check_draft_scopes(attrs, key, expected):
         calls = w._draft_worker.tp_contexts
         assert built and len(calls) > len(built), f"draft scopes entered: {calls} (build: {built})"
         assert all(c.get(key) is expected for c in calls), \
-            f"draft_tp_context entered with {calls}, not {key}={expected!r} as the draft worker has it"
+            f"draft_tp_context entered with {calls}, not with the draft worker's {', '.join(attrs)} ({expected!r})"
     finally:
         REL.draft_worker_attrs = saved
 
