@@ -231,7 +231,7 @@ def render_markdown(rows: list[Row], recipe: str, package: str = "sglang") -> st
 
 
 #: the vLLM releases tests/test_vllm.py tries (kept in the cache by --evict)
-VLLM_KEEP = {"0.12.0", "0.23.0", "0.24.0", "0.33.0"}
+VLLM_KEEP = {"0.12.0", "0.23.0", "0.24.0", "0.33.0", "0.34.0"}
 
 
 def evict(package: str, version: str) -> None:

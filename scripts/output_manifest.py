@@ -40,11 +40,12 @@ from patcher.recipe import load_recipe  # noqa: E402
 from patcher.target import find_target  # noqa: E402
 
 #: the default releases per package: sglang's are tests/test_matrix.py KNOWN and every post release; vLLM's are the releases
-#: tests/test_vllm.py tries (CI_RELEASES: each wheel is 300-480 MB), both ends of the backport and of the alias
+#: tests/test_vllm.py tries (CI_RELEASES: each wheel is 300-480 MB): both ends of the backport and of the alias, and
+#: alias-0.34
 POST = ["0.5.4.post1", "0.5.4.post2", "0.5.4.post3", "0.5.5.post1", "0.5.5.post2", "0.5.5.post3", "0.5.6.post1",
         "0.5.6.post2", "0.5.8.post1", "0.5.10.post1", "0.5.12.post1", "0.5.13.post1", "0.5.15.post1"]
 RELEASES = {"sglang": [f"0.5.{minor}" for minor in range(4, 24)] + POST,
-            "vllm": ["0.12.0", "0.23.0", "0.24.0", "0.33.0"]}
+            "vllm": ["0.12.0", "0.23.0", "0.24.0", "0.33.0", "0.34.0"]}
 MANIFESTS = ROOT / "tests" / "output-manifest"
 MANIFEST = MANIFESTS / "dynamic-spec-disable.json"
 STATE = ".specpatch"  #: the target's state folder (ledger, backups): specpatch's, not the patched output

@@ -49,13 +49,15 @@ VLLM_MANIFEST = ROOT / "tests" / "output-manifest" / "dynamic-spec-disable-vllm.
 
 
 def test_the_vllm_recipe_writes_the_recorded_bytes():
-    """The package comes from the recipe (vllm), and so do the default releases (the four tests/test_vllm.py tries)
+    """The package comes from the recipe (vllm), and so do the default releases (the five tests/test_vllm.py tries)
     and the manifest (tests/output-manifest/dynamic-spec-disable-vllm.json)."""
     releases = json.loads(VLLM_MANIFEST.read_text())["releases"]
     assert {v: r["variant"] for v, r in releases.items()} == {"0.12.0": "backport", "0.23.0": "backport",
-                                                              "0.24.0": "alias", "0.33.0": "alias"}
+                                                              "0.24.0": "alias", "0.33.0": "alias",
+                                                              "0.34.0": "alias-0.34"}
     done = run("--recipe", "dynamic-spec-disable-vllm")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "0.12.0: identical (backport, 4 files)" in done.stdout
     assert "0.33.0: identical (alias, 3 files)" in done.stdout
-    assert "4 identical, 0 different" in done.stdout
+    assert "0.34.0: identical (alias-0.34, 3 files)" in done.stdout
+    assert "5 identical, 0 different" in done.stdout

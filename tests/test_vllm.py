@@ -27,8 +27,9 @@ from patcher.target import PACKAGES, find_target, package_info
 REPO = Path(__file__).resolve().parent.parent
 RECIPE = "dynamic-spec-disable-vllm"
 BACKPORT = ("0.12.0", "0.23.0")  #: oldest and newest release of the backport range
-ALIAS = ("0.24.0", "0.33.0")  #: the first release with upstream dynamic speculation, and the newest
-CI_RELEASES = BACKPORT + ALIAS
+ALIAS = ("0.24.0", "0.33.0")  #: the first release with upstream dynamic speculation, and the last with a V1 runner
+ONE_RUNNER = ("0.34.0",)  #: the alias where the V1 model runner is gone (variant alias-0.34): the newest release
+CI_RELEASES = BACKPORT + ALIAS + ONE_RUNNER
 
 
 # ------------------------------------------------------------------------------- targets (no download, fast)
@@ -92,7 +93,8 @@ def test_sglang_layout_unchanged(tmp_path):
 
 @pytest.mark.parametrize("version,variant", [("0.7.3", "not-ported"), ("0.11.2", "not-ported"),
                                              ("0.12.0", "backport"), ("0.23.0", "backport"),
-                                             ("0.24.0", "alias"), ("0.33.0", "alias")])
+                                             ("0.24.0", "alias"), ("0.33.0", "alias"),
+                                             ("0.34.0", "alias-0.34")])
 def test_variant_per_release(version, variant):
     recipe = api.load(RECIPE)
     assert recipe.target.package == "vllm"
@@ -140,15 +142,18 @@ def _probes(result) -> list:
 @pytest.mark.parametrize("version", CI_RELEASES)
 def test_try_applies_and_verifies(version, vllm_python):
     result = api.try_recipe(api.load(RECIPE), version, python=vllm_python)
-    want = "alias_verified" if version in ALIAS else "applied_and_verified"
+    want = "alias_verified" if version in ALIAS + ONE_RUNNER else "applied_and_verified"
     assert (result.outcome, int(result.exit_code)) == (want, 0), result.message
     checks = [c for r in result.verify.recipes for c in r.checks]
     assert [c.status for c in checks if c.kind == "import"] == ["passed"] * 4, [c.to_dict() for c in checks]
     probes = _probes(result)
     assert len(probes) == 1 and probes[0].status == "passed", [c.to_dict() for c in probes]
-    if version in ALIAS:
+    if version in ALIAS + ONE_RUNNER:
         assert "num_speculative_tokens_per_batch_size [[1, 4, 3], [5, 16, 0]]" in probes[0].details
+    if version in ALIAS:
         assert "method ngram_gpu on the V1 model runner refused" in probes[0].details
+    elif version in ONE_RUNNER:
+        assert "method ngram_gpu served with the schedule (one model runner)" in probes[0].details
     else:
         assert "scheduled none and charged 1 token per decode request" in probes[0].details
     assert "data parallel size 2 refused at start-up" in probes[0].details
@@ -194,6 +199,25 @@ def test_sabotaged_backport_fails_the_probe(name, vllm_python, tmp_path):
     probe = _probe(target, vllm_python)
     assert probe.status == "failed", probe.to_dict()
     assert "PROBE-FAIL" in probe.details, probe.details
+
+
+@pytest.mark.cpuenv
+def test_v1_runner_refusal_on_one_runner_fails_the_probe(vllm_python, tmp_path):
+    """vLLM 0.34 has no V1 model runner: the alias of 0.24 - 0.33, which refuses the methods whose V1 proposer
+    takes no per-step K, would refuse a method that 0.34's one runner serves. Put such a refusal back into the
+    applied 0.34 port: the probe must fail, naming ngram_gpu."""
+    target = _applied(ONE_RUNNER[0], tmp_path)
+    config = target.package_dir / "config" / "vllm.py"
+    text = config.read_text()
+    marker = "# One GPU model runner (0.34+): it sizes every method's drafts by the schedule.\n"
+    assert text.count(marker) == 1, "the alias-0.34 port's runner comment is not in config/vllm.py"
+    at = text.index(marker)
+    indent = text[text.rindex("\n", 0, at) + 1:at]
+    config.write_text(text.replace(marker, marker + indent + 'if speculative_config.method == "ngram_gpu":\n'
+                                   + indent + '    refused.append("ngram_gpu on the V1 runner")\n'))
+    probe = _probe(target, vllm_python)
+    assert probe.status == "failed", probe.to_dict()
+    assert "PROBE-FAIL" in probe.details and "ngram_gpu" in probe.details, probe.details
 
 
 def _applied(version: str, tmp_path: Path):

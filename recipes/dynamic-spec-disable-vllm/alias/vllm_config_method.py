@@ -24,6 +24,7 @@ def _apply_speculative_disable_batch_threshold(self) -> None:
             f"data parallel size {self.parallel_config.data_parallel_size} > 1 (the ranks would choose "
             "different speculative-token counts; vLLM drops the schedule)"
         )
+    # <piece runner-check>
     # asked after the schedule is written: whether the V2 model runner is used depends on it
     use_v2 = bool(getattr(self, "use_v2_model_runner", False))
     supported_on_v1 = ("ngram", "eagle", "eagle3", "mtp", "draft_model", "dflash")
@@ -36,6 +37,7 @@ def _apply_speculative_disable_batch_threshold(self) -> None:
             f"speculative method {speculative_config.method!r} on the V1 model runner (its proposer does "
             f"not take a per-step token count; supported: {', '.join(supported_on_v1)})"
         )
+    # </piece>
     if refused:
         speculative_config.num_speculative_tokens_per_batch_size = None
         raise ValueError(

@@ -6,7 +6,8 @@ max_num_seqs, 0]]; the scheduler's batch-size -> K table gives K up to N and 0 a
 whose batch is above N asks the drafter for 0 tokens (SchedulerOutput.num_spec_tokens_to_schedule) and, from the
 next step, schedules and charges no drafts (the lag is at most one step, both ways); the async scheduler's
 placeholders match K; data parallel > 1 and a method vLLM's V1 proposer cannot size are refused at start-up
-(vLLM would drop the schedule with only a warning); -3 and abc are usage errors of vLLM's parser (exit 2), a
+(vLLM would drop the schedule with only a warning; vLLM 0.34+, variant alias-0.34, has no V1 runner, and such a
+method is served with the schedule); -3 and abc are usage errors of vLLM's parser (exit 2), a
 negative N in --speculative-config or in EngineArgs built in code is refused when the config is built. Prints
 PROBE-OK / PROBE-FAIL lines.
 """
@@ -19,6 +20,7 @@ import _vllm_cpu as v  # noqa: E402
 from backport_probe import PLAN, check_steps, failures, fail, ok  # noqa: E402  (same step checks)
 
 N = 4
+VARIANT = os.environ.get("SPECPATCH_VARIANT", "alias")  #: alias (vLLM 0.24 - 0.33) or alias-0.34 (one runner)
 
 
 def refused(argv, what):
@@ -66,6 +68,19 @@ def main():
                   "charged no drafts)" % (label, v.NUM_SPEC, N, verified, skipped))
     flag = ["--speculative-disable-batch-threshold", str(N)]
     refused(v.base_argv(model, extra=flag + ["--data-parallel-size", "2"]), "data parallel size 2")
+    if VARIANT == "alias-0.34":
+        # one GPU model runner, which keeps the first K drafts of every method's proposal: no method is refused
+        try:
+            config = v.build_config(v.base_argv(model, method="ngram_gpu", extra=flag))
+        except Exception as exc:  # noqa: BLE001 - a refusal or any other start-up failure is the finding
+            fail("method ngram_gpu: start-up failed: %s: %s" % (type(exc).__name__, exc))
+            return
+        got = [list(e) for e in (config.speculative_config.num_speculative_tokens_per_batch_size or [])]
+        if got != want:
+            fail("method ngram_gpu: the schedule is %r, not %r" % (got, want))
+        else:
+            print("PROBE-OK: method ngram_gpu served with the schedule (one model runner)")
+        return
     # the V1 model runner (forced: vLLM 0.33 picks V2 for this model where Triton is installed), whose ngram_gpu
     # proposer vLLM 0.33 does not give a per-step K (it drops the schedule with a warning)
     os.environ["VLLM_USE_V2_MODEL_RUNNER"] = "0"
