@@ -357,3 +357,37 @@ def test_try_keep_leaves_a_patched_tree_that_rolls_back_to_the_release(tmp_path,
     api.rollback(find_target(kept, package="sglang"), "toy-greeting")
     for rel in ("sglang/srt/greeter.py", "sglang/srt/util.py"):
         assert (kept / rel).read_bytes() == (TOY / "baseline/before" / rel).read_bytes()
+
+
+def test_control_characters_of_a_recipe_never_reach_the_terminal_as_themselves(target, tmp_path):
+    """A step name, an anchor or a path holding ESC (colour, cursor moves, a window title), a bidirectional override
+    or a carriage return is printed with those characters made visible, on a pipe and on a colour terminal alike;
+    specpatch's own colours stay."""
+    folder = tmp_path / "recipes"
+    folder.mkdir()
+    (folder / "hostile.yaml").write_text(textwrap.dedent("""\
+        id: hostile
+        title: control characters in names and anchors
+        target: {package: sglang}
+        steps:
+          - name: "evil\\e[2J\\e[31mRED\\u202e"
+            op: add_import
+            file: srt/util.py
+            code: import os
+          - name: two
+            op: add_method
+            file: srt/greeter.py
+            class: Greeter
+            after: "shout\\e]0;pwned\\e[1A\\rfake"
+            code: "def x(self): pass"
+        """))
+    env = {"SPECPATCH_RECIPE_PATH": str(folder)}
+    done = specpatch("-v", "apply", "hostile", "--target", str(target), env={**env, "NO_COLOR": "1"})
+    assert done.returncode == 3, done.stderr
+    for shown in (done.stdout + done.stderr, in_terminal("-v", "apply", "hostile", "--target", str(target),
+                                                         env=env)[1]):
+        assert "\\x1b]0;pwned\\x1b[1A" in shown, shown  # (rich drops a carriage return itself)
+        assert "]0;pwned" not in shown.replace("\\x1b]0;pwned", "")
+        assert "\x1b[2J" not in shown and "\u202e" not in shown
+        assert "\\x1b[2J" in shown, shown  # the step name, made visible
+    assert ESC in shown  # the terminal still gets specpatch's own colours
