@@ -62,7 +62,18 @@ def _interpreter(value: Optional[str]) -> Optional[str]:
     """A `--python` given as a path is made absolute here (the checks run it from other folders); not resolved, so
     that a virtual environment's `bin/python` link stays that environment's. A bare name is looked up on PATH."""
     if value and ("/" in value or os.sep in value):
-        return str(Path(value).expanduser().absolute())
+        path = Path(value).expanduser().absolute()
+        if not path.is_file() or not os.access(path, os.X_OK):
+            why = "does not exist" if not path.exists() else "is not an executable file"
+            raise typer.BadParameter(f"{path} {why}: give the target environment's interpreter "
+                                     f"(e.g. /srv/venv/bin/python)")
+        return str(path)
+    if value:
+        import shutil
+
+        if shutil.which(value) is None:
+            raise typer.BadParameter(f"`{value}` is not a command on PATH: give the target environment's "
+                                     f"interpreter (e.g. /srv/venv/bin/python)")
     return value
 
 

@@ -254,6 +254,19 @@ def test_bad_values_and_targets_are_bad_input(target, tmp_path):
     assert done.returncode == 2 and "html" in done.stderr  # typer's own usage error
 
 
+@pytest.mark.parametrize("python", ["/no/such/python", "NOT-EXECUTABLE", "/tmp", "no-such-python-command"])
+def test_an_interpreter_that_cannot_run_is_a_bad_option_not_a_silent_skip(target, tmp_path, python):
+    """A mistyped `--python` used to give exit 0, "NOT verified": the smoke test "could not run" in it."""
+    if python == "NOT-EXECUTABLE":
+        python = str(tmp_path / "python")
+        Path(python).write_text("not a program\n")
+    assert specpatch("apply", "toy-greeting", "--target", str(target), "--no-smoke").returncode == 0
+    for args in (("verify",), ("apply", "toy-greeting", "--dry-run")):
+        done = specpatch(*args, "--target", str(target), "--python", python)
+        assert done.returncode == 2, (args, done.stdout, done.stderr)
+        assert "--python" in done.stderr and "interpreter" in " ".join(done.stderr.split()), done.stderr
+
+
 def test_an_internal_error_is_reported_as_a_bug(monkeypatch, capsys):
     from patcher import api, cli
 
