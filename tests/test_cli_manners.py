@@ -252,6 +252,10 @@ def test_bad_values_and_targets_are_bad_input(target, tmp_path):
                  "is not a folder")
     done = specpatch("apply", "toy-greeting", "--target", str(target), "--format", "html")
     assert done.returncode == 2 and "html" in done.stderr  # typer's own usage error
+    for wait in ("nan", "-5"):  # NaN reached filelock and came back as an internal error (exit 1)
+        for args in (("apply", "toy-greeting"), ("verify",), ("rollback",)):
+            done = specpatch(*args, "--target", str(target), "--lock-timeout", wait)
+            assert done.returncode == 2 and "number of seconds" in done.stderr, (args, wait, done.stderr)
 
 
 @pytest.mark.parametrize("python", ["/no/such/python", "NOT-EXECUTABLE", "/tmp", "no-such-python-command"])
