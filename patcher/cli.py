@@ -222,6 +222,16 @@ def schema() -> None:
     sys.stdout.write(dumps(json_schema()) + "\n")
 
 
+def _outside_target(path: Path, where, option: str) -> None:
+    """Refuse an output file inside the package or its state folder: the diff written over a file that was just
+    patched (or over the ledger) would leave the tree broken under an apply that said it was verified."""
+    real = Path(os.path.realpath(path))
+    for folder in (where.package_dir, where.state_dir):
+        if real == Path(os.path.realpath(folder)) or real.is_relative_to(os.path.realpath(folder)):
+            raise UsageError(f"{option} {path} is inside {folder}: specpatch writes there only through its "
+                             f"transaction; write the diff outside the target")
+
+
 @app.command()
 def apply(
     recipe: RecipeArg,
@@ -249,6 +259,8 @@ def apply(
     with reported_errors(ui, fmt_name == "json"):
         loaded = api.load(recipe, recipe_path)
         where = _target(target, package or loaded.target.package, assume_version, python)
+        if diff_out is not None:
+            _outside_target(diff_out, where, "--diff-out")
         doing = "planning" if dry_run else "applying, then verifying (syntax, import smoke test, probes)"
         with ui.status(f"{loaded.id} on {_release(where)}: {doing}"):
             result = api.apply_recipe(loaded, where, params=_params(param), dry_run=dry_run, smoke=not no_smoke,

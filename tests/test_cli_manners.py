@@ -408,3 +408,26 @@ def test_control_characters_of_a_recipe_never_reach_the_terminal_as_themselves(t
         assert "\x1b[2J" not in shown and "\u202e" not in shown
         assert "\\x1b[2J" in shown, shown  # the step name, made visible
     assert ESC in shown  # the terminal still gets specpatch's own colours
+
+
+def test_diff_out_is_refused_inside_the_package_and_the_state_folder(target, tmp_path):
+    """`--diff-out` over a file the apply had just patched left the tree broken (a diff in place of Python) under an
+    apply that said "verified"; over the ledger it destroyed the record. Both are refused before anything is
+    written; outside the package (the checkout's root included) the diff is written as before."""
+    def files() -> dict[str, bytes]:
+        return {p.relative_to(target).as_posix(): p.read_bytes() for p in sorted(target.rglob("*")) if p.is_file()
+                and ".specpatch" not in p.parts}
+
+    before = files()
+    for out in (target / "sglang" / "srt" / "util.py", target / "sglang" / "x.diff",
+                target / ".specpatch" / "ledger.json"):
+        for how in ((), ("--dry-run",)):
+            done = specpatch("apply", "toy-greeting", "--target", str(target), "--no-smoke", *how,
+                             "--diff-out", str(out))
+            assert_error(done, 2, "bad command-line value", "--diff-out")
+            assert "is inside" in " ".join(done.stderr.split())
+            assert files() == before
+    done = specpatch("apply", "toy-greeting", "--target", str(target), "--no-smoke", "--diff-out",
+                     str(tmp_path / "x.diff"))
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "x.diff").read_text().startswith("diff --git")
