@@ -389,7 +389,7 @@ def test_an_immutable_file_is_an_unusable_target_and_nothing_is_written(site, tm
         os.chmod(folder, 0o755)
 
 
-@pytest.mark.parametrize("damage", ["ledger", "journal", "backup", "state-file"])
+@pytest.mark.parametrize("damage", ["ledger", "journal", "backup", "state-file", "lock-link"])
 def test_a_damaged_state_folder_is_bad_input_not_a_bug(site, tmp_path, damage):
     recipes = recipe(tmp_path / "r", ONE)
     assert specpatch("apply", "case", "--target", str(site), "--no-smoke", recipes=recipes).returncode == OK
@@ -400,10 +400,17 @@ def test_a_damaged_state_folder_is_bad_input_not_a_bug(site, tmp_path, damage):
         (state / "journal.json").write_text('{"format": 1, "kind": "apply"}')
     elif damage == "backup":
         next((state / "records").rglob("before/**/server_args.py")).write_bytes(b"damaged")
+    elif damage == "lock-link":  # was exit 8 (ELOOP, "the system refused"), though nothing failed but the state
+        outside = tmp_path / "outside-lock"
+        outside.write_text("precious\n")
+        (state / "lock").unlink()
+        (state / "lock").symlink_to(outside)
     else:
         shutil.rmtree(state)
         state.write_text("not a folder")
     done = specpatch("rollback", "--target", str(site), recipes=recipes)
+    if damage == "lock-link":
+        assert outside.read_text() == "precious\n"
     assert_error(done, BAD_INPUT, "the state folder is damaged" if damage != "state-file" else "is not a folder")
 
 
