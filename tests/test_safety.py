@@ -389,7 +389,7 @@ def test_an_immutable_file_is_an_unusable_target_and_nothing_is_written(site, tm
         os.chmod(folder, 0o755)
 
 
-@pytest.mark.parametrize("damage", ["ledger", "journal", "backup", "state-file", "lock-link"])
+@pytest.mark.parametrize("damage", ["ledger", "journal", "backup", "state-file", "lock-link", "record-dir"])
 def test_a_damaged_state_folder_is_bad_input_not_a_bug(site, tmp_path, damage):
     recipes = recipe(tmp_path / "r", ONE)
     assert specpatch("apply", "case", "--target", str(site), "--no-smoke", recipes=recipes).returncode == OK
@@ -400,6 +400,12 @@ def test_a_damaged_state_folder_is_bad_input_not_a_bug(site, tmp_path, damage):
         (state / "journal.json").write_text('{"format": 1, "kind": "apply"}')
     elif damage == "backup":
         next((state / "records").rglob("before/**/server_args.py")).write_bytes(b"damaged")
+    elif damage == "record-dir":  # an entry naming another folder: the sweep of leftovers removed every backup
+        import json
+
+        ledger = json.loads((state / "ledger.json").read_text())
+        ledger["applied"][0]["record_dir"] = "."
+        (state / "ledger.json").write_text(json.dumps(ledger))
     elif damage == "lock-link":  # was exit 8 (ELOOP, "the system refused"), though nothing failed but the state
         outside = tmp_path / "outside-lock"
         outside.write_text("precious\n")
@@ -411,6 +417,8 @@ def test_a_damaged_state_folder_is_bad_input_not_a_bug(site, tmp_path, damage):
     done = specpatch("rollback", "--target", str(site), recipes=recipes)
     if damage == "lock-link":
         assert outside.read_text() == "precious\n"
+    if damage == "record-dir":
+        assert list((state / "records").rglob("before/**/server_args.py")), "the backups were swept away"
     assert_error(done, BAD_INPUT, "the state folder is damaged" if damage != "state-file" else "is not a folder")
 
 
