@@ -10,7 +10,7 @@ from typing import Any, Callable
 from packaging.version import Version
 
 from .engine import Plan, plan
-from .errors import ExitCode, SpecpatchError, StateLost, UsageError, VersionUnsupported, os_failure
+from .errors import ExitCode, PendingTransaction, SpecpatchError, StateLost, UsageError, VersionUnsupported, os_failure
 from .recipe import Recipe, available, load_recipe
 from .results import (ApplyOutcome, ApplyResult, CheckResult, CheckState, FileBytes, FileVerdict, RecipeVerification,
                       TryOutcome, TryResult, VariantKind, VerifyResult)
@@ -168,6 +168,11 @@ def verify(target: Target, recipe_id: str | None = None, *, python: str | None =
     from . import transaction
 
     had_state = target.state_dir.exists()  # before the lock creates the folder
+    if not _state_writable(target):
+        # a read-only tree (a container's read-only root file system, a mounted image): nothing to lock, recover
+        # or retire there, and nothing may be written; verify reads the ledger and the files as `check` does
+        return _verify_read_only(target, recipe_id, python=python, smoke=smoke, extra_dirs=extra_dirs,
+                                 require_checks=require_checks, had_state=had_state)
     with transaction.target_lock(target, timeout=lock_timeout):
         recovery = transaction.recover(target)
         notes = tuple(retired_note(r) for r in transaction.retire_stale(target))
@@ -181,6 +186,53 @@ def verify(target: Target, recipe_id: str | None = None, *, python: str | None =
                         for record in records)
     code, message = _verify_verdict(recipes, require_checks)
     return VerifyResult(target, recipes, recovery, message, code, notes)
+
+
+def _state_writable(target: Target) -> bool:
+    """Whether this process may write the target's state folder (or create it): False on a read-only file system,
+    an immutable folder, or a tree of another user."""
+    import os
+
+    state = target.state_dir
+    if state.is_symlink() or (state.exists() and not state.is_dir()):
+        return True  # damage: the locked path reports it
+    if state.is_dir():
+        lock = state / "lock"
+        return os.access(state, os.W_OK | os.X_OK) and (not lock.exists() or os.access(lock, os.W_OK))
+    return os.access(target.root, os.W_OK | os.X_OK)
+
+
+def _verify_read_only(target: Target, recipe_id: str | None, *, python: str | None, smoke: bool,
+                      extra_dirs: list[Path] | None, require_checks: bool, had_state: bool) -> VerifyResult:
+    """`verify` of a target whose state folder cannot be written: no lock (no other specpatch can write there
+    either), no recovery, no retirement. An interrupted transaction is reported (it can only be finished where the
+    tree is writable); entries the next writable command would retire are left out, with a note."""
+    from . import transaction
+
+    report = transaction.status(target)  # reads only
+    if report.pending is not None:
+        j = report.pending
+        raise PendingTransaction(f"an interrupted {j.kind} of {j.record.recipe} (started {j.started}, pid {j.pid}) "
+                                 f"is pending, and {target.state_dir} cannot be written here: it cannot be finished "
+                                 f"or undone")
+    notes = [f"{target.state_dir} cannot be written here: verified without the lock, nothing recorded"]
+    records = []
+    for r in report.applied:
+        if r.seq in report.stale:
+            notes.append(f"the record of {r.recipe} (applied {r.applied_at} to {r.package} {r.release}) no longer "
+                         f"describes the tree: {report.stale[r.seq]}; not verified (the next writable command "
+                         f"retires it)")
+        elif recipe_id is None or r.recipe == recipe_id:
+            records.append(r)
+    if not records:
+        _refuse_unrecorded_edits(target, recipe_id, extra_dirs, had_state)
+        what = f"`{recipe_id}` is not" if recipe_id else "no recipe is"
+        return VerifyResult(target, (), None, f"{what} applied to {target.root}: nothing to verify",
+                            ExitCode.WOULD_CHANGE if recipe_id else ExitCode.OK, tuple(notes))
+    recipes = tuple(_verify_record(target, record, python=python, smoke=smoke, extra_dirs=extra_dirs)
+                    for record in records)
+    code, message = _verify_verdict(recipes, require_checks)
+    return VerifyResult(target, recipes, None, message, code, tuple(notes))
 
 
 def _verify_verdict(recipes: tuple[RecipeVerification, ...], require_checks: bool) -> tuple[ExitCode, str]:

@@ -57,12 +57,31 @@ VersionOpt = Annotated[Optional[str], typer.Option("--assume-version", help="tre
 JsonOpt = Annotated[bool, typer.Option("--json", help="machine-readable output on stdout")]
 RecipePathOpt = Annotated[Optional[List[Path]], typer.Option(
     "--recipe-path", help="extra folder of recipes (repeatable; also $SPECPATCH_RECIPE_PATH)")]
-LockOpt = Annotated[float, typer.Option("--lock-timeout", help="seconds to wait for another specpatch")]
+def _lock_timeout(value: float) -> float:
+    """Seconds, 0 or more (`inf`: wait as long as it takes); NaN and negative values are refused, not passed on."""
+    if value != value or value < 0:  # NaN compares unequal to itself
+        raise typer.BadParameter(f"{value} is not a number of seconds (0 or more; `inf` waits as long as it takes)")
+    return value
+
+
+LockOpt = Annotated[float, typer.Option("--lock-timeout", help="seconds to wait for another specpatch",
+                                        callback=_lock_timeout)]
 def _interpreter(value: Optional[str]) -> Optional[str]:
     """A `--python` given as a path is made absolute here (the checks run it from other folders); not resolved, so
     that a virtual environment's `bin/python` link stays that environment's. A bare name is looked up on PATH."""
     if value and ("/" in value or os.sep in value):
-        return str(Path(value).expanduser().absolute())
+        path = Path(value).expanduser().absolute()
+        if not path.is_file() or not os.access(path, os.X_OK):
+            why = "does not exist" if not path.exists() else "is not an executable file"
+            raise typer.BadParameter(f"{path} {why}: give the target environment's interpreter "
+                                     f"(e.g. /srv/venv/bin/python)")
+        return str(path)
+    if value:
+        import shutil
+
+        if shutil.which(value) is None:
+            raise typer.BadParameter(f"`{value}` is not a command on PATH: give the target environment's "
+                                     f"interpreter (e.g. /srv/venv/bin/python)")
     return value
 
 
@@ -203,6 +222,16 @@ def schema() -> None:
     sys.stdout.write(dumps(json_schema()) + "\n")
 
 
+def _outside_target(path: Path, where, option: str) -> None:
+    """Refuse an output file inside the package or its state folder: the diff written over a file that was just
+    patched (or over the ledger) would leave the tree broken under an apply that said it was verified."""
+    real = Path(os.path.realpath(path))
+    for folder in (where.package_dir, where.state_dir):
+        if real == Path(os.path.realpath(folder)) or real.is_relative_to(os.path.realpath(folder)):
+            raise UsageError(f"{option} {path} is inside {folder}: specpatch writes there only through its "
+                             f"transaction; write the diff outside the target")
+
+
 @app.command()
 def apply(
     recipe: RecipeArg,
@@ -230,6 +259,8 @@ def apply(
     with reported_errors(ui, fmt_name == "json"):
         loaded = api.load(recipe, recipe_path)
         where = _target(target, package or loaded.target.package, assume_version, python)
+        if diff_out is not None:
+            _outside_target(diff_out, where, "--diff-out")
         doing = "planning" if dry_run else "applying, then verifying (syntax, import smoke test, probes)"
         with ui.status(f"{loaded.id} on {_release(where)}: {doing}"):
             result = api.apply_recipe(loaded, where, params=_params(param), dry_run=dry_run, smoke=not no_smoke,

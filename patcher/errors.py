@@ -202,6 +202,14 @@ class StateLost(SpecpatchError):
     exit_code = ExitCode.DRIFT
 
 
+class PendingTransaction(SpecpatchError):
+    """An interrupted apply or rollback that this command may not finish (the tree is read-only here)."""
+
+    title = "an interrupted transaction is pending"
+    hint = "run `specpatch verify` (or apply/rollback) where the tree is writable: it finishes or undoes it first"
+    exit_code = ExitCode.DRIFT
+
+
 class OSFailure(SpecpatchError):
     """The operating system refused a read or write; the exit code follows the errno (see `os_failure`)."""
 

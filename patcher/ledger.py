@@ -161,6 +161,12 @@ class AppliedRecord:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "AppliedRecord":
+        record_dir = data.get("record_dir")
+        # one folder under records/, as `record_dir_name` makes it: the sweep of crash leftovers removes every
+        # folder of records/ that no entry names, so an entry naming another place would cost every backup
+        if not (isinstance(record_dir, str) and _RECORD_DIR.fullmatch(record_dir)
+                and record_dir not in ("records/.", "records/..")):
+            raise ValueError(f"record_dir {record_dir!r} is not a folder of records/")
         return cls(**{**data, "files": tuple(FileRecord.from_dict(f) for f in data.get("files", ()))})
 
 
@@ -233,6 +239,7 @@ class Ledger:
 
 
 _SAFE = re.compile(r"[^A-Za-z0-9._-]")
+_RECORD_DIR = re.compile(r"records/[A-Za-z0-9._-]+")
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ from typing import Any, Iterable, Iterator
 
 from rich.console import Console
 from rich.markup import escape
+from rich.segment import Segment
 from rich.table import Table
 from rich.text import Text
 
@@ -33,10 +34,34 @@ def no_color() -> bool:
     return bool(os.environ.get("NO_COLOR"))
 
 
+#: what a recipe, a target or a probe may put in a name or a message that must not reach a terminal as itself:
+#: C0 controls but the line feed and the tab (ESC starts a terminal's escape sequences; a carriage return or a
+#: backspace overwrites what was printed), DEL, C1 controls, and the bidirectional overrides and isolates that
+#: reorder what a reader sees ("trojan source")
+_UNPRINTABLE = {c: f"\\x{c:02x}" for c in (*range(0x00, 0x09), *range(0x0b, 0x20), 0x7f, *range(0x80, 0xa0))}
+_UNPRINTABLE.update({c: f"\\u{c:04x}" for c in (0x061c, 0x200e, 0x200f, *range(0x202a, 0x202f),
+                                                 *range(0x2066, 0x206a))})
+
+
+def printable(text: str) -> str:
+    """`text` with every control character (and bidirectional control) written as a visible escape (`\\x1b`)."""
+    return text.translate(_UNPRINTABLE)
+
+
+class SafeConsole(Console):
+    """A console that writes the text it is given with its control characters made visible (`printable`): a step
+    name, an anchor, a path or a probe's output cannot move the cursor, recolour, retitle or clear the terminal,
+    nor hide what was printed. Rich's own control segments (a spinner's cursor moves) and styles pass as they are."""
+
+    def _render_buffer(self, buffer: Iterable[Segment]) -> str:
+        return super()._render_buffer(seg if seg.control else Segment(printable(seg.text), seg.style)
+                                      for seg in buffer)
+
+
 def make_console(*, stderr: bool = False, quiet: bool = False) -> Console:
     """A console that respects NO_COLOR (no escape sequence at all) and plain pipes (no colour when redirected)."""
     plain = no_color()
-    console = Console(stderr=stderr, quiet=quiet, no_color=plain, color_system=None if plain else "auto",
+    console = SafeConsole(stderr=stderr, quiet=quiet, no_color=plain, color_system=None if plain else "auto",
                       highlight=False, soft_wrap=True)
     if not console.is_terminal and not os.environ.get("COLUMNS"):
         # logs and pipes: no width at all, so that no table cuts or folds a name, a path or a hash that someone
@@ -226,7 +251,7 @@ def _check_details(ui: UI, checks: Iterable[Any]) -> None:
 
 
 def _md_cell(text: str) -> str:
-    return str(text).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+    return printable(str(text)).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
 
 
 def _fence(text: str) -> str:

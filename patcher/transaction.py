@@ -163,6 +163,9 @@ def target_lock(target: Target, timeout: float = DEFAULT_LOCK_TIMEOUT) -> Iterat
         return
     state = State.of(target)
     state.ensure()
+    if state.lock_path.is_symlink() or (state.lock_path.exists() and not state.lock_path.is_file()):
+        raise StateDamaged(f"{state.lock_path} is a link or not a file; specpatch locks through a plain file only",
+                           location=Location(file=str(state.lock_path)))
     flock = filelock.FileLock(state.lock_path, timeout=timeout)
     try:
         flock.acquire()

@@ -252,6 +252,23 @@ def test_bad_values_and_targets_are_bad_input(target, tmp_path):
                  "is not a folder")
     done = specpatch("apply", "toy-greeting", "--target", str(target), "--format", "html")
     assert done.returncode == 2 and "html" in done.stderr  # typer's own usage error
+    for wait in ("nan", "-5"):  # NaN reached filelock and came back as an internal error (exit 1)
+        for args in (("apply", "toy-greeting"), ("verify",), ("rollback",)):
+            done = specpatch(*args, "--target", str(target), "--lock-timeout", wait)
+            assert done.returncode == 2 and "number of seconds" in done.stderr, (args, wait, done.stderr)
+
+
+@pytest.mark.parametrize("python", ["/no/such/python", "NOT-EXECUTABLE", "/tmp", "no-such-python-command"])
+def test_an_interpreter_that_cannot_run_is_a_bad_option_not_a_silent_skip(target, tmp_path, python):
+    """A mistyped `--python` used to give exit 0, "NOT verified": the smoke test "could not run" in it."""
+    if python == "NOT-EXECUTABLE":
+        python = str(tmp_path / "python")
+        Path(python).write_text("not a program\n")
+    assert specpatch("apply", "toy-greeting", "--target", str(target), "--no-smoke").returncode == 0
+    for args in (("verify",), ("apply", "toy-greeting", "--dry-run")):
+        done = specpatch(*args, "--target", str(target), "--python", python)
+        assert done.returncode == 2, (args, done.stdout, done.stderr)
+        assert "--python" in done.stderr and "interpreter" in " ".join(done.stderr.split()), done.stderr
 
 
 def test_an_internal_error_is_reported_as_a_bug(monkeypatch, capsys):
@@ -357,3 +374,60 @@ def test_try_keep_leaves_a_patched_tree_that_rolls_back_to_the_release(tmp_path,
     api.rollback(find_target(kept, package="sglang"), "toy-greeting")
     for rel in ("sglang/srt/greeter.py", "sglang/srt/util.py"):
         assert (kept / rel).read_bytes() == (TOY / "baseline/before" / rel).read_bytes()
+
+
+def test_control_characters_of_a_recipe_never_reach_the_terminal_as_themselves(target, tmp_path):
+    """A step name, an anchor or a path holding ESC (colour, cursor moves, a window title), a bidirectional override
+    or a carriage return is printed with those characters made visible, on a pipe and on a colour terminal alike;
+    specpatch's own colours stay."""
+    folder = tmp_path / "recipes"
+    folder.mkdir()
+    (folder / "hostile.yaml").write_text(textwrap.dedent("""\
+        id: hostile
+        title: control characters in names and anchors
+        target: {package: sglang}
+        steps:
+          - name: "evil\\e[2J\\e[31mRED\\u202e"
+            op: add_import
+            file: srt/util.py
+            code: import os
+          - name: two
+            op: add_method
+            file: srt/greeter.py
+            class: Greeter
+            after: "shout\\e]0;pwned\\e[1A\\rfake"
+            code: "def x(self): pass"
+        """))
+    env = {"SPECPATCH_RECIPE_PATH": str(folder)}
+    done = specpatch("-v", "apply", "hostile", "--target", str(target), env={**env, "NO_COLOR": "1"})
+    assert done.returncode == 3, done.stderr
+    for shown in (done.stdout + done.stderr, in_terminal("-v", "apply", "hostile", "--target", str(target),
+                                                         env=env)[1]):
+        assert "\\x1b]0;pwned\\x1b[1A" in shown, shown  # (rich drops a carriage return itself)
+        assert "]0;pwned" not in shown.replace("\\x1b]0;pwned", "")
+        assert "\x1b[2J" not in shown and "\u202e" not in shown
+        assert "\\x1b[2J" in shown, shown  # the step name, made visible
+    assert ESC in shown  # the terminal still gets specpatch's own colours
+
+
+def test_diff_out_is_refused_inside_the_package_and_the_state_folder(target, tmp_path):
+    """`--diff-out` over a file the apply had just patched left the tree broken (a diff in place of Python) under an
+    apply that said "verified"; over the ledger it destroyed the record. Both are refused before anything is
+    written; outside the package (the checkout's root included) the diff is written as before."""
+    def files() -> dict[str, bytes]:
+        return {p.relative_to(target).as_posix(): p.read_bytes() for p in sorted(target.rglob("*")) if p.is_file()
+                and ".specpatch" not in p.parts}
+
+    before = files()
+    for out in (target / "sglang" / "srt" / "util.py", target / "sglang" / "x.diff",
+                target / ".specpatch" / "ledger.json"):
+        for how in ((), ("--dry-run",)):
+            done = specpatch("apply", "toy-greeting", "--target", str(target), "--no-smoke", *how,
+                             "--diff-out", str(out))
+            assert_error(done, 2, "bad command-line value", "--diff-out")
+            assert "is inside" in " ".join(done.stderr.split())
+            assert files() == before
+    done = specpatch("apply", "toy-greeting", "--target", str(target), "--no-smoke", "--diff-out",
+                     str(tmp_path / "x.diff"))
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "x.diff").read_text().startswith("diff --git")

@@ -389,7 +389,7 @@ def test_an_immutable_file_is_an_unusable_target_and_nothing_is_written(site, tm
         os.chmod(folder, 0o755)
 
 
-@pytest.mark.parametrize("damage", ["ledger", "journal", "backup", "state-file"])
+@pytest.mark.parametrize("damage", ["ledger", "journal", "backup", "state-file", "lock-link", "record-dir"])
 def test_a_damaged_state_folder_is_bad_input_not_a_bug(site, tmp_path, damage):
     recipes = recipe(tmp_path / "r", ONE)
     assert specpatch("apply", "case", "--target", str(site), "--no-smoke", recipes=recipes).returncode == OK
@@ -400,10 +400,25 @@ def test_a_damaged_state_folder_is_bad_input_not_a_bug(site, tmp_path, damage):
         (state / "journal.json").write_text('{"format": 1, "kind": "apply"}')
     elif damage == "backup":
         next((state / "records").rglob("before/**/server_args.py")).write_bytes(b"damaged")
+    elif damage == "record-dir":  # an entry naming another folder: the sweep of leftovers removed every backup
+        import json
+
+        ledger = json.loads((state / "ledger.json").read_text())
+        ledger["applied"][0]["record_dir"] = "."
+        (state / "ledger.json").write_text(json.dumps(ledger))
+    elif damage == "lock-link":  # was exit 8 (ELOOP, "the system refused"), though nothing failed but the state
+        outside = tmp_path / "outside-lock"
+        outside.write_text("precious\n")
+        (state / "lock").unlink()
+        (state / "lock").symlink_to(outside)
     else:
         shutil.rmtree(state)
         state.write_text("not a folder")
     done = specpatch("rollback", "--target", str(site), recipes=recipes)
+    if damage == "lock-link":
+        assert outside.read_text() == "precious\n"
+    if damage == "record-dir":
+        assert list((state / "records").rglob("before/**/server_args.py")), "the backups were swept away"
     assert_error(done, BAD_INPUT, "the state folder is damaged" if damage != "state-file" else "is not a folder")
 
 
@@ -584,3 +599,44 @@ def test_a_read_only_file_system_is_an_unusable_target_for_apply_and_rollback(si
     finally:
         subprocess.run(["mount", "-o", "remount,rw", str(disk)], check=True)
     assert specpatch("rollback", "--target", str(target), recipes=recipes).returncode == OK
+
+
+def test_verify_and_check_read_a_read_only_tree_without_writing(site, tmp_path, small_disk):
+    """A patched install on a read-only file system (a container's read-only root, a mounted image) is verified,
+    not refused: there is nothing to lock, recover or retire there. An interrupted transaction is reported (exit 5),
+    since only a writable tree can finish or undo it."""
+    disk = small_disk(_size_kib(site) * 4 + 512)
+    target = disk / "site"
+    shutil.copytree(site, target)
+    never = disk / "never"  # a tree specpatch never touched: no state folder to create
+    shutil.copytree(site, never)
+    recipes = recipe(tmp_path / "r", ONE)
+    assert specpatch("apply", "case", "--target", str(target), "--no-smoke", recipes=recipes).returncode == OK
+    subprocess.run(["mount", "-o", "remount,ro", str(disk)], check=True)
+    try:
+        for args, code in ((("verify",), OK), (("verify", "case"), OK), (("check", "case"), OK)):
+            done = specpatch(*args, "--target", str(target), "--no-smoke", recipes=recipes) if args[0] == "verify" \
+                else specpatch(*args, "--target", str(target), recipes=recipes)
+            assert done.returncode == code, (args, done.stdout, done.stderr)
+            assert "Traceback" not in done.stderr
+        done = specpatch("verify", "--target", str(never), "--no-smoke", recipes=recipes)
+        assert done.returncode == OK, done.stderr
+        assert "nothing to verify" in done.stdout + done.stderr
+        assert not (never / ".specpatch").exists()
+    finally:
+        subprocess.run(["mount", "-o", "remount,rw", str(disk)], check=True)
+    # an apply interrupted between its journal and its first write, then the tree made read-only
+    assert specpatch("rollback", "--target", str(target), recipes=recipes).returncode == OK
+    code = RUNNER.replace("os.kill(os.getpid(), getattr(signal, signame))", "os._exit(9)")
+    done = specpatch("apply", "case", "--target", str(target), "--no-smoke", recipes=recipes, code=code,
+                     env={"AT": "apply:journal-written", "SIG": "SIGKILL"})
+    assert done.returncode == 9, done.stderr
+    before = snapshot(target)
+    subprocess.run(["mount", "-o", "remount,ro", str(disk)], check=True)
+    try:
+        done = specpatch("verify", "--target", str(target), "--no-smoke", recipes=recipes)
+        assert_error(done, DRIFT, "an interrupted apply of case", "where the tree is writable")
+        assert snapshot(target) == before
+    finally:
+        subprocess.run(["mount", "-o", "remount,rw", str(disk)], check=True)
+    assert specpatch("verify", "--target", str(target), "--no-smoke", recipes=recipes).returncode == OK
