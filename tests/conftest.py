@@ -65,18 +65,33 @@ def cpuenv_python() -> str:
 
 #: modules whose tests download from the package registry without the sglang_release fixture (build dependencies)
 NETWORK_MODULES = {"test_packaging.py"}
+#: fixtures that download from the registry: vLLM's CPU environment, which the vLLM tests use to try real releases
+NETWORK_FIXTURES = {"vllm_python"}
 
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "network: downloads from the package registry, not a release of sglang "
-                                       "(a clean venv's build dependencies)")
+                                       "(vLLM wheels, a clean venv's build dependencies)")
 
 
 def pytest_collection_modifyitems(config, items):
     """Every test that uses `sglang_release` (directly or through another fixture) is marked `sglang`, and the tests
-    of NETWORK_MODULES `network`: `pytest -m "not sglang and not network"` is the tier that needs no registry."""
+    of NETWORK_MODULES or NETWORK_FIXTURES `network`: `pytest -m "not sglang and not network"` is the tier that needs
+    no registry."""
     for item in items:
-        if "sglang_release" in getattr(item, "fixturenames", ()):
+        fixtures = set(getattr(item, "fixturenames", ()))
+        if "sglang_release" in fixtures:
             item.add_marker(pytest.mark.sglang)
-        if item.path.name in NETWORK_MODULES:
+        if item.path.name in NETWORK_MODULES or fixtures & NETWORK_FIXTURES:
             item.add_marker(pytest.mark.network)
+
+
+@pytest.fixture(autouse=True)
+def _no_registry_unless_marked(request, monkeypatch, tmp_path_factory):
+    """A test marked neither `sglang` nor `network` runs as on a machine without the registry, in every run (not
+    only in the offline tier): an empty release cache and pip without an index, for it and its subprocesses. A test
+    that downloads a release without saying so fails here, instead of passing on a machine whose cache has it."""
+    if request.node.get_closest_marker("sglang") or request.node.get_closest_marker("network"):
+        return
+    monkeypatch.setenv("SPECPATCH_CACHE", str(tmp_path_factory.mktemp("no-registry-cache")))
+    monkeypatch.setenv("PIP_NO_INDEX", "1")

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "scripts" / "output_manifest.py"
 MANIFEST = ROOT / "tests" / "output-manifest" / "dynamic-spec-disable.json"
@@ -26,6 +28,7 @@ def test_the_manifest_covers_the_matrix_and_the_post_releases():
     assert all(r["outcome"] == "changed" and r["files"] for r in releases.values())
 
 
+@pytest.mark.sglang  # the script fetches the releases
 def test_an_old_and_the_newest_fallback_port_write_the_recorded_bytes():
     # no published release gets the alias now (0.5.24+); fixtures/dynamic-spec-disable/release-0.5.24 covers its bytes
     done = run("--versions", "0.5.5,0.5.23")
@@ -34,6 +37,7 @@ def test_an_old_and_the_newest_fallback_port_write_the_recorded_bytes():
     assert "0.5.23: identical (fallback-0.5.23, 8 files)" in done.stdout
 
 
+@pytest.mark.sglang  # the script fetches the releases
 def test_a_changed_byte_is_reported(tmp_path):
     recorded = json.loads(MANIFEST.read_text())
     files = recorded["releases"]["0.5.5"]["files"]
@@ -48,6 +52,7 @@ def test_a_changed_byte_is_reported(tmp_path):
 VLLM_MANIFEST = ROOT / "tests" / "output-manifest" / "dynamic-spec-disable-vllm.json"
 
 
+@pytest.mark.network  # the script fetches the releases
 def test_the_vllm_recipe_writes_the_recorded_bytes():
     """The package comes from the recipe (vllm), and so do the default releases (the five tests/test_vllm.py tries)
     and the manifest (tests/output-manifest/dynamic-spec-disable-vllm.json)."""
