@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
+import subprocess
 import sys
 from enum import Enum
 from pathlib import Path
@@ -68,20 +70,28 @@ LockOpt = Annotated[float, typer.Option("--lock-timeout", help="seconds to wait 
                                         callback=_lock_timeout)]
 def _interpreter(value: Optional[str]) -> Optional[str]:
     """A `--python` given as a path is made absolute here (the checks run it from other folders); not resolved, so
-    that a virtual environment's `bin/python` link stays that environment's. A bare name is looked up on PATH."""
-    if value and ("/" in value or os.sep in value):
+    that a virtual environment's `bin/python` link stays that environment's. A bare name is looked up on PATH. Either
+    must run as a Python interpreter: a program that does not (a typo, `/bin/true`) would make every check "could not
+    run" and the command say "NOT verified" with exit 0."""
+    if not value:
+        return value
+    hint = "give the target environment's interpreter (e.g. /srv/venv/bin/python)"
+    if "/" in value or os.sep in value:
         path = Path(value).expanduser().absolute()
         if not path.is_file() or not os.access(path, os.X_OK):
             why = "does not exist" if not path.exists() else "is not an executable file"
-            raise typer.BadParameter(f"{path} {why}: give the target environment's interpreter "
-                                     f"(e.g. /srv/venv/bin/python)")
-        return str(path)
-    if value:
-        import shutil
-
-        if shutil.which(value) is None:
-            raise typer.BadParameter(f"`{value}` is not a command on PATH: give the target environment's "
-                                     f"interpreter (e.g. /srv/venv/bin/python)")
+            raise typer.BadParameter(f"{path} {why}: {hint}")
+        value = str(path)
+    elif shutil.which(value) is None:
+        raise typer.BadParameter(f"`{value}` is not a command on PATH: {hint}")
+    try:
+        done = subprocess.run([value, "-c", "import sys; print('python', sys.version_info[0])"], capture_output=True,
+                              text=True, timeout=120, stdin=subprocess.DEVNULL)
+        runs = done.returncode == 0 and done.stdout.split() == ["python", "3"]
+    except (OSError, subprocess.TimeoutExpired):
+        runs = False
+    if not runs:
+        raise typer.BadParameter(f"{value} does not run as a Python 3 interpreter: {hint}")
     return value
 
 

@@ -258,9 +258,11 @@ def test_bad_values_and_targets_are_bad_input(target, tmp_path):
             assert done.returncode == 2 and "number of seconds" in done.stderr, (args, wait, done.stderr)
 
 
-@pytest.mark.parametrize("python", ["/no/such/python", "NOT-EXECUTABLE", "/tmp", "no-such-python-command"])
+@pytest.mark.parametrize("python", ["/no/such/python", "NOT-EXECUTABLE", "/tmp", "no-such-python-command",
+                                    "/bin/true", "false"])
 def test_an_interpreter_that_cannot_run_is_a_bad_option_not_a_silent_skip(target, tmp_path, python):
-    """A mistyped `--python` used to give exit 0, "NOT verified": the smoke test "could not run" in it."""
+    """A mistyped `--python` used to give exit 0, "NOT verified": the smoke test "could not run" in it. So did a
+    program that runs but is not Python (/bin/true, false on PATH)."""
     if python == "NOT-EXECUTABLE":
         python = str(tmp_path / "python")
         Path(python).write_text("not a program\n")
