@@ -166,7 +166,9 @@ def _plan_file(result: Plan, rel_pkg: str, file_steps: list[tuple[int, Operation
     rel = target.rel(path)
     first = file_steps[0]
     if not path.is_file():
-        err = TargetError(f"`{rel}` does not exist in the target", location=Location(
+        # a folder, FIFO or device of that name is not the Python file the step edits (and is never opened)
+        what = "does not exist in the target" if not path.exists() else "is not a regular file in the target"
+        err = TargetError(f"`{rel}` {what}", location=Location(
             recipe=recipe.id, step=first[0], op=first[1].op, file=rel, anchor=first[1].anchor()),
             hint="this release may lay its files out differently; `specpatch show RECIPE` lists supported releases")
         result.errors.append(err)

@@ -158,6 +158,19 @@ def test_missing_file(tmp_path):
     assert not p.ok and "does not exist" in p.errors[0].message
 
 
+@pytest.mark.parametrize("kind", ["folder", "fifo"])
+def test_a_file_that_is_not_a_regular_file_is_named_so_and_never_opened(tmp_path, kind):
+    """A folder or a FIFO where the recipe's file should be: was reported as missing; a FIFO is never opened (a
+    read of it would block)."""
+    root = make_target(tmp_path, {})
+    where = root / "sglang" / "srt" / "server_args.py"
+    where.parent.mkdir(parents=True)
+    where.mkdir() if kind == "folder" else os.mkfifo(where)
+    p = plan(recipe(tmp_path), find_target(root))
+    assert not p.ok and p.errors[0].message == "`sglang/srt/server_args.py` is not a regular file in the target"
+    assert p.errors[0].exit_code == ExitCode.BAD_INPUT
+
+
 def test_diff_paths_are_relative_to_target(tmp_path):
     root = make_target(tmp_path, {"srt/server_args.py": SERVER_ARGS.encode()})
     d = plan(recipe(tmp_path), find_target(root)).diff()
