@@ -491,12 +491,14 @@ def rollback(target: Target, recipe_id: str | None = None, *, force: bool = Fals
         states = file_states(target, record)
         # a file with its original bytes already (`git checkout -- FILE`) is not a local change: nothing to undo
         original = [s.rel for s in states if s.state is FileBytes.MODIFIED and s.sha == s.record.sha_before]
-        local = [s for s in states if s.state is not FileBytes.INTACT and s.rel not in original]
+        # a mode changed since apply (`chmod +x`) is a local change too: rollback would put the original one back
+        local = [s for s in states if (s.state is not FileBytes.INTACT or s.mode != s.record.mode)
+                 and s.rel not in original]
         if local and not force:
             raise _drift_error(target, record, local)
         stamp, kept = _stamp(), []
         for s in local:
-            if s.current is not None:
+            if s.current is not None and s.state is not FileBytes.INTACT:
                 kept.append(_keep(state, s.rel, s.current, stamp))
         _step("rollback:kept-written")
         journal = Journal(Transaction.ROLLBACK, now_utc().isoformat(), os.getpid(), record,
@@ -543,7 +545,8 @@ def _drift_error(target: Target, record: AppliedRecord, local: list[FileState]) 
             details.append(f"# {s.rel} is missing\n")
         else:
             details.append(unified_diff(patched[s.rel], s.current, s.rel) or f"# {s.rel}: only the mode changed\n")
-    what = ", ".join(f"{s.rel} ({s.state})" for s in local)
+    what = ", ".join(f"{s.rel} ({s.state})" if s.state is not FileBytes.INTACT
+                     else f"{s.rel} (mode {s.record.mode:04o} -> {s.mode:04o})" for s in local)
     message = (f"{what} changed since `{record.recipe}` was applied" if len(local) == 1
                else f"{len(local)} files changed since `{record.recipe}` was applied: {what}")
     return DriftError(message + "; nothing was rolled back", location=Location(recipe=record.recipe, file=local[0].rel),

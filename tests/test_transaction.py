@@ -239,6 +239,22 @@ def test_a_missing_file_is_drift_and_force_recreates_it(root, target, three):
     assert snapshot(root) == ORIGINAL and report.kept == []
 
 
+def test_a_mode_changed_since_apply_is_drift_and_force_puts_the_original_back(root, target, three):
+    """`chmod +x` on a patched file: rollback used to put the original mode back without a word."""
+    apply(target, three)
+    a = root / "pkg" / "a.py"
+    before = a.stat().st_mode & 0o7777
+    a.chmod(before | 0o111)
+    with pytest.raises(DriftError) as info:
+        transaction.rollback(target)
+    assert f"pkg/a.py (mode {before:04o} -> {before | 0o111:04o})" in info.value.message
+    assert "only the mode changed" in info.value.details
+    assert a.stat().st_mode & 0o111  # nothing rolled back
+
+    report = transaction.rollback(target, force=True)
+    assert snapshot(root) == ORIGINAL and report.kept == []  # bytes and modes: nothing of the user's to keep
+
+
 def test_rollback_follows_the_order_of_application(root, target, three, tmp_path):
     apply(target, three)
     apply(target, recipe(tmp_path, MORE_A))
