@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import os
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable
@@ -191,8 +192,6 @@ def verify(target: Target, recipe_id: str | None = None, *, python: str | None =
 def _state_writable(target: Target) -> bool:
     """Whether this process may write the target's state folder (or create it): False on a read-only file system,
     an immutable folder, or a tree of another user."""
-    import os
-
     state = target.state_dir
     if state.is_symlink() or (state.exists() and not state.is_dir()):
         return True  # damage: the locked path reports it

@@ -59,6 +59,8 @@ VersionOpt = Annotated[Optional[str], typer.Option("--assume-version", help="tre
 JsonOpt = Annotated[bool, typer.Option("--json", help="machine-readable output on stdout")]
 RecipePathOpt = Annotated[Optional[List[Path]], typer.Option(
     "--recipe-path", help="extra folder of recipes (repeatable; also $SPECPATCH_RECIPE_PATH)")]
+
+
 def _lock_timeout(value: float) -> float:
     """Seconds, 0 or more (`inf`: wait as long as it takes); NaN and negative values are refused, not passed on."""
     if value != value or value < 0:  # NaN compares unequal to itself
@@ -68,6 +70,8 @@ def _lock_timeout(value: float) -> float:
 
 LockOpt = Annotated[float, typer.Option("--lock-timeout", help="seconds to wait for another specpatch",
                                         callback=_lock_timeout)]
+
+
 def _interpreter(value: Optional[str]) -> Optional[str]:
     """A `--python` given as a path is made absolute here (the checks run it from other folders); not resolved, so
     that a virtual environment's `bin/python` link stays that environment's. A bare name is looked up on PATH. Either
