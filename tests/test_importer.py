@@ -149,6 +149,53 @@ def test_import_of_a_patch_that_edits_no_file_of_the_release_says_why_and_writes
     assert info.value.exit_code == 2 and not out.exists()
 
 
+def test_a_reversed_patch_is_bad_input_and_a_hunk_already_made_says_so(tmp_path, monkeypatch):
+    # a diff made with its two trees swapped (`diff -ruN patched/ release/`): every hunk's new lines are the release's
+    pkg = package(tmp_path / "base", {"srt/mod.py": BEFORE})
+    monkeypatch.setattr("patcher.fetch.fetch_release", lambda package, release: pkg.parent)
+    patch = tmp_path / "team.patch"
+    patch.write_text(git_diff(edited(BEFORE), BEFORE, "srt/mod.py"))
+    out = tmp_path / "recipes" / "team.yaml"
+    with pytest.raises(UsageError, match=r"team.patch looks reversed: in sglang 0.0.1, none of its 3 hunks finds its "
+                                         r"old lines, and each finds its new lines") as info:
+        importer.import_patch(patch, package="sglang", release="0.0.1", out=out)
+    assert info.value.exit_code == 2 and not out.exists()
+    # one hunk of a patch already made on the release, beside one that is not: said per hunk, the rest lifted
+    half = edited(BEFORE, EDITS[1:2])
+    lifted = importer.lift(package(tmp_path / "half", {"srt/mod.py": half}),
+                           git_diff(BEFORE, edited(BEFORE, EDITS[1:3]), "srt/mod.py"))
+    assert [h.reason for h in lifted.hunks] == [importer.REVERSED, None]
+
+
+def test_blank_lines_a_patch_adds_with_spaces_are_left_empty_and_the_round_trip_says_so(tmp_path):
+    # an editor that keeps indentation on blank lines: the code lifts, the spaces are not reproduced, and said so
+    after = BEFORE.replace("        self.size = size\n",
+                           "        self.size = size\n        if size < 0:\n            raise ValueError(size)\n        \n")
+    after = after.replace("    def add(self, x):", "    def clear(self):\n        self.items.clear()\n    \n"
+                                                    "    def add(self, x):")
+    after = after.replace("    parser.add_argument(\"--b\", type=int)\n\n\n",
+                          "    parser.add_argument(\"--b\", type=int)\n    \n\n")  # only spaces on a blank line
+    pkg = package(tmp_path / "base", {"srt/mod.py": BEFORE})
+    lifted, out = lift_and_write(tmp_path, pkg, git_diff(BEFORE, after, "srt/mod.py"))
+    assert [s.options["op"] for s in lifted.steps] == ["insert_statements", "add_method"]
+    assert [(h.lifted, h.note) for h in lifted.hunks][-1] == (
+        True, "it only adds whitespace at the end of blank lines: no step")
+    assert lifted.expected["srt/mod.py"] == after.encode()  # what the patch makes, as it makes it
+    made, count = lifted.trimmed["srt/mod.py"]
+    assert count == 3 and made == "\n".join(ln if ln.strip() else "" for ln in after.split("\n")).encode()
+    rt = importer.round_trip(out, pkg, lifted.expected, lifted.trimmed)
+    assert rt.ok and rt.identical == [] and rt.blank_whitespace == {"srt/mod.py": 3}
+    assert not importer.round_trip(out, pkg, lifted.expected).ok  # byte for byte, it is not the patched file
+
+
+def test_spaces_on_a_blank_line_inside_a_string_are_the_string_s_and_kept(tmp_path):
+    after = BEFORE.replace('        """Add."""\n', '        """Add.\n\n        x: the item\n        """\n')
+    spaced = after.replace('        """Add.\n\n', '        """Add.\n        \n')
+    pkg = package(tmp_path / "base", {"srt/mod.py": BEFORE})
+    lifted = importer.lift(pkg, git_diff(BEFORE, spaced, "srt/mod.py"))
+    assert lifted.expected["srt/mod.py"] == spaced.encode() and lifted.trimmed == {}
+
+
 @pytest.mark.parametrize("text, message", [
     ("just some text\n", "holds no hunk"),
     ("--- a/x.py\n+++ b/x.py\n@@ -1,3 +1,3 @@\n a\n-b\n+c\n", "cut short"),
