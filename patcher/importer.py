@@ -974,7 +974,9 @@ def _statement_insertions(m, site, ms, new_code: str, fn: NodePath) -> Iterator[
     inside, bpath = block
     unique = [any(_unique_in(m, fn, p) for p in patterns(stmt)) for _, stmt in sides]
     steps = []
-    if i == 0 and not unique[1]:
+    if i == 0:
+        # code put at the top of the block: there, whether or not the statement below is unique (when the same hunk
+        # edits that statement too, a step anchored on it does not find it in the patched file)
         steps.append({"op": "insert_statements", "function": function, "at": "start", "code": new_code, **inside})
     for (at, stmt), alone in zip(sides, unique):
         if alone:
@@ -1113,6 +1115,8 @@ def _differing_chain(a: cst.CSTNode, b: cst.CSTNode) -> list[tuple[cst.CSTNode, 
     chain = [(a, b)]
     while True:
         if type(a) is not type(b):
+            if isinstance(a, cst.BaseExpression) and isinstance(b, cst.BaseExpression):
+                return chain  # one expression put for another (`self.x` -> `x`): the smallest replacement
             return chain[:-1] if len(chain) > 1 else chain
         ca, cb = a.children, b.children
         if len(ca) != len(cb):

@@ -1618,3 +1618,36 @@ def test_an_attribute_the_evidence_does_not_settle_is_not_judged(tmp_path):
         got = importer.port(load_recipe(out), package(tmp_path / name, {"srt/engine.py": text}), base_dir=pkg)
         status = dict(zip(("queue", "waiter"), (s.status for s in got.steps)))
         assert {k for k, v in status.items() if v == "applied"} == applied, (name, status)
+
+
+ROUTE = '''class Server:
+    def route(self, request):
+        rank = request.get("rank")
+        if rank == -1:
+            info = {
+                "tp_size": self.tp_size,
+                "dp_size": self.dp_size,
+            }
+            return info
+        return self.table[rank]
+'''
+
+
+def test_code_put_at_the_top_of_a_block_whose_first_statement_the_hunk_also_edits_is_an_insertion_at_its_start(
+        tmp_path):
+    # the first statement of the block is unique, but the hunk edits it too: a step anchored before it would not
+    # find it in the patched file; the insertion goes at the block's start, the edit is its own step
+    after = ROUTE.replace('            info = {\n                "tp_size": self.tp_size,\n',
+                          '            tp_size = max(len(v) for v in self.table.values())\n'
+                          '            info = {\n                "tp_size": tp_size,\n')
+    steps, recipe = lifted_round_trip(tmp_path, ROUTE, after, "srt/route.py")
+    assert [(s.options["op"], s.options.get("at"), s.options.get("inside")) for s in steps] == [
+        ("insert_statements", "start", "if rank == -1:"), ("replace_expression", None, None)]
+    # upstream adds a field to the dict: the insertion and the edit still land (the whole statement would refuse)
+    later = ROUTE.replace('                "dp_size": self.dp_size,\n',
+                          '                "dp_size": self.dp_size,\n                "pp_size": self.pp_size,\n')
+    ported = importer.port(recipe, package(tmp_path / "later", {"srt/route.py": later}))
+    assert [s.status for s in ported.steps] == ["applied", "applied"]
+    assert ported.files["srt/route.py"].decode() == after.replace(
+        '                "dp_size": self.dp_size,\n',
+        '                "dp_size": self.dp_size,\n                "pp_size": self.pp_size,\n')
