@@ -1976,8 +1976,8 @@ def consistent(ops: Sequence[tuple[int, Operation]], steps: Sequence[PortedStep]
     message)); `pristine` holds the release's text of the recipe's files, `base` (when known) the text of the
     release the recipe was made on. Rules, applied until none fires:
 
-    - a step of a group in which a step that edits the same function, class or module level is refused or
-      skipped is refused (the edits of one hunk to one place stand or fall together);
+    - a step of a group in which a step that edits the same function, class or module level is refused,
+      skipped or upstream in another form is refused (the edits of one hunk to one place stand or fall together);
     - a step that uses a name the release does not have, which other steps add and one of them is refused or
       skipped (a layer of a call chain, a field, a helper that did not land), is refused: applied, it would call
       what is not there (when steps of its own file add the name, only those count: a field of the same name in
@@ -2053,7 +2053,10 @@ def consistent(ops: Sequence[tuple[int, Operation]], steps: Sequence[PortedStep]
                 continue
             why = None
             if op.group:
-                fallen = [j for j in groups[(op.file, op.group, _place(op))] if j != i and down(j)]
+                # a step of the group that is not applied because it is upstream in another form counts too: its
+                # anchor is gone and the evidence is lines of the file, so its siblings would apply half the hunk
+                fallen = [j for j in groups[(op.file, op.group, _place(op))] if j != i and (
+                    down(j) or "upstream_other_form" in (status.get(j), out.get(j, ("",))[0]))]
                 if fallen:
                     why = (f"another step of its group (`{op.group}`) in `{_place(op)}` is not applied: "
                            f"{label(fallen[0])}")

@@ -1651,3 +1651,63 @@ def test_code_put_at_the_top_of_a_block_whose_first_statement_the_hunk_also_edit
     assert ported.files["srt/route.py"].decode() == after.replace(
         '                "dp_size": self.dp_size,\n',
         '                "dp_size": self.dp_size,\n                "pp_size": self.pp_size,\n')
+
+
+TRACKER = '''class Manager:
+    def on_message(self, room, rank):
+        if room in self.status:
+            self.tracker[room].add(rank)
+            expected = (
+                self.table[room]
+            )
+            arrived = len(
+                self.tracker[room]
+            )
+            if arrived == expected:
+                self.update(room)
+
+    def other(self, room):
+        return room
+'''
+
+
+def test_a_step_whose_sibling_is_upstream_in_another_form_is_not_applied_alone(tmp_path):
+    # one hunk, two steps in one function: the first moves `tracker.add` under a guard the second adds; upstream
+    # edited the block the second replaces, and has its lines elsewhere in the file (upstream in another form, by
+    # the file's lines): the first alone would drop `tracker.add` and `arrived` (a NameError), so it falls too
+    after = TRACKER.replace('''            self.tracker[room].add(rank)
+            expected = (
+                self.table[room]
+            )
+            arrived = len(
+                self.tracker[room]
+            )
+            if arrived == expected:
+                self.update(room)
+''', '''            # the entry may be gone
+            expected = (
+                self.table.get(room)
+            )
+            if expected is not None:
+                self.tracker[room].add(
+                    rank
+                )
+                arrived = len(
+                    self.tracker[room]
+                )
+                if arrived == expected:
+                    self.update(room)
+''')
+    later = TRACKER.replace("                self.update(room)\n",
+                            "                self.flush(room)\n                self.update(room)\n").replace(
+        "    def other(self, room):\n",
+        "    def other(self, room):\n        expected = self.table.get(room)\n        if expected is not None:\n"
+        "            self.tracker[room].add(room)\n")
+    pkg = package(tmp_path / "base", {"srt/m.py": TRACKER})
+    lifted, out = lift_and_write(tmp_path, pkg, git_diff(TRACKER, after, "srt/m.py"))
+    assert [s.options["op"] for s in lifted.steps] == ["replace_statements", "replace_statements"]
+    assert importer.round_trip(out, pkg, lifted.expected).ok
+    ported = importer.port(load_recipe(out), package(tmp_path / "later", {"srt/m.py": later}), base_dir=pkg)
+    assert [s.status for s in ported.steps] == ["refused", "upstream_other_form"]
+    assert "another step of its group (`h1`) in `Manager.on_message` is not applied" in ported.steps[0].message
+    assert ported.files["srt/m.py"].decode() == later
