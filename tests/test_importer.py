@@ -1711,3 +1711,40 @@ def test_a_step_whose_sibling_is_upstream_in_another_form_is_not_applied_alone(t
     assert [s.status for s in ported.steps] == ["refused", "upstream_other_form"]
     assert "another step of its group (`h1`) in `Manager.on_message` is not applied" in ported.steps[0].message
     assert ported.files["srt/m.py"].decode() == later
+
+
+PROCESSOR = '''from typing import List
+
+from pkg.rope import Rotary
+from pkg.models import Model
+
+
+class Processor:
+    def __init__(self, config):
+        self.config = config
+
+    def run(self, ids):
+        return Rotary.positions(ids)
+'''
+
+
+def test_an_import_put_at_module_level_is_not_taken_for_a_function_local_import_of_the_release(tmp_path):
+    # one hunk adds `import torch` under the first import and an import of two names that a new method (another
+    # hunk) uses; the later release imports torch inside a method only: the module does not have `torch`, so the
+    # step is not "upstream in another form" and does not take its sibling (the other import) down with it
+    after = PROCESSOR.replace("from typing import List\n\n", "from typing import List\n\nimport torch\n\n").replace(
+        "from pkg.rope import Rotary\n", "from pkg.rope import Rotary\nfrom pkg.batch import Item, Kind\n").replace(
+        "    def run(self, ids):\n",
+        "    def data(self, ids):\n        return [Item(kind=Kind.IMAGE, ids=torch.tensor(ids))]\n\n"
+        "    def run(self, ids):\n")
+    later = PROCESSOR.replace("        return Rotary.positions(ids)\n",
+                              "        import torch\n\n        return Rotary.positions(torch.tensor(ids))\n")
+    pkg = package(tmp_path / "base", {"srt/p.py": PROCESSOR})
+    lifted, out = lift_and_write(tmp_path, pkg, git_diff(PROCESSOR, after, "srt/p.py"))
+    assert importer.round_trip(out, pkg, lifted.expected).ok
+    ported = importer.port(load_recipe(out), package(tmp_path / "later", {"srt/p.py": later}), base_dir=pkg)
+    assert [s.status for s in ported.steps] == ["applied"] * len(ported.steps), \
+        [(s.name, s.status, s.message) for s in ported.steps]
+    text = ported.files["srt/p.py"].decode()
+    assert text.startswith("from typing import List\n\nimport torch\n\n")
+    assert "from pkg.batch import Item, Kind\n" in text and "    def data(self, ids):\n" in text
