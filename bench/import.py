@@ -223,7 +223,7 @@ def run(args, scratch: Path) -> int:
         recipe_path = importer.write_recipe(lifted, scratch / "recipes" / "bench-lifted.yaml", package=PACKAGE,
                                             release=args.base, source=args.patch.name)
     lift_s = time.perf_counter() - t0
-    rt = importer.round_trip(recipe_path, base_pkg, lifted.expected)
+    rt = importer.round_trip(recipe_path, base_pkg, lifted.expected, lifted.trimmed)
     if args.keep:
         shutil.copytree(recipe_path.parent, args.keep, dirs_exist_ok=True)
     recipe = load_recipe(recipe_path)
@@ -242,10 +242,13 @@ def run(args, scratch: Path) -> int:
         moved = {s.file for s in by_hunk.get((info.file, info.hunk.number), [])}
         info.where = moved.pop() if len(moved) == 1 else info.file
 
+    blank_only = {(h.file, h.hunk.number) for h in lifted.hunks if h.note}
+
     def answer(info: HunkInfo) -> str:
         steps = by_hunk.get((info.file, info.hunk.number), [])
         if not steps:
-            return "refused"
+            # a hunk that only puts spaces on blank lines needs no step: nothing to port
+            return "no_step" if (info.file, info.hunk.number) in blank_only else "refused"
         statuses = {s.status for s in steps}
         if statuses == {"already_upstream"}:
             return "already_upstream"
@@ -260,19 +263,24 @@ def run(args, scratch: Path) -> int:
         "patch": args.patch.name, "base": args.base, "later": args.later, "hunks": len(infos),
         "lifted": lifted.lifted, "steps": len(lifted.steps),
         "ops": dict(Counter(s.options["op"] for s in lifted.steps).most_common()),
-        "round_trip_identical_files": len(rt.identical), "round_trip_files": len(rt.identical) + len(rt.different),
+        "round_trip_identical_files": len(rt.identical),
+        "round_trip_files": len(rt.identical) + len(rt.different) + len(rt.blank_whitespace),
+        "round_trip_blank_line_whitespace": rt.blank_whitespace,
         "round_trip_refused_steps": len(rt.errors), "lift_seconds": round(lift_s, 1), "port_seconds": round(port_s, 1),
         "later": {"applied": answers["applied"], "already_upstream": answers["already_upstream"],
                   "upstream_other_form": answers["upstream_other_form"],
-                  "refused": answers["refused"]},
+                  "refused": answers["refused"], "no_step": answers["no_step"]},
     }
     print(f"{args.patch.name}: {len(infos)} hunks in {len(files)} files; lifted {lifted.lifted} "
           f"({len(lifted.steps)} steps) in {lift_s:.0f} s")
-    print(f"  round trip on {args.base}: {len(rt.identical)}/{len(rt.identical) + len(rt.different)} files "
-          f"byte-identical; {len(rt.errors)} step(s) refused there")
+    blank = (f", {len(rt.blank_whitespace)} identical but for spaces on {sum(rt.blank_whitespace.values())} blank "
+             f"lines the patch adds" if rt.blank_whitespace else "")
+    print(f"  round trip on {args.base}: {len(rt.identical)}/{len(rt.identical) + len(rt.different) + len(rt.blank_whitespace)}"
+          f" files byte-identical{blank}; {len(rt.errors)} step(s) refused there")
     print(f"  on {args.later} (port, {port_s:.0f} s): {answers['applied']} hunks applied, "
           f"{answers['already_upstream']} already upstream, {answers['upstream_other_form']} upstream in another "
-          f"form, {answers['refused']} refused")
+          f"form, {answers['refused']} refused"
+          + (f", {answers['no_step']} with no step (only spaces on blank lines)" if answers["no_step"] else ""))
 
     if args.truth:
         out["truth"] = score(args, infos, ported, answer, scratch)

@@ -205,6 +205,11 @@ def _split(text: str) -> list[str]:
     return out
 
 
+#: why a hunk is not lifted when the file has its new lines instead of its old ones (what `patch` calls "reversed
+#: (or previously applied)")
+REVERSED = "its old lines are not in the file, its new lines are: a reversed patch, or a change already made"
+
+
 def units_of(text: str, fp: FilePatch) -> tuple[list[Unit], list[tuple[Hunk, str]]]:
     """The file's hunks cut into units, positioned on `text` (each after the previous ones); hunks whose old lines
     are not in the file come back apart, with why."""
@@ -216,7 +221,9 @@ def units_of(text: str, fp: FilePatch) -> tuple[list[Unit], list[tuple[Hunk, str
         old = [ln[1:] for ln in hunk.lines if ln[:1] in " -"]
         at = _find(lines, old, hunk.old_start - 1 + delta if hunk.old_len else hunk.old_start + delta)
         if at is None:
-            bad.append((hunk, "its old lines are not in the file"))
+            new = [ln[1:] for ln in hunk.lines if ln[:1] in " +"]
+            there = _find(lines, new, hunk.new_start - 1 + delta) is not None
+            bad.append((hunk, REVERSED if there else "its old lines are not in the file"))
             continue
         pos, run_old, run_new = at, [], []
         runs: list[tuple[int, list[str], list[str]]] = []
@@ -281,6 +288,7 @@ class HunkReport:
     hunk: Hunk
     steps: list[str] = field(default_factory=list)  #: ops that express it
     reason: str | None = None  #: why (a part of) it was not expressed
+    note: str | None = None  #: why it needs no step (it only adds whitespace at the end of blank lines)
 
     @property
     def lifted(self) -> bool:
@@ -295,6 +303,9 @@ class Lifted:
     hunks: list[HunkReport]
     expected: dict[str, bytes]  #: package-relative path -> the file patched with the diff
     skipped: list[tuple[str, str]]  #: (path, why) of files the recipe cannot touch
+    #: path -> (the file the recipe makes, the number of lines the diff adds with whitespace only): for files where
+    #: the diff adds blank lines that end in spaces, which no operation writes; the recipe leaves them empty
+    trimmed: dict[str, tuple[bytes, int]] = field(default_factory=dict)
 
     @property
     def lifted(self) -> int:
@@ -307,6 +318,7 @@ def lift(package_dir: Path, patch_text: str, *, package: str = "sglang") -> Lift
     steps: list[LiftedStep] = []
     reports: list[HunkReport] = []
     expected: dict[str, bytes] = {}
+    trimmed: dict[str, tuple[bytes, int]] = {}
     skipped: list[tuple[str, str]] = []
     for fp in files:
         if fp.old is None or fp.new is None or fp.old != fp.new:
@@ -326,23 +338,53 @@ def lift(package_dir: Path, patch_text: str, *, package: str = "sglang") -> Lift
             continue
         with caching():
             try:
-                file_steps, file_reports, final = _lift_file(fp, raw)
+                file_steps, file_reports, final, made = _lift_file(fp, raw)
             finally:
                 _TEXTS.clear()
         steps += file_steps
         reports += file_reports
         expected[fp.path] = final
-    return Lifted(steps, reports, expected, skipped)
+        if made is not None:
+            trimmed[fp.path] = made
+    return Lifted(steps, reports, expected, skipped, trimmed)
 
 
-def _lift_file(fp: FilePatch, raw: bytes) -> tuple[list[LiftedStep], list[HunkReport], bytes]:
+def _trim_blank_lines(text: str, units: list[Unit]) -> tuple[list[Unit], int]:
+    """The units with the lines they add that hold only whitespace made empty (no operation writes spaces on a blank
+    line: code is re-indented), less the units that then change nothing, and how many lines were trimmed; the units
+    as they are when that would change what the code means (spaces inside a string literal)."""
+    out, count = [], 0
+    for u in units:
+        new = [ln if ln.strip() or ln in ("\n", "\r\n") or not ln.endswith("\n") else
+               ("\r\n" if ln.endswith("\r\n") else "\n") for ln in u.new]
+        count += sum(a != b for a, b in zip(new, u.new))
+        if new != u.old:  # else only whitespace at the end of blank lines changed: nothing left to do (as many
+            out.append(Unit(u.hunk, u.start, u.old, new))  # lines: the next units' places hold)
+    if not count:
+        return units, 0
+    try:
+        same = ast.dump(ast.parse("".join(_apply_units(_split(text), units)))) \
+            == ast.dump(ast.parse("".join(_apply_units(_split(text), out))))
+    except (SyntaxError, ValueError):
+        same = False
+    return (out, count) if same else (units, 0)
+
+
+def _lift_file(fp: FilePatch, raw: bytes) -> tuple[list[LiftedStep], list[HunkReport], bytes,
+                                                    tuple[bytes, int] | None]:
     module = cst.parse_module(raw)
     text = module.code
     units, bad = units_of(text, fp)
     reports = {h.number: HunkReport(fp.path, h) for h in fp.hunks}
     for hunk, why in bad:
         reports[hunk.number].reason = why
+    literal = "".join(_apply_units(_split(text), units)).encode(module.encoding)
+    units, trimmed = _trim_blank_lines(text, [Unit(u.hunk, u.start, u.old, u.new) for u in units])
+    for h in fp.hunks:
+        if not any(u.hunk is h for u in units) and reports[h.number].reason is None:
+            reports[h.number].note = "it only adds whitespace at the end of blank lines: no step"
     expected = "".join(_apply_units(_split(text), units)).encode(module.encoding)
+    made = (expected, trimmed) if trimmed else None
     try:
         final = cst.parse_module(expected)
     except cst.ParserSyntaxError as exc:
@@ -350,7 +392,7 @@ def _lift_file(fp: FilePatch, raw: bytes) -> tuple[list[LiftedStep], list[HunkRe
             r.reason = r.reason or f"the patched file does not parse (line {exc.raw_line})"
         return [LiftedStep(fp.path, h, {"op": "unexpressed_hunk", "hunk": h.header, "diff": h.text,
                                         "reason": "the patched file does not parse"}) for h in fp.hunks], \
-            list(reports.values()), expected
+            list(reports.values()), literal, None
     steps: list[LiftedStep] = []
     lines = _split(text)
     k = 0
@@ -406,7 +448,7 @@ def _lift_file(fp: FilePatch, raw: bytes) -> tuple[list[LiftedStep], list[HunkRe
     for hunk, why in bad:  # never a silent drop: a step that refuses, named after the hunk
         steps.append(LiftedStep(fp.path, hunk, {"op": "unexpressed_hunk", "hunk": hunk.header, "reason": why,
                                                 "diff": hunk.text}))
-    return steps, list(reports.values()), expected
+    return steps, list(reports.values()), literal, made
 
 
 def _apply_units(lines: list[str], units: Sequence[Unit]) -> list[str]:
@@ -932,7 +974,9 @@ def _statement_insertions(m, site, ms, new_code: str, fn: NodePath) -> Iterator[
     inside, bpath = block
     unique = [any(_unique_in(m, fn, p) for p in patterns(stmt)) for _, stmt in sides]
     steps = []
-    if i == 0 and not unique[1]:
+    if i == 0:
+        # code put at the top of the block: there, whether or not the statement below is unique (when the same hunk
+        # edits that statement too, a step anchored on it does not find it in the patched file)
         steps.append({"op": "insert_statements", "function": function, "at": "start", "code": new_code, **inside})
     for (at, stmt), alone in zip(sides, unique):
         if alone:
@@ -1071,6 +1115,8 @@ def _differing_chain(a: cst.CSTNode, b: cst.CSTNode) -> list[tuple[cst.CSTNode, 
     chain = [(a, b)]
     while True:
         if type(a) is not type(b):
+            if isinstance(a, cst.BaseExpression) and isinstance(b, cst.BaseExpression):
+                return chain  # one expression put for another (`self.x` -> `x`): the smallest replacement
             return chain[:-1] if len(chain) > 1 else chain
         ca, cb = a.children, b.children
         if len(ca) != len(cb):
@@ -1199,24 +1245,34 @@ class RoundTrip:
     identical: list[str]
     different: list[str]
     errors: list[str]
+    #: files identical to the patched ones but for the whitespace the diff puts on blank lines (path -> how many
+    #: such lines), which the recipe leaves empty: not byte-identical, and said so
+    blank_whitespace: dict[str, int] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
         return not self.different and not self.errors
 
 
-def round_trip(recipe_path: Path, package_dir: Path, expected: dict[str, bytes]) -> RoundTrip:
-    """Plan the recipe (as loaded from disk) on the pristine package and compare each file with `expected`."""
+def round_trip(recipe_path: Path, package_dir: Path, expected: dict[str, bytes],
+               trimmed: dict[str, tuple[bytes, int]] | None = None) -> RoundTrip:
+    """Plan the recipe (as loaded from disk) on the pristine package and compare each file with `expected`; a file
+    that is, instead, `trimmed`'s text (the diff's blank lines left empty: `Lifted.trimmed`) is said so apart."""
     from .recipe import load_recipe
 
     recipe = load_recipe(recipe_path)
     results = port(recipe, package_dir, hold_together=False)
-    identical, different = [], []
+    identical, different, blank = [], [], {}
     for rel, want in expected.items():
         got = results.files.get(rel)
-        (identical if got == want else different).append(rel)
+        if got == want:
+            identical.append(rel)
+        elif trimmed and rel in trimmed and got == trimmed[rel][0]:
+            blank[rel] = trimmed[rel][1]
+        else:
+            different.append(rel)
     errors = [f"{s.file} [{s.name}]: {s.message}" for s in results.steps if s.status == "refused"]
-    return RoundTrip(identical, different, errors)
+    return RoundTrip(identical, different, errors, blank)
 
 
 # --------------------------------------------------------------------------------------------------- porting
@@ -1920,8 +1976,8 @@ def consistent(ops: Sequence[tuple[int, Operation]], steps: Sequence[PortedStep]
     message)); `pristine` holds the release's text of the recipe's files, `base` (when known) the text of the
     release the recipe was made on. Rules, applied until none fires:
 
-    - a step of a group in which a step that edits the same function, class or module level is refused or
-      skipped is refused (the edits of one hunk to one place stand or fall together);
+    - a step of a group in which a step that edits the same function, class or module level is refused,
+      skipped or upstream in another form is refused (the edits of one hunk to one place stand or fall together);
     - a step that uses a name the release does not have, which other steps add and one of them is refused or
       skipped (a layer of a call chain, a field, a helper that did not land), is refused: applied, it would call
       what is not there (when steps of its own file add the name, only those count: a field of the same name in
@@ -1997,7 +2053,10 @@ def consistent(ops: Sequence[tuple[int, Operation]], steps: Sequence[PortedStep]
                 continue
             why = None
             if op.group:
-                fallen = [j for j in groups[(op.file, op.group, _place(op))] if j != i and down(j)]
+                # a step of the group that is not applied because it is upstream in another form counts too: its
+                # anchor is gone and the evidence is lines of the file, so its siblings would apply half the hunk
+                fallen = [j for j in groups[(op.file, op.group, _place(op))] if j != i and (
+                    down(j) or "upstream_other_form" in (status.get(j), out.get(j, ("",))[0]))]
                 if fallen:
                     why = (f"another step of its group (`{op.group}`) in `{_place(op)}` is not applied: "
                            f"{label(fallen[0])}")
@@ -2145,7 +2204,8 @@ class ImportResult:
                            for h in self.lifted.hunks if not h.lifted],
             "skipped_files": [{"file": p, "reason": why} for p, why in self.lifted.skipped],
             "round_trip": {"identical": self.round_trip.identical, "different": self.round_trip.different,
-                           "errors": self.round_trip.errors},
+                           "errors": self.round_trip.errors,
+                           "identical_but_blank_line_whitespace": self.round_trip.blank_whitespace},
             "exit_code": self.exit_code,
         }
 
@@ -2163,13 +2223,23 @@ def import_patch(patch: Path, *, package: str, release: str, out: Path | None = 
         raise UsageError(f"-o must be a .yaml path whose name is kebab-case (the recipe id), got {out}")
     package_dir = fetch_release(package, release) / package
     lifted = lift(package_dir, text, package=package)
+    tried = [h for h in lifted.hunks if h.reason not in ("new file", "deleted file", "renamed file",
+                                                         "file not in this release", "not a Python file")]
+    if tried and all(h.reason == REVERSED for h in tried):
+        # every hunk is there the other way round: the diff was made with its two trees swapped
+        raise UsageError(f"{patch.name} looks reversed: in {package} {release}, none of its {len(tried)} hunks "
+                         f"finds its old lines, and each finds its new lines",
+                         hint="make the diff from the release to the patched tree (`diff -ruN release patched`), or "
+                              "reverse it (`patch -R`, `interdiff`, or swap the two trees), then import it")
     if not lifted.steps:
         # a recipe has at least one step: say why there is none instead of writing one that does not load
+        blank = sorted({h.file for h in lifted.hunks if h.note})
         raise UsageError(f"nothing in {patch.name} edits an existing file of {package} {release}: "
-                         + "; ".join(f"{p} ({why})" for p, why in lifted.skipped),
+                         + "; ".join([*(f"{p} ({why})" for p, why in lifted.skipped),
+                                      *(f"{p} (only spaces on blank lines)" for p in blank)]),
                          hint="recipes edit files the release has; check the patch's paths and --release")
     write_recipe(lifted, out, package=package, release=release, source=patch.name)
-    return ImportResult(out, lifted, round_trip(out, package_dir, lifted.expected))
+    return ImportResult(out, lifted, round_trip(out, package_dir, lifted.expected, lifted.trimmed))
 
 
 def _slug(name: str) -> str:

@@ -580,6 +580,8 @@ def render_import(ui: UI, result: Any, *, as_json: bool = False) -> None:
         table.add_column(col)
     for h in lifted.hunks:
         ops = ", ".join(dict.fromkeys(h.steps)) if h.lifted else f"[red]not expressed: {escape(h.reason or '')}[/red]"
+        if h.lifted and h.note:
+            ops = ", ".join([*dict.fromkeys(h.steps), escape(h.note)])
         table.add_row(escape(h.file), escape(h.hunk.header.split("@@")[1].strip()), ops)
     if ui.verbose or not all(h.lifted for h in lifted.hunks):
         ui.info.print(table)
@@ -592,9 +594,15 @@ def render_import(ui: UI, result: Any, *, as_json: bool = False) -> None:
         ui.err.print(f"[red]refused on the base release[/red]: {escape(line)}")
     refused = f", {len(rt.errors)} step{'s' if len(rt.errors) != 1 else ''} refused on the base release" \
         if rt.errors else ""
+    blank = rt.blank_whitespace
+    for rel, n in blank.items():
+        ui.err.print(f"round trip: {escape(rel)} is the patched file but for the spaces on {n} blank "
+                     f"line{'s' if n != 1 else ''} the patch adds (left empty: no operation writes them)")
+    files = len(rt.identical) + len(rt.different) + len(blank)
+    blank_part = f", {len(blank)} identical but for spaces on {sum(blank.values())} blank lines" if blank else ""
     ui.summary(result.exit_code == 0,
                f"wrote {result.recipe}: {lifted.lifted}/{len(lifted.hunks)} hunks as {len(lifted.steps)} steps; "
-               f"round trip: {len(rt.identical)}/{len(rt.identical) + len(rt.different)} files byte-identical"
+               f"round trip: {len(rt.identical)}/{files} files byte-identical{blank_part}"
                f"{refused}")
 
 

@@ -149,6 +149,53 @@ def test_import_of_a_patch_that_edits_no_file_of_the_release_says_why_and_writes
     assert info.value.exit_code == 2 and not out.exists()
 
 
+def test_a_reversed_patch_is_bad_input_and_a_hunk_already_made_says_so(tmp_path, monkeypatch):
+    # a diff made with its two trees swapped (`diff -ruN patched/ release/`): every hunk's new lines are the release's
+    pkg = package(tmp_path / "base", {"srt/mod.py": BEFORE})
+    monkeypatch.setattr("patcher.fetch.fetch_release", lambda package, release: pkg.parent)
+    patch = tmp_path / "team.patch"
+    patch.write_text(git_diff(edited(BEFORE), BEFORE, "srt/mod.py"))
+    out = tmp_path / "recipes" / "team.yaml"
+    with pytest.raises(UsageError, match=r"team.patch looks reversed: in sglang 0.0.1, none of its 3 hunks finds its "
+                                         r"old lines, and each finds its new lines") as info:
+        importer.import_patch(patch, package="sglang", release="0.0.1", out=out)
+    assert info.value.exit_code == 2 and not out.exists()
+    # one hunk of a patch already made on the release, beside one that is not: said per hunk, the rest lifted
+    half = edited(BEFORE, EDITS[1:2])
+    lifted = importer.lift(package(tmp_path / "half", {"srt/mod.py": half}),
+                           git_diff(BEFORE, edited(BEFORE, EDITS[1:3]), "srt/mod.py"))
+    assert [h.reason for h in lifted.hunks] == [importer.REVERSED, None]
+
+
+def test_blank_lines_a_patch_adds_with_spaces_are_left_empty_and_the_round_trip_says_so(tmp_path):
+    # an editor that keeps indentation on blank lines: the code lifts, the spaces are not reproduced, and said so
+    after = BEFORE.replace("        self.size = size\n",
+                           "        self.size = size\n        if size < 0:\n            raise ValueError(size)\n        \n")
+    after = after.replace("    def add(self, x):", "    def clear(self):\n        self.items.clear()\n    \n"
+                                                    "    def add(self, x):")
+    after = after.replace("    parser.add_argument(\"--b\", type=int)\n\n\n",
+                          "    parser.add_argument(\"--b\", type=int)\n    \n\n")  # only spaces on a blank line
+    pkg = package(tmp_path / "base", {"srt/mod.py": BEFORE})
+    lifted, out = lift_and_write(tmp_path, pkg, git_diff(BEFORE, after, "srt/mod.py"))
+    assert [s.options["op"] for s in lifted.steps] == ["insert_statements", "add_method"]
+    assert [(h.lifted, h.note) for h in lifted.hunks][-1] == (
+        True, "it only adds whitespace at the end of blank lines: no step")
+    assert lifted.expected["srt/mod.py"] == after.encode()  # what the patch makes, as it makes it
+    made, count = lifted.trimmed["srt/mod.py"]
+    assert count == 3 and made == "\n".join(ln if ln.strip() else "" for ln in after.split("\n")).encode()
+    rt = importer.round_trip(out, pkg, lifted.expected, lifted.trimmed)
+    assert rt.ok and rt.identical == [] and rt.blank_whitespace == {"srt/mod.py": 3}
+    assert not importer.round_trip(out, pkg, lifted.expected).ok  # byte for byte, it is not the patched file
+
+
+def test_spaces_on_a_blank_line_inside_a_string_are_the_string_s_and_kept(tmp_path):
+    after = BEFORE.replace('        """Add."""\n', '        """Add.\n\n        x: the item\n        """\n')
+    spaced = after.replace('        """Add.\n\n', '        """Add.\n        \n')
+    pkg = package(tmp_path / "base", {"srt/mod.py": BEFORE})
+    lifted = importer.lift(pkg, git_diff(BEFORE, spaced, "srt/mod.py"))
+    assert lifted.expected["srt/mod.py"] == spaced.encode() and lifted.trimmed == {}
+
+
 @pytest.mark.parametrize("text, message", [
     ("just some text\n", "holds no hunk"),
     ("--- a/x.py\n+++ b/x.py\n@@ -1,3 +1,3 @@\n a\n-b\n+c\n", "cut short"),
@@ -1571,3 +1618,133 @@ def test_an_attribute_the_evidence_does_not_settle_is_not_judged(tmp_path):
         got = importer.port(load_recipe(out), package(tmp_path / name, {"srt/engine.py": text}), base_dir=pkg)
         status = dict(zip(("queue", "waiter"), (s.status for s in got.steps)))
         assert {k for k, v in status.items() if v == "applied"} == applied, (name, status)
+
+
+ROUTE = '''class Server:
+    def route(self, request):
+        rank = request.get("rank")
+        if rank == -1:
+            info = {
+                "tp_size": self.tp_size,
+                "dp_size": self.dp_size,
+            }
+            return info
+        return self.table[rank]
+'''
+
+
+def test_code_put_at_the_top_of_a_block_whose_first_statement_the_hunk_also_edits_is_an_insertion_at_its_start(
+        tmp_path):
+    # the first statement of the block is unique, but the hunk edits it too: a step anchored before it would not
+    # find it in the patched file; the insertion goes at the block's start, the edit is its own step
+    after = ROUTE.replace('            info = {\n                "tp_size": self.tp_size,\n',
+                          '            tp_size = max(len(v) for v in self.table.values())\n'
+                          '            info = {\n                "tp_size": tp_size,\n')
+    steps, recipe = lifted_round_trip(tmp_path, ROUTE, after, "srt/route.py")
+    assert [(s.options["op"], s.options.get("at"), s.options.get("inside")) for s in steps] == [
+        ("insert_statements", "start", "if rank == -1:"), ("replace_expression", None, None)]
+    # upstream adds a field to the dict: the insertion and the edit still land (the whole statement would refuse)
+    later = ROUTE.replace('                "dp_size": self.dp_size,\n',
+                          '                "dp_size": self.dp_size,\n                "pp_size": self.pp_size,\n')
+    ported = importer.port(recipe, package(tmp_path / "later", {"srt/route.py": later}))
+    assert [s.status for s in ported.steps] == ["applied", "applied"]
+    assert ported.files["srt/route.py"].decode() == after.replace(
+        '                "dp_size": self.dp_size,\n',
+        '                "dp_size": self.dp_size,\n                "pp_size": self.pp_size,\n')
+
+
+TRACKER = '''class Manager:
+    def on_message(self, room, rank):
+        if room in self.status:
+            self.tracker[room].add(rank)
+            expected = (
+                self.table[room]
+            )
+            arrived = len(
+                self.tracker[room]
+            )
+            if arrived == expected:
+                self.update(room)
+
+    def other(self, room):
+        return room
+'''
+
+
+def test_a_step_whose_sibling_is_upstream_in_another_form_is_not_applied_alone(tmp_path):
+    # one hunk, two steps in one function: the first moves `tracker.add` under a guard the second adds; upstream
+    # edited the block the second replaces, and has its lines elsewhere in the file (upstream in another form, by
+    # the file's lines): the first alone would drop `tracker.add` and `arrived` (a NameError), so it falls too
+    after = TRACKER.replace('''            self.tracker[room].add(rank)
+            expected = (
+                self.table[room]
+            )
+            arrived = len(
+                self.tracker[room]
+            )
+            if arrived == expected:
+                self.update(room)
+''', '''            # the entry may be gone
+            expected = (
+                self.table.get(room)
+            )
+            if expected is not None:
+                self.tracker[room].add(
+                    rank
+                )
+                arrived = len(
+                    self.tracker[room]
+                )
+                if arrived == expected:
+                    self.update(room)
+''')
+    later = TRACKER.replace("                self.update(room)\n",
+                            "                self.flush(room)\n                self.update(room)\n").replace(
+        "    def other(self, room):\n",
+        "    def other(self, room):\n        expected = self.table.get(room)\n        if expected is not None:\n"
+        "            self.tracker[room].add(room)\n")
+    pkg = package(tmp_path / "base", {"srt/m.py": TRACKER})
+    lifted, out = lift_and_write(tmp_path, pkg, git_diff(TRACKER, after, "srt/m.py"))
+    assert [s.options["op"] for s in lifted.steps] == ["replace_statements", "replace_statements"]
+    assert importer.round_trip(out, pkg, lifted.expected).ok
+    ported = importer.port(load_recipe(out), package(tmp_path / "later", {"srt/m.py": later}), base_dir=pkg)
+    assert [s.status for s in ported.steps] == ["refused", "upstream_other_form"]
+    assert "another step of its group (`h1`) in `Manager.on_message` is not applied" in ported.steps[0].message
+    assert ported.files["srt/m.py"].decode() == later
+
+
+PROCESSOR = '''from typing import List
+
+from pkg.rope import Rotary
+from pkg.models import Model
+
+
+class Processor:
+    def __init__(self, config):
+        self.config = config
+
+    def run(self, ids):
+        return Rotary.positions(ids)
+'''
+
+
+def test_an_import_put_at_module_level_is_not_taken_for_a_function_local_import_of_the_release(tmp_path):
+    # one hunk adds `import torch` under the first import and an import of two names that a new method (another
+    # hunk) uses; the later release imports torch inside a method only: the module does not have `torch`, so the
+    # step is not "upstream in another form" and does not take its sibling (the other import) down with it
+    after = PROCESSOR.replace("from typing import List\n\n", "from typing import List\n\nimport torch\n\n").replace(
+        "from pkg.rope import Rotary\n", "from pkg.rope import Rotary\nfrom pkg.batch import Item, Kind\n").replace(
+        "    def run(self, ids):\n",
+        "    def data(self, ids):\n        return [Item(kind=Kind.IMAGE, ids=torch.tensor(ids))]\n\n"
+        "    def run(self, ids):\n")
+    later = PROCESSOR.replace("        return Rotary.positions(ids)\n",
+                              "        import torch\n\n        return Rotary.positions(torch.tensor(ids))\n")
+    pkg = package(tmp_path / "base", {"srt/p.py": PROCESSOR})
+    lifted, out = lift_and_write(tmp_path, pkg, git_diff(PROCESSOR, after, "srt/p.py"))
+    assert importer.round_trip(out, pkg, lifted.expected).ok
+    ported = importer.port(load_recipe(out), package(tmp_path / "later", {"srt/p.py": later}), base_dir=pkg)
+    assert [s.status for s in ported.steps] == ["applied"] * len(ported.steps), \
+        [(s.name, s.status, s.message) for s in ported.steps]
+    text = ported.files["srt/p.py"].decode()
+    assert text.startswith("from typing import List\n\nimport torch\n\n")
+    assert "from pkg.batch import Item, Kind\n" in text and "    def data(self, ids):\n" in text

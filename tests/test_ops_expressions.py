@@ -113,6 +113,14 @@ def test_element_already_there_anywhere_in_the_literal():
     unchanged(op("add_element", after="1", code="3"), "x = [3, 1, 2]\n")
 
 
+def test_element_in_every_literal_that_holds_the_anchor_is_already_applied():
+    # upstream split one list into two (a dict entry and a tuple), each with the new element: nothing to add, where
+    # one literal without it would be ambiguous
+    text = 'ATTRS = {"image": ["thw", "hws", "grid"]}\n\ndef pick():\n    return ("grid", "thw", "hws")\n'
+    unchanged(op("add_element", after='"hws"', code='"grid"'), text)
+    cannot(op("add_element", after='"hws"', code='"grid"'), text.replace('("grid", ', '('), AnchorAmbiguous)
+
+
 def test_element_near_miss_and_ambiguity():
     cannot(op("add_element", within="ModelConfig.__init__", after='"DeepseekV4ForCausalLM"', code='"X"'), CONFIG,
            AnchorNotFound, candidates=('"DeepseekV3ForCausalLM"',))

@@ -13,8 +13,9 @@ element equal to `after` (compared as code). Anchoring on an element, not on the
 adding or removing other elements. The new element takes the layout of its neighbours (one per line in a literal
 written one element per line, a trailing comma kept).
 
-Answers: *changed*; *already applied* (that literal already holds `code`, anywhere in it); *cannot apply* (no literal
-or several literals hold `after`, with the literals that hold something alike as candidates).
+Answers: *changed*; *already applied* (that literal already holds `code`, anywhere in it; or several literals hold
+`after` and each of them holds `code`); *cannot apply* (no literal holds `after`, or several do and one of them lacks
+`code`, with the literals that hold something alike as candidates).
 """
 
 from __future__ import annotations
@@ -75,6 +76,8 @@ class AddElement(Operation):
             raise AnchorNotFound(f"no list, tuple or set literal holds `{line_text(self.after)}`",
                                  candidates=[Candidate(f"`{t}`", node=texts[t])
                                              for t in near(line_text(self.after), list(texts))])
+        if len(found) > 1 and all(new_key in keys for _, keys in found):
+            return AlreadyApplied(found[0][0])  # every literal that holds `after` holds `code` too: nothing to add
         if len(found) > 1:
             raise AnchorAmbiguous(f"{len(found)} literals hold `{line_text(self.after)}`",
                                   candidates=[Candidate(f"`{line_text(module.code_for_node(lit))}`", node=lit)

@@ -314,13 +314,22 @@ def refuse_present(module: cst.Module, scope: NodePath, keys: set, where: str) -
     release may have the change in another form. Shared by replace_statements and insert_statements."""
     if not keys:
         return
-    for _, statements in blocks_under(scope):
+    for owner, statements in blocks_under(scope):
+        # an import in a def or class below the scope binds its name there only: the scope does not have it
+        nested = any(isinstance(n, (cst.FunctionDef, cst.ClassDef)) for n in owner[len(scope):])
         for stmt in statements:
+            if nested and _is_import(stmt):
+                continue
             if fingerprint(module, stmt) in keys:
                 raise Conflict(f"{where} already has `{first_line(module, stmt)}`, which this step adds: the "
                                "release may have the change in another form",
                                hint="compare with the release; `if_present_elsewhere: apply` adds it anyway",
                                candidates=[Candidate(f"`{first_line(module, stmt)}`", node=stmt)])
+
+
+def _is_import(stmt: cst.CSTNode) -> bool:
+    return isinstance(stmt, cst.SimpleStatementLine) and all(isinstance(s, (cst.Import, cst.ImportFrom))
+                                                             for s in stmt.body)
 
 
 def _common(stmt: cst.CSTNode) -> bool:
