@@ -223,7 +223,7 @@ def run(args, scratch: Path) -> int:
         recipe_path = importer.write_recipe(lifted, scratch / "recipes" / "bench-lifted.yaml", package=PACKAGE,
                                             release=args.base, source=args.patch.name)
     lift_s = time.perf_counter() - t0
-    rt = importer.round_trip(recipe_path, base_pkg, lifted.expected, lifted.trimmed)
+    rt = importer.round_trip(recipe_path, base_pkg, lifted.expected, lifted.trimmed, lifted.unmatched)
     if args.keep:
         shutil.copytree(recipe_path.parent, args.keep, dirs_exist_ok=True)
     recipe = load_recipe(recipe_path)
@@ -264,8 +264,9 @@ def run(args, scratch: Path) -> int:
         "lifted": lifted.lifted, "steps": len(lifted.steps),
         "ops": dict(Counter(s.options["op"] for s in lifted.steps).most_common()),
         "round_trip_identical_files": len(rt.identical),
-        "round_trip_files": len(rt.identical) + len(rt.different) + len(rt.blank_whitespace),
+        "round_trip_files": rt.files,
         "round_trip_blank_line_whitespace": rt.blank_whitespace,
+        "round_trip_hunks_not_applying": rt.unmatched,
         "round_trip_refused_steps": len(rt.errors), "lift_seconds": round(lift_s, 1), "port_seconds": round(port_s, 1),
         "later": {"applied": answers["applied"], "already_upstream": answers["already_upstream"],
                   "upstream_other_form": answers["upstream_other_form"],
@@ -275,8 +276,10 @@ def run(args, scratch: Path) -> int:
           f"({len(lifted.steps)} steps) in {lift_s:.0f} s")
     blank = (f", {len(rt.blank_whitespace)} identical but for spaces on {sum(rt.blank_whitespace.values())} blank "
              f"lines the patch adds" if rt.blank_whitespace else "")
-    print(f"  round trip on {args.base}: {len(rt.identical)}/{len(rt.identical) + len(rt.different) + len(rt.blank_whitespace)}"
-          f" files byte-identical{blank}; {len(rt.errors)} step(s) refused there")
+    unmatched = (f", {len(rt.unmatched)} not judged ({sum(rt.unmatched.values())} hunks do not apply to "
+                 f"{args.base})" if rt.unmatched else "")
+    print(f"  round trip on {args.base}: {len(rt.identical)}/{rt.files} files byte-identical{blank}{unmatched}; "
+          f"{len(rt.errors)} step(s) refused there")
     print(f"  on {args.later} (port, {port_s:.0f} s): {answers['applied']} hunks applied, "
           f"{answers['already_upstream']} already upstream, {answers['upstream_other_form']} upstream in another "
           f"form, {answers['refused']} refused"

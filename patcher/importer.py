@@ -208,6 +208,9 @@ def _split(text: str) -> list[str]:
 #: why a hunk is not lifted when the file has its new lines instead of its old ones (what `patch` calls "reversed
 #: (or previously applied)")
 REVERSED = "its old lines are not in the file, its new lines are: a reversed patch, or a change already made"
+NOT_IN_FILE = "its old lines are not in the file"
+#: why a hunk does not apply to the release it is lifted on (units_of)
+UNMATCHED = (REVERSED, NOT_IN_FILE)
 
 
 def units_of(text: str, fp: FilePatch) -> tuple[list[Unit], list[tuple[Hunk, str]]]:
@@ -223,7 +226,7 @@ def units_of(text: str, fp: FilePatch) -> tuple[list[Unit], list[tuple[Hunk, str
         if at is None:
             new = [ln[1:] for ln in hunk.lines if ln[:1] in " +"]
             there = _find(lines, new, hunk.new_start - 1 + delta) is not None
-            bad.append((hunk, REVERSED if there else "its old lines are not in the file"))
+            bad.append((hunk, REVERSED if there else NOT_IN_FILE))
             continue
         pos, run_old, run_new = at, [], []
         runs: list[tuple[int, list[str], list[str]]] = []
@@ -306,6 +309,9 @@ class Lifted:
     #: path -> (the file the recipe makes, the number of lines the diff adds with whitespace only): for files where
     #: the diff adds blank lines that end in spaces, which no operation writes; the recipe leaves them empty
     trimmed: dict[str, tuple[bytes, int]] = field(default_factory=dict)
+    #: path -> the number of its hunks that do not apply to this release (their old lines are not in the file): its
+    #: `expected` file lacks them, so a round trip can match it without reproducing the patch
+    unmatched: dict[str, int] = field(default_factory=dict)
 
     @property
     def lifted(self) -> int:
@@ -319,6 +325,7 @@ def lift(package_dir: Path, patch_text: str, *, package: str = "sglang") -> Lift
     reports: list[HunkReport] = []
     expected: dict[str, bytes] = {}
     trimmed: dict[str, tuple[bytes, int]] = {}
+    unmatched: dict[str, int] = {}
     skipped: list[tuple[str, str]] = []
     for fp in files:
         if fp.old is None or fp.new is None or fp.old != fp.new:
@@ -346,7 +353,10 @@ def lift(package_dir: Path, patch_text: str, *, package: str = "sglang") -> Lift
         expected[fp.path] = final
         if made is not None:
             trimmed[fp.path] = made
-    return Lifted(steps, reports, expected, skipped, trimmed)
+        missed = sum(r.reason in UNMATCHED for r in file_reports)
+        if missed:
+            unmatched[fp.path] = missed
+    return Lifted(steps, reports, expected, skipped, trimmed, unmatched)
 
 
 def _trim_blank_lines(text: str, units: list[Unit]) -> tuple[list[Unit], int]:
@@ -1248,23 +1258,35 @@ class RoundTrip:
     #: files identical to the patched ones but for the whitespace the diff puts on blank lines (path -> how many
     #: such lines), which the recipe leaves empty: not byte-identical, and said so
     blank_whitespace: dict[str, int] = field(default_factory=dict)
+    #: files some of whose hunks do not apply to the release (path -> how many): neither identical nor different,
+    #: as what they are compared with lacks those hunks
+    unmatched: dict[str, int] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
-        return not self.different and not self.errors
+        return not self.different and not self.errors and not self.unmatched
+
+    @property
+    def files(self) -> int:
+        return len(self.identical) + len(self.different) + len(self.blank_whitespace) + len(self.unmatched)
 
 
 def round_trip(recipe_path: Path, package_dir: Path, expected: dict[str, bytes],
-               trimmed: dict[str, tuple[bytes, int]] | None = None) -> RoundTrip:
+               trimmed: dict[str, tuple[bytes, int]] | None = None,
+               unmatched: dict[str, int] | None = None) -> RoundTrip:
     """Plan the recipe (as loaded from disk) on the pristine package and compare each file with `expected`; a file
-    that is, instead, `trimmed`'s text (the diff's blank lines left empty: `Lifted.trimmed`) is said so apart."""
+    that is, instead, `trimmed`'s text (the diff's blank lines left empty: `Lifted.trimmed`) is said so apart, and so
+    is a file some of whose hunks do not apply to the release (`Lifted.unmatched`), whatever its bytes."""
     from .recipe import load_recipe
 
     recipe = load_recipe(recipe_path)
     results = port(recipe, package_dir, hold_together=False)
     identical, different, blank = [], [], {}
+    unmatched = dict(unmatched or {})
     for rel, want in expected.items():
         got = results.files.get(rel)
+        if rel in unmatched:
+            continue
         if got == want:
             identical.append(rel)
         elif trimmed and rel in trimmed and got == trimmed[rel][0]:
@@ -1272,7 +1294,7 @@ def round_trip(recipe_path: Path, package_dir: Path, expected: dict[str, bytes],
         else:
             different.append(rel)
     errors = [f"{s.file} [{s.name}]: {s.message}" for s in results.steps if s.status == "refused"]
-    return RoundTrip(identical, different, errors, blank)
+    return RoundTrip(identical, different, errors, blank, unmatched)
 
 
 # --------------------------------------------------------------------------------------------------- porting
@@ -2205,7 +2227,8 @@ class ImportResult:
             "skipped_files": [{"file": p, "reason": why} for p, why in self.lifted.skipped],
             "round_trip": {"identical": self.round_trip.identical, "different": self.round_trip.different,
                            "errors": self.round_trip.errors,
-                           "identical_but_blank_line_whitespace": self.round_trip.blank_whitespace},
+                           "identical_but_blank_line_whitespace": self.round_trip.blank_whitespace,
+                           "hunks_not_applying": self.round_trip.unmatched},
             "exit_code": self.exit_code,
         }
 
@@ -2239,7 +2262,8 @@ def import_patch(patch: Path, *, package: str, release: str, out: Path | None = 
                                       *(f"{p} (only spaces on blank lines)" for p in blank)]),
                          hint="recipes edit files the release has; check the patch's paths and --release")
     write_recipe(lifted, out, package=package, release=release, source=patch.name)
-    return ImportResult(out, lifted, round_trip(out, package_dir, lifted.expected, lifted.trimmed))
+    return ImportResult(out, lifted, round_trip(out, package_dir, lifted.expected, lifted.trimmed,
+                                                             lifted.unmatched))
 
 
 def _slug(name: str) -> str:

@@ -598,11 +598,16 @@ def render_import(ui: UI, result: Any, *, as_json: bool = False) -> None:
     for rel, n in blank.items():
         ui.err.print(f"round trip: {escape(rel)} is the patched file but for the spaces on {n} blank "
                      f"line{'s' if n != 1 else ''} the patch adds (left empty: no operation writes them)")
-    files = len(rt.identical) + len(rt.different) + len(blank)
+    for rel, n in rt.unmatched.items():
+        ui.err.print(f"[red]round trip not judged[/red]: {escape(rel)}: {n} of its hunks do not apply to this "
+                     f"release")
     blank_part = f", {len(blank)} identical but for spaces on {sum(blank.values())} blank lines" if blank else ""
+    unmatched = rt.unmatched
+    unmatched_part = (f", {len(unmatched)} not judged ({sum(unmatched.values())} hunks do not apply to the release)"
+                      if unmatched else "")
     ui.summary(result.exit_code == 0,
                f"wrote {result.recipe}: {lifted.lifted}/{len(lifted.hunks)} hunks as {len(lifted.steps)} steps; "
-               f"round trip: {len(rt.identical)}/{files} files byte-identical{blank_part}"
+               f"round trip: {len(rt.identical)}/{rt.files} files byte-identical{blank_part}{unmatched_part}"
                f"{refused}")
 
 

@@ -167,6 +167,22 @@ def test_a_reversed_patch_is_bad_input_and_a_hunk_already_made_says_so(tmp_path,
     assert [h.reason for h in lifted.hunks] == [importer.REVERSED, None]
 
 
+def test_a_file_whose_hunks_do_not_apply_is_not_judged_byte_identical(tmp_path, monkeypatch):
+    # the patch was made on another release: in other.py none of its hunks finds its old lines, so the file the
+    # round trip would compare with is the pristine one, which the recipe (whose steps refuse) leaves as it is
+    other = BEFORE.replace("def poll(a, b):\n    return a + b\n", "def poll(a, b):\n    return b + a\n")
+    assert other != BEFORE
+    pkg = package(tmp_path / "base", {"srt/mod.py": BEFORE, "srt/other.py": other})
+    monkeypatch.setattr("patcher.fetch.fetch_release", lambda package, release: pkg.parent)
+    patch = tmp_path / "team.patch"
+    patch.write_text(git_diff(BEFORE, edited(BEFORE), "srt/mod.py")
+                     + git_diff(BEFORE, edited(BEFORE, EDITS[:1]), "srt/other.py"))
+    result = importer.import_patch(patch, package="sglang", release="0.0.1", out=tmp_path / "r" / "team.yaml")
+    rt = result.round_trip
+    assert rt.identical == ["srt/mod.py"] and rt.unmatched == {"srt/other.py": 1} and rt.files == 2, rt
+    assert not rt.ok and result.exit_code != 0
+
+
 def test_blank_lines_a_patch_adds_with_spaces_are_left_empty_and_the_round_trip_says_so(tmp_path):
     # an editor that keeps indentation on blank lines: the code lifts, the spaces are not reproduced, and said so
     after = BEFORE.replace("        self.size = size\n",
