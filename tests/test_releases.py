@@ -36,7 +36,8 @@ def specpatch(*args: str, env: dict | None = None, cwd: Path = REPO) -> subproce
 
 def git(cwd: Path, *args: str) -> str:
     done = subprocess.run(["git", "-c", "user.email=t@t", "-c", "user.name=t", "-c", "advice.detachedHead=false",
-                           *args], cwd=cwd, capture_output=True, text=True, check=True)
+                           *args], cwd=cwd, capture_output=True, text=True)
+    assert done.returncode == 0, f"git {' '.join(args)} (in {cwd}) exited {done.returncode}: {done.stderr}"
     return done.stdout
 
 
