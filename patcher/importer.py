@@ -2152,37 +2152,120 @@ def _distinct(code: str) -> list[str]:
 
 
 def upstream_evidence(op: Operation, text: str, *, strict: bool = False, base: str | None = None) -> tuple[str, ...]:
-    """For a step that cannot apply: the lines it adds (its code less what it matches) that the release already has,
-    each with its line number, when they are all there (at least one, four fifths of them past three lines); else
-    (). A refusal whose added lines are all in the file is upstream having adopted the change in another form
-    (reordered, reformatted, moved within the file): reported as such, and still never applied. `strict` (for a
-    step that could apply): every added line, two at least, and imports are left to their own answer."""
+    """For a step that cannot apply: what it adds (its code less what it matches) that the release already has, each
+    with its line number, when it is all there (at least one, four fifths of it past three); else (). A refusal
+    whose additions are all in the file is upstream having adopted the change in another form (reordered,
+    reformatted, moved within the file): reported as such, and still never applied. `strict` (for a step that could
+    apply): all of it, two at least, and imports are left to their own answer.
+
+    A step that adds statements is compared statement by statement (the code, formatting and comments aside: a call
+    upstream wrapped on three lines is the same statement; a longer line that begins with the step's is not); a
+    one-line change inside a statement (a keyword, an element, a parameter) is found inside a line, as whole
+    tokens."""
     code = getattr(op, "code", None)
     if not isinstance(code, str) or not code.strip() or (strict and op.op == "add_import"):
         return ()
     if op.op == "add_import":
         return _bound_elsewhere(code, text)
-    added = _distinct(code)
     match = getattr(op, "match", None)
-    if isinstance(match, str):
-        matched = set(_distinct(match))
-        added = [line for line in added if line not in matched]
-    if not added:
-        return ()
-    where: dict[str, int] = {}
-    for number, raw in enumerate(text.splitlines(), start=1):
-        where.setdefault(_norm(raw), number)
-    # a one-line change inside a statement (a keyword, an element, a parameter) is found inside a line
-    found = [(line, where.get(line) or next((n for l, n in where.items() if len(line) >= 12 and line in l), None))
-             for line in added]
-    hits = [f"line {n}: `{line}`" for line, n in found if n]
-    if strict:  # every added line is there, and two of them at least are more often there than in the base release
+    units = _statements_of(code) if op.op in _STATEMENT_OPS else None
+    if units is not None:
+        matched = {key for key, _ in _statements_of(match) or ()} if isinstance(match, str) else set()
+        added = [key for key, _ in units if key not in matched]
+        release = _statement_index(text)
+        where = {key: lines[0] for key, lines in release.items()}
+        now = {key: len(lines) for key, lines in release.items()}
+        had = {key: len(lines) for key, lines in _statement_index(base).items()} if base is not None else {}
+    else:
+        added = _distinct(code)
+        if isinstance(match, str):
+            matched_lines = set(_distinct(match))
+            added = [line for line in added if line not in matched_lines]
+        where = {}
+        for number, raw in enumerate(text.splitlines(), start=1):
+            where.setdefault(_norm(raw), number)
+        # one line: found inside a line of the release too (a keyword argument among others), as whole tokens
+        if len(added) == 1 and added[0] not in where:
+            at = next((n for l, n in where.items() if _inside_line(added[0], l)), None)
+            if at:
+                where[added[0]] = at
         now = Counter(_norm(raw) for raw in text.splitlines())
         had = Counter(_norm(raw) for raw in base.splitlines()) if base is not None else Counter()
-        fresh = sum(now[line] > had[line] for line in added)
+    if not added:
+        return ()
+    lines = text.splitlines()
+    hits = [f"line {where[key]}: `{lines[where[key] - 1].strip()}`" for key in added if key in where]
+    if strict:  # all of it is there, and two statements (lines) at least are more often there than in the base
+        fresh = sum(now.get(key, 0) > had.get(key, 0) for key in added)
         return tuple(hits) if len(hits) == len(added) and fresh >= 2 else ()
     need = len(added) if len(added) <= 3 else -(-4 * len(added) // 5)
     return tuple(hits) if len(hits) >= max(1, need) else ()
+
+
+#: the operations whose code is statements (compared as statements by upstream_evidence)
+_STATEMENT_OPS = frozenset({"insert_statements", "replace_statements", "add_method", "add_definition",
+                            "add_dataclass_field", "add_argparse_argument"})
+_BLOCKS = ("body", "orelse", "handlers", "finalbody", "cases")
+
+
+def _statement_key(node: ast.stmt) -> str | None:
+    """A statement as upstream_evidence compares it: its code without positions (a compound statement: its header
+    only), or None for one that says nothing by itself (`pass`, `return`, `try:`, a docstring, `x = 1`)."""
+    if isinstance(node, (ast.Pass, ast.Break, ast.Continue, ast.Try, ast.Global, ast.Nonlocal)) or (
+            isinstance(node, ast.Return) and (node.value is None or isinstance(node.value, (ast.Name, ast.Constant)))
+    ) or (isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)):
+        return None
+    head = node
+    if any(getattr(node, name, None) for name in _BLOCKS):
+        head = type(node)(**{name: ([] if name in _BLOCKS else getattr(node, name, None))
+                             for name in node._fields})
+    try:
+        said = ast.unparse(head)
+    except Exception:  # noqa: BLE001 - a header ast cannot write back: compare it by its dump alone
+        said = ""
+    if said and len(" ".join(said.split())) < 8:
+        return None
+    return ast.dump(head)
+
+
+def _statements_of(code: str) -> list[tuple[str, int]] | None:
+    """(key, line) of each statement of `code` that says something, nested ones included; None if it does not parse
+    as statements."""
+    try:
+        tree = ast.parse(textwrap.dedent(code))
+    except (SyntaxError, ValueError):
+        return None
+    return [(key, node.lineno) for node in ast.walk(tree) if isinstance(node, ast.stmt)
+            for key in [_statement_key(node)] if key is not None]
+
+
+@functools.lru_cache(maxsize=16)
+def _statement_index(text: str) -> dict[str, list[int]]:
+    """The statements of a release's file, each key with the lines where it stands ({} if the file does not
+    parse)."""
+    index: dict[str, list[int]] = {}
+    for key, line in _statements_of(text) or ():
+        index.setdefault(key, []).append(line)
+    for lines in index.values():
+        lines.sort()
+    return index
+
+
+def _inside_line(fragment: str, line: str) -> bool:
+    """Is `fragment` (12 characters at least) in `line` as whole tokens: not the tail or head of a longer name?"""
+    if len(fragment) < 12:
+        return False
+    start = line.find(fragment)
+    while start != -1:
+        end = start + len(fragment)
+        if not (start and _IDENT_CHAR.match(line[start - 1]) and _IDENT_CHAR.match(fragment[0])) and not (
+                end < len(line) and _IDENT_CHAR.match(line[end]) and _IDENT_CHAR.match(fragment[-1])):
+            return True
+        start = line.find(fragment, start + 1)
+    return False
+
+
+_IDENT_CHAR = re.compile(r"\w")
 
 
 def _bound_elsewhere(code: str, text: str) -> tuple[str, ...]:

@@ -354,6 +354,34 @@ def test_a_refusal_is_upstream_in_another_form_only_when_every_added_line_is_the
         or len(ported.steps[0].evidence) == 2
 
 
+def test_the_lines_of_a_longer_change_count_as_upstreams_only_as_whole_lines(tmp_path):
+    before = "def f(self):\n    self.a()\n    return 1\n"
+    after = "def f(self):\n    self.a()\n    self.ready = self.check(now=True)\n    self.count_all += 1\n    return 1\n"
+    pkg = package(tmp_path / "base", {"srt/m.py": before})
+    lifted, out = lift_and_write(tmp_path, pkg, git_diff(before, after, "srt/m.py"))
+    recipe = load_recipe(out)
+    # the anchor is gone and one added statement is there (so the step refuses); the other is there only as the
+    # start of a longer line of other code: not the change (it was taken as upstream's, in another form)
+    other = ("def f(self):\n    self.b()\n    self.ready = self.check(now=True) and self.idle\n"
+             "    self.count_all += 1\n    return 1\n")
+    ported = importer.port(recipe, package(tmp_path / "other", {"srt/m.py": other}))
+    assert [s.status for s in ported.steps] == ["refused"] and ported.steps[0].evidence == ()
+    # the same statements, reordered, wrapped and commented: upstream in another form
+    same = ("def f(self):\n    self.b()\n    self.count_all  +=  1  # moved\n"
+            "    self.ready = self.check(\n        now=True,\n    )\n    return 1\n")
+    ported = importer.port(recipe, package(tmp_path / "same", {"srt/m.py": same}))
+    assert [s.status for s in ported.steps] == ["upstream_other_form"] and len(ported.steps[0].evidence) == 2
+
+
+def test_a_one_line_change_is_found_inside_a_line_only_as_whole_tokens():
+    from patcher.importer import _inside_line
+
+    assert _inside_line("timeout=args.timeout", "    run(x, timeout=args.timeout, retries=3)")
+    assert not _inside_line("timeout=args.timeout", "    run(x, read_timeout=args.timeout_s)")
+    assert not _inside_line("timeout=args.timeout", "    run(x, read_timeout=args.timeout)")
+    assert not _inside_line("short=1", "f(short=1)")  # under 12 characters: too common to tell anything
+
+
 def test_statements_inserted_in_a_function_anchor_on_a_pattern_that_survives_an_argument_rename(tmp_path):
     before = ("def pop(self):\n    polls = poll_all(\n        [req.receiver for req in self.queue], self.group\n    )\n\n"
               "    done = []\n    return done\n")
