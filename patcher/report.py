@@ -26,7 +26,7 @@ from rich.table import Table
 from rich.text import Text
 
 from .errors import SpecpatchError
-from .results import ApplyOutcome, CheckState, CheckStatus, FileBytes, FileVerdict, StepStatus, dumps
+from .results import ApplyOutcome, CheckState, CheckStatus, ExitCode, FileBytes, FileVerdict, StepStatus, dumps
 
 
 def no_color() -> bool:
@@ -445,7 +445,8 @@ def render_fixture_result(ui: UI, r: Any) -> None:
 
 
 def render_fixture_summary(ui: UI, results: list[Any], where: str) -> int:
-    """The last line of `specpatch test`; returns the exit code (1 when a case failed, 2 when there were none)."""
+    """The last line of `specpatch test`; returns the exit code (4 when a case failed: the recipe does not do what
+    its fixtures say; 2 when there were none)."""
     if not results:
         ui.err.print(f"[yellow]no fixture cases found under {escape(where)}[/yellow] (a case is "
                      f"<fixtures>/<recipe-id>/<case>/before/)")
@@ -456,7 +457,7 @@ def render_fixture_summary(ui: UI, results: list[Any], where: str) -> int:
     if updated:
         text += f"; after/ rewritten for {len(updated)} case(s): review with `git diff`"
     ui.summary(not failed, text)
-    return 1 if failed else 0
+    return int(ExitCode.VERIFY_FAILED) if failed else 0
 
 
 def _recovered(ui: UI, recovery: Any) -> None:

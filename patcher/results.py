@@ -176,7 +176,8 @@ EXIT_CODES: tuple[ExitMeaning, ...] = (
                 "cannot apply: anchor missing or ambiguous, conflicting definition, release outside the recipe's "
                 "range or refused by it; nothing written"),
     ExitMeaning((ExitCode.VERIFY_FAILED,), "verification failed",
-                "verification failed: syntax, import smoke test or a probe; an apply was rolled back"),
+                "verification failed: syntax, import smoke test or a probe; an apply was rolled back; `test`: a "
+                "fixture case failed"),
     ExitMeaning((ExitCode.DRIFT,), "drift",
                 "drift or lost edits: a patched file changed since apply (verify, check, rollback without `--force`); "
                 "the recipe's edits are in the tree but no ledger records them (the state folder was deleted); "

@@ -142,9 +142,9 @@ def run_case(case: Case, recipe: Recipe, *, update: bool = False) -> CaseResult:
                 return CaseResult(case, False, "result differs from " + ("after/" if want_dir.is_dir() else
                                   "before/ (no after/: the case must stay unchanged)"), _tree_diff(want, got),
                                   description=description)
-            if want_dir.exists():
-                shutil.rmtree(want_dir)
-            shutil.copytree(work, want_dir, symlinks=True, ignore=shutil.ignore_patterns("__pycache__", ".specpatch"))
+            problem = _replace_after(work, want_dir)
+            if problem:
+                return CaseResult(case, False, "after/ not rewritten", [problem], description=description)
             updated = True
         again = plan(recipe, find_target(work, package=recipe.target.package, assume_version=version), params)
         if not again.ok or again.changed_files:
@@ -152,6 +152,32 @@ def run_case(case: Case, recipe: Recipe, *, update: bool = False) -> CaseResult:
                               [str(e) for e in again.errors] + [again.diff()], updated=updated,
                               description=description)
     return CaseResult(case, True, "after/ rewritten" if updated else "ok", updated=updated, description=description)
+
+
+def _replace_after(work: Path, want_dir: Path) -> str | None:
+    """Write the result as the case's new `after/`: copied beside it, then swapped in, so that a failed copy (a full
+    disk) leaves the old one whole. A linked `after/` (or a file there) is refused: rewriting it would write where
+    the link leads, outside the case. The problem, or None."""
+    if want_dir.is_symlink() or (want_dir.exists() and not want_dir.is_dir()):
+        return (f"{want_dir} is {'a link' if want_dir.is_symlink() else 'not a folder'}: --update writes a folder "
+                "of its own there; replace it with a folder, or update the case it leads to")
+    fresh = want_dir.with_name(want_dir.name + ".specpatch-new")
+    old = want_dir.with_name(want_dir.name + ".specpatch-old")
+    for leftover in (fresh, old):
+        if leftover.is_symlink() or leftover.is_file():
+            leftover.unlink()
+        elif leftover.exists():
+            shutil.rmtree(leftover)
+    try:
+        shutil.copytree(work, fresh, symlinks=True, ignore=shutil.ignore_patterns("__pycache__", ".specpatch"))
+    except OSError as exc:
+        shutil.rmtree(fresh, ignore_errors=True)
+        return f"cannot write {fresh}: {exc}; after/ is unchanged"
+    if want_dir.exists():
+        want_dir.rename(old)
+    fresh.rename(want_dir)
+    shutil.rmtree(old, ignore_errors=True)
+    return None
 
 
 def _check_error(case: Case, errors: list[SpecpatchError], expect: dict, *, plan_diff: str = "",

@@ -52,7 +52,7 @@ def test_a_fixture_broken_on_purpose_fails_and_is_named(shipped_copy):
     after.write_bytes(after.read_bytes().replace(b"speculative_disable_batch_threshold: int = 0",
                                                  b"speculative_disable_batch_threshold: int = 1"))
     done = specpatch("test", "--fixtures", str(shipped_copy))
-    assert done.returncode == 1
+    assert done.returncode == 4
     assert "FAIL dynamic-spec-disable/baseline: result differs from after/" in done.stdout
     assert "-    speculative_disable_batch_threshold: int = 1\n+    speculative_disable_batch_threshold: int = 0" \
         in done.stdout  # the difference, as a diff from the expected to the actual result
@@ -61,7 +61,7 @@ def test_a_fixture_broken_on_purpose_fails_and_is_named(shipped_copy):
 
     # --quiet keeps the failure (and only it)
     quiet = specpatch("--quiet", "test", "dynamic-spec-disable", "--fixtures", str(shipped_copy))
-    assert quiet.returncode == 1
+    assert quiet.returncode == 4
     assert "FAIL dynamic-spec-disable/baseline" in quiet.stdout and "PASS" not in quiet.stdout
 
 
@@ -69,7 +69,7 @@ def test_a_wrong_expected_error_fails(shipped_copy):
     expect = shipped_copy / "dynamic-spec-disable" / "missing-anchor" / "expect.yaml"
     expect.write_text(expect.read_text().replace("step: 3", "step: 1"))
     done = specpatch("test", "dynamic-spec-disable", "--fixtures", str(shipped_copy))
-    assert done.returncode == 1
+    assert done.returncode == 4
     assert "FAIL dynamic-spec-disable/missing-anchor: step 3 != 1" in done.stdout
 
 
@@ -77,7 +77,7 @@ def test_a_case_file_with_a_typo_fails(shipped_copy):
     case = shipped_copy / "dynamic-spec-disable" / "params" / "case.yaml"
     case.write_text(case.read_text().replace("params:", "parameters:"))
     done = specpatch("test", "dynamic-spec-disable", "--fixtures", str(shipped_copy))
-    assert done.returncode == 1
+    assert done.returncode == 4
     assert "FAIL dynamic-spec-disable/params: bad case file" in done.stdout
     assert "unknown key(s) parameters in case.yaml" in done.stdout
 
@@ -98,6 +98,24 @@ def test_update_rewrites_after_for_review(shipped_copy):
     assert again.returncode == 0 and "UPDATED" not in again.stdout
 
 
+def test_update_never_writes_through_a_linked_after(shipped_copy, tmp_path):
+    baseline = shipped_copy / "dynamic-spec-disable" / "baseline"
+    elsewhere = tmp_path / "elsewhere"
+    shutil.move(baseline / "after", elsewhere)
+    (baseline / "after").symlink_to(elsewhere, target_is_directory=True)
+    server_args = elsewhere / "sglang" / "srt" / "server_args.py"
+    server_args.write_bytes(server_args.read_bytes().replace(b"int = 0", b"int = 1", 1))
+    before = {p: p.read_bytes() for p in elsewhere.rglob("*") if p.is_file()}
+    done = specpatch("test", "dynamic-spec-disable", "--fixtures", str(shipped_copy), "--update")
+    assert done.returncode == 4, done.stdout + done.stderr  # a failed case (was exit 1, a traceback: rmtree on a link)
+    assert "FAIL dynamic-spec-disable/baseline: after/ not rewritten" in done.stdout
+    assert "is a link: --update writes a folder of its own there" in " ".join(done.stdout.split())
+    assert "Traceback" not in done.stderr
+    assert (baseline / "after").is_symlink()
+    assert {p: p.read_bytes() for p in elsewhere.rglob("*") if p.is_file()} == before
+    assert not list(baseline.glob("after.specpatch-*"))
+
+
 def test_no_cases_is_an_error(tmp_path):
     done = specpatch("test", "--fixtures", str(tmp_path))
     assert done.returncode == 2
@@ -110,7 +128,7 @@ def test_team_recipes_and_fixtures_run_through_the_recipe_path():
     assert "PASS request-tenant-label/baseline: ok" in done.stdout
     assert "PASS toy-greeting/missing-anchor: fails as expected: anchor not found" in done.stdout
     env = specpatch("test", "toy-greeting", "--fixtures", str(TEAM_FIXTURES), env={})
-    assert env.returncode == 1  # without the recipe path the recipe is not found, and each case says so
+    assert env.returncode == 4  # without the recipe path the recipe is not found, and each case says so
     assert "FAIL toy-greeting/baseline: cannot load recipe `toy-greeting`: recipe not found" in env.stdout
 
 
