@@ -445,8 +445,9 @@ def render_fixture_result(ui: UI, r: Any) -> None:
 
 
 def render_fixture_summary(ui: UI, results: list[Any], where: str) -> int:
-    """The last line of `specpatch test`; returns the exit code (4 when a case failed: the recipe does not do what
-    its fixtures say; 2 when there were none)."""
+    """The last line of `specpatch test`; returns the exit code: 4 when a case failed (the recipe does not do what
+    its fixtures say); 2 when there were none, or a case could not be run as written (its recipe does not load, a
+    bad case file), which comes first: such a run tested nothing of that case."""
     if not results:
         ui.err.print(f"[yellow]no fixture cases found under {escape(where)}[/yellow] (a case is "
                      f"<fixtures>/<recipe-id>/<case>/before/)")
@@ -456,7 +457,12 @@ def render_fixture_summary(ui: UI, results: list[Any], where: str) -> int:
     text = f"{len(results) - len(failed)} passed, {len(failed)} failed"
     if updated:
         text += f"; after/ rewritten for {len(updated)} case(s): review with `git diff`"
+    bad = [r for r in failed if r.bad_input]
+    if bad:
+        text += f" ({len(bad)} could not be run as written)"
     ui.summary(not failed, text)
+    if bad:
+        return int(ExitCode.BAD_INPUT)
     return int(ExitCode.VERIFY_FAILED) if failed else 0
 
 

@@ -59,6 +59,9 @@ class CaseResult:
     details: list[str] = field(default_factory=list)
     updated: bool = False  #: `after/` was rewritten (update mode)
     description: str = ""  #: from case.yaml
+    #: the case could not be run as written (its recipe does not load, a bad case.yaml/expect.yaml): bad input,
+    #: not a recipe that does something else than its fixtures say
+    bad_input: bool = False
 
 
 def discover(fixtures_root: Path | None = None, recipe_id: str | None = None) -> list[Case]:
@@ -105,11 +108,11 @@ def run_case(case: Case, recipe: Recipe, *, update: bool = False) -> CaseResult:
         conf = _read_yaml(case.folder / "case.yaml", CASE_KEYS)
         expect = _read_yaml(case.folder / "expect.yaml", EXPECT_KEYS)
     except RecipeError as exc:
-        return CaseResult(case, False, "bad case file", [str(exc)])
+        return CaseResult(case, False, "bad case file", [str(exc)], bad_input=True)
     description = str(conf.get("description") or "").strip()
     if expect and (case.folder / "after").exists():
         return CaseResult(case, False, "a case has either expect.yaml (an error) or after/ (a change), not both",
-                          description=description)
+                          description=description, bad_input=True)
     params = {k: str(v) for k, v in (conf.get("params") or {}).items()}
     version = str(conf["assume_version"]) if conf.get("assume_version") is not None else None
     with tempfile.TemporaryDirectory(prefix="specpatch-case-") as tmp:
@@ -222,7 +225,8 @@ def iter_results(recipe_id: str | None = None, *, fixtures_root: Path | None = N
                 recipes[case.recipe_id] = exc
         recipe = recipes[case.recipe_id]
         if isinstance(recipe, SpecpatchError):
-            yield CaseResult(case, False, f"cannot load recipe `{case.recipe_id}`: {recipe.title}", [str(recipe)])
+            yield CaseResult(case, False, f"cannot load recipe `{case.recipe_id}`: {recipe.title}", [str(recipe)],
+                             bad_input=True)
             continue
         yield run_case(case, recipe, update=update)
 

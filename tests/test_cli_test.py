@@ -73,13 +73,14 @@ def test_a_wrong_expected_error_fails(shipped_copy):
     assert "FAIL dynamic-spec-disable/missing-anchor: step 3 != 1" in done.stdout
 
 
-def test_a_case_file_with_a_typo_fails(shipped_copy):
+def test_a_case_file_with_a_typo_is_bad_input(shipped_copy):
     case = shipped_copy / "dynamic-spec-disable" / "params" / "case.yaml"
     case.write_text(case.read_text().replace("params:", "parameters:"))
     done = specpatch("test", "dynamic-spec-disable", "--fixtures", str(shipped_copy))
-    assert done.returncode == 4
+    assert done.returncode == 2  # the case was not run as written: bad input, not a recipe that fails its fixtures
     assert "FAIL dynamic-spec-disable/params: bad case file" in done.stdout
     assert "unknown key(s) parameters in case.yaml" in done.stdout
+    assert "1 could not be run as written" in done.stdout + done.stderr
 
 
 def test_update_rewrites_after_for_review(shipped_copy):
@@ -128,7 +129,7 @@ def test_team_recipes_and_fixtures_run_through_the_recipe_path():
     assert "PASS request-tenant-label/baseline: ok" in done.stdout
     assert "PASS toy-greeting/missing-anchor: fails as expected: anchor not found" in done.stdout
     env = specpatch("test", "toy-greeting", "--fixtures", str(TEAM_FIXTURES), env={})
-    assert env.returncode == 4  # without the recipe path the recipe is not found, and each case says so
+    assert env.returncode == 2  # without the recipe path the recipe is not found (bad input), and each case says so
     assert "FAIL toy-greeting/baseline: cannot load recipe `toy-greeting`: recipe not found" in env.stdout
 
 
