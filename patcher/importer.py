@@ -958,10 +958,11 @@ def _statement_insertions(m, site, ms, new_code: str, fn: NodePath) -> Iterator[
     sides = (("after", ms[i - 1] if i > 0 else None), ("before", ms[i] if i < len(ms) else None))
 
     def patterns(stmt) -> list[str]:
-        if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1):
-            return []
-        text = m.code_for_node(stmt.body[0]).strip()
-        return [p for p in dict.fromkeys((_any_arguments(text), text)) if p]
+        if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1:
+            text = m.code_for_node(stmt.body[0]).strip()
+        else:
+            text = _block_pattern(stmt)  # a compound statement: by its header(s), whatever its blocks hold
+        return [p for p in dict.fromkeys((_any_arguments(text), text)) if p] if text else []
 
     for k, (at, stmt) in enumerate(sides):
         other = sides[1 - k][1]
@@ -999,6 +1000,32 @@ def _statement_insertions(m, site, ms, new_code: str, fn: NodePath) -> Iterator[
     for refuse in ("refuse", "apply"):
         for step in steps:
             yield [{**step, "if_present_elsewhere": refuse}]
+
+
+def _block_pattern(stmt: cst.CSTNode) -> str | None:
+    """A compound statement as a pattern that matches it whatever its blocks hold: its headers with `...` blocks
+    (`if x:` / `...` / `else:` / `...`; an `elif` chain is an `else:` block), or None for another statement (a def,
+    a class, a `match`: those are not insertion anchors)."""
+    from .operations._code import _DOTS
+
+    dots_else = cst.Else(body=_DOTS)
+    if isinstance(stmt, (cst.If, cst.For, cst.While, cst.With)):
+        changes = {"body": _DOTS, "leading_lines": ()}
+        if getattr(stmt, "orelse", None) is not None:
+            changes["orelse"] = dots_else
+        node = stmt.with_changes(**changes)
+    elif isinstance(stmt, cst.Try):
+        node = stmt.with_changes(body=_DOTS, leading_lines=(),
+                                 handlers=[h.with_changes(body=_DOTS) for h in stmt.handlers],
+                                 orelse=dots_else if stmt.orelse is not None else None,
+                                 finalbody=cst.Finally(body=_DOTS) if stmt.finalbody is not None else None)
+    else:
+        return None
+    text = cst.Module(body=[]).code_for_node(node)
+    try:
+        return ast.unparse(ast.parse(text)).strip()
+    except SyntaxError:
+        return None
 
 
 def _inside_of(m: cst.Module, mpath: NodePath, fn: NodePath | None) -> tuple[dict, NodePath] | None:
@@ -2060,6 +2087,28 @@ def consistent(ops: Sequence[tuple[int, Operation]], steps: Sequence[PortedStep]
     def label(i: int) -> str:
         return f"`{op_of[i].name or f'step {i}'}`"
 
+    def lost_name(i: int) -> str | None:
+        """A module-level name step i's code reads that its file bound in the base release (an import, a def, an
+        assignment) and binds no more in this one, with no applied step of the file binding it again: applied, the
+        code would raise NameError. (A name only some other file had is the rules above's business.)"""
+        op = op_of[i]
+        if base is None or op.file not in pristine or not base.get(op.file):
+            return None
+        had, has = _module_bindings(base[op.file]), _module_bindings(pristine[op.file])
+        if had is None or has is None:
+            return None  # a file that does not parse, or binds names with `import *`: nothing can be told
+        scope = _local_scope(op)
+        local = _function_words(pristine, scope) if scope else None
+        for n in sorted(_free_names(op)):
+            if n not in had or n in has or (local is not None and n in local):
+                continue
+            if any(status.get(j) == "applied" and not down(j) and j not in out and op_of[j].file == op.file
+                   and n in {_bare(d) for d in names[j][0]} for j in op_of if j != i):
+                continue
+            return (f"it uses `{n}`, which `{op.file}` had in the base release (`{had[n]}`) and does not have in "
+                    "this one, and no step adds it")
+        return None
+
     for i, s in status.items():  # upstream in another form, past the step's own answer
         if s == "applied" and op_of[i].file in pristine:
             evidence = upstream_evidence(op_of[i], pristine[op_of[i].file], strict=True,
@@ -2092,6 +2141,8 @@ def consistent(ops: Sequence[tuple[int, Operation]], steps: Sequence[PortedStep]
                 if why is None and gone:
                     why = (f"it uses `{_bare(n)}`, which the release does not have and {label(gone[0])} (not "
                            "applied) adds")
+            if why is None:
+                why = lost_name(i)
             added = [n for n in sorted(filter(new, defines)) if any(related(j, i) for j in users.get(n, []))]
             if why is None and added and all(down(j) for n in added for j in users[n] if related(j, i)):
                 j = next(j for j in users[added[0]] if related(j, i))
@@ -2101,6 +2152,77 @@ def consistent(ops: Sequence[tuple[int, Operation]], steps: Sequence[PortedStep]
                 out[i] = ("refused", f"{why}; not applied (anchor: {op.anchor()})")
                 changed = True
     return out
+
+
+_BUILTINS = frozenset(dir(__import__("builtins")))
+
+
+def _free_names(op: Operation) -> set[str]:
+    """The plain names a step's code reads and does not bind itself (assignments, parameters, imports, loop and
+    comprehension targets, defs), builtins aside: what must come from the function or the module around it."""
+    code = getattr(op, "code", None)
+    if op.op in ("unexpressed_hunk", "add_import") or not isinstance(code, str) or not code.strip():
+        return set()
+    text = textwrap.dedent(code).strip("\n")
+    wrapped = {"add_keyword_argument": "_w_({})", "add_parameter": "def _w_({}): pass", "add_element": "({},)",
+               "replace_expression": "(\n{}\n)"}.get(op.op, "{}")
+    tree = _parsed(wrapped.format(text))
+    if tree is None:
+        return set()
+    read, bound = set(), set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            (bound if isinstance(node.ctx, (ast.Store, ast.Del)) else read).add(node.id)
+        elif isinstance(node, ast.arg):
+            bound.add(node.arg)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            bound.update((a.asname or a.name).split(".")[0] for a in node.names)
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            bound.update(node.names)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            bound.add(node.name)
+    return read - bound - _BUILTINS - {"_w_", "self", "cls", "__class__"}
+
+
+@functools.lru_cache(maxsize=64)
+def _module_bindings(text: str) -> dict[str, str] | None:
+    """The names a module binds at its own level (imports, defs, classes, assignments, also under a top-level
+    `if`/`try`/`with`), each with the first line of the statement that binds it; None when the module does not
+    parse or has a `from x import *` (whose names cannot be told)."""
+    tree = _parsed_once(text)
+    if tree is None:
+        return None
+    lines = text.splitlines()
+    out: dict[str, str] = {}
+
+    def visit(stmts: list[ast.stmt]) -> bool:
+        for st in stmts:
+            names: list[str] = []
+            if isinstance(st, (ast.Import, ast.ImportFrom)):
+                if any(a.name == "*" for a in st.names):
+                    return False
+                names = [(a.asname or a.name).split(".")[0] for a in st.names]
+            elif isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                names = [st.name]
+            elif isinstance(st, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+                targets = st.targets if isinstance(st, ast.Assign) else [st.target]
+                names = [n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)]
+            elif isinstance(st, (ast.If, ast.Try, ast.With, ast.For, ast.While)) or \
+                    (hasattr(ast, "TryStar") and isinstance(st, ast.TryStar)):
+                blocks = [getattr(st, f, []) for f in ("body", "orelse", "finalbody")]
+                blocks += [h.body for h in getattr(st, "handlers", [])]
+                if isinstance(st, (ast.For, ast.With)):
+                    targets = [st.target] if isinstance(st, ast.For) else [w.optional_vars for w in st.items]
+                    names = [n.id for t in targets if t is not None for n in ast.walk(t) if isinstance(n, ast.Name)]
+                if not all(visit(b) for b in blocks):
+                    return False
+            for n in names:
+                out.setdefault(n, lines[st.lineno - 1].strip() if st.lineno <= len(lines) else n)
+        return True
+
+    return out if visit(tree.body) else None
 
 
 def _function_words(texts: dict[str, str], scope: str) -> set[str] | None:

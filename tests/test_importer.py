@@ -1792,3 +1792,88 @@ def test_an_import_put_at_module_level_is_not_taken_for_a_function_local_import_
     text = ported.files["srt/p.py"].decode()
     assert text.startswith("from typing import List\n\nimport torch\n\n")
     assert "from pkg.batch import Item, Kind\n" in text and "    def data(self, ids):\n" in text
+
+
+DRAFT = '''class Loader:
+    def load(self, config, is_draft):
+        if is_draft:
+            config = config.draft()
+            config.layers = 1
+        else:
+            config = config.target()
+
+        with timer("load"):
+            model = build(config)
+            model.eval()
+        return model
+'''
+
+
+def test_an_if_block_inserted_between_two_compound_statements_is_anchored_on_a_header(tmp_path):
+    # the new `if` goes between the `if`/`else` and the `with`: an insertion anchored on one of them by its header
+    # (its body any), not a replacement of the whole `if`/`else` (which refuses once upstream edits its body)
+    new = "        if config.quantized:\n            config = config.dequantized()\n"
+    after = DRAFT.replace("\n        with timer", "\n" + new + "\n        with timer")
+    steps, recipe = lifted_round_trip(tmp_path, DRAFT, after, "srt/loader.py")
+    assert [s.options["op"] for s in steps] == ["insert_statements"]
+    assert "    ..." in steps[0].options["match"] and "config.draft()" not in steps[0].options["match"]
+    # upstream rewrote both blocks' bodies: the step still lands, between them
+    later = DRAFT.replace("            config.layers = 1\n", "            config.layers = config.draft_layers\n") \
+        .replace("            model.eval()\n", "            model.eval()\n            model.warm_up()\n")
+    ported = importer.port(recipe, package(tmp_path / "later", {"srt/loader.py": later}))
+    assert [s.status for s in ported.steps] == ["applied"]
+    assert ported.files["srt/loader.py"].decode() == later.replace("\n        with timer", "\n" + new + "\n        with timer")
+
+
+QUEUE_BASE = '''import logging
+import time
+
+from .conn import poll_all
+
+logger = logging.getLogger(__name__)
+
+
+def started():
+    return time.time()
+
+
+class Queue:
+    def pop(self):
+        polls = poll_all(self.queue)
+        done = []
+        for req, poll in zip(self.queue, polls):
+            if poll:
+                done.append(req)
+        return done
+'''
+
+
+def test_a_step_that_reads_a_module_name_upstream_removed_is_refused_naming_it(tmp_path):
+    # the step reads `time`, which the base release's module imports; upstream dropped `import time` (its own use of
+    # it went away), and no step adds it: applied, the code would raise NameError at its first call
+    steps = [
+        {"name": "queue-h1-insert", "op": "insert_statements", "file": "srt/queue.py", "group": "h1",
+         "function": "Queue.pop", "at": "after", "match": "polls = poll_all(...)",
+         "code": "now = time.perf_counter()\nlogger.debug('polled at %s', now)\n"},
+        {"name": "queue-h2-insert", "op": "insert_statements", "file": "srt/queue.py", "group": "h2",
+         "function": "Queue.pop", "at": "before", "match": "return done", "code": "logger.debug('done')\n"},
+    ]
+    out = recipe_of(tmp_path, steps)
+    base = package(tmp_path / "base", {"srt/queue.py": QUEUE_BASE})
+    later_text = QUEUE_BASE.replace("import time\n", "").replace("    return time.time()\n", "    return 0\n")
+    later = package(tmp_path / "later", {"srt/queue.py": later_text})
+    ported = importer.port(load_recipe(out), later, base_dir=base)
+    status = {s.name: s for s in ported.steps}
+    assert status["queue-h1-insert"].status == "refused"
+    assert "`time`" in status["queue-h1-insert"].message and "import time" in status["queue-h1-insert"].message
+    assert status["queue-h2-insert"].status == "applied"  # `logger` is still there
+    assert b"perf_counter" not in ported.files["srt/queue.py"]
+    # a step of the recipe that imports it again makes the first one whole: both apply
+    steps.append({"name": "queue-h0-import", "op": "add_import", "file": "srt/queue.py", "group": "h0",
+                  "code": "import time"})
+    again = importer.port(load_recipe(recipe_of(tmp_path / "two", steps)), later, base_dir=base)
+    assert {s.name: s.status for s in again.steps} == {"queue-h1-insert": "applied", "queue-h2-insert": "applied",
+                                                         "queue-h0-import": "applied"}
+    # where the release still imports it, nothing is held back
+    same = importer.port(load_recipe(out), package(tmp_path / "same", {"srt/queue.py": QUEUE_BASE}), base_dir=base)
+    assert {s.status for s in same.steps} == {"applied"}
