@@ -164,6 +164,14 @@ class RenderError(SpecpatchError):
     exit_code = ExitCode.CANNOT_APPLY
 
 
+class UndefinedNameError(SpecpatchError):
+    title = "patched code uses a name its file does not define"
+    hint = ("the recipe's code reads a name this release's file neither imports nor defines (upstream may have "
+            "removed or renamed it): add the import or definition to the recipe, or change the code; nothing was "
+            "written")
+    exit_code = ExitCode.CANNOT_APPLY
+
+
 class DriftError(SpecpatchError):
     title = "patched files changed since apply"
     hint = "review the local change; `specpatch rollback --force` restores the original and keeps your version beside it"

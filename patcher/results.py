@@ -173,8 +173,8 @@ EXIT_CODES: tuple[ExitMeaning, ...] = (
                 "let specpatch write: permission, read-only file system, immutable file; a link out of the package), "
                 "a target file with a syntax error or not in its encoding, a damaged state folder, a bad option"),
     ExitMeaning((ExitCode.CANNOT_APPLY,), "cannot apply",
-                "cannot apply: anchor missing or ambiguous, conflicting definition, release outside the recipe's "
-                "range or refused by it; nothing written"),
+                "cannot apply: anchor missing or ambiguous, conflicting definition, recipe code that reads a name "
+                "its file does not define, release outside the recipe's range or refused by it; nothing written"),
     ExitMeaning((ExitCode.VERIFY_FAILED,), "verification failed",
                 "verification failed: syntax, import smoke test or a probe; an apply was rolled back; `test`: a "
                 "fixture case failed"),

@@ -143,6 +143,36 @@ def test_recipe_code_that_does_not_compile_is_caught_before_writing(tmp_path):
     assert not p.ok
 
 
+UNDEFINED = RECIPE + '''\
+  - op: insert_statements
+    file: srt/server_args.py
+    function: ServerArgs.add_cli_args
+    at: start
+    code: |
+      started = time.monotonic()
+'''
+
+
+def test_recipe_code_reading_a_name_the_file_does_not_define_is_refused_naming_step_and_name(tmp_path):
+    # the code reads `time`, which this release's file does not import (upstream dropped it): it compiles, and
+    # would raise NameError at the first call; the plan is refused before anything is written
+    root = make_target(tmp_path, {"srt/server_args.py": SERVER_ARGS.encode()})
+    p = plan(recipe(tmp_path, UNDEFINED), find_target(root))
+    assert not p.ok and len(p.errors) == 1
+    err = p.errors[0]
+    assert err.title == "patched code uses a name its file does not define"
+    assert err.exit_code == ExitCode.CANNOT_APPLY
+    assert "`time`" in str(err) and "time.monotonic()" in str(err)
+    assert err.location.step == 3 and err.location.file == "sglang/srt/server_args.py"
+    assert err.location.recipe == "demo" and "ServerArgs.add_cli_args" in err.location.anchor
+    # with the import in the file the same recipe applies; a name the file already read undefined is not the
+    # recipe's doing (a name injected at run time), and is not held against it
+    fixed = ("import time\n" + SERVER_ARGS).encode()
+    assert plan(recipe(tmp_path, UNDEFINED), find_target(make_target(tmp_path / "b", {"srt/server_args.py": fixed}))).ok
+    already = (SERVER_ARGS + "\n\ndef uptime():\n    return time.monotonic()\n").encode()
+    assert plan(recipe(tmp_path, UNDEFINED), find_target(make_target(tmp_path / "c", {"srt/server_args.py": already}))).ok
+
+
 def test_ambiguous_anchor(tmp_path):
     doubled = SERVER_ARGS.replace("    speculative_token_map: str = None\n",
                                   "    speculative_token_map: str = None\n    speculative_accept_threshold_acc: float = 2.0\n")
