@@ -94,26 +94,28 @@ def apply_recipe(recipe: Recipe, target: Target, *, params: dict[str, str] | Non
         planned = _planned(p, dry_run=False, recovery=recovery, notes=notes)
         if planned.exit_code != ExitCode.OK or not p.changed_files:
             return planned
-        record = transaction.commit(p, lock)
+        # the transaction stays open (its journal on disk) until the checks pass: a crash or kill -9 during them is
+        # undone by the next command, as an interrupt or a failed check is here
+        record = transaction.commit(p, lock, verifying=True)
         try:
             checked = v.verify_tree(target, p.selection.verify, [f.path for f in p.changed_files],
                                     recipe_folder=p.recipe.folder, params=p.params, python=python, smoke=smoke,
                                     pristine=lambda: {f.rel: f.before for f in p.changed_files})
         except BaseException as exc:  # an interrupt (or a failure) before the checks said yes: undo the apply
-            with transaction.signals_deferred():
-                transaction.rollback(target, recipe.id, force=True)
+            transaction.unverified(target, lock, record)
             transaction.note_interrupt(exc, f"{recipe.id} was applied, then rolled back before its checks had "
                                              f"finished: every file has its original bytes")
             raise
         notes += checked.notes
         outcome, code = ApplyOutcome.CHANGED, ExitCode.OK
         if checked.failed or (require_checks and checked.unverified):
-            transaction.rollback(target, recipe.id, force=True)
+            transaction.unverified(target, lock, record)
             outcome, code = ApplyOutcome.VERIFY_FAILED, ExitCode.VERIFY_FAILED
             if not checked.failed:
                 notes.append(f"--require-checks: {', '.join(checked.unverified)} could not run")
             notes.append("a check failed: every file was restored to its original bytes")
         else:
+            transaction.verified(target, lock)
             notes += _after_apply_notes(p)
     return ApplyResult(p, False, outcome, code, recovery, record, checked.checks, tuple(notes),
                        unverified=checked.unverified)

@@ -181,16 +181,20 @@ class Journal:
     #: rollback: sha256 of each file when the rollback started (a local version under --force)
     start_shas: dict[str, str | None] = field(default_factory=dict)
     kept: tuple[str, ...] = ()  #: rollback --force: where the local versions were kept, relative to the state folder
+    #: apply: the apply is not done until its checks pass (`specpatch apply`): the journal stays while they run, and a
+    #: recovery undoes the apply, ledger entry or not (a crash or kill -9 during the checks never leaves it applied)
+    verifying: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return {"format": FORMAT, "kind": self.kind, "started": self.started, "pid": self.pid,
-                "record": self.record.to_dict(), "start_shas": dict(self.start_shas), "kept": list(self.kept)}
+                "record": self.record.to_dict(), "start_shas": dict(self.start_shas), "kept": list(self.kept),
+                "verifying": self.verifying}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "Journal":
         return cls(kind=data["kind"], started=data["started"], pid=data["pid"],
                    record=AppliedRecord.from_dict(data["record"]), start_shas=dict(data.get("start_shas", {})),
-                   kept=tuple(data.get("kept", ())))
+                   kept=tuple(data.get("kept", ())), verifying=data.get("verifying") is True)
 
 
 @dataclass(frozen=True)

@@ -24,9 +24,11 @@ file is replaced atomically (temporary file in the same folder, fsync, rename, f
 
 **Apply** (`commit`): backups and patched copies are written and fsynced, then the journal (the ledger entry to be),
 then each file is replaced; the ledger write is the commit point; the journal is removed last. An exception before
-the commit point restores every file from the backups and re-raises. **Recovery** (`recover`) of an apply journal:
-if the ledger has the entry, or every file has its "after" hash, the apply is completed; otherwise every file is put
-back to its "before" bytes and mode. **Rollback** checks for local changes, keeps them under `kept/` when forced,
+the commit point restores every file from the backups and re-raises. `specpatch apply` commits with `verifying`: the
+journal (marked so) stays while the checks run, until `verified` removes it or `unverified` undoes the apply.
+**Recovery** (`recover`) of an apply journal: one marked `verifying` is undone (the checks never said yes: a crash or
+kill -9 during them); otherwise, if the ledger has the entry, or every file has its "after" hash, the apply is
+completed; otherwise every file is put back to its "before" bytes and mode. **Rollback** checks for local changes, keeps them under `kept/` when forced,
 writes a rollback journal, restores every file, removes the ledger entry, removes the journal; a recovery of a
 rollback journal always finishes it. Recovery is idempotent: a crash during it is recovered by the next command.
 An undo, a rollback and a recovery hold SIGINT and SIGTERM back while they restore files (`signals_deferred`): an
@@ -300,8 +302,10 @@ class StatusReport:
 # --------------------------------------------------------------------------------------------------- apply
 
 
-def commit(plan: Plan, lock: TargetLock) -> AppliedRecord | None:
-    """Write a ready plan to its target as one transaction and record it in the ledger.
+def commit(plan: Plan, lock: TargetLock, *, verifying: bool = False) -> AppliedRecord | None:
+    """Write a ready plan to its target as one transaction and record it in the ledger. With `verifying`, the
+    transaction stays open after the ledger write, for the caller's checks: `verified()` closes it, `unverified()`
+    undoes it, and a recovery of its journal (a crash or kill during the checks) undoes it too.
 
     Refuses, writing nothing, a plan with errors (raises its first error), a release the recipe refuses, a pending
     journal, and a plan whose files changed since it was made. Returns None when the plan changes nothing (already
@@ -342,7 +346,7 @@ def commit(plan: Plan, lock: TargetLock) -> AppliedRecord | None:
                 makedirs(path.parent)
                 atomic_write(path, data, 0o644)
         _step("apply:backups-written")
-        state.write_journal(Journal(Transaction.APPLY, record.applied_at, os.getpid(), record))
+        state.write_journal(Journal(Transaction.APPLY, record.applied_at, os.getpid(), record, verifying=verifying))
         _step("apply:journal-written")
         for fp, fr in zip(changed, files):
             atomic_write(fp.path, fp.after, fr.mode, owner=_owner(fp.path),
@@ -365,9 +369,27 @@ def commit(plan: Plan, lock: TargetLock) -> AppliedRecord | None:
                              hint="the journal is kept: the next specpatch command finishes the rollback") from exc
         raise
     _step("apply:ledger-written")
-    state.remove_journal()
-    _step("apply:journal-removed")
+    if not verifying:
+        state.remove_journal()
+        _step("apply:journal-removed")
     return record
+
+
+def verified(target: Target, lock: TargetLock) -> None:
+    """Close an apply `commit(..., verifying=True)` left open: its checks passed (the journal goes, the apply stays)."""
+    _require_lock(lock, target)
+    State.of(target).remove_journal()
+    _step("apply:journal-removed")
+
+
+def unverified(target: Target, lock: TargetLock, record: AppliedRecord) -> list[str]:
+    """Undo an apply `commit(..., verifying=True)` left open (a check failed, or the checks were interrupted): every
+    file back to its original bytes and mode (a file changed meanwhile is kept under `kept/`), the ledger entry and
+    the journal removed. Returns the restored files."""
+    _require_lock(lock, target)
+    with signals_deferred():
+        restored, _ = _undo_apply(State.of(target), record, "undo")
+    return restored
 
 
 def _refuse_pending(state: State) -> None:
@@ -430,8 +452,9 @@ def _recover_apply(state: State, journal: Journal) -> RecoveryReport:
     record = journal.record
     rels = [f.rel for f in record.files]
     ledger = state.read_ledger()
-    done = any(r.seq == record.seq for r in ledger.applied)
-    if not done and all(_sha_of(state.target_file(f.rel)) == f.sha_after for f in record.files):
+    done = any(r.seq == record.seq for r in ledger.applied) and not journal.verifying
+    if not done and not journal.verifying and all(_sha_of(state.target_file(f.rel)) == f.sha_after
+                                                  for f in record.files):
         state.write_ledger(ledger.with_record(record))
         _step("recover:ledger-written")
         done = True

@@ -529,6 +529,46 @@ def test_ctrl_c_during_a_probe_kills_it_and_rolls_the_apply_back(tmp_path):
         os.kill(probe, 0)  # the probe's process group went with it
 
 
+def test_a_kill_9_during_the_checks_leaves_an_apply_the_next_command_rolls_back(tmp_path):
+    # the checks had not said yes: the apply is not done, so the next command undoes it (it used to find a committed
+    # ledger entry and no journal, and `check` called the unchecked apply "applied and intact")
+    target = tmp_path / "t"
+    shutil.copytree(REPO / "tests/recipes/fixtures/toy-greeting/baseline/before", target)
+    pid_file = tmp_path / "probe.pid"
+    recipes = recipe(tmp_path / "r", f"""\
+    steps:
+      - op: add_dataclass_field
+        file: srt/greeter.py
+        class: Greeter
+        after: punctuation
+        code: "volume: int = 1"
+    verify:
+      probes: [{{path: slow.py}}]
+    """, files={"slow.py": f"import os, time\nopen({str(pid_file)!r}, 'w').write(str(os.getpid()))\n"
+                           f"time.sleep(30)\nraise SystemExit('PROBE-FAIL: never reached')\n"})
+    before = snapshot(target)
+    env = {**os.environ, "NO_COLOR": "1", "PYTHONPATH": str(REPO), "SPECPATCH_RECIPE_PATH": str(recipes)}
+    proc = subprocess.Popen([sys.executable, "-m", "patcher", "apply", "case", "--target", str(target)], cwd=REPO,
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    for _ in range(600):
+        if pid_file.exists() and pid_file.read_text():
+            break
+        time.sleep(0.1)
+    assert pid_file.exists(), proc.communicate(timeout=60)
+    proc.kill()
+    proc.communicate(timeout=60)
+    try:
+        os.killpg(int(pid_file.read_text()), signal.SIGKILL)  # the orphaned probe's group
+    except (ProcessLookupError, PermissionError):
+        pass
+    assert snapshot(target) != before  # written, its checks unfinished
+    check = specpatch("check", "case", "--target", str(target), recipes=recipes)
+    assert check.returncode == DRIFT, check.stdout + check.stderr  # an interrupted apply, not "applied and intact"
+    done = specpatch("rollback", "--target", str(target), recipes=recipes)
+    assert "found an interrupted apply of case" in done.stderr and "rolled back" in done.stderr, done.stderr
+    assert snapshot(target) == before
+
+
 def test_an_output_file_that_cannot_be_written_is_bad_input(site, tmp_path):
     recipes = recipe(tmp_path / "r", ONE)
     done = specpatch("apply", "case", "--target", str(site), "--dry-run", "--diff-out",
