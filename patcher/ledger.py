@@ -322,7 +322,14 @@ class State:
             raise StateDamaged(f"{self.root} is not a folder (or is a link)")
         return self.root.is_dir()
 
+    def _refuse_link(self, path: Path) -> None:
+        """The ledger and the journal are the state folder's own files: a link there would have specpatch read its
+        history from, and write it to, a file outside the target."""
+        if path.is_symlink() or (path.exists() and not path.is_file()):
+            raise StateDamaged(f"{path} is not a regular file (or is a link)")
+
     def _read_json(self, path: Path) -> dict[str, Any] | None:
+        self._refuse_link(path)
         try:
             data = json.loads(path.read_bytes())
         except FileNotFoundError:
@@ -335,6 +342,7 @@ class State:
         return data
 
     def _write_json(self, path: Path, data: dict[str, Any]) -> None:
+        self._refuse_link(path)
         atomic_write(path, (json.dumps(data, indent=2, sort_keys=True) + "\n").encode(), 0o644)
 
     def read_ledger(self) -> Ledger:
@@ -345,7 +353,7 @@ class State:
             applied = [AppliedRecord.from_dict(r) for r in data["applied"]]
             retired = [RetiredRecord.from_dict(r) for r in data.get("retired", [])]
             return Ledger(int(data["next_seq"]), sorted(applied, key=lambda r: r.seq), retired)
-        except (KeyError, TypeError, ValueError) as exc:
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:  # a value of the wrong shape
             raise StateDamaged(f"{self.ledger_path} is damaged: {exc!r}") from None
 
     def write_ledger(self, ledger: Ledger) -> None:
@@ -357,7 +365,7 @@ class State:
             return None
         try:
             return Journal.from_dict(data)
-        except (KeyError, TypeError, ValueError) as exc:
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:  # a value of the wrong shape
             raise StateDamaged(f"{self.journal_path} is damaged: {exc!r}") from None
 
     def write_journal(self, journal: Journal) -> None:

@@ -588,6 +588,32 @@ def test_a_link_in_the_state_folder_that_leads_out_is_refused(site, tmp_path):
     assert_error(done, BAD_INPUT, "leads out of it")
 
 
+@pytest.mark.parametrize("name", ["journal.json", "ledger.json"])
+def test_a_linked_journal_or_ledger_is_refused_and_nothing_outside_is_written(site, tmp_path, name):
+    # the link would have the history written to (and read from) a file outside the target
+    recipes = recipe(tmp_path / "r", ONE)
+    outside = tmp_path / "outside.json"
+    outside.write_text('{"format": 1, "applied": [], "retired": [], "next_seq": 1}\n')
+    before, tree = outside.read_bytes(), snapshot(site)
+    (site / ".specpatch").mkdir()
+    (site / ".specpatch" / name).symlink_to(outside)
+    done = specpatch("apply", "case", "--target", str(site), "--no-smoke", recipes=recipes)
+    assert_error(done, BAD_INPUT, f"{name} is not a regular file (or is a link)")
+    assert outside.read_bytes() == before and snapshot(site) == tree
+
+
+@pytest.mark.parametrize("ledger", ['{"format": 1, "applied": "x", "next_seq": 1}',
+                                    '{"format": 1, "applied": [1], "next_seq": 1}',
+                                    '{"format": 1, "applied": {"a": 1}, "next_seq": 1}'])
+def test_a_ledger_of_the_wrong_shape_is_a_damaged_state_folder(site, tmp_path, ledger):
+    recipes = recipe(tmp_path / "r", ONE)
+    (site / ".specpatch").mkdir()
+    (site / ".specpatch" / "ledger.json").write_text(ledger)
+    for args in (("status",), ("verify", "--no-smoke"), ("apply", "case", "--no-smoke")):
+        done = specpatch(*args, "--target", str(site), recipes=recipes)
+        assert done.returncode == BAD_INPUT and "is damaged" in done.stderr, (args, done.stderr)
+
+
 @pytest.fixture
 def small_disk(tmp_path):
     """`small_disk(kib)`: a tmpfs of that size mounted in tmp_path (root only: said in the skip reason), unmounted
