@@ -129,6 +129,22 @@ def _same_file(old: str | None, new: str | None) -> tuple[str | None, str | None
     return old, new
 
 
+def _lines_past_hunk(lines: list[str], i: int) -> int | None:
+    """The index of a `+` or `-` line that follows a hunk's counted lines before anything else begins (another hunk,
+    another file, a commit's text, format-patch's `-- ` signature): a change the header does not count, which
+    reading by the header would drop in silence. None when there is none."""
+    for k in range(i, len(lines)):
+        body = lines[k]
+        if body == "-- " or body.startswith(("@@", "diff ", "Index: ")) or \
+                (body.startswith("--- ") and k + 1 < len(lines) and lines[k + 1].startswith("+++ ")):
+            return None
+        if body[:1] in ("+", "-"):
+            return k
+        if body[:1] not in (" ", ""):
+            return None
+    return None
+
+
 def parse_patch(text: str, package: str = "sglang") -> list[FilePatch]:
     """The files and hunks of a unified diff; UsageError (exit 2) when it holds none or a hunk is cut short."""
     lines = text.split("\n")
@@ -174,6 +190,12 @@ def parse_patch(text: str, package: str = "sglang") -> list[FilePatch]:
             if old_seen != old_len or new_seen != new_len:
                 raise UsageError(f"hunk `{line}` of `{files[-1].path}` is cut short: expected {old_len} old and "
                                  f"{new_len} new lines, found {old_seen} and {new_seen}")
+            extra = _lines_past_hunk(lines, i)
+            if extra is not None:
+                raise UsageError(f"hunk `{line}` of `{files[-1].path}` is longer than its header says: line "
+                                 f"{extra + 1} of the patch, `{lines[extra][:80]}`, changes code after its "
+                                 f"{old_len} old and {new_len} new lines (a header counted by hand?); `patch` "
+                                 "and `git apply` refuse it too")
             files[-1].hunks.append(hunk)
             continue
         i += 1

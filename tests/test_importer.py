@@ -215,11 +215,21 @@ def test_spaces_on_a_blank_line_inside_a_string_are_the_string_s_and_kept(tmp_pa
 @pytest.mark.parametrize("text, message", [
     ("just some text\n", "holds no hunk"),
     ("--- a/x.py\n+++ b/x.py\n@@ -1,3 +1,3 @@\n a\n-b\n+c\n", "cut short"),
+    # a header that counts too few lines: the `+` line below its count would be dropped in silence
+    ("--- a/x.py\n+++ b/x.py\n@@ -1,2 +1,3 @@\n a\n+b\n c\n d\n+e\n", "longer than its header says: line 8"),
 ])
 def test_parse_patch_refuses_what_is_not_a_whole_diff(text, message):
     with pytest.raises(UsageError, match=message) as info:
         importer.parse_patch(text)
     assert info.value.exit_code == 2
+
+
+def test_what_follows_a_hunk_that_is_not_a_change_is_not_taken_for_one():
+    # format-patch's signature, a commit's text in `git log -p`, the next file: none is a change of the hunk above
+    hunk = "--- a/x.py\n+++ b/x.py\n@@ -1,2 +1,3 @@\n a\n+b\n c\n"
+    for tail in ("-- \n2.39.2\n", "\ncommit 0123abc\nAuthor: x\n\n    - a list item\n", "\n--- a/y.py\n+++ b/y.py\n"
+                 "@@ -1 +1 @@\n-p\n+q\n"):
+        assert [h.header for f in importer.parse_patch(hunk + tail) for h in f.hunks][0] == "@@ -1,2 +1,3 @@"
 
 
 def test_a_hunk_sits_where_its_lines_are_even_at_another_line():
