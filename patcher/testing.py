@@ -26,6 +26,7 @@ import yaml
 from .engine import plan
 from .errors import Location, RecipeError, SpecpatchError, VersionUnsupported
 from .recipe import Recipe, load_recipe
+from .results import ExitCode
 from .target import find_target
 
 
@@ -93,6 +94,8 @@ def _read_yaml(path: Path, allowed: set[str]) -> dict:
         data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     except yaml.YAMLError as exc:
         raise RecipeError(f"not valid YAML: {exc}", location=where) from None
+    except (UnicodeDecodeError, OSError) as exc:
+        raise RecipeError(f"cannot read {path.name}: {exc}", location=where) from None
     if not isinstance(data, dict):
         raise RecipeError(f"{path.name} must be a mapping", location=where)
     unknown = set(data) - allowed
@@ -113,7 +116,11 @@ def run_case(case: Case, recipe: Recipe, *, update: bool = False) -> CaseResult:
     if expect and (case.folder / "after").exists():
         return CaseResult(case, False, "a case has either expect.yaml (an error) or after/ (a change), not both",
                           description=description, bad_input=True)
-    params = {k: str(v) for k, v in (conf.get("params") or {}).items()}
+    if not isinstance(conf.get("params") or {}, dict):
+        return CaseResult(case, False, "bad case file", [f"{case.folder / 'case.yaml'}: `params` must be a mapping "
+                                                          "of parameter names to values"],
+                          description=description, bad_input=True)
+    params = {str(k): str(v) for k, v in (conf.get("params") or {}).items()}
     version = str(conf["assume_version"]) if conf.get("assume_version") is not None else None
     with tempfile.TemporaryDirectory(prefix="specpatch-case-") as tmp:
         work = Path(tmp) / "t"
@@ -123,7 +130,8 @@ def run_case(case: Case, recipe: Recipe, *, update: bool = False) -> CaseResult:
         except SpecpatchError as exc:  # refused before planning: release out of range, bad parameter, no package
             if expect:
                 return _check_error(case, [exc], expect, description=description)
-            return CaseResult(case, False, f"cannot plan: {exc.title}", [str(exc)], description=description)
+            return CaseResult(case, False, f"cannot plan: {exc.title}", [str(exc)], description=description,
+                              bad_input=exc.exit_code == ExitCode.BAD_INPUT)  # the case's own values, or its tree
         if expect:
             errors = list(p.errors)
             if p.selection.refuse:
@@ -147,7 +155,8 @@ def run_case(case: Case, recipe: Recipe, *, update: bool = False) -> CaseResult:
                                   description=description)
             problem = _replace_after(work, want_dir)
             if problem:
-                return CaseResult(case, False, "after/ not rewritten", [problem], description=description)
+                return CaseResult(case, False, "after/ not rewritten", [problem], description=description,
+                                  bad_input=True)
             updated = True
         again = plan(recipe, find_target(work, package=recipe.target.package, assume_version=version), params)
         if not again.ok or again.changed_files:

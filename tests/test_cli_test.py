@@ -108,13 +108,25 @@ def test_update_never_writes_through_a_linked_after(shipped_copy, tmp_path):
     server_args.write_bytes(server_args.read_bytes().replace(b"int = 0", b"int = 1", 1))
     before = {p: p.read_bytes() for p in elsewhere.rglob("*") if p.is_file()}
     done = specpatch("test", "dynamic-spec-disable", "--fixtures", str(shipped_copy), "--update")
-    assert done.returncode == 4, done.stdout + done.stderr  # a failed case (was exit 1, a traceback: rmtree on a link)
+    assert done.returncode == 2, done.stdout + done.stderr  # bad input (was exit 1, a traceback: rmtree on a link)
     assert "FAIL dynamic-spec-disable/baseline: after/ not rewritten" in done.stdout
     assert "is a link: --update writes a folder of its own there" in " ".join(done.stdout.split())
     assert "Traceback" not in done.stderr
     assert (baseline / "after").is_symlink()
     assert {p: p.read_bytes() for p in elsewhere.rglob("*") if p.is_file()} == before
     assert not list(baseline.glob("after.specpatch-*"))
+
+
+@pytest.mark.parametrize("case_yaml, says", [
+    (b'params: "x"\n', "`params` must be a mapping"),
+    (b"description: caf\xff\n", "cannot read case.yaml"),
+    (b'assume_version: "garbage"\n', "cannot plan"),
+])
+def test_a_case_file_that_cannot_be_used_is_bad_input_not_a_crash(shipped_copy, case_yaml, says):
+    (shipped_copy / "dynamic-spec-disable" / "params" / "case.yaml").write_bytes(case_yaml)
+    done = specpatch("test", "dynamic-spec-disable", "--fixtures", str(shipped_copy))
+    assert done.returncode == 2, done.stdout + done.stderr  # was exit 1 (AttributeError, UnicodeDecodeError) or 4
+    assert says in " ".join(done.stdout.split()) and "Traceback" not in done.stderr
 
 
 def test_no_cases_is_an_error(tmp_path):
