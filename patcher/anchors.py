@@ -360,14 +360,44 @@ def _parsing_config(encoding: str, indent: str, newline: str) -> cst.PartialPars
     return cst.PartialParserConfig(encoding=encoding, default_indent=indent, default_newline=newline)
 
 
+_BRACKETS = bytes(range(256)).translate(None, b"()[]{}")  #: every byte but the brackets (to delete them)
+#: nesting above which a source is checked with Python's own parser first: libcst's native parser overflows its stack
+#: (a segmentation fault, no Python exception) on some thousands of levels; Python refuses more than 200
+_DEEP = 100
+
+
+def too_deep(source: str | bytes) -> str | None:
+    """Why libcst must not be given `source`, or None: brackets nested past what Python's own parser accepts (checked
+    with `ast` only when a count of the brackets alone, strings and comments included, passes `_DEEP`)."""
+    import ast
+
+    data = source.encode("utf-8", "surrogatepass") if isinstance(source, str) else source
+    depth = deepest = 0
+    for b in data.translate(None, _BRACKETS):
+        depth = depth + 1 if b in b"([{" else depth - 1
+        deepest = max(deepest, depth)
+    if deepest <= _DEEP:
+        return None
+    try:
+        ast.parse(data)
+    except (SyntaxError, ValueError) as exc:
+        return f"{getattr(exc, 'msg', exc)} (line {getattr(exc, 'lineno', '?')})"
+    except (RecursionError, MemoryError):
+        return "nested too deeply to be parsed"
+    return None
+
+
 def parse_statements(code: str, module: cst.Module, *, what: str = "code") -> list[cst.BaseStatement]:
     """Parse recipe code into statements that use the target module's newline and indentation."""
     import textwrap
 
     from .errors import RecipeError
 
+    text = textwrap.dedent(code.replace("\r\n", "\n")).strip("\n") + "\n"
+    problem = too_deep(text) or ("it holds a NUL byte" if "\0" in text else None)
+    if problem:
+        raise RecipeError(f"the step's {what} is not valid Python: {problem}")
     try:
-        text = textwrap.dedent(code.replace("\r\n", "\n")).strip("\n") + "\n"
         # inside multi-line strings too, the inserted code uses the target's line endings (CRLF files stay CRLF)
         parsed = cst.parse_module(text.replace("\n", module.default_newline), config=parsing_config(module))
     except cst.ParserSyntaxError as exc:

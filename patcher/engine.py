@@ -17,7 +17,7 @@ from typing import Any, Iterator
 
 import libcst as cst
 
-from .anchors import code_of, line_of_text, lines_of
+from .anchors import code_of, line_of_text, lines_of, too_deep
 from .diff import unified_diff
 from .errors import (Candidate, Location, RenderError, SpecpatchError, TargetError, TargetSyntaxError,
                      UndefinedNameError)
@@ -128,7 +128,14 @@ def plan(recipe: Recipe, target: Target, params: dict[str, str] | None = None) -
         by_file.setdefault(_identity(target, step.file), []).append((i, step))
     with _collector_paused():
         for rel_pkg, file_steps in by_file.items():
-            _plan_file(result, rel_pkg, file_steps)
+            try:
+                _plan_file(result, rel_pkg, file_steps)
+            except RecursionError:  # libcst walks and renders nested code recursively (`1 + 1 + ...` 500 times)
+                first = file_steps[0]
+                result.errors.append(TargetSyntaxError(
+                    f"`{target.rel(target.package_dir / rel_pkg)}` (or the recipe's code for it) is nested too deeply "
+                    "for specpatch's parser", location=Location(recipe=recipe.id, step=first[0], op=first[1].op,
+                                                                file=rel_pkg, anchor=first[1].anchor())))
     result.steps.sort(key=lambda s: s.index)  # planned file by file; reported in recipe order
     return result
 
@@ -177,8 +184,18 @@ def _plan_file(result: Plan, rel_pkg: str, file_steps: list[tuple[int, Operation
         return
     before = path.read_bytes()
     mode = stat.S_IMODE(os.stat(path).st_mode)
+    deep = too_deep(before)
+    if deep:  # libcst's native parser would overflow its stack (a segmentation fault, no exception)
+        result.errors.append(TargetSyntaxError(f"`{rel}` cannot be parsed: {deep}",
+                                               location=Location(recipe=recipe.id, step=first[0], file=rel)))
+        return
     try:
         module = cst.parse_module(before)
+    except SyntaxError as exc:  # tokenize's: no coding line, and bytes that are not UTF-8
+        result.errors.append(TargetSyntaxError(
+            f"`{rel}` is not text in its encoding: {exc.msg}", location=Location(recipe=recipe.id, step=first[0],
+                                                                                file=rel)))
+        return
     except cst.ParserSyntaxError as exc:
         result.errors.append(TargetSyntaxError(
             f"{exc.message}", location=Location(recipe=recipe.id, step=first[0], file=rel, line=exc.raw_line),

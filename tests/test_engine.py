@@ -244,3 +244,31 @@ def test_an_overlay_is_of_its_bases_kind_unless_it_says(tmp_path):
 def test_a_recipe_without_variants_is_a_patch(tmp_path):
     p = plan(recipe(tmp_path, RECIPE), find_target(make_target(tmp_path, {"srt/server_args.py": SERVER_ARGS.encode()})))
     assert p.variant_kind == "patch" and p.variant is None
+
+
+@pytest.mark.parametrize("tail, says", [
+    ("x = " + "[" * 3000 + "]" * 3000 + "\n", "too many nested parentheses"),  # libcst's parser: a segfault
+    ("x = " + "+".join(["1"] * 600) + "\n", "nested too deeply"),  # libcst: RecursionError
+])
+def test_a_target_file_nested_too_deeply_is_bad_input_not_a_crash(tmp_path, tail, says):
+    root = make_target(tmp_path, {"srt/server_args.py": (SERVER_ARGS + tail).encode()})
+    p = plan(recipe(tmp_path), find_target(root))
+    assert not p.ok and p.errors[0].exit_code == ExitCode.BAD_INPUT and says in str(p.errors[0])
+
+
+def test_a_target_file_that_is_not_utf8_without_a_coding_line_is_bad_input(tmp_path):
+    root = make_target(tmp_path, {"srt/server_args.py": b"# caf\xe9\n" + SERVER_ARGS.encode()})
+    p = plan(recipe(tmp_path), find_target(root))
+    assert not p.ok and p.errors[0].exit_code == ExitCode.BAD_INPUT
+    assert "is not text in its encoding" in str(p.errors[0])
+
+
+@pytest.mark.parametrize("code, says", [
+    ("speculative_x: int = " + "(" * 500 + "0" + ")" * 500, "too many nested parentheses"),
+    ("speculative_x: int = 0\\0", "NUL"),
+])
+def test_recipe_code_nested_too_deeply_or_with_a_nul_is_a_recipe_error(tmp_path, code, says):
+    root = make_target(tmp_path, {"srt/server_args.py": SERVER_ARGS.encode()})
+    bad = RECIPE.replace('code: "speculative_disable_batch_threshold: int = 0"', f'code: "{code}"')
+    p = plan(recipe(tmp_path, bad), find_target(root))
+    assert not p.ok and says in str(p.errors[0])
