@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import shlex
 import os
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -136,7 +137,7 @@ def _planned(p: Plan, *, dry_run: bool, recovery: Any = None, notes: list[str] |
 def _after_apply_notes(p: Plan) -> list[str]:
     """What a user needs after a write: how to undo it, and what pip will think of the patched files."""
     t = p.target
-    where = f"--target {t.root}"
+    where = f"--target {shlex.quote(str(t.root))}"  # copied into a shell as it is: a path with spaces stays one
     notes = [f"undo: specpatch rollback {p.recipe.id} {where} (restores the original bytes and modes)"]
     records = sorted(t.package_dir.parent.glob(f"{t.package}-*.dist-info/RECORD"))
     mine = [r for r in records if r.parent.name == f"{t.package}-{t.version}.dist-info"]

@@ -100,12 +100,20 @@ class Probe(Frozen):
     timeout: float = option(default=300.0, check=_positive, description="seconds the probe may run")
 
 
+def _module_names(value: tuple) -> None:
+    for name in value:
+        if not (isinstance(name, str) and name and all(part.isidentifier() for part in name.split("."))):
+            raise ValueError(f"{name!r} is not a module name (dotted identifiers, e.g. sglang.srt.server_args)")
+
+
 @dataclass(frozen=True, kw_only=True)
 class VerifySpec(Frozen):
     """The checks run after a patch: the import smoke test and the probes."""
 
-    imports: tuple[str, ...] = option(default=(), description="modules imported by the smoke test")
-    stubs: tuple[str, ...] = option(default=(), description="GPU-only native top-level modules replaced by stubs")
+    imports: tuple[str, ...] = option(default=(), check=_module_names, description="modules imported by the smoke "
+                                      "test (dotted names)")
+    stubs: tuple[str, ...] = option(default=(), check=_module_names, description="GPU-only native top-level modules "
+                                    "replaced by stubs")
     requires: tuple[str, ...] = option(default=(), description="packages the environment must have for the smoke "
                                        "test and probes to run (e.g. torch); without them they are skipped, said so")
     shims: tuple[str, ...] = option(default=(), description="Python files beside the recipe run before the smoke "

@@ -305,6 +305,8 @@ ONE = fields(("srt/server_args.py", "speculative_accept_threshold_acc", "aa: int
     ("negative timeout", ONE + "verify:\n  timeout: -1\n", None, "positive number of seconds"),
     ("negative probe timeout", ONE + "verify:\n  probes: [{path: p.py, timeout: -5}]\n", {"p.py": "pass\n"},
      "positive number of seconds"),
+    ("statement as an import", ONE + 'verify:\n  imports: ["os; import sys"]\n', None, "is not a module name"),
+    ("path as an import", ONE + 'verify:\n  imports: ["../../x"]\n', None, "is not a module name"),
     ("nul in file", ONE.replace("file: srt/server_args.py", 'file: "srt/server\\0args.py"'), None,
      "NUL or control character"),
     ("non-utf8 code", "steps:\n  - op: add_method\n    file: srt/server_args.py\n    class: ServerArgs\n"
