@@ -272,3 +272,16 @@ def test_recipe_code_nested_too_deeply_or_with_a_nul_is_a_recipe_error(tmp_path,
     bad = RECIPE.replace('code: "speculative_disable_batch_threshold: int = 0"', f'code: "{code}"')
     p = plan(recipe(tmp_path, bad), find_target(root))
     assert not p.ok and says in str(p.errors[0])
+
+
+def test_a_recipe_for_some_releases_refuses_a_target_whose_release_cannot_be_read(tmp_path):
+    # files of an unknown release: nothing says they are the ones the recipe was written for (it used to apply)
+    root = make_target(tmp_path, {"srt/server_args.py": SERVER_ARGS.encode()})
+    (root / "sglang" / "_version.py").write_text('__version__ = "garbage"\n')
+    with pytest.raises(Exception) as info:
+        plan(recipe(tmp_path), find_target(root))
+    assert info.value.exit_code == ExitCode.BAD_INPUT and "release cannot be read" in str(info.value)
+    assert "==0.5.9" in str(info.value) and "--assume-version" in info.value.hint
+    assert plan(recipe(tmp_path), find_target(root, assume_version="0.5.9")).ok
+    # a recipe for any release still applies
+    assert plan(recipe(tmp_path, RECIPE.replace(', versions: "==0.5.9"', "")), find_target(root)).ok
