@@ -172,9 +172,10 @@ def verify(target: Target, recipe_id: str | None = None, *, python: str | None =
     from . import transaction
 
     had_state = target.state_dir.exists()  # before the lock creates the folder
-    if not _state_writable(target):
-        # a read-only tree (a container's read-only root file system, a mounted image): nothing to lock, recover
-        # or retire there, and nothing may be written; verify reads the ledger and the files as `check` does
+    if not had_state or not _state_writable(target):
+        # no state folder (never patched: nothing to lock, recover or retire, and verify should not leave a folder
+        # behind), or a read-only tree (a container's read-only root file system, a mounted image): nothing may be
+        # written; verify reads the ledger and the files as `check` does
         return _verify_read_only(target, recipe_id, python=python, smoke=smoke, extra_dirs=extra_dirs,
                                  require_checks=require_checks, had_state=had_state)
     with transaction.target_lock(target, timeout=lock_timeout):
@@ -217,7 +218,8 @@ def _verify_read_only(target: Target, recipe_id: str | None, *, python: str | No
         raise PendingTransaction(f"an interrupted {j.kind} of {j.record.recipe} (started {j.started}, pid {j.pid}) "
                                  f"is pending, and {target.state_dir} cannot be written here: it cannot be finished "
                                  f"or undone")
-    notes = [f"{target.state_dir} cannot be written here: verified without the lock, nothing recorded"]
+    notes = [f"{target.state_dir} cannot be written here: verified without the lock, nothing recorded"] \
+        if had_state else []  # no state folder: nothing was ever recorded, nothing to lock
     records = []
     for r in report.applied:
         if r.seq in report.stale:

@@ -708,3 +708,13 @@ def test_verify_and_check_read_a_read_only_tree_without_writing(site, tmp_path, 
     finally:
         subprocess.run(["mount", "-o", "remount,rw", str(disk)], check=True)
     assert specpatch("verify", "--target", str(target), "--no-smoke", recipes=recipes).returncode == OK
+
+
+def test_verify_and_rollback_of_a_never_patched_target_write_nothing_there(site, tmp_path):
+    recipes = recipe(tmp_path / "r", ONE)
+    before = sorted(p.relative_to(site) for p in site.rglob("*"))
+    for args in (("verify", "--no-smoke"), ("verify", "case", "--no-smoke"), ("rollback",), ("status",)):
+        done = specpatch(*args, "--target", str(site), recipes=recipes)
+        assert done.returncode in (OK, 7) and "Traceback" not in done.stderr, (args, done.stderr)
+        assert "cannot be written" not in done.stderr
+    assert sorted(p.relative_to(site) for p in site.rglob("*")) == before  # no .specpatch/ left behind
