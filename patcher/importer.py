@@ -96,12 +96,26 @@ def package_relative(raw: str, package: str = "sglang") -> str | None:
         parts = parts[1:]
     for k in range(len(parts) - 1):  # the package folder of a checkout (`python/sglang/`), wherever it is
         if parts[k:k + 2] == ["python", package]:
-            return "/".join(parts[k + 2:])
+            return _inside(parts[k + 2:], raw)
     while parts[:1] == [".."]:
         parts = parts[1:]
     if package in parts[:-1]:  # an unpacked package (`sglang/srt/x.py`), under any folder
         parts = parts[parts.index(package) + 1:]
-    return "/".join(parts)
+    return _inside(parts, raw)
+
+
+def _inside(parts: list[str], raw: str) -> str:
+    """The package-relative path with its `..` resolved (`srt/../x.py` is `x.py`); UsageError when it climbs out of
+    the package (the recipe written from it could not be loaded)."""
+    out: list[str] = []
+    for part in parts:
+        if part != "..":
+            out.append(part)
+        elif out:
+            out.pop()
+        else:
+            raise UsageError(f"the patch's path `{raw.split(chr(9))[0].strip()}` leads out of the package")
+    return "/".join(out)
 
 
 _DATE = re.compile(r"\t(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)(?:\.\d+)? ([+-]\d{4})\s*$")

@@ -117,6 +117,12 @@ def test_parse_patch_reads_git_and_gnu_diffs_with_any_path_style():
     assert files[1].hunks[0].lines[-1].startswith("\\ No newline")
     assert (files[2].hunks[0].old_len, files[2].hunks[0].new_len) == (1, 2)
     assert importer.parse_patch("--- /dev/null\n+++ b/python/sglang/n.py\n@@ -0,0 +1 @@\n+x = 1\n")[0].old is None
+    # a `..` inside the path is resolved (the recipe names the file as the package has it); one that climbs out of
+    # the package is refused before anything is written (import wrote a recipe it could not load)
+    dotted = "--- a/python/sglang/srt/../g.py\n+++ b/python/sglang/srt/../g.py\n@@ -1 +1 @@\n-x\n+y\n"
+    assert importer.parse_patch(dotted)[0].new == "g.py"
+    with pytest.raises(UsageError, match="leads out of the package"):
+        importer.parse_patch(dotted.replace("srt/../g.py", "../g.py"))
 
 
 def test_parse_patch_reads_a_diff_of_two_trees_as_one_file_per_path_and_a_git_rename_as_a_rename():
