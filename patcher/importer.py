@@ -216,7 +216,17 @@ def parse_patch(text: str, package: str = "sglang") -> list[FilePatch]:
     files = [f for f in files if f.hunks]
     if not files:
         raise UsageError("the patch holds no hunk: is it a unified diff (`git diff`, `diff -u`)?")
+    for f in files:  # read with surrogateescape: bytes that are not UTF-8 are kept as lone surrogates
+        name = f.new or f.old or ""
+        bad = next(((h, ln) for h in f.hunks for ln in h.lines if _NOT_UTF8.search(ln)), None)
+        if name.endswith(".py") and bad:
+            raise UsageError(f"hunk `{bad[0].header}` of `{name}` holds bytes that are not UTF-8 (`"
+                             f"{bad[1].encode('utf-8', 'backslashreplace').decode()[:80]}`): the release's Python "
+                             "files are UTF-8; re-encode the patch")
     return files
+
+
+_NOT_UTF8 = re.compile("[\udc80-\udcff]")
 
 
 # --------------------------------------------------------------------------------------------------- applying
@@ -1908,6 +1918,8 @@ def read_skip_file(path: Path) -> list[str]:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise UsageError(f"cannot read the skip file {path}: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"the skip file {path} is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     return [line.split("#", 1)[0].strip() for line in text.splitlines() if line.split("#", 1)[0].strip()]
 
 

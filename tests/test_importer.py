@@ -1893,3 +1893,15 @@ def test_a_step_that_reads_a_module_name_upstream_removed_is_refused_naming_it(t
     # where the release still imports it, nothing is held back
     same = importer.port(load_recipe(out), package(tmp_path / "same", {"srt/queue.py": QUEUE_BASE}), base_dir=base)
     assert {s.status for s in same.steps} == {"applied"}
+
+
+def test_a_patch_or_skip_file_that_is_not_utf8_is_bad_input(tmp_path):
+    latin = "--- a/python/sglang/x.py\n+++ b/python/sglang/x.py\n@@ -1 +1 @@\n-a = 1\n+a = 1  # caf\udce9\n"
+    with pytest.raises(UsageError, match="holds bytes that are not UTF-8"):
+        importer.parse_patch(latin)
+    # elsewhere than in a Python file's hunk (a data file the recipe does not lift), such bytes are no obstacle
+    importer.parse_patch(latin.replace("x.py", "x.txt"))
+    skip = tmp_path / "skip.txt"
+    skip.write_bytes(b"gc\xff\n")
+    with pytest.raises(UsageError, match="is not UTF-8 text"):
+        importer.read_skip_file(skip)
