@@ -16,6 +16,7 @@ CONFIG is a JSON object:
     probe      "probe": the script to run as __main__
     files      "compile": the files to compile
     results    a file to which one JSON object per line is appended as work progresses
+    parent     the pid of the specpatch that runs this one (Linux: this runner dies with it)
 
 The parent reads `results` even after it killed this process, so each record is flushed at once.
 """
@@ -320,9 +321,27 @@ def _run_compile(config, results):
     return code
 
 
+def _die_with_parent(parent):
+    """On Linux, have the kernel kill this runner when specpatch dies (a kill -9 during the checks: the next command
+    undoes the apply, and the probe must not run on, orphaned). The runner's own interpreter sets it: no code runs
+    between fork and exec in specpatch."""
+    if not parent or not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+        import signal
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG
+    except Exception:  # noqa: BLE001 - no libc prctl here: the checks run as before
+        return
+    if os.getppid() != parent:  # specpatch died before the signal was set
+        os._exit(1)
+
+
 def main(argv):
     with open(argv[1], encoding="utf-8") as f:
         config = json.load(f)
+    _die_with_parent(config.get("parent"))
     results = _Results(config["results"])
     mode = config["mode"]
     if mode == "compile":

@@ -550,12 +550,14 @@ def _run(python: str | os.PathLike, config: dict[str, Any], *, timeout: float,
          env: Mapping[str, str] | None = None) -> _Run:
     """Run the runner in `python` with `config`, in a new session (process group) that is killed at `timeout`
     and, after a normal exit, cleared of anything the child left running."""
-    with tempfile.TemporaryDirectory(prefix="specpatch-run-") as tmp:
+    _sweep_runs()
+    with tempfile.TemporaryDirectory(prefix=f"specpatch-run-{os.getpid()}-") as tmp:
         work = Path(tmp)
         results, out, cwd = work / "results.jsonl", work / "output.txt", work / "cwd"
         cwd.mkdir()
         results.touch()
-        (work / "config.json").write_text(json.dumps({**config, "results": str(results)}), encoding="utf-8")
+        (work / "config.json").write_text(json.dumps({**config, "results": str(results), "parent": os.getpid()}),
+                                          encoding="utf-8")
         # -B: no __pycache__ in the target (nor in the recipe folder) from the smoke test and the probes
         argv = [os.fspath(python), "-I", "-B", "-u", str(RUNNER), str(work / "config.json")]
         start = time.monotonic()
@@ -596,6 +598,25 @@ def _read_records(path: Path) -> list[dict[str, Any]]:
         except json.JSONDecodeError:  # the last line of a killed runner may be cut short
             continue
     return records
+
+
+def _sweep_runs() -> None:
+    """Remove the scratch folders of runs whose specpatch is gone (killed with -9: no `finally` ran)."""
+    root = Path(tempfile.gettempdir())
+    try:
+        entries = list(root.glob("specpatch-run-*-*"))
+    except OSError:
+        return
+    for entry in entries:
+        pid = entry.name.split("-")[2]
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            shutil.rmtree(entry, ignore_errors=True)
+        except (PermissionError, OSError):
+            pass  # alive (another user's), or cannot tell: left alone
 
 
 def _kill_group(proc: subprocess.Popen) -> None:
