@@ -118,6 +118,14 @@ def plan(recipe: Recipe, target: Target, params: dict[str, str] | None = None) -
         raise TargetError(target.version_problem, location=Location(recipe=recipe.id),
                           hint="a wrong release would pick the wrong variant: pass --assume-version V")
     values = recipe.resolve_params(params or {})
+    if target.version is None and (recipe.variants or recipe.target.versions):
+        # a recipe written for some releases, on files of an unknown one: nothing says they are of those releases
+        ranges = recipe.target.versions or ", ".join(v.versions for v in recipe.variants)
+        raise TargetError(f"the target's release cannot be read (no version in "
+                          f"`_version.py`, a dist-info's METADATA or pyproject.toml), and recipe `{recipe.id}` is for "
+                          f"{recipe.target.package} {ranges}",
+                          hint="pass --assume-version V, the release these files are from",
+                          location=Location(recipe=recipe.id))
     selection = recipe.select(target.version)
     result = Plan(recipe, target, selection, values)
     if selection.refuse:

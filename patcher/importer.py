@@ -38,7 +38,7 @@ from typing import Any, Iterator, Sequence
 
 import libcst as cst
 
-from .anchors import NodePath, body_of, child_blocks, indent_of, _path_to_block
+from .anchors import NodePath, body_of, bracket_depth, child_blocks, indent_of, too_deep, _path_to_block
 from .errors import Location, RecipeError, SpecpatchError, UsageError, VersionUnsupported
 from .model import validate
 from .recipe_model import first_release
@@ -389,9 +389,20 @@ def lift(package_dir: Path, patch_text: str, *, package: str = "sglang") -> Lift
             skipped.append((fp.path, "not a Python file"))
             reports += [HunkReport(fp.path, h, reason="not a Python file") for h in fp.hunks]
             continue
+        added = "\n".join(ln[1:] for h in fp.hunks for ln in h.lines if ln[:1] == "+")
+        deep = too_deep(raw) or ("its lines nest brackets too deeply to be parsed" if bracket_depth(added) > 150
+                                 else None)
+        if deep:  # libcst's native parser would overflow its stack (a segmentation fault, no exception)
+            skipped.append((fp.path, f"cannot be parsed: {deep}"))
+            reports += [HunkReport(fp.path, h, reason="nested too deeply to parse") for h in fp.hunks]
+            continue
         with caching():
             try:
                 file_steps, file_reports, final, made = _lift_file(fp, raw)
+            except RecursionError:  # libcst walks nested code recursively (`1 + 1 + ...` 500 times)
+                skipped.append((fp.path, "cannot be parsed: nested too deeply for specpatch's parser"))
+                reports += [HunkReport(fp.path, h, reason="nested too deeply to parse") for h in fp.hunks]
+                continue
             finally:
                 _TEXTS.clear()
         steps += file_steps

@@ -214,16 +214,6 @@ class Recipe(Frozen):
 
     def select(self, version: Version | None) -> "Selection":
         """The steps and checks for a release: the recipe's own, or the variant whose range admits it."""
-        if version is None and (self.variants or self.target.versions):
-            # a recipe written for some releases, on files of an unknown one: nothing says they are of those releases
-            from .errors import TargetError  # noqa: PLC0415
-
-            what = "has variants for" if self.variants else "is for"
-            raise TargetError(f"the target's release cannot be read (no version in `_version.py`, a dist-info's "
-                              f"METADATA or pyproject.toml), and recipe `{self.id}` {what} {self.target.package} "
-                              f"{self.target.versions or ', '.join(v.versions for v in self.variants)}",
-                              hint="pass --assume-version V, the release these files are from",
-                              location=Location(recipe=self.id))
         if not self.variants:
             if version is not None and self.target.versions and not self.target.admits(version):
                 raise VersionUnsupported(
@@ -232,6 +222,9 @@ class Recipe(Frozen):
                 )
             return Selection(None, self.steps, self.verify, None,
                              f"release {version} is in {self.target.versions or 'any'}" if version else "no release read")
+        if version is None:
+            raise VersionUnsupported(f"recipe `{self.id}` has variants and the release is unknown",
+                                     hint="pass --assume-version", location=Location(recipe=self.id))
         for variant in self.variants:
             if variant.admits(version):
                 return self._selection(variant, f"release {version} is in {variant.versions}")

@@ -1905,3 +1905,14 @@ def test_a_patch_or_skip_file_that_is_not_utf8_is_bad_input(tmp_path):
     skip.write_bytes(b"gc\xff\n")
     with pytest.raises(UsageError, match="is not UTF-8 text"):
         importer.read_skip_file(skip)
+
+
+@pytest.mark.parametrize("line", ["x = " + "[" * 3000 + "]" * 3000, "x = " + "+".join(["1"] * 600)])
+def test_a_patch_whose_code_nests_too_deeply_is_reported_not_a_crash(tmp_path, line):
+    # libcst's native parser overflowed its stack on the first (a segmentation fault), and its walk on the second
+    base = "a = 1\n"
+    pkg = package(tmp_path / "base", {"srt/deep.py": base, "srt/ok.py": base})
+    patch = git_diff(base, base + line + "\n", "srt/deep.py") + git_diff(base, base + "b = 2\n", "srt/ok.py")
+    lifted = importer.lift(pkg, patch)
+    assert any(path == "srt/deep.py" and "cannot be parsed" in why for path, why in lifted.skipped)
+    assert [s.file for s in lifted.steps] == ["srt/ok.py"]  # the other file is lifted as before
