@@ -314,6 +314,15 @@ def rollback(target: Target, recipe_id: str | None = None, *, force: bool = Fals
     report = transaction.rollback(target, recipe_id, force=force, timeout=lock_timeout)
     if report.noop and recovery is None:
         _refuse_unrecorded_edits(target, recipe_id, extra_dirs, had_state)
+    # a recipe applied again over a partial reinstall has a second entry (the files it wrote then): rolling the recipe
+    # back rolls back every entry of it, newest first, so that none of its edits is left behind
+    more = report
+    while not more.noop and any(r.recipe == report.record.recipe for r in transaction.applied_records(target)):
+        more = transaction.rollback(target, report.record.recipe, force=force, timeout=lock_timeout)
+        report = replace(report, restored=[*report.restored, *more.restored], kept=[*report.kept, *more.kept],
+                         removed_bytecode=[*report.removed_bytecode, *more.removed_bytecode],
+                         already_original=[*report.already_original, *more.already_original],
+                         message=f"{report.message}; and its earlier entry: {more.message}")
     return replace(report, recovery=recovery)
 
 
@@ -485,9 +494,10 @@ def check(recipe: Recipe, target: Target, *, params: dict[str, str] | None = Non
         if target.version is None and record.release:
             target = replace(target, version=Version(record.release), version_source="ledger")
     p = plan(recipe, target, params)
-    stale = None  # the ledger speaks of another release: the package was upgraded or downgraded since
-    if record is not None and record.release and target.version is not None and \
-            Version(record.release) != target.version:
+    stale = None  # the ledger speaks of another release: the package was upgraded or downgraded since (and the
+    # change of release did not leave every file of the entry with its patched bytes: see transaction.stale_reason)
+    if record is not None and transaction.stale_reason(target, record) is not None and record.release and \
+            target.version is not None and Version(record.release) != target.version:
         stale, record = record, None
     files = tuple(_check_files(target, record, report.applied)) if record else ()
     found = _Found(recipe, target, p, record, stale, report.pending, files)

@@ -604,19 +604,26 @@ def _originals(records: list[AppliedRecord]) -> dict[str, str]:
 def stale_reason(target: Target, record: AppliedRecord, originals: dict[str, str] | None = None) -> str | None:
     """Why `record` no longer describes the target, or None while it does. A record is bound to the release and the
     bytes it was made on: it is stale when the target is now another release (an upgrade or a downgrade: its
-    backups are another release's bytes), or when none of its files has its patched bytes any more, every one being
-    original again or gone (a reinstall, an uninstall, a `git checkout` of the files)."""
+    backups are another release's bytes) and not every file has its patched bytes still, or when none of its files
+    has its patched bytes any more, every one being original again or gone (a reinstall, an uninstall, a `git
+    checkout` of the files)."""
     from packaging.version import InvalidVersion, Version
 
+    release_changed = None
     if record.release and target.version is not None:
         try:
             if Version(record.release) != target.version:
-                return (f"it was applied to {record.package} {record.release}; the target is now "
-                        f"{target.package} {target.version} (read from {target.version_source})")
+                release_changed = (f"it was applied to {record.package} {record.release}; the target is now "
+                                   f"{target.package} {target.version} (read from {target.version_source})")
         except InvalidVersion:
             pass
+    # ... unless every file still has exactly the bytes the apply wrote: the change of release left them alone (a
+    # `git checkout` keeps edits to files both releases have alike), so their backups are still what they were before
+    # the apply, and the entry still describes them
     states = file_states(target, record)
     originals = originals or {}
+    if release_changed and not (states and all(s.state is FileBytes.INTACT for s in states)):
+        return release_changed
     if states and all(s.state is FileBytes.MISSING or s.sha in (s.record.sha_before, originals.get(s.rel))
                       for s in states):
         gone = all(s.state is FileBytes.MISSING for s in states)

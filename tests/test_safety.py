@@ -723,3 +723,53 @@ def test_verify_and_rollback_of_a_never_patched_target_write_nothing_there(site,
         assert done.returncode in (OK, 7) and "Traceback" not in done.stderr, (args, done.stderr)
         assert "cannot be written" not in done.stderr
     assert sorted(p.relative_to(site) for p in site.rglob("*")) == before  # no .specpatch/ left behind
+
+
+TWO_FILES = ONE + "  - op: add_import\n    file: version.py\n    code: import os\n"
+
+
+def test_rolling_back_a_recipe_applied_again_over_a_partial_reinstall_rolls_back_every_entry(site, tmp_path):
+    # the second apply writes only the reinstalled file (a second ledger entry): a rollback of the recipe used to
+    # undo that entry alone, leaving the first entry's other files patched and calling it done
+    recipes = recipe(tmp_path / "r", TWO_FILES)
+    original = snapshot(site)
+    pristine = (site / SERVER_ARGS).read_bytes()
+    assert specpatch("apply", "case", "--target", str(site), "--no-smoke", recipes=recipes).returncode == OK
+    (site / SERVER_ARGS).write_bytes(pristine)  # a reinstall of one file
+    again = specpatch("apply", "case", "--target", str(site), "--no-smoke", recipes=recipes)
+    assert again.returncode == OK and "(1 file(s))" in again.stderr, again.stderr
+    done = specpatch("rollback", "case", "--target", str(site), recipes=recipes)
+    assert done.returncode == OK, done.stderr
+    assert snapshot(site) == original
+    check = specpatch("check", "case", "--target", str(site), recipes=recipes)
+    assert check.returncode == 7 and "is not applied" in check.stderr + check.stdout
+
+
+def test_edits_a_change_of_release_left_in_place_stay_recorded_and_roll_back(tmp_path, sglang_release):
+    # a git checkout keeps local edits to files both releases have alike: every file still has the bytes the
+    # apply wrote, so the entry still describes them (it was retired: rollback said "nothing to roll back" and left
+    # them, check called them "applied by hand or by another tool")
+    git = ["git", "-c", "user.email=a@b", "-c", "user.name=a", "-c", "advice.detachedHead=false"]
+    root = tmp_path / "repo"
+    src = sglang_release("0.5.9")
+    pkg = root / "python" / "sglang"
+    for rel in ("__init__.py", "_version.py", "version.py", "srt/server_args.py"):
+        (pkg / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(src / "sglang" / rel, pkg / rel)
+
+    def run(*args: str) -> None:
+        subprocess.run([*git, "-C", str(root), *args], check=True, capture_output=True)
+
+    run("init", "-q"), run("add", "-A"), run("commit", "-qm", "r"), run("tag", "v0.5.9")
+    (pkg / "README.txt").write_text("another release\n")
+    run("add", "-A"), run("commit", "-qm", "p"), run("tag", "v0.5.9.post1"), run("checkout", "-q", "v0.5.9")
+    recipes = recipe(tmp_path / "r", TWO_FILES)
+    done = specpatch("apply", "case", "--target", str(root), "--no-smoke", recipes=recipes)
+    assert done.returncode == OK, done.stderr
+    run("checkout", "-q", "v0.5.9.post1")  # the edits come along: both files are the same in both commits
+    check = specpatch("check", "case", "--target", str(root), recipes=recipes)
+    assert check.returncode == OK and "applied and intact" in check.stderr + check.stdout, check.stderr
+    done = specpatch("rollback", "--target", str(root), recipes=recipes)
+    assert done.returncode == OK and "rolled back case" in done.stderr, done.stderr
+    status = subprocess.run([*git, "-C", str(root), "status", "--porcelain"], capture_output=True, text=True)
+    assert status.stdout.strip() in ("", "?? .specpatch/"), status.stdout
