@@ -90,6 +90,8 @@ def find_target(path: Path | None = None, *, package: str = "sglang", assume_ver
     One target has one identity however it is spelled: a checkout named as `T`, `T/python` or `T/python/sglang`,
     and a site-packages install named as the folder or as its package folder, give the same root (and so the same
     state folder, lock and ledger)."""
+    if not (isinstance(package, str) and package.isidentifier()):
+        raise TargetError(f"--package {package!r} is not a package name (a top-level import name, e.g. sglang)")
     try:
         return _find_target(path, package=package, assume_version=assume_version, python=python)
     except OSError as exc:

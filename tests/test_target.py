@@ -79,3 +79,12 @@ def test_package_option_finds_installed_package_without_importing(tmp_path, monk
     monkeypatch.syspath_prepend(str(tmp_path / "site"))
     t = find_target(None, package="fakepkg_sp")
     assert t.package_dir == pkg and t.version == Version("0.5.9")
+
+
+@pytest.mark.parametrize("name", ["../t1", ".sglang", "a..b", "sglang.", ""])
+def test_a_package_option_that_is_not_a_package_name_is_bad_input(name):
+    # these reached importlib (ImportError, ModuleNotFoundError: exit 1)
+    from patcher.errors import TargetError
+
+    with pytest.raises(TargetError, match="is not a package name"):
+        find_target(None, package=name)
