@@ -75,6 +75,19 @@ class Param(Frozen):
     default: int | float | str | bool = option(description="value used when --param does not set it")
     type: Literal["int", "float", "str", "bool"] = "str"
     description: str = ""
+    minimum: int | float | None = option(default=None, description="int/float: the smallest value allowed")
+    maximum: int | float | None = option(default=None, description="int/float: the largest value allowed")
+    choices: tuple[str, ...] = option(default=(), description="str: the only values allowed")
+
+    def allowed(self, value: Any) -> str | None:
+        """Why `value` is not allowed by `minimum`, `maximum` or `choices`, or None."""
+        if self.minimum is not None and isinstance(value, (int, float)) and value < self.minimum:
+            return f"{value!r} is below the minimum {self.minimum}"
+        if self.maximum is not None and isinstance(value, (int, float)) and value > self.maximum:
+            return f"{value!r} is above the maximum {self.maximum}"
+        if self.choices and str(value) not in self.choices:
+            return f"{value!r} is not one of {', '.join(map(repr, self.choices))}"
+        return None
 
     def parse(self, raw: str) -> int | float | str | bool:
         if self.type == "int":
@@ -210,6 +223,9 @@ class Recipe(Frozen):
                 raise UsageError(f"parameter `{key}`: {exc}") from None
         for key, value in values.items():
             check_value(key, self.params[key].type, value)
+            why = self.params[key].allowed(value)
+            if why:
+                raise UsageError(f"parameter `{key}`: {why}")
         return values
 
     def select(self, version: Version | None) -> "Selection":

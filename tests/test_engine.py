@@ -285,3 +285,15 @@ def test_a_recipe_for_some_releases_refuses_a_target_whose_release_cannot_be_rea
     assert plan(recipe(tmp_path), find_target(root, assume_version="0.5.9")).ok
     # a recipe for any release still applies
     assert plan(recipe(tmp_path, RECIPE.replace(', versions: "==0.5.9"', "")), find_target(root)).ok
+
+
+def test_a_parameter_outside_its_declared_range_or_choices_is_refused(tmp_path):
+    text = RECIPE.replace("steps:\n", "params:\n  n: {type: int, default: 0, minimum: 0, maximum: 64}\n"
+                                      "  mode: {type: str, default: skip, choices: [skip, padded]}\nsteps:\n", 1)
+    r = recipe(tmp_path, text)
+    assert r.resolve_params({"n": "8", "mode": "padded"}) == {"n": 8, "mode": "padded"}
+    for given, says in (({"n": "-1"}, "below the minimum 0"), ({"n": "65"}, "above the maximum 64"),
+                        ({"mode": "bogus"}, "is not one of 'skip', 'padded'")):
+        with pytest.raises(Exception, match=says) as info:
+            r.resolve_params(given)
+        assert info.value.exit_code == ExitCode.BAD_INPUT
