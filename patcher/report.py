@@ -387,7 +387,10 @@ def render_apply(ui: UI, result: Any, *, fmt: str = "text") -> None:
         changed = (f"applied {p.recipe.id} to {version} ({len(p.changed_files)} file(s)); NOT verified: {done}; "
                    f"did not run: {', '.join(result.unverified)}")
     else:
-        changed = f"applied {p.recipe.id} to {version} ({len(p.changed_files)} file(s)) and verified"
+        kinds = sorted({c.kind for c in result.checks if c.status.ran})
+        what = "" if set(kinds) - {"syntax"} else \
+            " (syntax only: the recipe declares no import smoke test or probe, or --no-smoke left them out)"
+        changed = f"applied {p.recipe.id} to {version} ({len(p.changed_files)} file(s)) and verified{what}"
     messages = {
         ApplyOutcome.WOULD_CHANGE: f"dry run: {len(p.changed_files)} file(s) would change; nothing written",
         ApplyOutcome.ALREADY_APPLIED: f"{p.recipe.id} is already applied to {version}: nothing to do",

@@ -174,7 +174,8 @@ EXIT_CODES: tuple[ExitMeaning, ...] = (
                 "a target file with a syntax error or not in its encoding, a damaged state folder, a bad option"),
     ExitMeaning((ExitCode.CANNOT_APPLY,), "cannot apply",
                 "cannot apply: anchor missing or ambiguous, conflicting definition, recipe code that reads a name "
-                "its file does not define, release outside the recipe's range or refused by it; nothing written"),
+                "its file does not define, release outside the recipe's range or refused by it; nothing written; "
+                "`rollback`: a recipe applied later changed the same files (roll it back first)"),
     ExitMeaning((ExitCode.VERIFY_FAILED,), "verification failed",
                 "verification failed: syntax, import smoke test or a probe; an apply was rolled back; `test`: a "
                 "fixture case failed"),
