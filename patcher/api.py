@@ -426,8 +426,24 @@ class _Rule:
 
 def _pending(f: _Found) -> str:
     j = f.pending
+    if _alive(j.pid):  # `check` takes no lock: an apply may be running its checks right now
+        return (f"an {j.kind} of {j.record.recipe} is in progress (started {j.started}, pid {j.pid}): not done until "
+                f"it ends; check again then")
     return (f"an interrupted {j.kind} of {j.record.recipe} (started {j.started}, pid {j.pid}) is pending; the next "
             f"`specpatch apply/rollback/verify` finishes or undoes it")
+
+
+def _alive(pid: int) -> bool:
+    """Is a process of that pid running (on this machine, as far as this user can tell)?"""
+    if not isinstance(pid, int) or pid <= 0 or pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # another user's process
+    return True
 
 
 def _code(code: ExitCode) -> Callable[[_Found], ExitCode]:
