@@ -394,6 +394,15 @@ def too_deep(source: str | bytes) -> str | None:
     return None
 
 
+def refuse_unparsable(text: str, what: str) -> None:
+    """RecipeError for recipe code libcst must not be given: nested past Python's parser, or holding a NUL byte."""
+    from .errors import RecipeError
+
+    problem = too_deep(text) or ("it holds a NUL byte" if "\0" in text else None)
+    if problem:
+        raise RecipeError(f"the step's {what} is not valid Python: {problem}")
+
+
 def parse_statements(code: str, module: cst.Module, *, what: str = "code") -> list[cst.BaseStatement]:
     """Parse recipe code into statements that use the target module's newline and indentation."""
     import textwrap
@@ -401,9 +410,7 @@ def parse_statements(code: str, module: cst.Module, *, what: str = "code") -> li
     from .errors import RecipeError
 
     text = textwrap.dedent(code.replace("\r\n", "\n")).strip("\n") + "\n"
-    problem = too_deep(text) or ("it holds a NUL byte" if "\0" in text else None)
-    if problem:
-        raise RecipeError(f"the step's {what} is not valid Python: {problem}")
+    refuse_unparsable(text, what)
     try:
         # inside multi-line strings too, the inserted code uses the target's line endings (CRLF files stay CRLF)
         parsed = cst.parse_module(text.replace("\n", module.default_newline), config=parsing_config(module))

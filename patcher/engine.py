@@ -357,6 +357,7 @@ def _changed_scopes(tree: ast.Module, new: set[int]) -> ast.Module:
 
     return ast.fix_missing_locations(ast.Module(body=cut(tree.body), type_ignores=[]))
 
+
 def _offset_of_line(text: str, line: int | None) -> int:
     if not line:
         return 0

@@ -373,35 +373,36 @@ def lift(package_dir: Path, patch_text: str, *, package: str = "sglang") -> Lift
     trimmed: dict[str, tuple[bytes, int]] = {}
     unmatched: dict[str, int] = {}
     skipped: list[tuple[str, str]] = []
+
+    def skip(fp: FilePatch, why: str, reason: str) -> None:
+        """The file is not lifted: said once for the file (`why`), and for each of its hunks (`reason`)."""
+        skipped.append((fp.path, why))
+        reports.extend(HunkReport(fp.path, h, reason=reason) for h in fp.hunks)
+
     for fp in files:
         if fp.old is None or fp.new is None or fp.old != fp.new:
             why = "new file" if fp.old is None else "deleted file" if fp.new is None else "renamed file"
-            skipped.append((fp.path, f"{why}: recipes edit existing files only"))
-            reports += [HunkReport(fp.path, h, reason=why) for h in fp.hunks]
+            skip(fp, f"{why}: recipes edit existing files only", why)
             continue
         path = package_dir / fp.old
         if not path.is_file():
-            skipped.append((fp.path, "not in this release"))
-            reports += [HunkReport(fp.path, h, reason="file not in this release") for h in fp.hunks]
+            skip(fp, "not in this release", "file not in this release")
             continue
         raw = path.read_bytes()
         if not fp.path.endswith(".py"):
-            skipped.append((fp.path, "not a Python file"))
-            reports += [HunkReport(fp.path, h, reason="not a Python file") for h in fp.hunks]
+            skip(fp, "not a Python file", "not a Python file")
             continue
         added = "\n".join(ln[1:] for h in fp.hunks for ln in h.lines if ln[:1] == "+")
         deep = too_deep(raw) or ("its lines nest brackets too deeply to be parsed" if bracket_depth(added) > 150
                                  else None)
         if deep:  # libcst's native parser would overflow its stack (a segmentation fault, no exception)
-            skipped.append((fp.path, f"cannot be parsed: {deep}"))
-            reports += [HunkReport(fp.path, h, reason="nested too deeply to parse") for h in fp.hunks]
+            skip(fp, f"cannot be parsed: {deep}", "nested too deeply to parse")
             continue
         with caching():
             try:
                 file_steps, file_reports, final, made = _lift_file(fp, raw)
             except RecursionError:  # libcst walks nested code recursively (`1 + 1 + ...` 500 times)
-                skipped.append((fp.path, "cannot be parsed: nested too deeply for specpatch's parser"))
-                reports += [HunkReport(fp.path, h, reason="nested too deeply to parse") for h in fp.hunks]
+                skip(fp, "cannot be parsed: nested too deeply for specpatch's parser", "nested too deeply to parse")
                 continue
             finally:
                 _TEXTS.clear()
@@ -1961,9 +1962,7 @@ def step_names(op: Operation) -> tuple[set[str], set[str]]:
     if not isinstance(code, str) or not code.strip():
         return set(), set()
     text = textwrap.dedent(code).strip("\n")
-    wrapped = {"add_keyword_argument": "_w_({})", "add_parameter": "def _w_({}): pass", "add_element": "({},)",
-               "replace_expression": "(\n{}\n)"}.get(op.op, "{}")
-    tree = _parsed(wrapped.format(text)) if op.op != "unexpressed_hunk" else _parsed_lines(text)
+    tree = _code_tree(op, text) if op.op != "unexpressed_hunk" else _parsed_lines(text)
     if tree is None:
         return set(), set()
     defines, attributes, uses = _tree_names(tree)
@@ -1984,6 +1983,16 @@ def step_names(op: Operation) -> tuple[set[str], set[str]]:
     if scope:  # a name a function's statements assign is that function's own
         defines = {f"{scope}::{n}" for n in defines}
     return defines | attributes, uses
+
+
+#: how a step's code is made a module to parse: a keyword, a parameter, an element or an expression alone is not one
+_WRAPPED = {"add_keyword_argument": "_w_({})", "add_parameter": "def _w_({}): pass", "add_element": "({},)",
+            "replace_expression": "(\n{}\n)"}
+
+
+def _code_tree(op: Operation, text: str) -> ast.Module | None:
+    """The step's code (dedented) parsed as a module, wrapped as its operation needs (`_w_` names the wrapper)."""
+    return _parsed(_WRAPPED.get(op.op, "{}").format(text))
 
 
 def _parsed(text: str) -> ast.Module | None:
@@ -2222,10 +2231,7 @@ def _free_names(op: Operation) -> set[str]:
     code = getattr(op, "code", None)
     if op.op in ("unexpressed_hunk", "add_import") or not isinstance(code, str) or not code.strip():
         return set()
-    text = textwrap.dedent(code).strip("\n")
-    wrapped = {"add_keyword_argument": "_w_({})", "add_parameter": "def _w_({}): pass", "add_element": "({},)",
-               "replace_expression": "(\n{}\n)"}.get(op.op, "{}")
-    tree = _parsed(wrapped.format(text))
+    tree = _code_tree(op, textwrap.dedent(code).strip("\n"))
     if tree is None:
         return set()
     read, bound = set(), set()

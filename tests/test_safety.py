@@ -497,7 +497,10 @@ def test_a_deleted_state_folder_on_a_patched_tree_is_not_a_clean_tree(site, tmp_
     assert done.returncode == OK and "nothing to roll back" in done.stderr, done.stderr
 
 
-def test_ctrl_c_during_a_probe_kills_it_and_rolls_the_apply_back(tmp_path):
+def apply_until_the_probe_runs(tmp_path: Path, probe_tail: str):
+    """`specpatch apply` of a one-field recipe on the toy tree, in a process of its own, returned once its probe (which
+    writes its pid, then runs `probe_tail`) is running: (the process, the target, the recipe folder, the probe's pid,
+    the target's snapshot before)."""
     target = tmp_path / "t"
     shutil.copytree(REPO / "tests/recipes/fixtures/toy-greeting/baseline/before", target)
     pid_file = tmp_path / "probe.pid"
@@ -510,8 +513,7 @@ def test_ctrl_c_during_a_probe_kills_it_and_rolls_the_apply_back(tmp_path):
         code: "volume: int = 1"
     verify:
       probes: [{{path: slow.py}}]
-    """, files={"slow.py": f"import os, time\nopen({str(pid_file)!r}, 'w').write(str(os.getpid()))\n"
-                           f"time.sleep(120)\n"})
+    """, files={"slow.py": f"import os, time\nopen({str(pid_file)!r}, 'w').write(str(os.getpid()))\n{probe_tail}"})
     before = snapshot(target)
     env = {**os.environ, "NO_COLOR": "1", "PYTHONPATH": str(REPO), "SPECPATCH_RECIPE_PATH": str(recipes)}
     proc = subprocess.Popen([sys.executable, "-m", "patcher", "apply", "case", "--target", str(target)], cwd=REPO,
@@ -521,7 +523,11 @@ def test_ctrl_c_during_a_probe_kills_it_and_rolls_the_apply_back(tmp_path):
             break
         time.sleep(0.1)
     assert pid_file.exists(), proc.communicate(timeout=60)
-    probe = int(pid_file.read_text())
+    return proc, target, recipes, int(pid_file.read_text()), before
+
+
+def test_ctrl_c_during_a_probe_kills_it_and_rolls_the_apply_back(tmp_path):
+    proc, target, _, probe, before = apply_until_the_probe_runs(tmp_path, "time.sleep(120)\n")
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
@@ -534,32 +540,10 @@ def test_ctrl_c_during_a_probe_kills_it_and_rolls_the_apply_back(tmp_path):
 def test_a_kill_9_during_the_checks_leaves_an_apply_the_next_command_rolls_back(tmp_path):
     # the checks had not said yes: the apply is not done, so the next command undoes it (it used to find a committed
     # ledger entry and no journal, and `check` called the unchecked apply "applied and intact")
-    target = tmp_path / "t"
-    shutil.copytree(REPO / "tests/recipes/fixtures/toy-greeting/baseline/before", target)
-    pid_file = tmp_path / "probe.pid"
-    recipes = recipe(tmp_path / "r", f"""\
-    steps:
-      - op: add_dataclass_field
-        file: srt/greeter.py
-        class: Greeter
-        after: punctuation
-        code: "volume: int = 1"
-    verify:
-      probes: [{{path: slow.py}}]
-    """, files={"slow.py": f"import os, time\nopen({str(pid_file)!r}, 'w').write(str(os.getpid()))\n"
-                           f"time.sleep(30)\nraise SystemExit('PROBE-FAIL: never reached')\n"})
-    before = snapshot(target)
-    env = {**os.environ, "NO_COLOR": "1", "PYTHONPATH": str(REPO), "SPECPATCH_RECIPE_PATH": str(recipes)}
-    proc = subprocess.Popen([sys.executable, "-m", "patcher", "apply", "case", "--target", str(target)], cwd=REPO,
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    for _ in range(600):
-        if pid_file.exists() and pid_file.read_text():
-            break
-        time.sleep(0.1)
-    assert pid_file.exists(), proc.communicate(timeout=60)
+    proc, target, recipes, probe, before = apply_until_the_probe_runs(
+        tmp_path, "time.sleep(30)\nraise SystemExit('PROBE-FAIL: never reached')\n")
     proc.kill()
     proc.communicate(timeout=60)
-    probe = int(pid_file.read_text())
     for _ in range(100):  # the runner dies with specpatch (Linux: its parent-death signal), not orphaned
         stat = Path(f"/proc/{probe}/stat")
         if not stat.exists() or stat.read_text().rsplit(")", 1)[1].split()[0] in ("Z", "X"):

@@ -9,7 +9,8 @@ from typing import Iterator, Sequence
 
 import libcst as cst
 
-from ..anchors import NodePath, body_of, code_of, find_def, normalized, parsing_config, walk_statements
+from ..anchors import (NodePath, body_of, code_of, find_def, normalized, parsing_config, refuse_unparsable,
+                       walk_statements)
 from ..errors import RecipeError
 
 
@@ -64,11 +65,7 @@ def parse_block(code: str, module: cst.Module, *, what: str = "code") -> list[cs
     text = textwrap.dedent(code.replace("\r\n", "\n")).rstrip()
     if not text.strip():
         return []
-    from ..anchors import too_deep
-
-    problem = too_deep(text) or ("it holds a NUL byte" if "\0" in text else None)
-    if problem:
-        raise RecipeError(f"the step's {what} is not valid Python: {problem}")
+    refuse_unparsable(text, what)
     try:
         parsed = cst.parse_module((text + "\n").replace("\n", module.default_newline), config=parsing_config(module))
     except cst.ParserSyntaxError as exc:
