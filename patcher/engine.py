@@ -13,7 +13,7 @@ import os
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, Sequence
 
 import libcst as cst
 
@@ -263,51 +263,67 @@ def _plan_file(result: Plan, rel_pkg: str, file_steps: list[tuple[int, Operation
 
 def _undefined_names(recipe_id: str, rel: str, before: str, after: str, tree: ast.Module,
                      done: list[tuple[StepReport, Changed | None]]) -> list[SpecpatchError]:
-    """The names the patched file reads and does not define (pyflakes' "undefined name", as at import and at the
-    first call of a function) that the original file did not already read undefined: code of the recipe that would
-    raise NameError, most often because upstream removed an import the code relied on. Each is charged to the step
-    whose code holds the name (else the file's last changed step), at its line in the patched file.
+    """`undefined_names_added`, each name charged to the step whose code holds it (else the file's last changed
+    step), at its line in the patched file: code of the recipe that would raise NameError, most often because
+    upstream removed an import the code relied on."""
+    import re
+
+    lines = after.splitlines()
+    errors: list[SpecpatchError] = []
+    for name, lineno in undefined_names_added(before, after, tree=tree, new=_new_lines(before, lines, done),
+                                              filename=rel):
+        word = re.compile(rf"(?<![\w.]){re.escape(name)}\b")
+        owner = next((r for r, c in done if c is not None and c.inserted and r.lines
+                      and r.lines[0] <= lineno <= r.lines[1]), None) \
+            or next((r for r, c in reversed(done) if c is not None and any(word.search(code_of(c.module, n))
+                                                                            for n in c.inserted)), None) \
+            or next((r for r, c in reversed(done) if c is not None), None)
+        line = lines[lineno - 1].strip() if 0 < lineno <= len(lines) else ""
+        errors.append(UndefinedNameError(
+            f"`{name}` is not defined in `{rel}` once the recipe's code is in (line {lineno}: `{line}`)",
+            location=Location(recipe=recipe_id, step=owner.index if owner else None, op=owner.op if owner else None,
+                              file=rel, anchor=owner.anchor if owner else None, line=lineno)))
+    return errors
+
+
+def undefined_names_added(before: str, after: str, *, tree: ast.Module | None = None, new: set[int] | None = None,
+                          filename: str = "<patched>") -> list[tuple[str, int]]:
+    """The names the patched text `after` reads and does not define (pyflakes' "undefined name", as at import and
+    at the first call of a function) that the original `before` did not already read undefined, each once, with the
+    line of its first use in `after`. `apply` refuses them; `port` refuses the steps that read them.
 
     pyflakes reads the patched module with the functions and classes the change left alone cut down to stubs that
     bind their names (a few ms for sglang's 8,000-line server_args.py, not 60); only when it finds something is the
-    whole original read, to leave out what was undefined before the change."""
-    import re
-
+    whole original read, to leave out what was undefined before the change. `new`: the patched lines the change
+    wrote (by default, those whose text the original has fewer times). `after` must parse (`tree`, if given, is its
+    parse)."""
     from pyflakes import checker, messages
 
     def undefined(module: ast.Module) -> list[messages.Message]:
-        return [m for m in checker.Checker(module, filename=rel).messages if isinstance(m, messages.UndefinedName)]
+        return [m for m in checker.Checker(module, filename=filename).messages
+                if isinstance(m, messages.UndefinedName)]
 
-    lines = after.splitlines()
-    if not undefined(_changed_scopes(tree, _new_lines(before, lines, done))):
+    if tree is None:
+        tree = ast.parse(after)
+    if new is None:
+        new = _new_lines(before, after.splitlines(), ())
+    if not undefined(_changed_scopes(tree, new)):
         return []
     found = undefined(tree)  # the whole module: a stub may have hidden a binding (`global x` in a function)
     try:
         known = {m.message_args[0] for m in undefined(ast.parse(before))}
     except (SyntaxError, ValueError):
         known = set()
-    errors: list[SpecpatchError] = []
-    seen: set[str] = set()
+    out: list[tuple[str, int]] = []
     for m in found:
         name = m.message_args[0]
-        if name in known or name in seen:
-            continue
-        seen.add(name)
-        word = re.compile(rf"(?<![\w.]){re.escape(name)}\b")
-        owner = next((r for r, c in done if c is not None and c.inserted and r.lines
-                      and r.lines[0] <= m.lineno <= r.lines[1]), None) \
-            or next((r for r, c in reversed(done) if c is not None and any(word.search(code_of(c.module, n))
-                                                                            for n in c.inserted)), None) \
-            or next((r for r, c in reversed(done) if c is not None), None)
-        line = lines[m.lineno - 1].strip() if 0 < m.lineno <= len(lines) else ""
-        errors.append(UndefinedNameError(
-            f"`{name}` is not defined in `{rel}` once the recipe's code is in (line {m.lineno}: `{line}`)",
-            location=Location(recipe=recipe_id, step=owner.index if owner else None, op=owner.op if owner else None,
-                              file=rel, anchor=owner.anchor if owner else None, line=m.lineno)))
-    return errors
+        if name not in known and all(name != n for n, _ in out):
+            out.append((name, m.lineno))
+    return out
 
 
-def _new_lines(before: str, after_lines: list[str], done: list[tuple[StepReport, Changed | None]]) -> set[int]:
+def _new_lines(before: str, after_lines: list[str],
+               done: Sequence[tuple[StepReport, Changed | None]]) -> set[int]:
     """The line numbers of the patched file that the change wrote: those whose text the original has fewer times
     (counted in order), and the lines each step reports for its inserted code."""
     from collections import Counter

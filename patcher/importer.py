@@ -1423,8 +1423,9 @@ def port(recipe, package_dir: Path, *, skip: Sequence[str] = (), base_dir: Path 
     step names or shell patterns of them, e.g. `managers-tp-worker-h2-*`) is reported `skipped`; the steps of a
     group (one hunk) that edit one place stand or fall together; a step that uses a name only refused or skipped steps would add, or
     that adds names only refused or skipped steps use, is refused, naming that name and those steps; an applied
-    step whose added lines the release already has (all of them) is upstream in another form. The files are then
-    planned again without the steps so left out, until nothing more is. `base_dir`, the release the recipe was
+    step whose added lines the release already has (all of them) is upstream in another form; a step whose code
+    reads a name the planned file does not define (`undefined_after`: apply's NameError check) is refused. The
+    files are then planned again without the steps so left out, until nothing more is. `base_dir`, the release the recipe was
     made on: a line counts as upstream's only when that release does not have it, and a step that uses a name it
     defines that the release mentions nowhere is refused (`removed_upstream`), so is one that reads `self.B` or
     `self.x.B` where `B` left that object's classes (`moved_attributes`). `hold_together=False` gives each
@@ -1516,6 +1517,8 @@ def _port(recipe, package_dir: Path, skip: tuple[str, ...], base_dir: Path | Non
             base_texts = _texts_of(base_dir, [renamed.get(rel, rel) for rel in by_file])
             base_texts.update({new: base_texts.pop(old, "") for new, old in renamed.items()})
         more = consistent(ops, steps, pristine, base_texts)
+        for index, why in undefined_after(ops, steps, planned, pristine, base_texts).items():
+            more.setdefault(index, why)
         new = {i: v for i, v in more.items() if i not in held}
         if not new:
             break
@@ -2094,7 +2097,8 @@ def consistent(ops: Sequence[tuple[int, Operation]], steps: Sequence[PortedStep]
     release the recipe was made on. Rules, applied until none fires:
 
     - a step of a group in which a step that edits the same function, class or module level is refused,
-      skipped or upstream in another form is refused (the edits of one hunk to one place stand or fall together);
+      skipped or upstream in another form is refused (the edits of one hunk to one place stand or fall together;
+      imports aside, which stand or fall by their names);
     - a step that uses a name the release does not have, which other steps add and one of them is refused or
       skipped (a layer of a call chain, a field, a helper that did not land), is refused: applied, it would call
       what is not there (when steps of its own file add the name, only those count: a field of the same name in
@@ -2155,28 +2159,6 @@ def consistent(ops: Sequence[tuple[int, Operation]], steps: Sequence[PortedStep]
     def label(i: int) -> str:
         return f"`{op_of[i].name or f'step {i}'}`"
 
-    def lost_name(i: int) -> str | None:
-        """A module-level name step i's code reads that its file bound in the base release (an import, a def, an
-        assignment) and binds no more in this one, with no applied step of the file binding it again: applied, the
-        code would raise NameError. (A name only some other file had is the rules above's business.)"""
-        op = op_of[i]
-        if base is None or op.file not in pristine or not base.get(op.file):
-            return None
-        had, has = _module_bindings(base[op.file]), _module_bindings(pristine[op.file])
-        if had is None or has is None:
-            return None  # a file that does not parse, or binds names with `import *`: nothing can be told
-        scope = _local_scope(op)
-        local = _function_words(pristine, scope) if scope else None
-        for n in sorted(_free_names(op)):
-            if n not in had or n in has or (local is not None and n in local):
-                continue
-            if any(status.get(j) == "applied" and not down(j) and j not in out and op_of[j].file == op.file
-                   and n in {_bare(d) for d in names[j][0]} for j in op_of if j != i):
-                continue
-            return (f"it uses `{n}`, which `{op.file}` had in the base release (`{had[n]}`) and does not have in "
-                    "this one, and no step adds it")
-        return None
-
     for i, s in status.items():  # upstream in another form, past the step's own answer
         if s == "applied" and op_of[i].file in pristine:
             evidence = upstream_evidence(op_of[i], pristine[op_of[i].file], strict=True,
@@ -2191,11 +2173,13 @@ def consistent(ops: Sequence[tuple[int, Operation]], steps: Sequence[PortedStep]
             if down(i) or status.get(i) != "applied":
                 continue
             why = None
-            if op.group:
+            if op.group and op.op != "add_import":
                 # a step of the group that is not applied because it is upstream in another form counts too: its
-                # anchor is gone and the evidence is lines of the file, so its siblings would apply half the hunk
-                fallen = [j for j in groups[(op.file, op.group, _place(op))] if j != i and (
-                    down(j) or "upstream_other_form" in (status.get(j), out.get(j, ("",))[0]))]
+                # anchor is gone and the evidence is lines of the file, so its siblings would apply half the hunk.
+                # Imports stand or fall by their names (the rules below, and the planned file's undefined names),
+                # not with their hunk: a dead one does not take down one that applied code reads
+                fallen = [j for j in groups[(op.file, op.group, _place(op))] if j != i and op_of[j].op != "add_import"
+                          and (down(j) or "upstream_other_form" in (status.get(j), out.get(j, ("",))[0]))]
                 if fallen:
                     why = (f"another step of its group (`{op.group}`) in `{_place(op)}` is not applied: "
                            f"{label(fallen[0])}")
@@ -2209,8 +2193,6 @@ def consistent(ops: Sequence[tuple[int, Operation]], steps: Sequence[PortedStep]
                 if why is None and gone:
                     why = (f"it uses `{_bare(n)}`, which the release does not have and {label(gone[0])} (not "
                            "applied) adds")
-            if why is None:
-                why = lost_name(i)
             added = [n for n in sorted(filter(new, defines)) if any(related(j, i) for j in users.get(n, []))]
             if why is None and added and all(down(j) for n in added for j in users[n] if related(j, i)):
                 j = next(j for j in users[added[0]] if related(j, i))
@@ -2219,6 +2201,46 @@ def consistent(ops: Sequence[tuple[int, Operation]], steps: Sequence[PortedStep]
             if why:
                 out[i] = ("refused", f"{why}; not applied (anchor: {op.anchor()})")
                 changed = True
+    return out
+
+
+def undefined_after(ops: Sequence[tuple[int, Operation]], steps: Sequence[PortedStep],
+                    planned: dict[str, tuple[list[PortedStep], bytes | None]], pristine: dict[str, str],
+                    base: dict[str, str] | None = None) -> dict[int, tuple[str, str]]:
+    """The applied steps whose code reads a name that the planned file does not define and the release's file did
+    not read undefined (`engine.undefined_names_added`, the check `apply` makes): applied, the code would raise
+    NameError, most often because upstream removed an import, renamed a local or a helper the code relied on. Each
+    name is charged to the applied steps of its file whose code reads it (else whose code holds the word); with
+    `base`, the message names the base release's statement that bound it (`import time`). Index -> (status, why)."""
+    from .engine import undefined_names_added
+
+    applied = {s.index for s in steps if s.status == "applied"}
+    op_of = dict(ops)
+    out: dict[int, tuple[str, str]] = {}
+    for rel, (_, data) in planned.items():
+        if data is None or rel not in pristine:
+            continue
+        mine = [i for i, op in ops if op.file == rel and i in applied]
+        if not mine:
+            continue
+        try:
+            text = data.decode("utf-8")
+            if text == pristine[rel]:
+                continue
+            found = undefined_names_added(pristine[rel], text, filename=rel)
+        except (SyntaxError, ValueError, RecursionError):
+            continue  # the file's own checks say what is wrong with it
+        for name, _ in found:
+            word = re.compile(rf"(?<![\w.]){re.escape(name)}\b")
+            readers = [i for i in mine if name in _free_names(op_of[i])] or \
+                [i for i in mine if word.search(getattr(op_of[i], "code", None) or "")]
+            had = _module_bindings(base[rel]).get(name) if base and base.get(rel) and \
+                _module_bindings(base[rel]) is not None else None
+            was = f"`{rel}` had it in the base release (`{had}`), this release does not" if had else \
+                f"`{rel}` does not define it in this release"
+            for i in readers:
+                out.setdefault(i, ("refused", f"it uses `{name}`: {was}, and no applied step adds it (applied, the "
+                                              f"code would raise NameError); not applied (anchor: {op_of[i].anchor()})"))
     return out
 
 
