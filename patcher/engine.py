@@ -218,11 +218,12 @@ def _plan_file(result: Plan, rel_pkg: str, file_steps: list[tuple[int, Operation
     original_text = before.decode(module.encoding, errors="replace")
     done: list[tuple[StepReport, Changed | None]] = []
     anchor_lines: dict[int, tuple[cst.CSTNode, int | None]] = {}
+    siblings = [op for _, op in file_steps]
     for index, op in file_steps:
         loc = Location(recipe=recipe.id, step=index, op=op.op, file=rel, anchor=op.anchor())
         report = StepReport(index, op.op, op.name, rel, op.describe(), op.anchor(), StepStatus.CANNOT_APPLY)
         try:
-            outcome = op.apply(module)
+            outcome = op.among(siblings).apply(module)
         except SpecpatchError as exc:  # a recipe-side problem found late (e.g. code that does not parse)
             outcome = CannotApply(exc)
         report.status = outcome.status

@@ -66,6 +66,9 @@ class Hunk:
     header: str  #: the `@@ ... @@ context` line
     lines: list[str]  #: ' ', '-', '+' lines and `\\ No newline` markers, without their "\n"
     number: int = 0  #: 1-based, in the file
+    #: which section of the patch for this file it came from (0 for the first): a patch of several commits has a
+    #: section per commit, each numbered against the file as the sections before left it
+    section: int = 0
 
     @property
     def text(self) -> str:
@@ -79,6 +82,10 @@ class FilePatch:
     old: str | None
     new: str | None
     hunks: list[Hunk] = field(default_factory=list)
+    moved: str | None = None  #: "rename" or "copy" when git's header says `rename from` / `copy from`
+    #: what the section does that no hunk carries, or that import cannot read, each `kind: why` (a mode change, a
+    #: binary file, a combined or context diff, a `diff -r` `Only in` line): reported as not lifted, never dropped
+    notes: list[str] = field(default_factory=list)
 
     @property
     def path(self) -> str:
@@ -131,16 +138,83 @@ def _epoch(header: str) -> bool:
 
 
 def _same_file(old: str | None, new: str | None) -> tuple[str | None, str | None]:
-    """A diff of two trees (`diff -ruN orig/ patched/`) names one file by two paths that differ in their leading
-    folders: when one path ends with the other, both are the shorter one (what `patch -p` strips). Only git's
-    `rename from` says that a file moved."""
+    """Without git's `rename from`, the `---` and `+++` lines of a section name one file, by two paths when the diff
+    is of two trees (`diff -ruN orig/ patched/`, `git diff --no-index orig patched`, `--- ./srt/x.py` / `+++
+    ../checkout/python/sglang/srt/x.py`): the file is the part the two paths share at their end (`srt/x.py`), the
+    leading folders where they differ being the trees' (what `patch -p` strips). Paths whose file names differ
+    (`x.py.orig` / `x.py`) are kept as they are: `lift` takes the one the release has."""
     if old is None or new is None or old == new:
         return old, new
     a, b = PurePosixPath(old).parts, PurePosixPath(new).parts
-    short, other = (a, b) if len(a) <= len(b) else (b, a)
-    if other[len(other) - len(short):] == short:
-        return "/".join(short), "/".join(short)
+    n = 0
+    while n < min(len(a), len(b)) and a[len(a) - 1 - n] == b[len(b) - 1 - n]:
+        n += 1
+    if n:
+        tail = "/".join(a[len(a) - n:])
+        return tail, tail
     return old, new
+
+
+def _git_paths(rest: str, package: str) -> tuple[str | None, str | None]:
+    """The two paths of a `diff --git A B` line, package-relative: split at the space where both halves name one file
+    (a path may hold spaces), else in the middle. Only read for a section with no `---`/`+++` lines (a pure rename,
+    a mode change, a binary file)."""
+    def rel(raw: str) -> str | None:
+        try:
+            return package_relative(raw.strip('"'), package)
+        except UsageError:
+            return None
+
+    spaces = [k for k, c in enumerate(rest) if c == " "]
+    for k in spaces:
+        if rel(rest[:k]) is not None and rel(rest[:k]) == rel(rest[k + 1:]):
+            return rel(rest[:k]), rel(rest[k + 1:])
+    k = spaces[len(spaces) // 2] if spaces else len(rest)
+    return rel(rest[:k]), rel(rest[k + 1:])
+
+
+@dataclass
+class _GitHeader:
+    """What the lines of a `diff --git` section say before its `---`/`+++` lines (or instead of them)."""
+
+    paths: tuple[str | None, str | None]  #: from the `diff --git` line
+    moved: str | None = None  #: "rename" or "copy"
+    source: str | None = None  #: `rename from` / `copy from`
+    dest: str | None = None  #: `rename to` / `copy to`
+    modes: list[str] = field(default_factory=list)  #: `old mode` and `new mode`
+    created: bool = False  #: `new file mode`
+    deleted: bool = False  #: `deleted file mode`
+    binary: str | None = None  #: the line that says the file is binary
+    used: bool = False  #: a `---`/`+++` pair came, and took what this says
+
+    def notes(self) -> list[str]:
+        """What the header changes that no hunk carries: `kind: why`, as lift reports it."""
+        out = []
+        if len(self.modes) == 2 and not self.created and not self.deleted:
+            out.append(f"mode change: {self.modes[0]} -> {self.modes[1]}; recipes edit a file's text, not its mode")
+        if self.binary:
+            kind = "new binary file" if self.created else "deleted binary file" if self.deleted else "binary file"
+            held = "its `GIT binary patch` is left out" if self.binary == "GIT binary patch" else \
+                f"`{self.binary}`: the diff holds none of its bytes"
+            out.append(f"{kind}: {held}; recipes edit Python source")
+        return out
+
+    def file(self) -> FilePatch | None:
+        """The file of a section with no `---`/`+++` lines (a pure rename or copy, a mode change, a binary file, an
+        empty file added or deleted); None when the header says nothing a recipe would miss."""
+        if self.used or not (self.moved or self.modes or self.created or self.deleted or self.binary):
+            return None
+        old, new = self.source or self.paths[0], self.dest or self.paths[1]
+        if not self.moved:
+            old, new = _same_file(old, new)
+        return FilePatch(None if self.created else old, None if self.deleted else new, moved=self.moved,
+                         notes=self.notes())
+
+
+_BINARY = re.compile(r"^Binary files (.+) and (.+) differ$")
+_ONLY_IN = re.compile(r"^Only in (.+?): (.+)$")
+#: kinds of notes that say a section is one import cannot read (not a unified diff)
+UNREAD = ("combined diff", "context diff", "only in one tree")
 
 
 def _lines_past_hunk(lines: list[str], i: int) -> int | None:
@@ -160,32 +234,98 @@ def _lines_past_hunk(lines: list[str], i: int) -> int | None:
 
 
 def parse_patch(text: str, package: str = "sglang") -> list[FilePatch]:
-    """The files and hunks of a unified diff; UsageError (exit 2) when it holds none or a hunk is cut short."""
+    """The files and hunks of a unified diff; UsageError (exit 2) when it holds none or a hunk is cut short.
+
+    What a section says besides its hunks (git's renames, copies, mode changes, binary files, empty files added or
+    deleted) and sections that are not unified diffs (`diff --cc`, `diff -c`, `diff -r`'s `Only in`) come back as
+    files with `notes`, so that lift reports them; several sections for one file (commits one after the other) are
+    one file whose hunks apply in order (`Hunk.section`)."""
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
     files: list[FilePatch] = []
+    git: _GitHeader | None = None  #: the `diff --git` header of the section being read
+    current: FilePatch | None = None  #: the file hunks attach to
+    unread: str | None = None  #: "combined" or "context" inside such a section: its lines are not unified hunks
+
+    def rel(raw: str) -> str | None:
+        return package_relative(raw, package)
+
+    def note(path: str | None, why: str) -> None:
+        files.append(FilePatch(path, path, notes=[why]))
+
     i = 0
-    moved = False  #: the git header of this file says `rename from` / `copy from`
     while i < len(lines):
         line = lines[i]
-        if line.startswith("diff --git "):
-            moved = False
-        elif line.startswith(("rename from ", "copy from ")):
-            moved = True
-        if line.startswith("--- ") and i + 1 < len(lines) and lines[i + 1].startswith("+++ "):
-            old, new = package_relative(line[4:], package), package_relative(lines[i + 1][4:], package)
+        if line.startswith(("diff ", "Index: ", "Only in ")):  # a new section
+            made = git.file() if git is not None else None
+            if made is not None:
+                files.append(made)
+            git, current, unread = None, None, None
+            only = _ONLY_IN.match(line)
+            if line.startswith("diff --git "):
+                git = _GitHeader(_git_paths(line[len("diff --git "):], package))
+            elif line.startswith(("diff --cc ", "diff --combined ")):
+                note(rel(line.split(" ", 2)[2]), f"combined diff: `{line}`, a merge commit's, is not a unified diff; "
+                                                 "import leaves it out: take the merge's diff against its first "
+                                                 "parent, `git diff M^ M`")
+                unread = "combined"
+            elif only:
+                note(rel(f"{only.group(1)}/{only.group(2)}"), f"only in one tree: `{line}`: a new or deleted file "
+                                                              "whose text `diff -r` without `-N` leaves out; make the "
+                                                              "diff with `diff -ruN`")
+            i += 1
+            continue
+        if line.startswith("*** ") and i + 2 < len(lines) and lines[i + 1].startswith("--- ") and \
+                lines[i + 2].startswith("*" * 15):
+            note(rel(line[4:]) or rel(lines[i + 1][4:]), f"context diff: `*** {line[4:].split(chr(9))[0]}`, `diff "
+                                                         "-c`'s, is not a unified diff; import leaves it out: make "
+                                                         "the diff with `diff -u`")
+            git, current, unread = None, None, "context"
+            i += 3
+            continue
+        pair = line.startswith("--- ") and i + 1 < len(lines) and lines[i + 1].startswith("+++ ")
+        if unread and not (unread == "context" and pair):  # a context diff ends where a unified one begins
+            i += 1
+            continue
+        unread = None
+        binary = _BINARY.match(line)
+        if binary and (git is None or git.used):  # GNU `diff -r` of a binary file: a section of its own
+            old, new = _same_file(rel(binary.group(1)), rel(binary.group(2)))
+            files.append(FilePatch(old, new, notes=[f"binary file: `{line}`: the diff holds none of its bytes; "
+                                                    "recipes edit Python source"]))
+            i += 1
+            continue
+        if git is not None and not git.used:
+            for prefix, moved, end in (("rename from ", "rename", "source"), ("rename to ", "rename", "dest"),
+                                       ("copy from ", "copy", "source"), ("copy to ", "copy", "dest")):
+                if line.startswith(prefix):
+                    git.moved = moved
+                    setattr(git, end, rel(line[len(prefix):]))
+            if line.startswith(("old mode ", "new mode ")):
+                git.modes.append(line.split()[-1])
+            git.created = git.created or line.startswith("new file mode ")
+            git.deleted = git.deleted or line.startswith("deleted file mode ")
+            if line == "GIT binary patch" or binary:
+                git.binary = line
+        if pair:
+            old, new = rel(line[4:]), rel(lines[i + 1][4:])
             # `diff -N` names the side a file is missing from by its path, dated at the epoch, not /dev/null
             old, new = (None if _epoch(line) else old), (None if _epoch(lines[i + 1]) else new)
-            files.append(FilePatch(*((old, new) if moved else _same_file(old, new))))
+            moved = git.moved if git is not None else None
+            notes = git.notes() if git is not None else []
+            if git is not None:
+                git.used = True
+            current = FilePatch(*((old, new) if moved else _same_file(old, new)), moved=moved, notes=notes)
+            files.append(current)
             i += 2
             continue
         m = _HUNK.match(line)
-        if m and files:
+        if m and current is not None:
             old_len = int(m.group(2)) if m.group(2) is not None else 1
             new_len = int(m.group(4)) if m.group(4) is not None else 1
             hunk = Hunk(int(m.group(1)), old_len, int(m.group(3)), new_len, line, [],
-                        len(files[-1].hunks) + 1)
+                        len(current.hunks) + 1)
             i += 1
             old_seen = new_seen = 0
             while i < len(lines) and (old_seen < old_len or new_seen < new_len or lines[i].startswith("\\")):
@@ -202,20 +342,25 @@ def parse_patch(text: str, package: str = "sglang") -> list[FilePatch]:
                     break
                 i += 1
             if old_seen != old_len or new_seen != new_len:
-                raise UsageError(f"hunk `{line}` of `{files[-1].path}` is cut short: expected {old_len} old and "
+                raise UsageError(f"hunk `{line}` of `{current.path}` is cut short: expected {old_len} old and "
                                  f"{new_len} new lines, found {old_seen} and {new_seen}")
             extra = _lines_past_hunk(lines, i)
             if extra is not None:
-                raise UsageError(f"hunk `{line}` of `{files[-1].path}` is longer than its header says: line "
+                raise UsageError(f"hunk `{line}` of `{current.path}` is longer than its header says: line "
                                  f"{extra + 1} of the patch, `{lines[extra][:80]}`, changes code after its "
                                  f"{old_len} old and {new_len} new lines (a header counted by hand?); `patch` "
                                  "and `git apply` refuse it too")
-            files[-1].hunks.append(hunk)
+            current.hunks.append(hunk)
             continue
         i += 1
-    files = [f for f in files if f.hunks]
-    if not files:
-        raise UsageError("the patch holds no hunk: is it a unified diff (`git diff`, `diff -u`)?")
+    made = git.file() if git is not None else None
+    if made is not None:
+        files.append(made)
+    files = _in_order([f for f in files if f.hunks or f.notes or f.moved or f.old != f.new])
+    if not any(f.hunks for f in files) and all(f.notes and f.notes[0].startswith(UNREAD) for f in files):
+        raise UsageError("the patch holds no hunk" + (" import can read: " if files else "") + "; ".join(
+            f"{f.path}: {f.notes[0]}" for f in files[:3]) + ("" if files else ": is it a unified diff (`git diff`, "
+                                                                "`diff -u`)?"))
     for f in files:  # read with surrogateescape: bytes that are not UTF-8 are kept as lone surrogates
         name = f.new or f.old or ""
         bad = next(((h, ln) for h in f.hunks for ln in h.lines if _NOT_UTF8.search(ln)), None)
@@ -224,6 +369,30 @@ def parse_patch(text: str, package: str = "sglang") -> list[FilePatch]:
                              f"{bad[1].encode('utf-8', 'backslashreplace').decode()[:80]}`): the release's Python "
                              "files are UTF-8; re-encode the patch")
     return files
+
+
+def _in_order(files: list[FilePatch]) -> list[FilePatch]:
+    """Sections that edit a file an earlier section of the patch edits (a patch of several commits, concatenated)
+    joined to that one: their hunks follow its hunks, numbered on, and apply to the file as those left it, as `patch`
+    applies them. A section that adds, deletes, renames or copies the file in between ends the run."""
+    out: list[FilePatch] = []
+    edited: dict[str, FilePatch] = {}
+    for f in files:
+        edit = f.old is not None and f.old == f.new and not f.moved and bool(f.hunks)
+        first = edited.get(f.old) if edit else None
+        if first is not None:
+            section = first.hunks[-1].section + 1
+            for h in f.hunks:
+                h.number, h.section = len(first.hunks) + 1, section
+                first.hunks.append(h)
+            first.notes += [n for n in f.notes if n not in first.notes]
+            continue
+        for path in (f.old, f.new):
+            edited.pop(path, None)
+        if edit:
+            edited[f.old] = f
+        out.append(f)
+    return out
 
 
 _NOT_UTF8 = re.compile("[\udc80-\udcff]")
@@ -265,8 +434,10 @@ def units_of(text: str, fp: FilePatch) -> tuple[list[Unit], list[tuple[Hunk, str
     lines = _split(text)
     units: list[Unit] = []
     bad: list[tuple[Hunk, str]] = []
-    delta = 0
+    delta, section = 0, 0
     for hunk in fp.hunks:
+        if hunk.section != section:  # a later section of the patch counts its lines in the file as it is now
+            delta, section = 0, hunk.section
         old = [ln[1:] for ln in hunk.lines if ln[:1] in " -"]
         at = _find(lines, old, hunk.old_start - 1 + delta if hunk.old_len else hunk.old_start + delta)
         if at is None:
@@ -379,14 +550,27 @@ def lift(package_dir: Path, patch_text: str, *, package: str = "sglang") -> Lift
         skipped.append((fp.path, why))
         reports.extend(HunkReport(fp.path, h, reason=reason) for h in fp.hunks)
 
+    added = {fp.new for fp in files if fp.new is not None and (fp.old is None or fp.moved)}
     for fp in files:
-        if fp.old is None or fp.new is None or fp.old != fp.new:
-            why = "new file" if fp.old is None else "deleted file" if fp.new is None else "renamed file"
-            skip(fp, f"{why}: recipes edit existing files only", why)
+        skipped.extend((fp.path, why) for why in fp.notes)  # a mode change, a binary file, a section not read
+        if fp.notes and not fp.hunks:
+            continue
+        if fp.old is not None and fp.new is not None and fp.old != fp.new and not fp.moved:
+            # one file by two names (`x.py.orig` / `x.py`), not a rename: the one the release has
+            fp.old = fp.new = next((p for p in (fp.old, fp.new) if (package_dir / p).is_file()), fp.old)
+        if fp.old is None or fp.new is None or fp.old != fp.new or fp.moved:
+            why = "new file" if fp.old is None else "deleted file" if fp.new is None else \
+                "copied file" if fp.moved == "copy" else "renamed file"
+            source = f" from {fp.old}" if fp.moved and fp.old is not None else ""
+            skip(fp, f"{why}{source}: recipes edit existing files only", why)
             continue
         path = package_dir / fp.old
         if not path.is_file():
-            skip(fp, "not in this release", "file not in this release")
+            if fp.old in added:
+                skip(fp, "a file the patch adds in an earlier section: recipes edit existing files only",
+                     "file the patch adds")
+            else:
+                skip(fp, "not in this release", "file not in this release")
             continue
         raw = path.read_bytes()
         if not fp.path.endswith(".py"):
@@ -1893,7 +2077,7 @@ def _plan_file(recipe, rel: str, ops: list[tuple[int, Operation]], package_dir: 
             steps.append(PortedStep(index, op.name, op.op, rel, status, why))
             continue
         try:
-            outcome = op.apply(module)
+            outcome = op.among([o for _, o in ops]).apply(module)
         except SpecpatchError as exc:
             outcome = CannotApply(exc)
         status = _STATUS[outcome.status]
@@ -2538,8 +2722,9 @@ def import_patch(patch: Path, *, package: str, release: str, out: Path | None = 
         raise UsageError(f"-o must be a .yaml path whose name is kebab-case (the recipe id), got {out}")
     package_dir = fetch_release(package, release) / package
     lifted = lift(package_dir, text, package=package)
-    tried = [h for h in lifted.hunks if h.reason not in ("new file", "deleted file", "renamed file",
-                                                         "file not in this release", "not a Python file")]
+    tried = [h for h in lifted.hunks if h.reason not in ("new file", "deleted file", "renamed file", "copied file",
+                                                         "file not in this release", "file the patch adds",
+                                                         "not a Python file")]
     if tried and all(h.reason == REVERSED for h in tried):
         # every hunk is there the other way round: the diff was made with its two trees swapped
         raise UsageError(f"{patch.name} looks reversed: in {package} {release}, none of its {len(tried)} hunks "

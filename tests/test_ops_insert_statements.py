@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import libcst as cst
 import pytest
 from op_helpers import cannot, check, op, src, unchanged
 
 from patcher.errors import AnchorAmbiguous, AnchorNotFound
 from patcher.model import ValidationError
+from patcher.operations.base import AlreadyApplied, Changed
 
 
 def ins(at: str, code: str = "self.n = 0\nself.m = 1", match: str | None = None, function: str = "W.f"):
@@ -488,3 +490,37 @@ def test_inside_is_checked_at_load_time():
     defs = json_schema()["$defs"]
     for model in ("InsertStatements", "ReplaceStatements"):
         assert {"inside", "inside_file", "inside_else"} <= set(defs[model]["properties"])
+
+
+STACKED = """
+def normalize(self):
+    self.validate()
+    self.size = 1
+"""
+
+
+@pytest.mark.parametrize("at, match, where", [
+    ("after", "self.validate()", "    self.validate()\n{code}    self.size = 1\n"),
+    ("before", "self.size = 1", "    self.validate()\n{code}    self.size = 1\n"),
+    ("start", None, "{code}    self.validate()\n    self.size = 1\n"),
+    ("end", None, "    self.validate()\n    self.size = 1\n{code}"),
+])
+def test_steps_that_insert_at_one_place_keep_recipe_order_and_a_second_run_is_already_applied(at, match, where):
+    # the second step's code reads what the first one's sets: reversed, it would fail when labels is None; and on a
+    # second run each step must find its own code past the other's, or an apply would insert both again
+    kw = {"match": match} if match else {}
+    first = op("insert_statements", function="normalize", at=at, code="self.labels = self.labels or {}", **kw)
+    second = op("insert_statements", function="normalize", at=at, code='self.labels["team"] = "search"', **kw)
+    steps = [first, second]
+    module = cst.parse_module(src(STACKED))
+    for step in steps:
+        outcome = step.among(steps).apply(module)
+        assert isinstance(outcome, Changed)
+        module = outcome.module
+    code = '    self.labels = self.labels or {}\n    self.labels["team"] = "search"\n'
+    assert module.code == "def normalize(self):\n" + where.format(code=code)
+    again = cst.parse_module(module.code)
+    assert [type(s.among(steps).apply(again)).__name__ for s in steps] == ["AlreadyApplied", "AlreadyApplied"]
+    # alone (a recipe of one step), each still finds its code next to its anchor only when it is right there
+    if at in ("after", "start"):
+        assert isinstance(first.apply(again), AlreadyApplied)

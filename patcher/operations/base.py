@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
-from typing import ClassVar, Literal, Union, get_args, get_origin
+from typing import ClassVar, Literal, Sequence, Union, get_args, get_origin
 
 import libcst as cst
 
@@ -70,6 +70,11 @@ class Operation:
     def apply(self, module: cst.Module) -> Outcome:
         """Apply to a parsed module; must never raise for a target-side problem (return CannotApply instead)."""
         raise NotImplementedError
+
+    def among(self, steps: Sequence["Operation"]) -> "Operation":
+        """This step as it applies beside `steps`, the steps of its recipe that edit its file, in recipe order
+        (itself among them, by identity). Most steps apply alone: they are themselves."""
+        return self
 
     def render_params(self, params: dict[str, object]) -> "Operation":
         """A copy with each {{param}} placeholder of the templated options replaced by its value's literal, placed

@@ -62,6 +62,10 @@ takes the `else:` block right after that arm instead. Then `at: start`/`at: end`
 The header must match exactly one block of the function (nested functions and classes aside): when none or several
 do, the step refuses naming `inside` (with the headers that look alike, or the blocks that have it).
 
+Steps of a recipe that insert at one place (the same function, block, side and `match`) keep their recipe order
+there: `after` one statement twice puts the first step's code first, then the second's (and so at `start`); `before`
+it and at `end`, likewise. On a second run each finds its own code past the others', so the apply stays idempotent.
+
 Answers: *changed*; *already applied* (the new statements, compared as ASTs, already sit at the requested place:
 right before/after the matched statement, or first/last in the function or the `inside` block); *cannot apply* (the
 function is missing or ambiguous; the `inside` header is missing or ambiguous, or its arm has no `else:` with
@@ -76,7 +80,7 @@ from __future__ import annotations
 
 import ast
 import textwrap
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import ClassVar, Literal, Sequence
 
 import libcst as cst
@@ -113,8 +117,24 @@ class InsertStatements(Operation):
         "(an `if` or `elif` arm, a `with`, `for` or `while`; one in the function): `start`/`end` are that block's, "
         "and `match` is one of its own statements")
     inside_else: bool = option(default=False, description=INSIDE_ELSE)
+    #: set by `among`, not by recipes: the code of the recipe's other steps that insert at this step's very place
+    #: (same function, block, side and `match`), those before it and those after it in the recipe
+    stacked: tuple[tuple[str, ...], tuple[str, ...]] = option(default=((), ()), exclude=True)
 
     templated: ClassVar[tuple[str, ...]] = ("code",)
+
+    def among(self, steps: Sequence[Operation]) -> InsertStatements:
+        """Steps that insert at one place keep their recipe order there, whatever the side (`after` a statement
+        twice: the first step's code, then the second's), and each finds its own code past the others' on a second
+        run (so that an apply stays idempotent)."""
+        same = [s for s in steps if isinstance(s, InsertStatements) and s._place() == self._place()]
+        mine = next((k for k, s in enumerate(same) if s is self), None)
+        if mine is None or len(same) < 2:
+            return self
+        return replace(self, stacked=(tuple(s.code for s in same[:mine]), tuple(s.code for s in same[mine + 1:])))
+
+    def _place(self) -> tuple:
+        return (self.file, self.function, self.inside, self.inside_else, self.at, self.match)
 
     def __post_init__(self) -> None:
         if self.blank_lines_after < 0:
@@ -197,18 +217,37 @@ class InsertStatements(Operation):
         # a docstring is a function's; a string first in an `if` block is a statement like any other
         first = 1 if statements and is_docstring(statements[0]) and isinstance(fpath[-1], cst.FunctionDef) else 0
         k = len(new)
+        # past the code of the steps that insert at this place before this one (start) or after it (end)
         if self.at == "start":
-            have = statements[first:first + k]
+            at = self._past_stacked(module, statements, first, forward=True)
+            have = statements[at:at + k]
         else:
-            have = statements[max(first, len(statements) - k):]
+            at = self._past_stacked(module, statements, len(statements), forward=False)
+            have = statements[max(first, at - k):at]
         if _same_statements(module, have, new):
             return AlreadyApplied(have[0])
         if self.at == "start":
-            rest = statements[first:]
+            rest = statements[at:]
             padded = [self._spaced(rest[0]), *rest[1:]] if rest else []
-            body = [*statements[:first], *new, *padded]
+            body = [*statements[:at], *new, *padded]
             return Changed(set_block_body(fpath, body, placed=padded[:1]), inserted=tuple(new), anchor=fpath[-1])
-        return Changed(set_block_body(fpath, [*statements, *new]), inserted=tuple(new), anchor=fpath[-1])
+        return Changed(set_block_body(fpath, [*statements[:at], *new, *statements[at:]]), inserted=tuple(new),
+                       anchor=fpath[-1])
+
+    def _past_stacked(self, module: cst.Module, block: Sequence[cst.CSTNode], at: int, *, forward: bool) -> int:
+        """The index in `block` past the code of the steps stacked at this place that sits at `at`: forward over
+        the earlier steps' code (in recipe order), or backward over the later steps' (in reverse order); each is
+        skipped where it is there, so a step whose neighbour did not apply still finds its place."""
+        from ._code import parse_block
+
+        for code in (self.stacked[0] if forward else reversed(self.stacked[1])):
+            theirs = parse_block(code, module)
+            n = len(theirs)
+            if forward and _same_statements(module, block[at:at + n], theirs):
+                at += n
+            elif not forward and at - n >= 0 and _same_statements(module, block[at - n:at], theirs):
+                at -= n
+        return at
 
     def _next_to_match(self, module: cst.Module, fpath: NodePath, block: NodePath, new: list[cst.BaseStatement],
                        pattern: Pattern, at: str, *, keep_lines: bool = False) -> Outcome:
@@ -218,8 +257,10 @@ class InsertStatements(Operation):
         where = f"`{self.function}`" + (f" {inside_words(self.inside, self.inside_else)}" if self.inside else "")
         # Where the new code is already next to a match, its statements may match the pattern too (inserting
         # `self.f(x)` after `self.f(...)`): they are not anchors, or a second run would see an ambiguity.
-        placed = {id(m[-1]): run for m in matches if (run := self._neighbours(module, m, new, at)) is not None}
-        ours = {id(s) for run in placed.values() for s in run}
+        stack = at == self.at and pattern.source == Pattern.parse(self.match).source
+        sides = {id(m[-1]): self._neighbours(module, m, new, at, stack) for m in matches}
+        placed = {key: run for key, (run, _) in sides.items() if run is not None}
+        ours = {id(s) for run, skipped in sides.values() for s in (*(run or ()), *skipped)}
         anchors = [m for m in matches if id(m[-1]) not in ours]
         if not anchors:
             raise AnchorNotFound(f"no statement matching `{pattern}` in {where}",
@@ -233,7 +274,10 @@ class InsertStatements(Operation):
             return AlreadyApplied(placed[id(anchor[-1])][0])
         if self.if_present_elsewhere == "refuse":
             self._refuse_duplicates(module, fpath, new)
-        return Changed(self._insert(anchor, new, at, keep_lines=keep_lines), inserted=tuple(new), anchor=anchor[-1])
+        skipped = sides[id(anchor[-1])][1]
+        # next to the code of the steps stacked at this place: after the earlier ones', before the later ones'
+        beside = anchor if not skipped else (*anchor[:-1], skipped[-1] if at == "after" else skipped[0])
+        return Changed(self._insert(beside, new, at, keep_lines=keep_lines), inserted=tuple(new), anchor=anchor[-1])
 
     def _insert(self, anchor: NodePath, new: list[cst.BaseStatement], at: str, *,
                 keep_lines: bool = False) -> cst.Module:
@@ -274,14 +318,21 @@ class InsertStatements(Operation):
         keys = {fingerprint(module, s) for s in new if not _common(s)} - {None}
         refuse_present(module, fpath, keys, f"`{self.function}`")
 
-    def _neighbours(self, module: cst.Module, spath: NodePath, new: Sequence[cst.BaseStatement],
-                    at: str) -> Sequence[cst.CSTNode] | None:
-        """The statements on the requested side of the statement at `spath` when they equal `new`, else None."""
+    def _neighbours(self, module: cst.Module, spath: NodePath, new: Sequence[cst.BaseStatement], at: str,
+                    stack: bool) -> tuple[Sequence[cst.CSTNode] | None, Sequence[cst.CSTNode]]:
+        """On the requested side of the statement at `spath`: the statements there when they equal `new` (else
+        None), past those of the steps stacked at this place (`stack`: the earlier steps' code after it, the later
+        steps' before it), which are returned too."""
         block = list(body_of(spath[-2]))
         i = next(j for j, s in enumerate(block) if s is spath[-1])
         k = len(new)
-        run = block[i + 1:i + 1 + k] if at == "after" else block[max(0, i - k):i]
-        return run if _same_statements(module, run, new) else None
+        if at == "after":
+            j = self._past_stacked(module, block, i + 1, forward=True) if stack else i + 1
+            run, skipped = block[j:j + k], block[i + 1:j]
+        else:
+            j = self._past_stacked(module, block, i, forward=False) if stack else i
+            run, skipped = block[max(0, j - k):j], block[j:i]
+        return (run if _same_statements(module, run, new) else None), skipped
 
 
 def _same_statements(module: cst.Module, have: Sequence[cst.CSTNode], new: Sequence[cst.CSTNode]) -> bool:
