@@ -289,30 +289,39 @@ def _undefined_names(recipe_id: str, rel: str, before: str, after: str, tree: as
 
 def undefined_names_added(before: str, after: str, *, tree: ast.Module | None = None, new: set[int] | None = None,
                           filename: str = "<patched>") -> list[tuple[str, int]]:
-    """The names the patched text `after` reads and does not define (pyflakes' "undefined name", as at import and
-    at the first call of a function) that the original `before` did not already read undefined, each once, with the
-    line of its first use in `after`. `apply` refuses them; `port` refuses the steps that read them.
+    """The names the patched text `after` reads at run time and does not define (pyflakes' "undefined name", as at
+    import and at the first call of a function, and a name `__all__` lists that the module does not bind) that the
+    original `before` did not already read undefined, each once, with the line of its first use in `after`.
+    `apply` refuses them; `port` refuses the steps that read them.
 
-    pyflakes reads the patched module with the functions and classes the change left alone cut down to stubs that
-    bind their names (a few ms for sglang's 8,000-line server_args.py, not 60); only when it finds something is the
-    whole original read, to leave out what was undefined before the change. `new`: the patched lines the change
-    wrote (by default, those whose text the original has fewer times). `after` must parse (`tree`, if given, is its
-    parse)."""
+    Both texts are read as they run (`_as_run`): what `if TYPE_CHECKING:` imports is not bound, and annotations
+    are not read (a name imported for type checkers only, read by a step's code, raises NameError at the first
+    call; pyflakes alone takes it for bound). pyflakes reads the patched module with the functions and classes the
+    change left alone cut down to stubs that bind their names (a few ms for sglang's 8,000-line server_args.py,
+    not 60), unless the change took out a module-level line (an import the rest of the module may read); only
+    when it finds something is the whole original read, to leave out what was undefined before the change. `new`:
+    the patched lines the change wrote (by default, those whose text the original has fewer times). `after` must
+    parse (`tree`, if given, is its parse; it is changed in place)."""
+    from collections import Counter
+
     from pyflakes import checker, messages
 
     def undefined(module: ast.Module) -> list[messages.Message]:
         return [m for m in checker.Checker(module, filename=filename).messages
-                if isinstance(m, messages.UndefinedName)]
+                if isinstance(m, (messages.UndefinedName, messages.UndefinedExport))]
 
-    if tree is None:
-        tree = ast.parse(after)
+    tree = _as_run(ast.parse(after) if tree is None else tree)
     if new is None:
         new = _new_lines(before, after.splitlines(), ())
-    if not undefined(_changed_scopes(tree, new)):
+    gone = Counter(before.splitlines()) - Counter(after.splitlines())
+    if not any(line[:1] not in ("", " ", "\t", "#") for line in gone) \
+            and not undefined(_changed_scopes(tree, new)):
         return []
     found = undefined(tree)  # the whole module: a stub may have hidden a binding (`global x` in a function)
+    if not found:
+        return []
     try:
-        known = {m.message_args[0] for m in undefined(ast.parse(before))}
+        known = {m.message_args[0] for m in undefined(_as_run(ast.parse(before)))}
     except (SyntaxError, ValueError):
         known = set()
     out: list[tuple[str, int]] = []
@@ -321,6 +330,40 @@ def undefined_names_added(before: str, after: str, *, tree: ast.Module | None = 
         if name not in known and all(name != n for n, _ in out):
             out.append((name, m.lineno))
     return out
+
+
+def _as_run(tree: ast.Module) -> ast.Module:
+    """`tree` (changed in place) as the interpreter runs it, for the undefined-name check: the bodies of `if
+    TYPE_CHECKING:` (`typing.TYPE_CHECKING`) blocks are `pass` (their `else:` stays), and annotations are gone
+    (under `from __future__ import annotations` or in quotes they are never evaluated; evaluated ones the import
+    smoke test reads)."""
+
+    class AsRun(ast.NodeTransformer):
+        def visit_If(self, node: ast.If) -> ast.If:
+            self.generic_visit(node)
+            test = node.test
+            if (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+                    isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"):
+                node.body = [ast.copy_location(ast.Pass(), node)]
+            return node
+
+        def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.FunctionDef:
+            self.generic_visit(node)
+            node.returns = None
+            return node
+
+        visit_AsyncFunctionDef = visit_FunctionDef
+
+        def visit_arg(self, node: ast.arg) -> ast.arg:
+            node.annotation = None
+            return node
+
+        def visit_AnnAssign(self, node: ast.AnnAssign) -> ast.AnnAssign:
+            self.generic_visit(node)
+            node.annotation = ast.copy_location(ast.Constant(None), node.annotation)
+            return node
+
+    return ast.fix_missing_locations(AsRun().visit(tree))
 
 
 def _new_lines(before: str, after_lines: list[str],

@@ -173,6 +173,55 @@ def test_recipe_code_reading_a_name_the_file_does_not_define_is_refused_naming_s
     assert plan(recipe(tmp_path, UNDEFINED), find_target(make_target(tmp_path / "c", {"srt/server_args.py": already}))).ok
 
 
+BATCH = """from __future__ import annotations
+
+import uuid
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from sglang.srt.speculative.eagle_info import EagleDraftInput
+
+__all__ = ["Batch"]
+
+
+class Batch:
+    spec_info: EagleDraftInput = None
+
+    def new_rid(self) -> str:
+        return uuid.uuid4().hex
+
+    def size(self) -> int:
+        return 1
+"""
+
+
+def batch_recipe(step: str) -> str:
+    return "id: demo\nversion: 1\ntitle: t\ntarget: {package: sglang}\nsteps:\n" + textwrap.indent(step, "  ")
+
+
+@pytest.mark.parametrize("step, name", [
+    # a name imported for type checkers only, read at run time: pyflakes alone takes it for bound
+    ("- {op: add_method, file: srt/batch.py, class: Batch, after: size, code: \"def is_eagle(self):\\n"
+     "    return isinstance(self.spec_info, EagleDraftInput)\\n\"}", "EagleDraftInput"),
+    # a step that takes out an import the rest of the module reads (none of the step's own code reads it)
+    ("- {op: replace_statements, file: srt/batch.py, match: import uuid, code: ''}", "uuid"),
+    # a name added to `__all__` that the module does not bind
+    ("- {op: add_element, file: srt/batch.py, after: '\"Batch\"', code: '\"Batches\"'}", "Batches"),
+])
+def test_names_the_patched_module_reads_at_run_time_and_does_not_bind_are_refused(tmp_path, step, name):
+    root = make_target(tmp_path, {"srt/batch.py": BATCH.encode()})
+    p = plan(recipe(tmp_path, batch_recipe(step)), find_target(root))
+    assert not p.ok and [e.title for e in p.errors] == ["patched code uses a name its file does not define"]
+    assert f"`{name}`" in str(p.errors[0]) and p.errors[0].location.step == 1
+
+
+def test_a_type_checking_name_in_an_annotation_of_the_recipe_code_is_not_a_run_time_read(tmp_path):
+    step = ("- {op: add_method, file: srt/batch.py, class: Batch, after: size, code: \"def draft(self) -> "
+            "EagleDraftInput:\\n    info: EagleDraftInput = self.spec_info\\n    return info\\n\"}")
+    root = make_target(tmp_path, {"srt/batch.py": BATCH.encode()})
+    assert plan(recipe(tmp_path, batch_recipe(step)), find_target(root)).ok
+
+
 def test_ambiguous_anchor(tmp_path):
     doubled = SERVER_ARGS.replace("    speculative_token_map: str = None\n",
                                   "    speculative_token_map: str = None\n    speculative_accept_threshold_acc: float = 2.0\n")
