@@ -175,9 +175,12 @@ def run_patch(patch: Path, tree: Path, fuzz: int) -> tuple[str, int]:
 
 
 def canonical(text: str) -> str:
-    """The diff written again from its parsed files and hunks, each file named `a/python/sglang/<path>`."""
+    """The diff written again from its parsed files and hunks, each file named `a/python/sglang/<path>` (files with
+    no hunk, such as a mode change or a pure rename, left out: `patch` has nothing to apply there)."""
     out = []
     for fp in importer.parse_patch(text, PACKAGE):
+        if not fp.hunks:
+            continue
         out.append(f"--- {f'a/python/{PACKAGE}/{fp.old}' if fp.old else '/dev/null'}\n"
                    f"+++ {f'b/python/{PACKAGE}/{fp.new}' if fp.new else '/dev/null'}\n")
         out += [h.text for h in fp.hunks]

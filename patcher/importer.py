@@ -3,7 +3,9 @@
 How a patch is lifted (`lift`):
 
 1. The diff is read (`parse_patch`: git or GNU format; `a/python/sglang/x.py`, `sglang/x.py` or package-relative
-   paths) and its hunks are applied, exactly (no fuzz; a hunk may sit at another line), to the pristine release.
+   paths; what a section changes besides its hunks, and sections that are not unified diffs, are reported as not
+   lifted; several sections for one file apply in order) and its hunks are applied, exactly (no fuzz; a hunk may
+   sit at another line), to the pristine release.
 2. Each hunk is cut into *units*: its runs of changed lines (merged with the next run while the file between them
    does not parse). For each unit, the file before and after it are parsed, and the statements that differ are
    located by walking both trees down to the innermost block that holds the whole difference.
@@ -29,6 +31,7 @@ import ast
 import difflib
 import functools
 from collections import Counter
+import os
 import re
 import shutil
 import textwrap
@@ -567,8 +570,8 @@ def lift(package_dir: Path, patch_text: str, *, package: str = "sglang") -> Lift
         path = package_dir / fp.old
         if not path.is_file():
             if fp.old in added:
-                skip(fp, "a file the patch adds in an earlier section: recipes edit existing files only",
-                     "file the patch adds")
+                skip(fp, "a file an earlier section of the patch creates (new, renamed or copied): recipes edit "
+                         "existing files only", "file the patch adds")
             else:
                 skip(fp, "not in this release", "file not in this release")
             continue
@@ -1450,51 +1453,192 @@ def _replacements(m, n, site, ms, ns, scope, inside: tuple[dict, NodePath] | Non
 # --------------------------------------------------------------------------------------------------- the recipe
 
 
+#: how the description of a recipe `import` wrote begins: what tells an earlier import's output, which a re-import
+#: replaces, from a recipe someone wrote, which it never overwrites
+LIFTED_BY = "Lifted by `specpatch import`"
+
+
 def write_recipe(lifted: Lifted, out: Path, *, package: str, release: str, source: str) -> Path:
-    """Write the recipe (`out`, a .yaml path) and its code files (in the folder named after it, beside it)."""
+    """Write the recipe (`out`, a .yaml path) and its code files (in the folder named after it, beside it).
+
+    Both are written to a temporary folder beside `out`, then swapped in (`_swap_in`): a failure on the way leaves
+    the earlier recipe, if any, as it was and loadable. Only what an earlier import wrote there is replaced
+    (`_earlier_output` refuses anything else), so import never deletes a file it did not write."""
+    import tempfile
+
     import yaml
 
     recipe_id = out.stem
-    folder = out.parent / recipe_id
-    if folder.exists():
-        shutil.rmtree(folder)
-    taken: set[str] = set()
-    steps = []
-    for s in lifted.steps:
-        parts = PurePosixPath(s.file).with_suffix("").parts
-        base = "-".join(parts[-2:]).replace("_", "-").lower()
-        name = f"{base}-h{s.hunk.number}-{_what(s.options)}"
-        count = 1
-        while (name if count == 1 else f"{name}-{count}") in taken:
-            count += 1
-        name = name if count == 1 else f"{name}-{count}"
-        taken.add(name)
-        step: dict[str, Any] = {"name": name, "op": s.options["op"], "file": s.file, "group": f"h{s.hunk.number}"}
-        for key, value in s.options.items():
-            if key == "op":
-                continue
-            one_line = value.rstrip("\n") if isinstance(value, str) else value
-            if isinstance(value, str) and ("\n" in one_line or one_line != one_line.strip()):
-                short = name[len(base) + 1:]
-                rel = PurePosixPath(PurePosixPath(s.file).with_suffix("").as_posix()) / f"{short}{_ext(key)}"
-                path = folder / rel
-                path.parent.mkdir(parents=True, exist_ok=True)
-                path.write_bytes(value.encode("utf-8"))
-                step[f"{key}_file"] = rel.as_posix()
-            else:
-                step[key] = one_line
-        steps.append(step)
-    lifted_n = lifted.lifted
-    description = (f"Lifted by `specpatch import` from {source} on {package} {release}: {len(lifted.hunks)} hunks, "
-                   f"{lifted_n} expressed as semantic steps, {len(lifted.hunks) - lifted_n} not "
-                   "(each such hunk is a step that refuses, named after it).")
-    if lifted.skipped:
-        description += " Files the recipe cannot touch: " + "; ".join(f"{p} ({why})" for p, why in lifted.skipped)
-    data = {"id": recipe_id, "version": 1, "title": f"{source} as semantic steps", "description": description,
-            "target": {"package": package, "versions": f">={release}"}, "steps": steps}
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(yaml.safe_dump(data, sort_keys=False, width=120, allow_unicode=True), encoding="utf-8")
+    _earlier_output(out)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        stage = Path(tempfile.mkdtemp(prefix=f".{recipe_id}.import-", dir=out.parent))
+    except OSError as exc:
+        raise _write_failure(exc, out) from None
+    folder = stage / recipe_id
+    keep = False
+    try:
+        taken: set[str] = set()
+        steps = []
+        for s in lifted.steps:
+            parts = PurePosixPath(s.file).with_suffix("").parts
+            base = "-".join(parts[-2:]).replace("_", "-").lower()
+            name = f"{base}-h{s.hunk.number}-{_what(s.options)}"
+            count = 1
+            while (name if count == 1 else f"{name}-{count}") in taken:
+                count += 1
+            name = name if count == 1 else f"{name}-{count}"
+            taken.add(name)
+            step: dict[str, Any] = {"name": name, "op": s.options["op"], "file": s.file,
+                                    "group": f"h{s.hunk.number}"}
+            for key, value in s.options.items():
+                if key == "op":
+                    continue
+                one_line = value.rstrip("\n") if isinstance(value, str) else value
+                if isinstance(value, str) and ("\n" in one_line or one_line != one_line.strip()):
+                    short = name[len(base) + 1:]
+                    rel = PurePosixPath(PurePosixPath(s.file).with_suffix("").as_posix()) / f"{short}{_ext(key)}"
+                    path = folder / rel
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                    path.write_bytes(value.encode("utf-8"))
+                    step[f"{key}_file"] = rel.as_posix()
+                else:
+                    step[key] = one_line
+            steps.append(step)
+        data = {"id": recipe_id, "version": 1, "title": f"{source} as semantic steps",
+                "description": _description(lifted, package=package, release=release, source=source),
+                "target": {"package": package, "versions": f">={release}"}, "steps": steps}
+        (stage / "recipe.yaml").write_text(yaml.safe_dump(data, sort_keys=False, width=120, allow_unicode=True),
+                                           encoding="utf-8")
+        _swap_in(stage, out)
+    except OSError as exc:
+        raise _write_failure(exc, out) from None
+    except SpecpatchError:  # the earlier code folder could not be put back: it stays in `stage`, which the error names
+        keep = True
+        raise
+    finally:
+        if not keep:
+            shutil.rmtree(stage, ignore_errors=True)
     return out
+
+
+def _description(lifted: Lifted, *, package: str, release: str, source: str) -> str:
+    """What the recipe holds, exactly: the hunks expressed, those written as steps that refuse, and what has no step
+    at all (files the recipe cannot touch, changes no hunk carries), which applying the recipe leaves out."""
+    refusing = {(s.file, s.hunk.number) for s in lifted.steps if s.options["op"] == "unexpressed_hunk"}
+    missed = [h for h in lifted.hunks if not h.lifted]
+    refused = sum((h.file, h.hunk.number) in refusing for h in missed)
+    parts = [f"{lifted.lifted} expressed as semantic steps"]
+    if refused:
+        parts.append(f"{refused} as {'a step that refuses' if refused == 1 else 'steps that refuse'} "
+                     "(`unexpressed_hunk`, named after the hunk: port it by hand)")
+    if len(missed) > refused:
+        parts.append(f"{len(missed) - refused} with no step")
+    text = f"{LIFTED_BY} from {source} on {package} {release}: {len(lifted.hunks)} hunks, {', '.join(parts)}."
+    if lifted.skipped:
+        text += (" No step makes these changes (applying the recipe leaves them out): "
+                 + "; ".join(f"{p} ({why})" for p, why in lifted.skipped) + ".")
+    return text
+
+
+def _earlier_output(out: Path) -> set[str]:
+    """The code files (relative to the folder NAME/ beside NAME.yaml) that the recipe an earlier import wrote at `out`
+    references: what a re-import replaces. UsageError (exit 2) where writing `out` would replace anything else: a
+    NAME.yaml that import did not write, a file in NAME/ that it does not reference (`-o recipes.yaml` beside a
+    `recipes/` folder of other recipes), NAME.yaml or NAME/ that is a symbolic link, or not a file or a folder."""
+    import yaml
+
+    folder = out.parent / out.stem
+    for path, what in ((out, "the recipe"), (folder, "the folder of its code")):
+        if path.is_symlink():
+            raise UsageError(f"-o {out}: {path}, {what}, is a symbolic link (to {os.readlink(path)}): import writes "
+                             "the recipe and its code folder beside each other and replaces them whole",
+                             hint="choose another -o, or remove the link (its target is left as it is)")
+    if out.exists() and not out.is_file():
+        raise UsageError(f"-o {out}: {out} is not a file", hint="choose another -o")
+    if folder.exists() and not folder.is_dir():
+        raise UsageError(f"-o {out}: {folder} is a file, where import keeps the recipe's code",
+                         hint="choose another -o, or move that file away")
+    referenced: set[str] = set()
+    if out.exists():
+        try:
+            data = yaml.safe_load(out.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, yaml.YAMLError):
+            data = None
+        if not isinstance(data, dict) or not str(data.get("description", "")).startswith(LIFTED_BY):
+            raise UsageError(f"-o {out}: {out} exists and is not a recipe `specpatch import` wrote: import would "
+                             "overwrite it", hint="choose another -o, or move that file away")
+        referenced = set(_file_options(data))
+    strays = sorted(p for p in _files_under(folder) if p not in referenced) if folder.is_dir() else []
+    if strays:
+        named = ", ".join(f"{folder.name}/{p}" for p in strays[:3]) + (
+            f" and {len(strays) - 3} more" if len(strays) > 3 else "")
+        whose = f"the earlier {out.name} does not reference" if out.exists() else f"no {out.name} references"
+        raise UsageError(f"-o {out}: {folder}/ holds files that {whose} ({named}): import keeps the recipe's code in "
+                         f"that folder and replaces it whole, and deletes no file it did not write",
+                         hint=f"choose another -o (a NAME.yaml whose folder NAME/ beside it is free or import's own), "
+                              f"or move those files out of {folder}/")
+    return referenced
+
+
+def _file_options(data: Any) -> Iterator[str]:
+    """The paths of a recipe's `X_file:` options (its code files), at any depth."""
+    if isinstance(data, dict):
+        for key, value in data.items():
+            if isinstance(key, str) and key.endswith("_file") and key != "file" and isinstance(value, str):
+                yield PurePosixPath(value).as_posix()
+            else:
+                yield from _file_options(value)
+    elif isinstance(data, list):
+        for item in data:
+            yield from _file_options(item)
+
+
+def _files_under(folder: Path) -> list[str]:
+    """Every file under `folder`, relative to it, symbolic links (to folders too) counted as files, not followed."""
+    out = []
+    for root, dirs, files in os.walk(folder):
+        here = Path(root).relative_to(folder)
+        out += [(here / name).as_posix() for name in files]
+        out += [(here / name).as_posix() for name in dirs if (Path(root) / name).is_symlink()]
+    return out
+
+
+def _swap_in(stage: Path, out: Path) -> None:
+    """Put the recipe written in `stage` (`recipe.yaml`, and its code folder named after it) in place of the earlier
+    one at `out`, if any, whose code folder goes into `stage` (to be deleted with it). The yaml is replaced last, in
+    one rename; on an OSError the folders are put back first and the error raised; a SpecpatchError that names where
+    the earlier folder is when it could not be put back."""
+    folder, new_folder, earlier = out.parent / out.stem, stage / out.stem, stage / "earlier"
+    undo = []
+    try:
+        if folder.exists():
+            os.rename(folder, earlier)
+            undo.append((earlier, folder))
+        if new_folder.exists():
+            os.rename(new_folder, folder)
+            undo.append((folder, new_folder))
+        os.replace(stage / "recipe.yaml", out)
+    except OSError as exc:
+        for src, dst in reversed(undo):
+            try:
+                os.rename(src, dst)
+            except OSError:
+                err = _write_failure(exc, out)
+                err.hint = f"the earlier code folder could not be put back: it is {earlier}; move it to {folder}"
+                raise err from None
+        raise
+
+
+def _write_failure(exc: OSError, out: Path) -> SpecpatchError:
+    """The system's refusal to write the recipe, saying what it is: nothing was replaced."""
+    from .errors import OSFailure, os_failure
+
+    err = os_failure(exc, f"writing the recipe {out}")
+    own = err.hint[:-len(OSFailure.hint)].rstrip("; ") if err.hint.endswith(OSFailure.hint) else err.hint
+    err.hint = (f"{own}; " if own else "") + (f"nothing was replaced: {out.name} and {out.stem}/ beside it are as "
+                                              "they were before the import")
+    return err
 
 
 def _ext(key: str) -> str:
@@ -2720,6 +2864,7 @@ def import_patch(patch: Path, *, package: str, release: str, out: Path | None = 
     out = out or Path(f"{_slug(patch.stem)}.yaml")
     if out.suffix not in (".yaml", ".yml") or not re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", out.stem):
         raise UsageError(f"-o must be a .yaml path whose name is kebab-case (the recipe id), got {out}")
+    _earlier_output(out)  # before the release is fetched and the patch lifted: refuse at once what would be lost
     package_dir = fetch_release(package, release) / package
     lifted = lift(package_dir, text, package=package)
     tried = [h for h in lifted.hunks if h.reason not in ("new file", "deleted file", "renamed file", "copied file",

@@ -615,10 +615,14 @@ def render_import(ui: UI, result: Any, *, as_json: bool = False) -> None:
     unmatched = rt.unmatched
     unmatched_part = (f", {len(unmatched)} not judged ({sum(unmatched.values())} hunks do not apply to the release)"
                       if unmatched else "")
+    skipped = lifted.skipped
+    skipped_part = (f"; not lifted: {len(skipped)} file{'s' if len(skipped) != 1 else ''} ("
+                    + ", ".join(f"{p}: {why.split(':')[0]}" for p, why in skipped[:3])
+                    + (f", {len(skipped) - 3} more" if len(skipped) > 3 else "") + ")") if skipped else ""
     ui.summary(result.exit_code == 0,
-               f"wrote {result.recipe}: {lifted.lifted}/{len(lifted.hunks)} hunks as {len(lifted.steps)} steps; "
-               f"round trip: {len(rt.identical)}/{rt.files} files byte-identical{blank_part}{unmatched_part}"
-               f"{refused}")
+               f"wrote {result.recipe}: {lifted.lifted}/{len(lifted.hunks)} hunks as {len(lifted.steps)} steps"
+               f"{skipped_part}; round trip: {len(rt.identical)}/{rt.files} files byte-identical{blank_part}"
+               f"{unmatched_part}{refused}")
 
 
 def render_port(ui: UI, result: Any, release: str, *, as_json: bool = False, variant: str | None = None) -> None:

@@ -171,11 +171,15 @@ EXIT_CODES: tuple[ExitMeaning, ...] = (
                 "bad input: a broken recipe (file and line given; also duplicate YAML keys, a parameter of the wrong "
                 "type), an unusable target (another package than the recipe's, a file or folder the system will not "
                 "let specpatch write: permission, read-only file system, immutable file; a link out of the package), "
-                "a target file with a syntax error or not in its encoding, a damaged state folder, a bad option"),
+                "a target file with a syntax error or not in its encoding, a damaged state folder, a bad option; "
+                "`import`: a patch with no hunk it can read, an `-o` that would replace a file import did not write "
+                "(a `recipes/` folder beside `-o recipes.yaml`) or a symbolic link"),
     ExitMeaning((ExitCode.CANNOT_APPLY,), "cannot apply",
                 "cannot apply: anchor missing or ambiguous, conflicting definition, recipe code that reads a name "
                 "its file does not define, release outside the recipe's range or refused by it; nothing written; "
-                "`rollback`: a recipe applied later changed the same files (roll it back first)"),
+                "`rollback`: a recipe applied later changed the same files (roll it back first); `import`: a part of "
+                "the patch not lifted (a step that refuses, or a file or change with no step: new, deleted, renamed, "
+                "binary, a mode change, a section that is not a unified diff), the recipe written"),
     ExitMeaning((ExitCode.VERIFY_FAILED,), "verification failed",
                 "verification failed: syntax, import smoke test or a probe; an apply was rolled back; `test`: a "
                 "fixture case failed"),

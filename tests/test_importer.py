@@ -1958,3 +1958,215 @@ def test_a_patch_whose_code_nests_too_deeply_is_reported_not_a_crash(tmp_path, l
     lifted = importer.lift(pkg, patch)
     assert any(path == "srt/deep.py" and "cannot be parsed" in why for path, why in lifted.skipped)
     assert [s.file for s in lifted.steps] == ["srt/ok.py"]  # the other file is lifted as before
+
+
+# --------------------------------------------------------------------------------------------------- what is not lifted
+
+
+def import_cli(tmp_path: Path, monkeypatch, pkg: Path, patch: str, out: str = "recipes/team.yaml"):
+    """`specpatch import team.patch --release 0.0.1 -o OUT` in `tmp_path`, on `pkg` as the release."""
+    from typer.testing import CliRunner
+
+    from patcher import cli as cli_module
+
+    monkeypatch.setattr("patcher.fetch.fetch_release", lambda package, release: pkg.parent)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("NO_COLOR", "1")
+    monkeypatch.setenv("COLUMNS", "400")
+    (tmp_path / "team.patch").write_text(patch)
+    return CliRunner().invoke(cli_module.app, ["import", "team.patch", "--release", "0.0.1", "-o", out])
+
+
+def test_what_a_git_diff_changes_besides_its_hunks_is_reported_not_lifted_never_dropped(tmp_path, monkeypatch):
+    # a pure rename, a copy, a mode change, binary files (with and without --binary) and an empty new file: none
+    # has a hunk; each was dropped in silence (exit 0, "byte-identical") while applying the recipe made none of them
+    pkg = package(tmp_path / "base", {"srt/mod.py": BEFORE, "srt/old.py": "x = 1\n", "srt/run.py": "y = 1\n"})
+    g = "diff --git a/python/sglang/srt/{0} b/python/sglang/srt/{1}\n"
+    patch = (git_diff(BEFORE, edited(BEFORE, EDITS[:1]), "srt/mod.py")
+             + g.format("old.py", "moved.py") + "similarity index 100%\nrename from python/sglang/srt/old.py\n"
+               "rename to python/sglang/srt/moved.py\n"
+             + g.format("old.py", "twin.py") + "similarity index 100%\ncopy from python/sglang/srt/old.py\n"
+               "copy to python/sglang/srt/twin.py\n"
+             + g.format("run.py", "run.py") + "old mode 100644\nnew mode 100755\n"
+             + g.format("blob.bin", "blob.bin") + "new file mode 100644\nindex 0000000..1111111\nGIT binary patch\n"
+               "literal 9\nQc${NkVPs@vU|?hb00H9xssI20\n\nliteral 0\nHcmV?d00001\n\n"
+             + g.format("img.png", "img.png") + "index 2222222..3333333 100644\n"
+               "Binary files a/python/sglang/srt/img.png and b/python/sglang/srt/img.png differ\n"
+             + g.format("__init__.py", "__init__.py") + "new file mode 100644\nindex 0000000..e69de29\n")
+    lifted = importer.lift(pkg, patch)
+    assert lifted.lifted == len(lifted.hunks) == 1
+    assert [(p, why.split(":")[0]) for p, why in lifted.skipped] == [
+        ("srt/moved.py", "renamed file from srt/old.py"), ("srt/twin.py", "copied file from srt/old.py"),
+        ("srt/run.py", "mode change"), ("srt/blob.bin", "new binary file"), ("srt/img.png", "binary file"),
+        ("srt/__init__.py", "new file")]
+    done = import_cli(tmp_path, monkeypatch, pkg, patch)
+    assert done.exit_code == 3, done.output  # as a rename with a hunk, a new or a deleted file
+    summary = " ".join(done.output.split())
+    assert "not lifted: 6 files (srt/moved.py: renamed file from srt/old.py, srt/twin.py: copied file from " \
+           "srt/old.py, srt/run.py: mode change, 3 more)" in summary, summary
+    assert "srt/run.py: mode change: 100644 -> 100755" in summary
+    # a mode change that comes with hunks: the hunks are lifted, the mode is reported
+    moded = git_diff(BEFORE, edited(BEFORE, EDITS[:1]), "srt/mod.py").replace(
+        "index 1111111..2222222 100644\n", "old mode 100644\nnew mode 100755\nindex 1111111..2222222\n")
+    lifted = importer.lift(pkg, moded)
+    assert lifted.lifted == 1 and [p for p, _ in lifted.skipped] == ["srt/mod.py"]
+
+
+def test_sections_that_are_not_unified_diffs_are_reported_not_lifted_and_alone_are_bad_input(tmp_path, monkeypatch):
+    pkg = package(tmp_path / "base", {"srt/mod.py": BEFORE, "srt/other.py": BEFORE})
+    plain = git_diff(BEFORE, edited(BEFORE, EDITS[:1]), "srt/mod.py")
+    combined = ("diff --cc python/sglang/srt/other.py\nindex 1111111,2222222..3333333\n"
+                "--- a/python/sglang/srt/other.py\n+++ b/python/sglang/srt/other.py\n"
+                "@@@ -9,2 -9,2 +9,2 @@@\n- LIMIT = 5\n -LIMIT = 6\n++LIMIT = 7\n  \n")
+    context = ("*** a/python/sglang/srt/other.py\t2026-01-01 00:00:00\n--- b/python/sglang/srt/other.py\t2026-01-01\n"
+               "***************\n*** 9,9 ****\n! LIMIT = 4\n--- 9,9 ----\n! LIMIT = 8\n")
+    only = "Only in B/sglang/srt: helper.py\n"
+    lifted = importer.lift(pkg, plain + combined + context + only)
+    assert lifted.lifted == len(lifted.hunks) == 1
+    assert [(p, why.split(":")[0]) for p, why in lifted.skipped] == [
+        ("srt/other.py", "combined diff"), ("srt/other.py", "context diff"), ("srt/helper.py", "only in one tree")]
+    # a unified section after a context one is read again
+    assert [f.path for f in importer.parse_patch(context + plain) if f.hunks] == ["srt/mod.py"]
+    done = import_cli(tmp_path, monkeypatch, pkg, plain + combined + context + only)
+    assert done.exit_code == 3, done.output
+    assert "not lifted: 3 files (srt/other.py: combined diff, srt/other.py: context diff, srt/helper.py: only " \
+           "in one tree)" in " ".join(done.output.split())
+    for alone in (combined, context):  # nothing import can read: bad input, as before
+        with pytest.raises(UsageError, match=r"the patch holds no hunk import can read: srt/other.py: "
+                                             r"(combined|context) diff") as info:
+            importer.parse_patch(alone)
+        assert info.value.exit_code == 2
+
+
+def test_two_trees_under_other_names_than_a_and_b_are_one_file_per_path_not_renames(tmp_path):
+    # `git diff --no-index orig patched` and `diff -ru orig patched`: the trees' folders lead the paths
+    after = edited(BEFORE, EDITS[:1])
+    pkg = package(tmp_path / "base", {"srt/mod.py": BEFORE})
+    lines = "".join(difflib.unified_diff(BEFORE.splitlines(True), after.splitlines(True), "x", "y"))
+    body = lines.split("\n", 2)[2]
+    git = ("diff --git a/orig/srt/mod.py b/patched/srt/mod.py\nindex 1111111..2222222 100644\n"
+           "--- a/orig/srt/mod.py\n+++ b/patched/srt/mod.py\n" + body)
+    gnu = ("diff -ru orig/srt/mod.py patched/srt/mod.py\n--- orig/srt/mod.py\t2026-01-01 00:00:00.0 +0000\n"
+           "+++ patched/srt/mod.py\t2026-01-02 00:00:00.0 +0000\n" + body)
+    nested = "--- work/orig/srt/mod.py\n+++ work/patched/srt/mod.py\n" + body  # trees under one folder
+    for patch in (git, gnu, nested):
+        assert [(f.old, f.new) for f in importer.parse_patch(patch)] == [("srt/mod.py", "srt/mod.py")]
+        lifted = importer.lift(pkg, patch)
+        assert not lifted.skipped and lifted.lifted == 1 and lifted.expected["srt/mod.py"] == after.encode()
+    # two file names without `rename from` (`diff -u mod.py.orig mod.py`): one file, the one the release has
+    lifted = importer.lift(pkg, "--- srt/mod.py.orig\n+++ srt/mod.py\n" + body)
+    assert not lifted.skipped and lifted.lifted == 1
+
+
+def test_the_description_says_which_hunks_have_a_refusing_step_and_which_none(tmp_path):
+    pkg = package(tmp_path / "base", {"srt/mod.py": BEFORE, "README.md": "# sglang\n"})
+    patch = (git_diff(BEFORE, edited(BEFORE, EDITS[:1]).replace("# end of module", "# the end"), "srt/mod.py")
+             + git_diff("# sglang\n", "# sglang\nmore\n", "README.md")
+             + "--- /dev/null\n+++ b/python/sglang/srt/new.py\n@@ -0,0 +1 @@\n+x = 1\n")
+    lifted, out = lift_and_write(tmp_path, pkg, patch)
+    recipe = load_recipe(out)
+    assert [s.op for s in recipe.steps].count("unexpressed_hunk") == 1
+    assert " ".join(recipe.description.split()) == (
+        "Lifted by `specpatch import` from test.patch on sglang 0.0.1: 4 hunks, 1 expressed as semantic steps, 1 as "
+        "a step that refuses (`unexpressed_hunk`, named after the hunk: port it by hand), 2 with no step. No step makes "
+        "these changes (applying the recipe leaves them out): README.md (not a Python file); srt/new.py (new file: "
+        "recipes edit existing files only).")
+
+
+def test_sections_of_one_file_one_after_the_other_apply_in_order(tmp_path):
+    # two commits' diffs concatenated: the second section counts its lines in the file the first one made
+    first = edited(BEFORE, EDITS[:1])
+    second = first.replace("    return a + b + c\n", "    return (a + b + c) * LIMIT\n").replace(
+        "    kv_data_ptrs: List[int]\n", "    kv_data_ptrs: List[int]\n    aux_buffer_names: List[str]\n")
+    pkg = package(tmp_path / "base", {"srt/mod.py": BEFORE})
+    lifted, out = lift_and_write(tmp_path, pkg, git_diff(BEFORE, first, "srt/mod.py")
+                                 + git_diff(first, second, "srt/mod.py"))
+    assert [h.reason for h in lifted.hunks] == [None] * len(lifted.hunks) and len(lifted.hunks) == 3
+    assert [h.hunk.number for h in lifted.hunks] == [1, 2, 3]
+    assert lifted.expected["srt/mod.py"] == second.encode()
+    rt = importer.round_trip(out, pkg, lifted.expected, lifted.trimmed, lifted.unmatched)
+    assert rt.ok and rt.identical == ["srt/mod.py"], rt
+    # a file an earlier section adds is named so, not "not in this release"
+    added = importer.lift(pkg, "--- /dev/null\n+++ b/python/sglang/srt/n.py\n@@ -0,0 +1 @@\n+x = 1\n"
+                               + git_diff("x = 1\n", "x = 2\n", "srt/n.py"))
+    assert [why for _, why in added.skipped][1].startswith("a file an earlier section of the patch creates")
+
+
+# --------------------------------------------------------------------------------------------------- writing
+
+
+def test_import_never_deletes_files_it_did_not_write_and_replaces_its_own_output(tmp_path, monkeypatch):
+    pkg = package(tmp_path / "base", {"srt/mod.py": BEFORE})
+    monkeypatch.setattr("patcher.fetch.fetch_release", lambda package, release: pkg.parent)
+    patch = tmp_path / "team.patch"
+    patch.write_text(git_diff(BEFORE, edited(BEFORE), "srt/mod.py"))
+    # `-o recipes.yaml` beside a folder `recipes/` of other recipes: refused, naming them, nothing touched
+    others = {"README.txt": "notes\n", "other.yaml": "id: other\n", "other/step.code.py": "x = 1\n"}
+    package(tmp_path / "proj", {f"../recipes/{k}": v for k, v in others.items()})
+    folder = tmp_path / "proj" / "recipes"
+    with pytest.raises(UsageError, match=r"recipes/ holds files that no recipes.yaml references \(recipes/README.txt, "
+                                         r"recipes/other.yaml, recipes/other/step.code.py\)") as info:
+        importer.import_patch(patch, package="sglang", release="0.0.1", out=tmp_path / "proj" / "recipes.yaml")
+    assert info.value.exit_code == 2 and "move those files out" in info.value.hint
+    assert {p.relative_to(folder).as_posix(): p.read_text() for p in folder.rglob("*") if p.is_file()} == others
+    assert not (tmp_path / "proj" / "recipes.yaml").exists()
+    # a re-import over its own output replaces it, the code files of the earlier one included
+    out = tmp_path / "r" / "team.yaml"
+    importer.import_patch(patch, package="sglang", release="0.0.1", out=out)
+    earlier = sorted(p.name for p in (tmp_path / "r" / "team").rglob("*") if p.is_file())
+    patch.write_text(git_diff(BEFORE, edited(BEFORE, EDITS[4:5]), "srt/mod.py"))
+    assert importer.import_patch(patch, package="sglang", release="0.0.1", out=out).exit_code == 0
+    now = sorted(p.name for p in (tmp_path / "r" / "team").rglob("*") if p.is_file())
+    assert len(earlier) > len(now) == 1 and now[0].endswith("add-method-clear.code.py")
+    assert len(load_recipe(out).steps) == 1 and sorted(p.name for p in out.parent.iterdir()) == ["team", "team.yaml"]
+    # but not over a file of its folder the earlier recipe does not reference, nor a recipe import did not write
+    (tmp_path / "r" / "team" / "mine.py").write_text("keep\n")
+    with pytest.raises(UsageError, match=r"holds files that the earlier team.yaml does not reference \(team/mine.py"):
+        importer.import_patch(patch, package="sglang", release="0.0.1", out=out)
+    (tmp_path / "r" / "team" / "mine.py").unlink()
+    own = out.read_text()
+    out.write_text(own.replace("Lifted by `specpatch import`", "Written by hand"))
+    with pytest.raises(UsageError, match="is not a recipe `specpatch import` wrote"):
+        importer.import_patch(patch, package="sglang", release="0.0.1", out=out)
+    assert "Written by hand" in out.read_text()
+
+
+def test_an_output_folder_that_is_a_symbolic_link_is_bad_input(tmp_path, monkeypatch):
+    pkg = package(tmp_path / "base", {"srt/mod.py": BEFORE})
+    (tmp_path / "real").mkdir()
+    (tmp_path / "real" / "keep.txt").write_text("keep\n")
+    (tmp_path / "lk").symlink_to(tmp_path / "real")
+    done = import_cli(tmp_path, monkeypatch, pkg, git_diff(BEFORE, edited(BEFORE), "srt/mod.py"), out="lk.yaml")
+    assert done.exit_code == 2, done.output  # was 8: "Cannot call rmtree on a symbolic link"
+    assert "lk, the folder of its code, is a symbolic link" in " ".join(done.output.split())
+    assert (tmp_path / "real" / "keep.txt").read_text() == "keep\n" and not (tmp_path / "lk.yaml").exists()
+
+
+@pytest.mark.parametrize("fails", ["write", "rename", "replace"])
+def test_a_write_that_fails_half_way_leaves_the_earlier_recipe_whole_and_loadable(tmp_path, monkeypatch, fails):
+    # a code file that cannot be written (no space left), or a step of the swap the system refuses (the new code
+    # folder, then the yaml): the earlier recipe and its code files stay as they were, and the error says so
+    pkg = package(tmp_path / "base", {"srt/mod.py": BEFORE})
+    monkeypatch.setattr("patcher.fetch.fetch_release", lambda package, release: pkg.parent)
+    patch = tmp_path / "team.patch"
+    patch.write_text(git_diff(BEFORE, edited(BEFORE), "srt/mod.py"))
+    out = tmp_path / "r" / "team.yaml"
+    importer.import_patch(patch, package="sglang", release="0.0.1", out=out)
+    before = {p: p.read_bytes() for p in out.parent.rglob("*") if p.is_file()}
+    patch.write_text(git_diff(BEFORE, edited(BEFORE, EDITS[4:5]), "srt/mod.py"))
+    owner, name = {"write": (Path, "write_bytes"), "rename": (os, "rename"), "replace": (os, "replace")}[fails]
+    real, calls = getattr(owner, name), []
+
+    def refuse(*args):
+        calls.append(args)
+        if fails != "rename" or len(calls) == 2:  # the earlier folder moved aside, the new one cannot come in
+            raise OSError(28 if fails == "write" else 5, "refused", str(args[-1]))
+        return real(*args)
+
+    monkeypatch.setattr(owner, name, refuse)
+    with pytest.raises(importer.SpecpatchError) as info:
+        importer.import_patch(patch, package="sglang", release="0.0.1", out=out)
+    monkeypatch.undo()
+    assert calls and "nothing was replaced: team.yaml and team/ beside it are as they were" in info.value.hint
+    assert {p: p.read_bytes() for p in out.parent.rglob("*") if p.is_file()} == before  # no stage left either
+    assert len(load_recipe(out).steps) == 8
