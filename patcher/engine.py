@@ -19,8 +19,8 @@ import libcst as cst
 
 from .anchors import code_of, line_of_text, lines_of, too_deep
 from .diff import unified_diff
-from .errors import (Candidate, Location, RenderError, SpecpatchError, TargetError, TargetSyntaxError,
-                     UndefinedNameError)
+from .errors import (AnchorNotFound, Candidate, Location, NotIdempotent, RenderError, SpecpatchError, TargetError,
+                     TargetSyntaxError, UndefinedNameError)
 from .operations.base import CannotApply, Changed, Operation
 from .recipe import Recipe, Selection
 from .results import StepStatus, VariantKind
@@ -232,10 +232,20 @@ def _plan_file(result: Plan, rel_pkg: str, file_steps: list[tuple[int, Operation
             report.anchor_line = _line(original_text, original, outcome.anchor, anchor_lines)
         elif isinstance(outcome, CannotApply):
             report.error = _with_candidate_lines(outcome.error.at(loc), module)
+            if isinstance(report.error, AnchorNotFound) and module is not original \
+                    and not isinstance(op.among(siblings).apply(original), CannotApply):
+                # the release has the anchor: the recipe's own earlier steps took it away
+                report.error.message += "; the release has it: an earlier step of the recipe in this file changed it"
+                report.error.hint = ("reorder the steps (this one before the step that changes its anchor), or "
+                                     "anchor it on what that step writes; nothing was written")
             result.errors.append(report.error)
         result.steps.append(report)
         done.append((report, outcome if isinstance(outcome, Changed) else None))
     if any(r.status is StepStatus.CANNOT_APPLY for r, _ in done):
+        result.files.append(FilePlan(path, rel, before, before, mode))
+        return
+    result.errors.extend(_second_run(recipe.id, rel, module, file_steps, siblings, done))
+    if result.errors:
         result.files.append(FilePlan(path, rel, before, before, mode))
         return
     after = module.bytes if module is not original else before
@@ -260,6 +270,26 @@ def _plan_file(result: Plan, rel_pkg: str, file_steps: list[tuple[int, Operation
         if tree is not None and not result.errors:
             result.errors.extend(_undefined_names(recipe.id, rel, original_text, text, tree, done))
     result.files.append(FilePlan(path, rel, before, after, mode))
+
+
+def _second_run(recipe_id: str, rel: str, module: cst.Module, file_steps: list[tuple[int, Operation]],
+                siblings: list[Operation], done: list[tuple[StepReport, Changed | None]]) -> list[SpecpatchError]:
+    """Each step that changed the file, applied again to the file as the recipe leaves it, must answer *already
+    applied*: what a second apply, `check` and `verify` will ask of it (an in-memory pass over the patched tree,
+    about 0.1 s for the flagship's six files). A later step that rewrites what an earlier one anchors on (or its
+    code) makes the recipe apply once, then fail or change the file again on every run after."""
+    errors: list[SpecpatchError] = []
+    for (index, op), (report, changed) in zip(file_steps, done):
+        if changed is None:
+            continue
+        again = op.among(siblings).apply(module)
+        if isinstance(again, (Changed, CannotApply)):
+            why = ("it would change the file again" if isinstance(again, Changed)
+                   else f"{again.error.title}: {again.error.message}")
+            errors.append(NotIdempotent(
+                f"applied to `{rel}` as the recipe leaves it, step {index} does not find its own change: {why}",
+                location=Location(recipe=recipe_id, step=index, op=op.op, file=rel, anchor=op.anchor())))
+    return errors
 
 
 def _undefined_names(recipe_id: str, rel: str, before: str, after: str, tree: ast.Module,

@@ -140,6 +140,15 @@ class AnchorNotFound(SpecpatchError):
     exit_code = ExitCode.CANNOT_APPLY
 
 
+class NotIdempotent(SpecpatchError):
+    title = "recipe would not find its own change on a second run"
+    hint = ("planned again on its own result, a step would not answer 'already applied': a second apply or `specpatch "
+            "check` would fail or change the file again. A later step of the recipe changes what an earlier one "
+            "anchors on or adds, or two steps undo each other: reorder the steps, or anchor on code that stays; "
+            "nothing was written")
+    exit_code = ExitCode.CANNOT_APPLY
+
+
 class AnchorAmbiguous(SpecpatchError):
     title = "anchor matched more than once"
     hint = "the recipe must name a unique place; make the anchor more specific"
@@ -166,9 +175,9 @@ class RenderError(SpecpatchError):
 
 class UndefinedNameError(SpecpatchError):
     title = "patched code uses a name its file does not define"
-    hint = ("the recipe's code reads a name this release's file neither imports nor defines (upstream may have "
-            "removed or renamed it): add the import or definition to the recipe, or change the code; nothing was "
-            "written")
+    hint = ("once patched, the file reads at run time a name it neither imports nor defines (upstream may have "
+            "removed or renamed it, it may be imported for type checkers only, or the recipe took out what bound "
+            "it): add the import or definition to the recipe, or change the code; nothing was written")
     exit_code = ExitCode.CANNOT_APPLY
 
 

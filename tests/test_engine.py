@@ -222,6 +222,40 @@ def test_a_type_checking_name_in_an_annotation_of_the_recipe_code_is_not_a_run_t
     assert plan(recipe(tmp_path, batch_recipe(step)), find_target(root)).ok
 
 
+SELF_UNDOING = """\
+  - name: log-after-map
+    op: insert_statements
+    file: srt/server_args.py
+    function: ServerArgs.add_cli_args
+    at: after
+    match: parser.add_argument("--speculative-token-map", type=str)
+    code: print("cli args added")
+  - name: map-flag-typed
+    op: replace_statements
+    file: srt/server_args.py
+    within: ServerArgs.add_cli_args
+    match: parser.add_argument("--speculative-token-map", type=str)
+    code: parser.add_argument("--speculative-token-map", type=str, default=None)
+"""
+
+
+def test_a_step_whose_anchor_a_later_step_rewrites_is_refused_before_writing(tmp_path):
+    # applied once it would work, but a second apply (and `check`) would not find step 1's change: refused, exit 3,
+    # naming the step, whatever the target
+    root = make_target(tmp_path, {"srt/server_args.py": SERVER_ARGS.encode()})
+    text = "id: demo\nversion: 1\ntitle: t\ntarget: {package: sglang}\nsteps:\n"
+    p = plan(recipe(tmp_path, text + SELF_UNDOING), find_target(root))
+    assert not p.ok and [type(e).__name__ for e in p.errors] == ["NotIdempotent"]
+    err = p.errors[0]
+    assert err.exit_code == ExitCode.CANNOT_APPLY and err.location.step == 1 and "anchor not found" in err.message
+    # the other order: step 2 looks for what step 1 rewrote; the release has it, and the error says who took it
+    first, second = SELF_UNDOING.split("  - name: map-flag-typed\n")
+    p = plan(recipe(tmp_path, text + "  - name: map-flag-typed\n" + second + first), find_target(root))
+    assert not p.ok and p.errors[0].location.step == 2
+    assert "an earlier step of the recipe in this file changed it" in p.errors[0].message
+    assert "reorder the steps" in p.errors[0].hint
+
+
 def test_ambiguous_anchor(tmp_path):
     doubled = SERVER_ARGS.replace("    speculative_token_map: str = None\n",
                                   "    speculative_token_map: str = None\n    speculative_accept_threshold_acc: float = 2.0\n")
