@@ -138,6 +138,8 @@ def _after_apply_notes(p: Plan) -> list[str]:
     """What a user needs after a write: how to undo it, and what pip will think of the patched files."""
     t = p.target
     where = f"--target {shlex.quote(str(t.root))}"  # copied into a shell as it is: a path with spaces stays one
+    if t.package != "sglang":
+        where += f" --package {t.package}"
     notes = [f"undo: specpatch rollback {p.recipe.id} {where} (restores the original bytes and modes)"]
     records = sorted(t.package_dir.parent.glob(f"{t.package}-*.dist-info/RECORD"))
     mine = [r for r in records if r.parent.name == f"{t.package}-{t.version}.dist-info"]

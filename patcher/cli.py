@@ -184,9 +184,22 @@ def _params(values: list[str] | None) -> dict[str, str]:
 
 
 def _target(target: Path | None, package: str | None, assume_version: str | None, python: str | None = None):
-    from .target import find_target
+    """The target; without --package, sglang, else the one other engine specpatch knows that the folder holds (a
+    vLLM tree's `rollback`, `status` or `verify` need not repeat `--package vllm`)."""
+    from .errors import TargetError
+    from .target import PACKAGES, find_target
 
-    return find_target(target, package=package or "sglang", assume_version=assume_version, python=python)
+    if package is not None or target is None:
+        return find_target(target, package=package or "sglang", assume_version=assume_version, python=python)
+    try:
+        return find_target(target, package="sglang", assume_version=assume_version, python=python)
+    except TargetError as exc:
+        for other in (p for p in PACKAGES if p != "sglang"):
+            try:
+                return find_target(target, package=other, assume_version=assume_version, python=python)
+            except TargetError:
+                continue
+        raise exc from None
 
 
 def _release(target) -> str:

@@ -166,6 +166,19 @@ def test_conflict_new_flag_with_other_arguments():
         """, Conflict, mentions=("--new-flag",), candidates=("--new-flag",))
 
 
+def test_conflict_on_any_option_string_of_the_new_call():
+    # the new call's second option string is a flag the parser already has: argparse raises "conflicting option
+    # string" when the parser is built, at the server's start-up
+    step = op("add_argparse_argument", function="Args.add_cli_args", after_flag="--accept",
+              code='parser.add_argument("--hostile-mode", "--tokenizer-mode", type=str)')
+    cannot(step, """
+        class Args:
+            def add_cli_args(parser):
+                parser.add_argument("--accept")
+                parser.add_argument("--tokenizer-mode", type=str)
+        """, Conflict, mentions=("--tokenizer-mode", "argparse"), candidates=("--tokenizer-mode",))
+
+
 def test_already_applied_anywhere_in_the_function():
     unchanged(ADD, """
         class Args:

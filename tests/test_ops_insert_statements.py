@@ -272,6 +272,15 @@ def test_if_present_elsewhere_refuse_is_a_conflict_when_the_function_has_the_sta
                 self.flush()
                 return 1
         ''')
+    # at the start or the end of the function the same holds (the option was read next to a match only)
+    for at in ("start", "end"):
+        cannot(op("insert_statements", function="W.f", at=at, code="self.flush()", if_present_elsewhere="refuse"), '''
+            class W:
+                def f(self):
+                    if self.ready:
+                        self.flush()
+                    self.a(1)
+            ''', Conflict, mentions=("self.flush()",))
     # the default (apply) keeps the old rule: equal statements elsewhere are not this step's business
     check(op("insert_statements", function="W.f", at="after", match="self.a(...)", code="self.flush()"), '''
         class W:

@@ -258,3 +258,35 @@ def test_plain_int_type_fails_the_probe(version, vllm_python, tmp_path):
     assert "PROBE-FAIL: --speculative-disable-batch-threshold -3 on the command line: accepted by the parser" \
         in probe.details, probe.details
     assert "abc on the command line" not in probe.details, probe.details  # plain int refuses abc as well
+
+
+def test_a_vllm_tree_is_found_without_package_and_the_undo_note_names_it(tmp_path):
+    # the undo note printed after an apply is a command that works as printed; `status`, `rollback` and `verify` of
+    # a folder that holds vllm (and no sglang) find it without --package
+    import subprocess
+    import sys
+
+    pkg = tmp_path / "t" / "vllm"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "_version.py").write_text("__version__ = '0.12.0'\n")
+    (pkg / "config.py").write_text("class Config:\n    def size(self):\n        return 1\n")
+    recipes = tmp_path / "recipes"
+    recipes.mkdir()
+    (recipes / "vllm-tag.yaml").write_text(
+        "id: vllm-tag\nversion: 1\ntitle: t\ntarget: {package: vllm}\nsteps:\n"
+        "  - {op: add_method, file: config.py, class: Config, after: size, code: \"def tag(self):\\n    return 't'\\n\"}\n")
+
+    def cli(*args: str) -> subprocess.CompletedProcess:
+        more = ["--recipe-path", str(recipes)] if args[0] != "status" else []
+        return subprocess.run([sys.executable, "-m", "patcher", *args, *more], capture_output=True, text=True,
+                              timeout=300)
+
+    applied = cli("apply", "vllm-tag", "--target", str(tmp_path / "t"), "--no-smoke")
+    assert applied.returncode == 0, applied.stdout + applied.stderr
+    undo = next(line for line in (applied.stdout + applied.stderr).splitlines() if "undo: specpatch rollback" in line)
+    assert f"--target {tmp_path / 't'} --package vllm" in undo
+    assert cli("status", "--target", str(tmp_path / "t")).returncode == 0
+    rolled = cli("rollback", "vllm-tag", "--target", str(tmp_path / "t"))
+    assert rolled.returncode == 0, rolled.stdout + rolled.stderr
+    assert "tag" not in (pkg / "config.py").read_text()

@@ -21,7 +21,8 @@ statement, never inside it, with the indentation of the block the anchor is in (
 
 Answers: *changed*; *already applied* (the function already has an `add_argument` call for the new flag with the
 same arguments); *cannot apply* (function or anchor flag missing or registered twice; the new flag already registered
-with other arguments).
+with other arguments, or any other option string of the new call already registered: argparse would refuse it when
+the parser is built).
 """
 
 from __future__ import annotations
@@ -81,13 +82,21 @@ class AddArgparseArgument(Operation):
         new_flag = self.new_flag()
         fpath = find_function(module, self.function)
         flagged = [(p, flags) for p in walk_statements(fpath) if (flags := flags_of(p[-1]))]  # read each once
-        existing = [p for p, flags in flagged if new_flag in flags]
+        # every option string of the new call counts (`"--mode", "--tokenizer-mode"`): argparse refuses a second
+        # registration of any of them when the parser is built, at the server's start-up
+        mine = set(flags_of(new_stmts[0])) if len(new_stmts) == 1 else {new_flag}
+        existing = [(p, sorted(mine & set(flags))) for p, flags in flagged if mine & set(flags)]
         if existing:
-            have = code_of(module, existing[0][-1])
-            if same_code(have, self.code):
-                return AlreadyApplied(existing[0][-1])
-            raise Conflict(f"`{new_flag}` is already registered in `{self.function}` with other arguments",
-                           candidates=[Candidate(have.strip().splitlines()[0], node=existing[0][-1])])
+            (path, clash), *_ = existing
+            have = code_of(module, path[-1])
+            if len(existing) == 1 and same_code(have, self.code):
+                return AlreadyApplied(path[-1])
+            taken = "`, `".join(clash)
+            raise Conflict(f"`{taken}` {'is' if len(clash) == 1 else 'are'} already registered in `{self.function}`"
+                           f"{' with other arguments' if clash == [new_flag] else ''}: argparse would refuse the "
+                           "second registration when the parser is built",
+                           candidates=[Candidate(code_of(module, p[-1]).strip().splitlines()[0], node=p[-1])
+                                       for p, _ in existing])
         anchors = [p for p, flags in flagged if self.after_flag in flags]
         if not anchors:
             by_flag = {f: p[-1] for p, flags in flagged for f in flags}

@@ -177,7 +177,7 @@ class InsertStatements(Operation):
         block = fpath if self.inside is None else inside_block(
             module, fpath, self.inside, else_arm=self.inside_else, where=f"`{self.function}`")
         if self.match is None:
-            return self._at_an_end(module, block, new)
+            return self._at_an_end(module, block, new, fpath)
         try:
             outcome = self._next_to_match(module, fpath, block, new, Pattern.parse(self.match), self.at)
             if not (self.fallback_match is not None and isinstance(outcome, Changed)
@@ -212,7 +212,8 @@ class InsertStatements(Operation):
         reads = _names("".join(code_of(module, s) for s in new), ast.Load)
         return not reads & _names(code_of(module, inner), ast.Store)
 
-    def _at_an_end(self, module: cst.Module, fpath: NodePath, new: list[cst.BaseStatement]) -> Outcome:
+    def _at_an_end(self, module: cst.Module, fpath: NodePath, new: list[cst.BaseStatement],
+                   function: NodePath) -> Outcome:
         statements = list(body_of(fpath[-1]))
         # a docstring is a function's; a string first in an `if` block is a statement like any other
         first = 1 if statements and is_docstring(statements[0]) and isinstance(fpath[-1], cst.FunctionDef) else 0
@@ -226,6 +227,8 @@ class InsertStatements(Operation):
             have = statements[max(first, at - k):at]
         if _same_statements(module, have, new):
             return AlreadyApplied(have[0])
+        if self.if_present_elsewhere == "refuse":
+            self._refuse_duplicates(module, function, new)
         if self.at == "start":
             rest = statements[at:]
             padded = [self._spaced(rest[0]), *rest[1:]] if rest else []
