@@ -101,3 +101,28 @@ def test_the_new_operations_are_registered_documented_and_in_the_schema(kind):
     cls = REGISTRY[kind]
     assert importlib.import_module(cls.__module__).__doc__.startswith(f"`{kind}`")  # the user documentation
     assert f'"const": "{kind}"' in json.dumps(json_schema()) or f'"{kind}"' in json.dumps(json_schema())
+
+
+REBOUND = """
+import os
+from typing import Any as AnyType
+
+
+def register(fn):
+    return fn
+
+
+LIMIT = 8
+"""
+
+
+@pytest.mark.parametrize("code, name", [
+    ("register = None\n", "register"),  # an assignment over a def: the module's own calls would get None
+    ("LIMIT = 16\n", "LIMIT"),  # the same constant bound twice: the later one wins, silently
+    ("def os():\n    return 1\n", "os"),  # a def over an import
+    ("AnyType = object\n", "AnyType"),  # over an import's alias
+])
+def test_code_that_rebinds_a_module_name_is_a_conflict(code, name):
+    cannot(op("add_definition", code=code), REBOUND, Conflict, mentions=(f"`{name}`", "rebind"))
+    # a new name is added as ever
+    check(op("add_definition", code="TEAM_LIMIT = 16\n"), REBOUND, REBOUND.lstrip("\n") + "TEAM_LIMIT = 16\n")

@@ -444,3 +444,14 @@ def test_merge_before_puts_a_name_first_in_the_list_and_appends_when_that_name_i
         ''')
     with pytest.raises(ValidationError, match="not both"):
         op("add_import", code="from a.b import e", merge=True, after="c", before="d")
+
+
+def test_an_import_of_a_name_the_module_defines_is_a_conflict():
+    # the module's `def register` would rebind it (the import dead), or the import would replace the def
+    cannot(op("add_import", code="from os.path import join as register"), """
+        import os
+
+
+        def register(fn):
+            return fn
+        """, Conflict, mentions=("`register`", "already defined"))

@@ -21,7 +21,8 @@ section's heading, stay above the code).
 Answers: *changed*; *already applied* (for a single `def` or `class`: the module defines that name with the same
 code, up to formatting and comments; otherwise the same statements, compared as code, are already in the module
 body); *cannot apply* (the anchor is missing or defined twice, with near names; or a conflict: the module already
-defines the function or class with other code).
+defines the function or class with other code, or already binds a name the code binds: a def, a class, an
+assignment or an import of that name).
 """
 
 from __future__ import annotations
@@ -98,6 +99,7 @@ class AddDefinition(Operation):
             for i in range(len(body) - len(new) + 1):
                 if all(fingerprint(module, body[i + j]) == keys[j] for j in range(len(new))):
                     return AlreadyApplied(body[i])
+        self._refuse_rebinding(module, body, new)
         name = self.after or self.before
         if name is None:
             return Changed(module.with_changes(body=(*body, *new)), inserted=tuple(new))
@@ -113,6 +115,27 @@ class AddDefinition(Operation):
         if self.after:
             return Changed(insert_after((module, anchors[0]), new), inserted=tuple(new), anchor=anchors[0])
         return Changed(_insert_before(module, anchors[0], new), inserted=tuple(new), anchor=anchors[0])
+
+
+    def _refuse_rebinding(self, module: cst.Module, body: list[cst.CSTNode], new: list[cst.CSTNode]) -> None:
+        """A name the new code binds at module level that the module already binds (a def, a class, an assignment,
+        an import) is a conflict: the new code would replace what the module's own code relies on (`X = None`
+        over `def X`), or be replaced by it."""
+        bound: dict[str, cst.CSTNode] = {}
+        for stmt in body:
+            for n in defined_names(stmt):
+                bound.setdefault(n, stmt)
+            if isinstance(stmt, cst.SimpleStatementLine):
+                for small in stmt.body:
+                    if isinstance(small, (cst.Import, cst.ImportFrom)) and not isinstance(small.names, cst.ImportStar):
+                        for alias in small.names:
+                            name = alias.asname.name if alias.asname else alias.name
+                            bound.setdefault(code_of(module, name).split(".")[0], stmt)
+        for n in (n for stmt in new for n in defined_names(stmt)):
+            if n in bound:
+                raise Conflict(f"the module already binds `{n}` (`{first_line(module, bound[n])}`): the new code "
+                               "would rebind it", candidates=[Candidate(f"`{first_line(module, bound[n])}`",
+                                                                        node=bound[n])])
 
 
 def _insert_before(module: cst.Module, anchor: cst.CSTNode, new: list[cst.CSTNode]) -> cst.Module:

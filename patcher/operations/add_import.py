@@ -195,6 +195,15 @@ class AddImport(Operation):
             missing.append(want)
         if not missing:
             return AlreadyApplied(found[0] if found else None)
+        from .add_definition import defined_names
+
+        defined = {n: s for s in module.body for n in defined_names(s)}  # a module-level def, class or assignment
+        for want in missing:
+            if want.bound in defined:
+                s = defined[want.bound]
+                raise Conflict(f"`{want.bound}` is already defined in the module: `{_line(module, s)}`; the import "
+                               "would be rebound by it, or rebind it",
+                               candidates=[Candidate(f"`{_line(module, s)}`", node=s)])
         if self.merge:
             merged = self._merge(module, wanted, missing)
             if merged is not None:
