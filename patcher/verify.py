@@ -47,7 +47,10 @@ standard output:
     PROBE-SKIP: <why this environment cannot run the probe>
 
 It passes when it exits 0 and printed no ``PROBE-FAIL`` line; it is ``skipped`` when it exits 0 having printed
-``PROBE-SKIP`` and no ``PROBE-OK``; any other exit (an uncaught exception exits 1) fails it. The check's message is
+``PROBE-SKIP`` and no ``PROBE-OK``; it is ``environment`` when it dies, with no ``PROBE-FAIL`` line, on
+``ModuleNotFoundError`` of a module outside the target's package (the interpreter lacks a dependency: no verdict on
+the patch, as the smoke test's pristine comparison would say); any other exit (an uncaught exception exits 1) fails
+it. The check's message is
 its last ``PROBE-*`` lines, or else the last line of its output. Its working folder is a scratch folder, its
 standard input is empty, and the interpreter exits as soon as the script ends (``atexit`` handlers do not run); a
 probe that runs past ``timeout`` is killed with its whole process group.
@@ -481,6 +484,13 @@ def _run_probe(target: Target, stubs: Sequence[str], shims: Sequence[str], folde
     for kind, text in run.marks:
         marks[kind].append(text)
     fallback = _last_line(run.output)
+    missing = re.fullmatch(r"(?:ModuleNotFoundError|ImportError): No module named '([\w.]+)'", fallback or "")
+    if run.returncode != 0 and not marks["FAIL"] and missing \
+            and missing.group(1).split(".")[0] != target.package:
+        # the probe died importing a third-party module this interpreter lacks (as the smoke test's pristine
+        # comparison would say): the environment cannot run it, which is not a verdict on the patch
+        return Check(PROBE, name, ENVIRONMENT, f"this environment lacks `{missing.group(1)}` ({fallback}): the "
+                     "probe could not run", details, run.seconds, data)
     if run.returncode != 0 or marks["FAIL"]:
         text = "; ".join(marks["FAIL"][-3:]) or fallback or "no output"
         if run.returncode != 0:

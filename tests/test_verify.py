@@ -354,6 +354,23 @@ def test_probes_pass_fail_skip_by_convention(tmp_path):
     assert checks["silent.py"].status == "passed" and checks["silent.py"].message == "exit code 0"
 
 
+def test_a_probe_that_dies_importing_a_module_the_environment_lacks_is_environment_not_failed(tmp_path):
+    # as the smoke test says of an import that fails from the pristine files too: no verdict on the patch (a vLLM
+    # probe in an interpreter without cbor2); a module of the target's own package missing is the patch's business
+    target = make_target(tmp_path / "t", {"flags.py": "THRESHOLD = 0\n"})
+    folder, spec = _probes(tmp_path, {
+        "lacks.py": "import cbor2_not_installed_here\n",
+        "lacks_sub.py": "import json\nfrom cbor2_not_installed_here.types import Tag\n",
+        "own.py": "import fakepkg.not_there\n",
+        "says_no.py": "print('PROBE-FAIL: no')\nimport cbor2_not_installed_here\n",
+    })
+    checks = by_name(verify.run_probes(target, spec, folder, python=sys.executable, params={}))
+    assert checks["lacks.py"].status == "environment" and "`cbor2_not_installed_here`" in checks["lacks.py"].message
+    assert checks["lacks_sub.py"].status == "environment"
+    assert checks["own.py"].status == "failed"
+    assert checks["says_no.py"].status == "failed"
+
+
 def test_probe_timeout(tmp_path):
     target = make_target(tmp_path / "t", {})
     folder, spec = _probes(tmp_path, {"slow.py": "import time\nprint('PROBE-OK: started')\ntime.sleep(60)\n"},
