@@ -130,7 +130,7 @@ def plan(recipe: Recipe, target: Target, params: dict[str, str] | None = None) -
     result = Plan(recipe, target, selection, values)
     if selection.refuse:
         return result
-    steps = [s.render_params(values) for s in selection.steps]
+    steps = [_rendered(recipe.id, i, s, values) for i, s in enumerate(selection.steps, start=1)]
     by_file: dict[str, list[tuple[int, Operation]]] = {}
     for i, step in enumerate(steps, start=1):
         by_file.setdefault(_identity(target, step.file), []).append((i, step))
@@ -270,6 +270,15 @@ def _plan_file(result: Plan, rel_pkg: str, file_steps: list[tuple[int, Operation
         if tree is not None and not result.errors:
             result.errors.extend(_undefined_names(recipe.id, rel, original_text, text, tree, done))
     result.files.append(FilePlan(path, rel, before, after, mode))
+
+
+def _rendered(recipe_id: str, index: int, step: Operation, values: dict[str, Any]) -> Operation:
+    """The step with the parameters' values placed; an error names the recipe, the step and its file (the value
+    is the user's `--param`, the place is the recipe's)."""
+    try:
+        return step.render_params(values)
+    except SpecpatchError as exc:
+        raise exc.at(Location(recipe=recipe_id, step=index, op=step.op, file=step.file)) from None
 
 
 def _second_run(recipe_id: str, rel: str, module: cst.Module, file_steps: list[tuple[int, Operation]],

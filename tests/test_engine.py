@@ -380,3 +380,18 @@ def test_a_parameter_outside_its_declared_range_or_choices_is_refused(tmp_path):
         with pytest.raises(Exception, match=says) as info:
             r.resolve_params(given)
         assert info.value.exit_code == ExitCode.BAD_INPUT
+
+
+def test_a_bad_parameter_value_names_the_recipe_and_the_step(tmp_path):
+    from patcher.errors import SpecpatchError
+
+    text = ("id: demo\nversion: 1\ntitle: t\ntarget: {package: sglang}\nparams:\n  label: {type: str, default: a}\n"
+            "steps:\n  - {op: add_dataclass_field, file: srt/server_args.py, class: ServerArgs,\n"
+            "     after: speculative_token_map, code: \"x: int = 1\"}\n"
+            "  - name: tag\n    op: insert_statements\n    file: srt/server_args.py\n"
+            "    function: ServerArgs.add_cli_args\n    at: end\n    code: |\n      tag = f'{len(\"{{label}}\")}'\n")
+    root = make_target(tmp_path, {"srt/server_args.py": SERVER_ARGS.encode()})
+    with pytest.raises(SpecpatchError) as caught:
+        plan(recipe(tmp_path, text), find_target(root), {"label": "it's"})
+    loc = caught.value.location
+    assert (loc.recipe, loc.step, loc.file) == ("demo", 2, "srt/server_args.py")
