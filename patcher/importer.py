@@ -1707,7 +1707,23 @@ def round_trip(recipe_path: Path, package_dir: Path, expected: dict[str, bytes],
         else:
             different.append(rel)
     errors = [f"{s.file} [{s.name}]: {s.message}" for s in results.steps if s.status == "refused"]
+    if not errors and not different:
+        errors = _apply_checks(recipe, package_dir)
     return RoundTrip(identical, different, errors, blank, unmatched)
+
+
+def _apply_checks(recipe, package_dir: Path) -> list[str]:
+    """What `specpatch apply` checks past each step's own answer (the patched file's undefined names, a second run
+    of each step on the recipe's own result), on the pristine release: the recipe must apply there as written."""
+    from .engine import plan
+    from .target import find_target
+
+    try:
+        planned = plan(recipe, find_target(package_dir, package=recipe.target.package,
+                                           assume_version=base_release(recipe)))
+    except SpecpatchError as exc:
+        return [str(exc)]
+    return [str(e) for e in planned.errors]
 
 
 # --------------------------------------------------------------------------------------------------- porting

@@ -91,6 +91,7 @@ def git_diff(before: str, after: str, rel: str, prefix: str = "python/sglang/") 
 
 def package(root: Path, files: dict[str, str]) -> Path:
     pkg = root / "sglang"
+    files = {"__init__.py": "", **files}  # a package, as a release is (the round trip plans it as `apply` does)
     for rel, text in files.items():
         (pkg / rel).parent.mkdir(parents=True, exist_ok=True)
         (pkg / rel).write_bytes(text.encode())
@@ -1379,7 +1380,7 @@ from test_ops_insert_statements import POLLS, REORDERED  # noqa: E402
 from test_ops_replace_statements import CHAIN  # noqa: E402
 
 # (with the helpers the steps below call imported, as a real module has them)
-BOOT, BOOT_LATER, WAITING = ("from .timing import fail, late\n\n\n" + src(s) for s in (POLLS, REORDERED, CHAIN))
+BOOT, BOOT_LATER, WAITING = ("from .timing import fail, late, log\n\n\n" + src(s) for s in (POLLS, REORDERED, CHAIN))
 # upstream reordered the chain: the `Waiting` arm is an `elif` after the `Done` arm, which changed
 WAITING_LATER = WAITING.replace(
     "            if poll in [Poll.Waiting, Poll.Sending]:\n                undone.append(req)\n"
