@@ -260,10 +260,20 @@ def _plan_file(result: Plan, rel_pkg: str, file_steps: list[tuple[int, Operation
                 f"{getattr(exc, 'msg', exc)}", location=Location(recipe=recipe.id, file=rel,
                                                                  line=getattr(exc, "lineno", None))))
         text = after.decode(module.encoding, errors="replace")
+        written: set[int] | None = None
         for report, changed in done:
             if changed and changed.inserted:
                 codes = [code_of(module, n) for n in changed.inserted]  # rendered once, used twice
                 first_line = line_of_text(text, "".join(codes), _offset_of_line(text, report.anchor_line))
+                if first_line and line_of_text(text, "".join(codes), _offset_of_line(text, first_line + 1)):
+                    # the same lines stand twice (the code equals its anchor, or code the file already has): the
+                    # first of them that the change wrote (a line diff, computed once, only in this case)
+                    if written is None:
+                        written = _written_lines(original_text, text)
+                    at = first_line
+                    while at and at not in written:
+                        at = line_of_text(text, "".join(codes), _offset_of_line(text, at + 1))
+                    first_line = at or first_line
                 if first_line:
                     n = sum(code.count("\n") for code in codes)
                     report.lines = (first_line, first_line + max(n - 1, 0))
@@ -455,6 +465,15 @@ def _changed_scopes(tree: ast.Module, new: set[int]) -> ast.Module:
         return out
 
     return ast.fix_missing_locations(ast.Module(body=cut(tree.body), type_ignores=[]))
+
+
+def _written_lines(before: str, after: str) -> set[int]:
+    """The 1-based lines of `after` that a line diff from `before` says were inserted or replaced."""
+    import difflib
+
+    matcher = difflib.SequenceMatcher(None, before.splitlines(), after.splitlines(), autojunk=False)
+    return {j + 1 for tag, _, _, j1, j2 in matcher.get_opcodes() if tag in ("insert", "replace")
+            for j in range(j1, j2)}
 
 
 def _offset_of_line(text: str, line: int | None) -> int:

@@ -395,3 +395,17 @@ def test_a_bad_parameter_value_names_the_recipe_and_the_step(tmp_path):
         plan(recipe(tmp_path, text), find_target(root), {"label": "it's"})
     loc = caught.value.location
     assert (loc.recipe, loc.step, loc.file) == ("demo", 2, "srt/server_args.py")
+
+
+def test_the_lines_of_inserted_code_are_its_own_when_the_file_has_the_same_lines_before_it(tmp_path):
+    # the code equals the statement above it: the report's lines are those the change wrote, not the older ones
+    text = ("id: demo\nversion: 1\ntitle: t\ntarget: {package: sglang}\nsteps:\n"
+            "  - {op: insert_statements, file: srt/server_args.py, function: ServerArgs.add_cli_args, at: after,\n"
+            "     match: 'parser.add_argument(\"--speculative-token-map\", type=str)',\n"
+            "     code: 'parser.add_argument(\"--speculative-token-map\", type=str)'}\n")
+    root = make_target(tmp_path, {"srt/server_args.py": SERVER_ARGS.encode()})
+    p = plan(recipe(tmp_path, text), find_target(root))
+    assert p.ok
+    after = p.files[0].after.decode().splitlines()
+    first, last = p.steps[0].lines
+    assert first == last == len(after) and after[first - 2] == after[first - 1]
