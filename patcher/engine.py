@@ -250,15 +250,12 @@ def _plan_file(result: Plan, rel_pkg: str, file_steps: list[tuple[int, Operation
         return
     after = module.bytes if module is not original else before
     if after != before:
-        tree = None
+        tree, failed = None, None
         try:
             tree = ast.parse(after, str(path))  # once, for the compile and the names read below
             compile(tree, str(path), "exec", dont_inherit=True)
         except (SyntaxError, ValueError) as exc:
-            tree = None
-            result.errors.append(RenderError(
-                f"{getattr(exc, 'msg', exc)}", location=Location(recipe=recipe.id, file=rel,
-                                                                 line=getattr(exc, "lineno", None))))
+            tree, failed = None, exc
         text = after.decode(module.encoding, errors="replace")
         written: set[int] | None = None
         for report, changed in done:
@@ -277,6 +274,14 @@ def _plan_file(result: Plan, rel_pkg: str, file_steps: list[tuple[int, Operation
                 if first_line:
                     n = sum(code.count("\n") for code in codes)
                     report.lines = (first_line, first_line + max(n - 1, 0))
+        if failed is not None:  # charged to the step whose code holds the line, else the file's last changed one
+            line = getattr(failed, "lineno", None)
+            owner = next((r for r, c in done if c is not None and r.lines and line
+                          and r.lines[0] <= line <= r.lines[1]), None) or next(
+                (r for r, c in reversed(done) if c is not None), None)
+            result.errors.append(RenderError(f"{getattr(failed, 'msg', failed)}", location=Location(
+                recipe=recipe.id, file=rel, line=line, step=owner.index if owner else None,
+                op=owner.op if owner else None, anchor=owner.anchor if owner else None)))
         if tree is not None and not result.errors:
             result.errors.extend(_undefined_names(recipe.id, rel, original_text, text, tree, done))
     result.files.append(FilePlan(path, rel, before, after, mode))

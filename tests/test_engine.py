@@ -141,6 +141,12 @@ def test_recipe_code_that_does_not_compile_is_caught_before_writing(tmp_path):
                          'code: "speculative_disable_batch_threshold: int = (0"')
     p = plan(recipe(tmp_path, bad), find_target(root))
     assert not p.ok
+    # code libcst parses and the compiler refuses: the error names the step that wrote the line
+    nonlocal_ = RECIPE + "  - {op: insert_statements, file: srt/server_args.py, function: ServerArgs.add_cli_args,\n" \
+        "     at: start, code: nonlocal nowhere}\n"
+    p = plan(recipe(tmp_path, nonlocal_), find_target(root))
+    assert not p.ok and [type(e).__name__ for e in p.errors] == ["RenderError"]
+    assert p.errors[0].location.step == 3 and "nowhere" in p.errors[0].message
 
 
 UNDEFINED = RECIPE + '''\
