@@ -182,7 +182,9 @@ def _check_semantics(recipe: Recipe, fail) -> None:
     for loc, step in steps_with_loc():
         unknown = step.placeholders() - set(recipe.params)
         if unknown:
-            raise fail(loc, f"uses undeclared parameter(s) {', '.join(sorted(unknown))}; declare them under `params`")
+            raise fail(loc, f"uses undeclared parameter(s) {', '.join(sorted(unknown))}; declare them under `params` "
+                            "(`{{NAME}}` is a parameter's placeholder: an f-string's escaped braces around a name, "
+                            "`f\"{{x}}\"`, must be split, `f\"{{\" f\"x}}\"`)")
     specs = [(("verify",), recipe.verify)] + [(("variants", vi, "verify"), v.verify)
                                              for vi, v in enumerate(recipe.variants) if v.verify]
     scripts = [(loc + ("probes", i), "probe", p.path) for loc, spec in specs for i, p in enumerate(spec.probes)]
