@@ -240,3 +240,20 @@ def test_multi_line_string_in_crlf_file_uses_crlf():
     method = op("add_method", **{"class": "A"}, code='def g(self):\n    """Doc.\n\n    More.\n    """\n')
     out = method.apply(cst.parse_module("class A:\r\n    x = 1\r\n"))
     assert "\n" not in out.module.code.replace("\r\n", "")
+
+
+def test_a_method_after_one_defined_for_type_checkers_only_is_refused():
+    # the interpreter skips the block: the new method would not exist at run time
+    from patcher.errors import AnchorNotFound
+
+    cannot(op("add_method", **{"class": "W"}, after="typed", code="def extra(self):\n    return 1\n"), """
+        from typing import TYPE_CHECKING
+
+
+        class W:
+            if TYPE_CHECKING:
+                def typed(self) -> int: ...
+
+            def run(self):
+                return 0
+        """, AnchorNotFound, mentions=("TYPE_CHECKING", "run time"))

@@ -15,7 +15,8 @@ Example::
 The method is inserted after the *whole* anchor method (its decorators belong to it, so do the comment lines that
 follow it inside its body), with the class body's indentation and one blank line before it (above the code's own
 leading comment lines, if it has some). Methods defined inside an `if`/`try` block of the class body count too; a
-method added after one of those lands in the same block.
+method added after one of those lands in the same block (not after one under `if TYPE_CHECKING:`, which the
+interpreter skips: refused).
 
 Answers: *changed*; *already applied* (the class has a method of that name whose code is the same, up to formatting
 and comments); *cannot apply* (the class or the `after` method is missing or defined twice, or the class already has
@@ -116,7 +117,19 @@ class AddMethod(Operation):
             raise AnchorAmbiguous(f"method `{self.after}` is defined {len(anchors)} times in `{self.cls}`",
                                   candidates=[Candidate(_signature(code_of(module, p[-1])), node=p[-1])
                                               for p in anchors])
+        block = next((n for n in anchors[0][:-1] if isinstance(n, cst.If) and _type_checking(n.test)), None)
+        if block is not None:
+            raise AnchorNotFound(f"method `{self.after}` of `{self.cls}` is defined under `if TYPE_CHECKING:` only: a "
+                                 "method put after it would not exist at run time",
+                                 hint="name a method defined at run time as `after`, or leave `after` out (the end "
+                                      "of the class body)")
         return Changed(insert_after(anchors[0], [new]), inserted=(new,), anchor=anchors[0][-1])
+
+
+def _type_checking(test: cst.BaseExpression) -> bool:
+    """`TYPE_CHECKING` or `typing.TYPE_CHECKING` (an `if` whose body type checkers read and the interpreter skips)."""
+    return (isinstance(test, cst.Name) and test.value == "TYPE_CHECKING") or (
+        isinstance(test, cst.Attribute) and test.attr.value == "TYPE_CHECKING")
 
 
 def _signature(code: str) -> str:
