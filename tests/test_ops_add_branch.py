@@ -300,3 +300,30 @@ def test_sglang_059_forward_batch_generation(sglang_release):
         "                return self._forward_without_spec(model_worker_batch)\n"
         "            if model_worker_batch.spec_info is None:\n"))
     assert isinstance(step.apply(cst.parse_module(out.module.code)), AlreadyApplied)
+
+
+def test_a_guard_in_a_generator_is_a_conflict():
+    # `return CALL` ends a generator: the caller never sees the value (a @contextmanager raises "did not yield")
+    from patcher.errors import Conflict
+
+    step = op("add_branch", function="device_context", condition="device is None", call='torch.device("cpu")')
+    cannot(step, """
+        @contextmanager
+        def device_context(device):
+            with torch.device(device):
+                yield
+        """, Conflict, mentions=("generator",))
+    # a nested generator does not make its parent one
+    check(step, """
+        def device_context(device):
+            def gen():
+                yield device
+            return gen
+        """, """
+        def device_context(device):
+            if device is None:
+                return torch.device("cpu")
+            def gen():
+                yield device
+            return gen
+        """)

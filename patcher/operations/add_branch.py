@@ -25,8 +25,9 @@ is compared as an AST, so parentheses and line breaks do not matter). `arm: body
 `arm: else` is the `else:` block, the final one of an if/elif chain. `if`s inside nested functions do not count.
 
 Answers: *changed*; *already applied* (the first statement of that arm or function is that guard, compared as an
-AST); *cannot apply* (the function or the `if` is missing or ambiguous, the `if` has no `else` arm, or the first
-statement is an `if` with the same condition but another body: a conflict).
+AST); *cannot apply* (the function or the `if` is missing or ambiguous, the `if` has no `else` arm, the first
+statement is an `if` with the same condition but another body, or the function is a generator, whose `return
+CALL` its caller never sees: a conflict).
 """
 
 from __future__ import annotations
@@ -86,6 +87,10 @@ class AddBranch(Operation):
     def apply(self, module: cst.Module) -> Outcome:
         guard = self.guard(module)
         fpath = find_function(module, self.function)
+        if _is_generator(fpath[-1]):
+            raise Conflict(f"`{self.function}` is a generator (it yields): `return {self.call}` would end it, and "
+                           "its caller would never see the value (a context manager would fail: it did not yield)",
+                           hint="guard a plain function, or write the branch with `insert_statements`")
         owner = fpath if self.branch_if is None else self._arm(module, fpath, Pattern.parse(self.branch_if))
         statements = list(body_of(owner[-1]))
         first = 1 if owner is fpath and statements and is_docstring(statements[0]) else 0
@@ -143,3 +148,26 @@ def _header(module: cst.Module, node: cst.If) -> str:
     """`if TEST:` on one line, for messages."""
     test = expression_ast(module, node.test)
     return f"if {ast.unparse(test) if test is not None else code_of(module, node.test)}:"
+
+
+def _is_generator(fn: cst.FunctionDef) -> bool:
+    """Does `fn` yield in its own body (not in a nested def, class or lambda)?"""
+    class Yields(cst.CSTVisitor):
+        found = False
+
+        def visit_Yield(self, node: cst.Yield) -> bool:
+            self.found = True
+            return False
+
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+            return node is fn
+
+        def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+            return False
+
+        def visit_Lambda(self, node: cst.Lambda) -> bool:
+            return False
+
+    visitor = Yields()
+    fn.visit(visitor)
+    return visitor.found
