@@ -231,7 +231,7 @@ def _plan_file(result: Plan, rel_pkg: str, file_steps: list[tuple[int, Operation
             module = outcome.module
             report.anchor_line = _line(original_text, original, outcome.anchor, anchor_lines)
         elif isinstance(outcome, CannotApply):
-            report.error = _with_candidate_lines(outcome.error.at(loc), module)
+            report.error = _with_candidate_lines(outcome.error.at(loc), module, original)
             if isinstance(report.error, AnchorNotFound) and module is not original \
                     and not isinstance(op.among(siblings).apply(original), CannotApply):
                 # the release has the anchor: the recipe's own earlier steps took it away
@@ -501,10 +501,15 @@ def _line(text: str, module: cst.Module, node: cst.CSTNode | None,
     return seen[id(node)][1]
 
 
-def _with_candidate_lines(err: SpecpatchError, module: cst.Module) -> SpecpatchError:
-    """Give the error's candidates exact line numbers (position metadata: only paid on this error path)."""
+def _with_candidate_lines(err: SpecpatchError, module: cst.Module, original: cst.Module) -> SpecpatchError:
+    """Give the error's candidates exact line numbers (position metadata: only paid on this error path), in the
+    file as it is on disk where the node is still the original's (earlier steps leave untouched code as it was),
+    else in the file as the recipe's earlier steps left it."""
     nodes = [c.node for c in err.candidates if c.node is not None and c.line is None]
     if nodes:
-        lines = dict(zip(map(id, nodes), lines_of(module, nodes)))
+        lines = dict(zip(map(id, nodes), lines_of(original, nodes))) if original is not module else {}
+        rest = [n for n in nodes if lines.get(id(n)) is None]
+        if rest:
+            lines.update(zip(map(id, rest), lines_of(module, rest)))
         err.candidates = tuple(Candidate(c.text, lines.get(id(c.node), c.line), c.node) for c in err.candidates)
     return err
