@@ -415,3 +415,18 @@ def test_the_lines_of_inserted_code_are_its_own_when_the_file_has_the_same_lines
     after = p.files[0].after.decode().splitlines()
     first, last = p.steps[0].lines
     assert first == last == len(after) and after[first - 2] == after[first - 1]
+
+
+def test_near_candidates_are_lines_of_the_file_on_disk_not_of_the_file_as_earlier_steps_left_it(tmp_path):
+    text = RECIPE.replace("id: demo", "id: demo\nversion: 1") + (
+        "  - {op: insert_statements, file: srt/server_args.py, function: ServerArgs.add_cli_args, at: after,\n"
+        "     match: 'parser.add_argument(...)', code: 'pass'}\n")
+    root = make_target(tmp_path, {"srt/server_args.py": SERVER_ARGS.encode()})
+    p = plan(recipe(tmp_path, text), find_target(root))
+    lines = SERVER_ARGS.splitlines()
+    err = next(e for e in p.errors if e.location.step == 3)
+    got = sorted(c.line for c in err.candidates)
+    on_disk = [n for n, line in enumerate(lines, start=1) if line.strip().startswith("parser.add_argument(")]
+    # the two statements the file has, at their lines on disk (one line lower in memory, below the new field), and
+    # the one step 2 added, at its line in the patched file
+    assert len(on_disk) == 2 and got[:2] == on_disk and len(got) == 3
