@@ -344,15 +344,16 @@ def _undefined_names(recipe_id: str, rel: str, before: str, after: str, tree: as
 def undefined_names_added(before: str, after: str, *, tree: ast.Module | None = None, new: set[int] | None = None,
                           filename: str = "<patched>") -> list[tuple[str, int]]:
     """The names the patched text `after` reads at run time and does not define (pyflakes' "undefined name", as at
-    import and at the first call of a function, and a name `__all__` lists that the module does not bind) that the
-    original `before` did not already read undefined, each once, with the line of its first use in `after`.
+    import and at the first call of a function, and a name `__all__` lists that the module does not bind, unless it
+    serves names through a module `__getattr__`) that the original `before` did not already read undefined, each
+    once, with the line of its first use in `after`.
     `apply` refuses them; `port` refuses the steps that read them.
 
-    Both texts are read as they run (`_as_run`): what `if TYPE_CHECKING:` imports is not bound, and annotations
-    are not read (a name imported for type checkers only, read by a step's code, raises NameError at the first
-    call; pyflakes alone takes it for bound). pyflakes reads the patched module with the functions and classes the
-    change left alone cut down to stubs that bind their names (a few ms for sglang's 8,000-line server_args.py,
-    not 60), unless the change took out a module-level line (an import the rest of the module may read); only
+    Both texts are read as they run (`_as_run`): what `if TYPE_CHECKING:` imports is not bound, and annotations the
+    interpreter does not evaluate are not read (a name imported for type checkers only, read by a step's code,
+    raises NameError at the first call; pyflakes alone takes it for bound). pyflakes reads the patched module with
+    the functions and classes the change left alone cut down to stubs that bind their names (a few ms for sglang's
+    8,000-line server_args.py, not 60), unless the change took out a line (an import, or an assignment the rest of its scope may read); only
     when it finds something is the whole original read, to leave out what was undefined before the change. `new`:
     the patched lines the change wrote (by default, those whose text the original has fewer times). `after` must
     parse (`tree`, if given, is its parse; it is changed in place)."""
@@ -361,14 +362,20 @@ def undefined_names_added(before: str, after: str, *, tree: ast.Module | None = 
     from pyflakes import checker, messages
 
     def undefined(module: ast.Module) -> list[messages.Message]:
-        return [m for m in checker.Checker(module, filename=filename).messages
-                if isinstance(m, (messages.UndefinedName, messages.UndefinedExport))]
+        found = [m for m in checker.Checker(module, filename=filename).messages
+                 if isinstance(m, (messages.UndefinedName, messages.UndefinedExport))]
+        if any(isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and s.name == "__getattr__"
+               for s in module.body):  # a module that serves names on demand (PEP 562): `__all__` may list them
+            found = [m for m in found if not isinstance(m, messages.UndefinedExport)]
+        return found
 
     tree = _as_run(ast.parse(after) if tree is None else tree)
     if new is None:
         new = _new_lines(before, after.splitlines(), ())
     gone = Counter(before.splitlines()) - Counter(after.splitlines())
-    if not any(line[:1] not in ("", " ", "\t", "#") for line in gone) \
+    # a line the change took out (an import, an assignment a function's later lines read) may leave a name undefined
+    # anywhere in its scope: then the whole module is read, not the changed scopes alone
+    if not any(line.strip() and not line.strip().startswith("#") for line in gone) \
             and not undefined(_changed_scopes(tree, new)):
         return []
     found = undefined(tree)  # the whole module: a stub may have hidden a binding (`global x` in a function)
@@ -388,11 +395,31 @@ def undefined_names_added(before: str, after: str, *, tree: ast.Module | None = 
 
 def _as_run(tree: ast.Module) -> ast.Module:
     """`tree` (changed in place) as the interpreter runs it, for the undefined-name check: the bodies of `if
-    TYPE_CHECKING:` (`typing.TYPE_CHECKING`) blocks are `pass` (their `else:` stays), and annotations are gone
-    (under `from __future__ import annotations` or in quotes they are never evaluated; evaluated ones the import
-    smoke test reads)."""
+    TYPE_CHECKING:` (`typing.TYPE_CHECKING`) blocks are `pass` (their `else:` stays), and the annotations the
+    interpreter does not evaluate are gone: all of them under `from __future__ import annotations`; else those of
+    local variables and the quoted parts of the others (a signature's and a module or class field's annotations are
+    evaluated when the def or the class statement runs)."""
+    lazy = any(isinstance(s, ast.ImportFrom) and s.module == "__future__" and any(a.name == "annotations"
+                                                                                 for a in s.names)
+               for s in tree.body)
+
+    def unquoted(node: ast.expr | None) -> ast.expr | None:
+        if node is None or lazy:
+            return None
+        for sub in ast.walk(node):  # a forward reference in quotes is not evaluated
+            for name, value in ast.iter_fields(sub):
+                if isinstance(value, ast.Constant) and isinstance(value.value, str):
+                    setattr(sub, name, ast.copy_location(ast.Constant(None), value))
+                elif isinstance(value, list):
+                    value[:] = [ast.copy_location(ast.Constant(None), v) if isinstance(v, ast.Constant)
+                                and isinstance(v.value, str) else v for v in value]
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            return None
+        return node
 
     class AsRun(ast.NodeTransformer):
+        depth = 0  #: how many function bodies deep: a local's annotation is never evaluated
+
         def visit_If(self, node: ast.If) -> ast.If:
             self.generic_visit(node)
             test = node.test
@@ -402,19 +429,30 @@ def _as_run(tree: ast.Module) -> ast.Module:
             return node
 
         def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.FunctionDef:
-            self.generic_visit(node)
-            node.returns = None
+            node.returns = unquoted(node.returns)
+            for arg in (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs, node.args.vararg,
+                        node.args.kwarg):
+                if arg is not None:
+                    arg.annotation = unquoted(arg.annotation)
+            node.decorator_list = [self.visit(d) for d in node.decorator_list]
+            node.args = self.visit(node.args)
+            self.depth += 1
+            node.body = [self.visit(s) for s in node.body]
+            self.depth -= 1
             return node
 
         visit_AsyncFunctionDef = visit_FunctionDef
 
-        def visit_arg(self, node: ast.arg) -> ast.arg:
-            node.annotation = None
+        def visit_Lambda(self, node: ast.Lambda) -> ast.Lambda:
+            self.depth += 1
+            self.generic_visit(node)
+            self.depth -= 1
             return node
 
         def visit_AnnAssign(self, node: ast.AnnAssign) -> ast.AnnAssign:
             self.generic_visit(node)
-            node.annotation = ast.copy_location(ast.Constant(None), node.annotation)
+            kept = None if self.depth else unquoted(node.annotation)
+            node.annotation = kept if kept is not None else ast.copy_location(ast.Constant(None), node.annotation)
             return node
 
     return ast.fix_missing_locations(AsRun().visit(tree))

@@ -221,6 +221,50 @@ def test_names_the_patched_module_reads_at_run_time_and_does_not_bind_are_refuse
     assert f"`{name}`" in str(p.errors[0]) and p.errors[0].location.step == 1
 
 
+EAGER = """from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections import Counter
+
+
+def work(a: "Counter", b):
+    c = b - 3
+    return a, c
+
+
+def __getattr__(name):
+    return name
+
+
+__all__ = ["work"]
+"""
+
+
+@pytest.mark.parametrize("step, name", [
+    # without `from __future__ import annotations` a signature's annotation is evaluated when the def runs
+    ("- {op: add_definition, file: srt/eager.py, code: \"def helper(v: Counter) -> int:\\n    return 1\\n\"}",
+     "Counter"),
+    ("- {op: add_definition, file: srt/eager.py, code: 'LIMIT: Counter = None'}", "Counter"),
+    # a function's line taken out, which a later line of the function reads
+    ("- {op: replace_statements, file: srt/eager.py, within: work, match: c = b - 3, code: ''}", "c"),
+])
+def test_run_time_reads_without_lazy_annotations_and_locals_a_removal_leaves_undefined(tmp_path, step, name):
+    root = make_target(tmp_path, {"srt/eager.py": EAGER.encode()})
+    p = plan(recipe(tmp_path, batch_recipe(step)), find_target(root))
+    assert not p.ok and f"`{name}`" in str(p.errors[0])
+
+
+@pytest.mark.parametrize("step", [
+    # quoted, a local's, or a name `__all__` lists in a module that serves names through `__getattr__`: not read
+    "- {op: add_definition, file: srt/eager.py, code: \"def helper(v: 'Counter') -> int:\\n    x: Counter = 1\\n"
+    "    return x\\n\"}",
+    "- {op: add_element, file: srt/eager.py, after: '\"work\"', code: '\"served\"'}",
+])
+def test_annotations_not_evaluated_and_names_served_on_demand_are_not_refused(tmp_path, step):
+    root = make_target(tmp_path, {"srt/eager.py": EAGER.encode()})
+    assert plan(recipe(tmp_path, batch_recipe(step)), find_target(root)).ok
+
+
 def test_a_type_checking_name_in_an_annotation_of_the_recipe_code_is_not_a_run_time_read(tmp_path):
     step = ("- {op: add_method, file: srt/batch.py, class: Batch, after: size, code: \"def draft(self) -> "
             "EagleDraftInput:\\n    info: EagleDraftInput = self.spec_info\\n    return info\\n\"}")

@@ -533,3 +533,46 @@ def test_steps_that_insert_at_one_place_keep_recipe_order_and_a_second_run_is_al
     # alone (a recipe of one step), each still finds its code next to its anchor only when it is right there
     if at in ("after", "start"):
         assert isinstance(first.apply(again), AlreadyApplied)
+
+
+FALLBACK = """
+def pop(self, x):
+    a = x + 1
+    b = a * 2
+    return b
+"""
+
+
+@pytest.mark.parametrize("second", [
+    # two steps after one statement, both landing through their fallback (upstream rewrote the anchor)
+    {"at": "after", "match": "a = x + 100", "fallback_match": "b = a * 2"},
+    # one through its fallback, the other before that same statement
+    {"at": "before", "match": "b = a * 2"},
+])
+def test_insertions_that_meet_at_one_place_another_way_keep_order_and_are_idempotent(second):
+    first = op("insert_statements", function="pop", at="after", match="a = x + 100", fallback_match="b = a * 2",
+               code="log(1)")
+    other = op("insert_statements", function="pop", code="log(2)", **second)
+    steps = [first, other]
+    module = cst.parse_module(src(FALLBACK))
+    for step in steps:
+        outcome = step.among(steps).apply(module)
+        module = getattr(outcome, "module", module)
+    assert module.code == src(FALLBACK).replace("    b = a * 2", "    log(1)\n    log(2)\n    b = a * 2")
+    again = cst.parse_module(module.code)
+    assert all(isinstance(s.among(steps).apply(again), AlreadyApplied) for s in steps)
+
+
+@pytest.mark.parametrize("at, match", [("before", "b = a * 2"), ("end", None), ("after", "a = x + 1"), ("start", None)])
+def test_two_steps_with_the_same_code_at_one_place_insert_it_once_on_every_side(at, match):
+    kw = {"match": match} if match else {}
+    steps = [op("insert_statements", function="pop", at=at, code="log(1)", **kw) for _ in range(2)]
+    module = cst.parse_module(src(FALLBACK))
+    answers = []
+    for step in steps:
+        outcome = step.among(steps).apply(module)
+        answers.append(type(outcome).__name__)
+        module = getattr(outcome, "module", module)
+    assert answers == ["Changed", "AlreadyApplied"] and module.code.count("log(1)") == 1
+    again = cst.parse_module(module.code)
+    assert all(isinstance(s.among(steps).apply(again), AlreadyApplied) for s in steps)

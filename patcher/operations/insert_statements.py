@@ -62,9 +62,10 @@ takes the `else:` block right after that arm instead. Then `at: start`/`at: end`
 The header must match exactly one block of the function (nested functions and classes aside): when none or several
 do, the step refuses naming `inside` (with the headers that look alike, or the blocks that have it).
 
-Steps of a recipe that insert at one place (the same function, block, side and `match`) keep their recipe order
-there: `after` one statement twice puts the first step's code first, then the second's (and so at `start`); `before`
-it and at `end`, likewise. On a second run each finds its own code past the others', so the apply stays idempotent.
+Steps of a recipe that insert at one place keep their recipe order there, whatever led them there: `after` one
+statement twice puts the first step's code first, then the second's (and so at `start`, `before` it, at `end`, and
+`after` one statement and `before` the next, or through `fallback_match`). On a second run each finds its own code
+past the others', so the apply stays idempotent. Two steps with the same code at one place insert it once.
 
 Answers: *changed*; *already applied* (the new statements, compared as ASTs, already sit at the requested place:
 right before/after the matched statement, or first/last in the function or the `inside` block); *cannot apply* (the
@@ -117,24 +118,29 @@ class InsertStatements(Operation):
         "(an `if` or `elif` arm, a `with`, `for` or `while`; one in the function): `start`/`end` are that block's, "
         "and `match` is one of its own statements")
     inside_else: bool = option(default=False, description=INSIDE_ELSE)
-    #: set by `among`, not by recipes: the code of the recipe's other steps that insert at this step's very place
-    #: (same function, block, side and `match`), those before it and those after it in the recipe
+    #: set by `among`, not by recipes: the code of the recipe's other steps that insert into this step's function,
+    #: those before it and those after it in the recipe (skipped where found next to this step's place)
     stacked: tuple[tuple[str, ...], tuple[str, ...]] = option(default=((), ()), exclude=True)
 
     templated: ClassVar[tuple[str, ...]] = ("code",)
 
     def among(self, steps: Sequence[Operation]) -> InsertStatements:
-        """Steps that insert at one place keep their recipe order there, whatever the side (`after` a statement
-        twice: the first step's code, then the second's), and each finds its own code past the others' on a second
-        run (so that an apply stays idempotent)."""
-        same = [s for s in steps if isinstance(s, InsertStatements) and s._place() == self._place()]
-        mine = next((k for k, s in enumerate(same) if s is self), None)
-        if mine is None or len(same) < 2:
+        """Steps that insert at one place keep their recipe order there, whatever the side or the anchor that led
+        them there (`after` a statement twice, or `after` it and `before` the next one, or a `fallback_match`: the
+        first step's code, then the second's), and each finds its own code past the others' on a second run (so
+        that an apply stays idempotent). The others are the recipe's insertions into the same function; one whose
+        code is this step's own is the same insertion, made once."""
+        same, seen = [], set()
+        for s in steps:  # one per code: a later step with an earlier one's code is that insertion again
+            if s is self or (isinstance(s, InsertStatements) and s.file == self.file and s.function == self.function
+                             and _dedented(s.code) not in seen):
+                same.append(s)
+                seen.add(_dedented(s.code))
+        same = [s for s in same if s is self or _dedented(s.code) != _dedented(self.code)]
+        k = next((i for i, s in enumerate(same) if s is self), None)
+        if k is None or len(same) < 2:
             return self
-        return replace(self, stacked=(tuple(s.code for s in same[:mine]), tuple(s.code for s in same[mine + 1:])))
-
-    def _place(self) -> tuple:
-        return (self.file, self.function, self.inside, self.inside_else, self.at, self.match)
+        return replace(self, stacked=(tuple(s.code for s in same[:k]), tuple(s.code for s in same[k + 1:])))
 
     def __post_init__(self) -> None:
         if self.blank_lines_after < 0:
@@ -260,8 +266,7 @@ class InsertStatements(Operation):
         where = f"`{self.function}`" + (f" {inside_words(self.inside, self.inside_else)}" if self.inside else "")
         # Where the new code is already next to a match, its statements may match the pattern too (inserting
         # `self.f(x)` after `self.f(...)`): they are not anchors, or a second run would see an ambiguity.
-        stack = at == self.at and pattern.source == Pattern.parse(self.match).source
-        sides = {id(m[-1]): self._neighbours(module, m, new, at, stack) for m in matches}
+        sides = {id(m[-1]): self._neighbours(module, m, new, at) for m in matches}
         placed = {key: run for key, (run, _) in sides.items() if run is not None}
         ours = {id(s) for run, skipped in sides.values() for s in (*(run or ()), *skipped)}
         anchors = [m for m in matches if id(m[-1]) not in ours]
@@ -321,19 +326,19 @@ class InsertStatements(Operation):
         keys = {fingerprint(module, s) for s in new if not _common(s)} - {None}
         refuse_present(module, fpath, keys, f"`{self.function}`")
 
-    def _neighbours(self, module: cst.Module, spath: NodePath, new: Sequence[cst.BaseStatement], at: str,
-                    stack: bool) -> tuple[Sequence[cst.CSTNode] | None, Sequence[cst.CSTNode]]:
+    def _neighbours(self, module: cst.Module, spath: NodePath, new: Sequence[cst.BaseStatement],
+                    at: str) -> tuple[Sequence[cst.CSTNode] | None, Sequence[cst.CSTNode]]:
         """On the requested side of the statement at `spath`: the statements there when they equal `new` (else
-        None), past those of the steps stacked at this place (`stack`: the earlier steps' code after it, the later
-        steps' before it), which are returned too."""
+        None), past those of the other insertions of the recipe found there (the earlier steps' code after it, the
+        later steps' before it), which are returned too."""
         block = list(body_of(spath[-2]))
         i = next(j for j, s in enumerate(block) if s is spath[-1])
         k = len(new)
         if at == "after":
-            j = self._past_stacked(module, block, i + 1, forward=True) if stack else i + 1
+            j = self._past_stacked(module, block, i + 1, forward=True)
             run, skipped = block[j:j + k], block[i + 1:j]
         else:
-            j = self._past_stacked(module, block, i, forward=False) if stack else i
+            j = self._past_stacked(module, block, i, forward=False)
             run, skipped = block[max(0, j - k):j], block[j:i]
         return (run if _same_statements(module, run, new) else None), skipped
 
@@ -343,6 +348,10 @@ def _same_statements(module: cst.Module, have: Sequence[cst.CSTNode], new: Seque
     return len(have) == len(new) and bool(new) and all(
         (a := normalized(code_of(module, h))) is not None and a == normalized(code_of(module, n))
         for h, n in zip(have, new))
+
+
+def _dedented(code: str) -> str:
+    return textwrap.dedent(code).strip()
 
 
 def _names(code: str, ctx: type) -> set[str]:
