@@ -121,8 +121,19 @@ LIMIT = 8
     ("LIMIT = 16\n", "LIMIT"),  # the same constant bound twice: the later one wins, silently
     ("def os():\n    return 1\n", "os"),  # a def over an import
     ("AnyType = object\n", "AnyType"),  # over an import's alias
+    ("NEW, LIMIT = 1, 2\n", "LIMIT"),  # unpacking
+    ("for register in range(2):\n    pass\n", "register"),  # a loop target
+    ("with open(__file__) as os:\n    pass\n", "os"),  # a `with` target
+    ("if (LIMIT := 3):\n    pass\n", "LIMIT"),  # a walrus
+    ("import json as register\n", "register"),  # an import in the code
 ])
 def test_code_that_rebinds_a_module_name_is_a_conflict(code, name):
     cannot(op("add_definition", code=code), REBOUND, Conflict, mentions=(f"`{name}`", "rebind"))
     # a new name is added as ever
     check(op("add_definition", code="TEAM_LIMIT = 16\n"), REBOUND, REBOUND.lstrip("\n") + "TEAM_LIMIT = 16\n")
+
+
+def test_a_bare_annotation_binds_nothing_and_type_checking_names_are_not_run_time_bindings():
+    check(op("add_definition", code="LIMIT_HINT: int\n"), REBOUND, REBOUND.lstrip("\n") + "LIMIT_HINT: int\n")
+    typed = "from typing import TYPE_CHECKING\n\nif TYPE_CHECKING:\n    from json import JSONDecoder\n"
+    check(op("add_definition", code="JSONDecoder = None\n"), typed, typed + "JSONDecoder = None\n")

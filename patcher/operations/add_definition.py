@@ -118,24 +118,87 @@ class AddDefinition(Operation):
 
 
     def _refuse_rebinding(self, module: cst.Module, body: list[cst.CSTNode], new: list[cst.CSTNode]) -> None:
-        """A name the new code binds at module level that the module already binds (a def, a class, an assignment,
-        an import) is a conflict: the new code would replace what the module's own code relies on (`X = None`
-        over `def X`), or be replaced by it."""
-        bound: dict[str, cst.CSTNode] = {}
-        for stmt in body:
-            for n in defined_names(stmt):
-                bound.setdefault(n, stmt)
-            if isinstance(stmt, cst.SimpleStatementLine):
-                for small in stmt.body:
-                    if isinstance(small, (cst.Import, cst.ImportFrom)) and not isinstance(small.names, cst.ImportStar):
-                        for alias in small.names:
-                            name = alias.asname.name if alias.asname else alias.name
-                            bound.setdefault(code_of(module, name).split(".")[0], stmt)
-        for n in (n for stmt in new for n in defined_names(stmt)):
-            if n in bound:
-                raise Conflict(f"the module already binds `{n}` (`{first_line(module, bound[n])}`): the new code "
-                               "would rebind it", candidates=[Candidate(f"`{first_line(module, bound[n])}`",
-                                                                        node=bound[n])])
+        """A name the new code binds at module level that the module already binds at run time (a def, a class,
+        an assignment, an unpacking, a `for` or `with` target, a walrus, an import) is a conflict: the new code
+        would replace what the module's own code relies on (`X = None` over `def X`), or be replaced by it."""
+        import ast
+
+        try:
+            theirs = bound_at_module_level(ast.parse(module.code).body)
+            mine = bound_at_module_level(ast.parse(cst.Module(body=new).code).body)
+        except (SyntaxError, ValueError, RecursionError):
+            return  # the file's own checks say what is wrong with it
+        for n in mine:
+            if n in theirs:
+                line = module.code.splitlines()[theirs[n] - 1].strip()
+                raise Conflict(f"the module already binds `{n}` (line {theirs[n]}: `{line}`): the new code would "
+                               "rebind it", candidates=[Candidate(f"`{line}`", line=theirs[n])])
+
+
+def bound_at_module_level(stmts: list) -> dict[str, int]:
+    """The names statements bind in the module's namespace at run time, each with its first line: defs, classes,
+    imports, assignment and unpacking targets, annotated assignments with a value, `for` and `with` targets and
+    walrus targets, also under a module-level `if`/`try`/`for`/`while`/`with` (not under `if TYPE_CHECKING:`, which
+    the interpreter skips; not in functions, classes or lambdas). `X += 1` changes a binding, it does not make one."""
+    import ast
+
+    out: dict[str, int] = {}
+
+    def targets(node, line: int) -> None:
+        for sub in ast.walk(node):
+            if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store):
+                out.setdefault(sub.id, line)
+
+    def walrus(node) -> None:
+        todo = [node]
+        while todo:
+            sub = todo.pop()
+            if isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+                continue
+            if isinstance(sub, ast.NamedExpr):
+                out.setdefault(sub.target.id, sub.lineno)
+            todo.extend(ast.iter_child_nodes(sub))
+
+    def visit(body: list) -> None:
+        for st in body:
+            if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                out.setdefault(st.name, st.lineno)
+                continue
+            if isinstance(st, (ast.Import, ast.ImportFrom)):
+                for a in st.names:
+                    if a.name != "*":
+                        out.setdefault((a.asname or a.name).split(".")[0], st.lineno)
+                continue
+            if isinstance(st, ast.Assign):
+                for t in st.targets:
+                    targets(t, st.lineno)
+            elif isinstance(st, ast.AnnAssign) and st.value is not None:
+                targets(st.target, st.lineno)
+            elif isinstance(st, (ast.For, ast.AsyncFor)):
+                targets(st.target, st.lineno)
+            elif isinstance(st, (ast.With, ast.AsyncWith)):
+                for item in st.items:
+                    if item.optional_vars is not None:
+                        targets(item.optional_vars, st.lineno)
+            if not isinstance(st, (ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try)) \
+                    and not (hasattr(ast, "TryStar") and isinstance(st, ast.TryStar)):
+                walrus(st)
+                continue
+            if isinstance(st, ast.If):
+                walrus(st.test)
+                test = st.test
+                if not ((isinstance(test, ast.Name) and test.id == "TYPE_CHECKING")
+                        or (isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")):
+                    visit(st.body)
+                visit(st.orelse)
+                continue
+            for field in ("body", "orelse", "finalbody"):
+                visit(getattr(st, field, []) or [])
+            for handler in getattr(st, "handlers", []):
+                visit(handler.body)
+
+    visit(stmts)
+    return out
 
 
 def _insert_before(module: cst.Module, anchor: cst.CSTNode, new: list[cst.CSTNode]) -> cst.Module:
