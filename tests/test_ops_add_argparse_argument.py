@@ -237,3 +237,25 @@ def test_rest_of_file_is_byte_identical():
     added = '        parser.add_argument("--new-flag", type=int, default=0)\n'
     i = before.index("\n\n\ndef tail")
     assert out.module.code == before[:i + 1] + added + before[i + 1:]
+
+
+def test_a_flag_of_another_parser_object_is_not_a_conflict():
+    # a subparser (or a second parser) has option strings of its own: argparse takes `--name` on both
+    step = op("add_argparse_argument", function="Args.add_cli_args", after_flag="--accept",
+              code='sub.add_argument("--name", "-n", type=str)')
+    check(step, """
+        class Args:
+            def add_cli_args(parser):
+                parser.add_argument("--name")
+                parser.add_argument("-n")
+                sub = parser.add_subparsers().add_parser("run")
+                sub.add_argument("--accept")
+        """, """
+        class Args:
+            def add_cli_args(parser):
+                parser.add_argument("--name")
+                parser.add_argument("-n")
+                sub = parser.add_subparsers().add_parser("run")
+                sub.add_argument("--accept")
+                sub.add_argument("--name", "-n", type=str)
+        """)

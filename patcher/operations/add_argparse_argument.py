@@ -21,8 +21,8 @@ statement, never inside it, with the indentation of the block the anchor is in (
 
 Answers: *changed*; *already applied* (the function already has an `add_argument` call for the new flag with the
 same arguments); *cannot apply* (function or anchor flag missing or registered twice; the new flag already registered
-with other arguments, or any other option string of the new call already registered: argparse would refuse it when
-the parser is built).
+with other arguments, or any other option string of the new call already registered on the same parser object:
+argparse would refuse it when the parser is built).
 """
 
 from __future__ import annotations
@@ -40,16 +40,25 @@ from ..model import option
 from .base import AlreadyApplied, Changed, Operation, Outcome, attempt, register
 
 
-def flags_of(stmt: cst.CSTNode) -> list[str]:
-    """The option strings registered by an `add_argument(...)` statement (empty for any other statement)."""
+def flags_of(stmt: cst.CSTNode, receiver: str | None = None) -> list[str]:
+    """The option strings registered by an `add_argument(...)` statement (empty for any other statement); with
+    `receiver`, those of calls on that object only (`parser`, not a subparser or a second parser)."""
     out: list[str] = []
     for call in iter_calls_named(stmt, "add_argument"):
+        if receiver is not None and receiver_of(call) != receiver:
+            continue
         for arg in call.args:
             if arg.keyword is None and arg.star == "":
                 value = string_value(arg.value)
                 if value is not None:
                     out.append(value)
     return out
+
+
+def receiver_of(call: cst.Call) -> str | None:
+    """The object an `X.add_argument(...)` call registers on, as code (`parser`, `self.parser`), else None."""
+    fn = call.func
+    return cst.Module(body=()).code_for_node(fn.value) if isinstance(fn, cst.Attribute) else None
 
 
 @register
@@ -83,9 +92,13 @@ class AddArgparseArgument(Operation):
         fpath = find_function(module, self.function)
         flagged = [(p, flags) for p in walk_statements(fpath) if (flags := flags_of(p[-1]))]  # read each once
         # every option string of the new call counts (`"--mode", "--tokenizer-mode"`): argparse refuses a second
-        # registration of any of them when the parser is built, at the server's start-up
+        # registration of any of them on one parser when it is built, at the server's start-up (a subparser or a
+        # second parser of the function has option strings of its own)
+        calls = list(iter_calls_named(new_stmts[0], "add_argument")) if len(new_stmts) == 1 else []
+        receiver = receiver_of(calls[0]) if calls else None
         mine = set(flags_of(new_stmts[0])) if len(new_stmts) == 1 else {new_flag}
-        existing = [(p, sorted(mine & set(flags))) for p, flags in flagged if mine & set(flags)]
+        existing = [(p, sorted(mine & set(on))) for p, _ in flagged
+                    if mine & set(on := flags_of(p[-1], receiver))]
         if existing:
             (path, clash), *_ = existing
             have = code_of(module, path[-1])
