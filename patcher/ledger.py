@@ -292,6 +292,11 @@ class State:
             raise StateDamaged(f"recorded file `{rel}` leaves the target")
         path = self.target_root / rel
         inside = self.package_dir if self.package_dir is not None else self.target_root
+        if not path.is_relative_to(inside):
+            # a file of another package of this folder (a site-packages that holds sglang and vllm has one state
+            # folder): that package's folder, the first folder on the way to the file that is a package
+            inside = next((p for p in reversed(path.parents) if p.is_relative_to(self.target_root)
+                           and p != self.target_root and (p / "__init__.py").is_file()), self.target_root)
         real = Path(os.path.realpath(path))
         if not real.is_relative_to(os.path.realpath(inside)):
             raise TargetError(f"`{rel}` is now a link (or lies under one) that leads out of the package, to {real}; "

@@ -290,3 +290,37 @@ def test_a_vllm_tree_is_found_without_package_and_the_undo_note_names_it(tmp_pat
     rolled = cli("rollback", "vllm-tag", "--target", str(tmp_path / "t"))
     assert rolled.returncode == 0, rolled.stdout + rolled.stderr
     assert "tag" not in (pkg / "config.py").read_text()
+
+
+def test_one_folder_that_holds_sglang_and_vllm_keeps_both_packages_recipes(tmp_path):
+    # a site-packages with both engines has one state folder: a vLLM recipe's record must not stop a sglang apply
+    # ("leads out of the package"), and each rolls back on its own
+    import subprocess
+    import sys
+
+    root = tmp_path / "site"
+    for name, version in (("sglang", "0.5.9"), ("vllm", "0.12.0")):
+        pkg = root / name
+        pkg.mkdir(parents=True)
+        (pkg / "__init__.py").write_text("")
+        (pkg / "_version.py").write_text(f"__version__ = '{version}'\n")
+        (pkg / "mod.py").write_text("class Config:\n    def size(self):\n        return 1\n")
+    recipes = tmp_path / "recipes"
+    recipes.mkdir()
+    for name in ("sglang", "vllm"):
+        (recipes / f"{name}-tag.yaml").write_text(
+            f"id: {name}-tag\nversion: 1\ntitle: t\ntarget: {{package: {name}}}\nsteps:\n"
+            "  - {op: add_method, file: mod.py, class: Config, after: size, code: \"def tag(self):\\n    return 't'\\n\"}\n")
+
+    def cli(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "patcher", *args, "--target", str(root), "--recipe-path",
+                               str(recipes)], capture_output=True, text=True, timeout=300)
+
+    for name in ("vllm", "sglang"):
+        done = cli("apply", f"{name}-tag", "--package", name, "--no-smoke")
+        assert done.returncode == 0, done.stdout + done.stderr
+    assert all("def tag" in (root / name / "mod.py").read_text() for name in ("sglang", "vllm"))
+    for name in ("sglang", "vllm"):
+        done = cli("rollback", f"{name}-tag", "--package", name)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert "def tag" not in (root / name / "mod.py").read_text()
