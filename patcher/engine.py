@@ -21,6 +21,7 @@ from .anchors import code_of, line_of_text, lines_of, too_deep
 from .diff import unified_diff
 from .errors import (AnchorNotFound, Candidate, Location, NotIdempotent, RenderError, SpecpatchError, TargetError,
                      TargetSyntaxError, UndefinedNameError)
+from .operations._code import type_checking_test
 from .operations.base import CannotApply, Changed, Operation
 from .recipe import Recipe, Selection
 from .results import StepStatus, VariantKind
@@ -422,9 +423,7 @@ def _as_run(tree: ast.Module) -> ast.Module:
 
         def visit_If(self, node: ast.If) -> ast.If:
             self.generic_visit(node)
-            test = node.test
-            if (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-                    isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"):
+            if type_checking_test(node.test):
                 node.body = [ast.copy_location(ast.Pass(), node)]
             return node
 

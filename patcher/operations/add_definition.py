@@ -35,7 +35,7 @@ import libcst as cst
 from ..anchors import code_of, insert_after, insert_before, near, same_code
 from ..errors import AnchorAmbiguous, AnchorNotFound, Candidate, Conflict, RecipeError
 from ..model import option
-from ._code import fingerprint, first_line, line_text, parse_block
+from ._code import fingerprint, first_line, line_text, parse_block, type_checking_test
 from .base import AlreadyApplied, Changed, Operation, Outcome, attempt, register
 
 
@@ -186,9 +186,7 @@ def bound_at_module_level(stmts: list) -> dict[str, int]:
                 continue
             if isinstance(st, ast.If):
                 walrus(st.test)
-                test = st.test
-                if not ((isinstance(test, ast.Name) and test.id == "TYPE_CHECKING")
-                        or (isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")):
+                if not type_checking_test(st.test):
                     visit(st.body)
                 visit(st.orelse)
                 continue

@@ -34,6 +34,7 @@ from ..anchors import (NodePath, body_of, class_members, code_of, find_class, id
                        parse_statements, same_code, set_block_body, walk_statements)
 from ..errors import AnchorAmbiguous, AnchorNotFound, Candidate, Conflict, RecipeError
 from ..model import option
+from ._code import type_checking_test
 from .base import AlreadyApplied, Changed, Operation, Outcome, attempt, register
 
 
@@ -117,19 +118,13 @@ class AddMethod(Operation):
             raise AnchorAmbiguous(f"method `{self.after}` is defined {len(anchors)} times in `{self.cls}`",
                                   candidates=[Candidate(_signature(code_of(module, p[-1])), node=p[-1])
                                               for p in anchors])
-        block = next((n for n in anchors[0][:-1] if isinstance(n, cst.If) and _type_checking(n.test)), None)
+        block = next((n for n in anchors[0][:-1] if isinstance(n, cst.If) and type_checking_test(n.test)), None)
         if block is not None:
             raise AnchorNotFound(f"method `{self.after}` of `{self.cls}` is defined under `if TYPE_CHECKING:` only: a "
                                  "method put after it would not exist at run time",
                                  hint="name a method defined at run time as `after`, or leave `after` out (the end "
                                       "of the class body)")
         return Changed(insert_after(anchors[0], [new]), inserted=(new,), anchor=anchors[0][-1])
-
-
-def _type_checking(test: cst.BaseExpression) -> bool:
-    """`TYPE_CHECKING` or `typing.TYPE_CHECKING` (an `if` whose body type checkers read and the interpreter skips)."""
-    return (isinstance(test, cst.Name) and test.value == "TYPE_CHECKING") or (
-        isinstance(test, cst.Attribute) and test.attr.value == "TYPE_CHECKING")
 
 
 def _signature(code: str) -> str:

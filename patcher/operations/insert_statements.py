@@ -87,8 +87,7 @@ from typing import ClassVar, Literal, Sequence
 import libcst as cst
 
 from ..anchors import (NodePath, body_of, code_of, find_function, fit, indent_of, insert_after, insert_before,
-                       is_docstring, near_statements, normalized, parse_statements, replace_at, set_block_body,
-                       statements_matching)
+                       is_docstring, near_statements, normalized, replace_at, set_block_body, statements_matching)
 from ..errors import AnchorAmbiguous, AnchorNotFound, Candidate, RecipeError
 from ..model import option
 from ..patterns import Pattern
