@@ -42,7 +42,7 @@ from typing import Any, Iterator, Sequence
 import libcst as cst
 
 from .anchors import NodePath, body_of, bracket_depth, child_blocks, indent_of, too_deep, _path_to_block
-from .errors import Location, RecipeError, SpecpatchError, UsageError, VersionUnsupported
+from .errors import Location, SpecpatchError, UsageError, VersionUnsupported
 from .model import validate
 from .recipe_model import first_release
 from .operations.add_argparse_argument import flags_of
@@ -158,6 +158,31 @@ def _same_file(old: str | None, new: str | None) -> tuple[str | None, str | None
     return old, new
 
 
+def _tree_folders(old: str | None, new: str | None) -> tuple[str, str] | None:
+    """The two trees' leading folders that `_same_file` strips from a section's paths (`orig`, `patched` for
+    `orig/srt/x.py` / `patched/srt/x.py`); None when it strips none."""
+    if old is None or new is None or old == new:
+        return None
+    tail, other = _same_file(old, new)
+    if tail != other:  # no common end: one file by two names (`x.py.orig` / `x.py`)
+        return None
+    cut = len(PurePosixPath(tail).parts)
+    return "/".join(PurePosixPath(old).parts[:-cut]), "/".join(PurePosixPath(new).parts[:-cut])
+
+
+def _strip_trees(files: list[FilePatch], trees: list[tuple[str, str]]) -> None:
+    """A renamed or copied file's two paths with the trees' leading folders stripped, as the other sections' are:
+    `git diff --no-index -M orig patched` names a rename `orig/srt/x.py` -> `patched/srt/y.py`, which no common
+    end of the two paths tells apart from the trees; the folders the other sections' paths lead with do."""
+    for f in files:
+        if not f.moved or f.old is None or f.new is None:
+            continue
+        for a, b in trees:
+            if (not a or f.old.startswith(a + "/")) and (not b or f.new.startswith(b + "/")):
+                f.old, f.new = f.old[len(a) + 1 if a else 0:], f.new[len(b) + 1 if b else 0:]
+                break
+
+
 def _git_paths(rest: str, package: str) -> tuple[str | None, str | None]:
     """The two paths of a `diff --git A B` line, package-relative: split at the space where both halves name one file
     (a path may hold spaces), else in the middle. Only read for a section with no `---`/`+++` lines (a pure rename,
@@ -202,14 +227,15 @@ class _GitHeader:
             out.append(f"{kind}: {held}; recipes edit Python source")
         return out
 
-    def file(self) -> FilePatch | None:
+    def file(self, same=None) -> FilePatch | None:
         """The file of a section with no `---`/`+++` lines (a pure rename or copy, a mode change, a binary file, an
-        empty file added or deleted); None when the header says nothing a recipe would miss."""
+        empty file added or deleted); None when the header says nothing a recipe would miss. `same` stands for
+        `_same_file` (parse_patch's, which notes the trees' folders)."""
         if self.used or not (self.moved or self.modes or self.created or self.deleted or self.binary):
             return None
         old, new = self.source or self.paths[0], self.dest or self.paths[1]
         if not self.moved:
-            old, new = _same_file(old, new)
+            old, new = (same or _same_file)(old, new)
         return FilePatch(None if self.created else old, None if self.deleted else new, moved=self.moved,
                          notes=self.notes())
 
@@ -246,6 +272,8 @@ def parse_patch(text: str, package: str = "sglang") -> list[FilePatch]:
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
+    if _sent_as_crlf(lines):  # the patch as a whole was converted to CRLF (unix2dos, a mail client): one "\r" a
+        lines = [ln[:-1] if ln.endswith("\r") else ln for ln in lines]  # line is the patch's, not the file's
     files: list[FilePatch] = []
     git: _GitHeader | None = None  #: the `diff --git` header of the section being read
     current: FilePatch | None = None  #: the file hunks attach to
@@ -257,11 +285,19 @@ def parse_patch(text: str, package: str = "sglang") -> list[FilePatch]:
     def note(path: str | None, why: str) -> None:
         files.append(FilePatch(path, path, notes=[why]))
 
+    trees: list[tuple[str, str]] = []  #: the two trees' leading folders, where a section's paths show them
+
+    def same(old: str | None, new: str | None) -> tuple[str | None, str | None]:
+        folders = _tree_folders(old, new)
+        if folders is not None and folders not in trees:
+            trees.append(folders)
+        return _same_file(old, new)
+
     i = 0
     while i < len(lines):
         line = lines[i]
         if line.startswith(("diff ", "Index: ", "Only in ")):  # a new section
-            made = git.file() if git is not None else None
+            made = git.file(same) if git is not None else None
             if made is not None:
                 files.append(made)
             git, current, unread = None, None, None
@@ -288,13 +324,18 @@ def parse_patch(text: str, package: str = "sglang") -> list[FilePatch]:
             i += 3
             continue
         pair = line.startswith("--- ") and i + 1 < len(lines) and lines[i + 1].startswith("+++ ")
-        if unread and not (unread == "context" and pair):  # a context diff ends where a unified one begins
+        # a context diff ends where a unified one begins; a combined one (whose own `---`/`+++` lines are followed
+        # by a `@@@` header) where a `---`/`+++` pair is followed by a unified `@@ -` header: a unified section
+        # pasted after it with no `diff` line between is read, not swallowed
+        ends = pair and (unread == "context" or (
+            unread == "combined" and i + 2 < len(lines) and _HUNK.match(lines[i + 2]) is not None))
+        if unread and not ends:
             i += 1
             continue
         unread = None
         binary = _BINARY.match(line)
         if binary and (git is None or git.used):  # GNU `diff -r` of a binary file: a section of its own
-            old, new = _same_file(rel(binary.group(1)), rel(binary.group(2)))
+            old, new = same(rel(binary.group(1)), rel(binary.group(2)))
             files.append(FilePatch(old, new, notes=[f"binary file: `{line}`: the diff holds none of its bytes; "
                                                     "recipes edit Python source"]))
             i += 1
@@ -319,7 +360,7 @@ def parse_patch(text: str, package: str = "sglang") -> list[FilePatch]:
             notes = git.notes() if git is not None else []
             if git is not None:
                 git.used = True
-            current = FilePatch(*((old, new) if moved else _same_file(old, new)), moved=moved, notes=notes)
+            current = FilePatch(*((old, new) if moved else same(old, new)), moved=moved, notes=notes)
             files.append(current)
             i += 2
             continue
@@ -336,8 +377,9 @@ def parse_patch(text: str, package: str = "sglang") -> list[FilePatch]:
                 tag = body[:1]
                 if tag == "\\":
                     hunk.lines.append(body)
-                elif tag in (" ", "-", "+") or body == "":
-                    body = body or " "  # some tools strip the space of an empty context line
+                elif tag in (" ", "-", "+") or body in ("", "\r"):
+                    body = body if tag in (" ", "-", "+") else " " + body  # some tools strip the space of an
+                    # empty context line
                     hunk.lines.append(body)
                     old_seen += body[0] in " -"
                     new_seen += body[0] in " +"
@@ -356,9 +398,10 @@ def parse_patch(text: str, package: str = "sglang") -> list[FilePatch]:
             current.hunks.append(hunk)
             continue
         i += 1
-    made = git.file() if git is not None else None
+    made = git.file(same) if git is not None else None
     if made is not None:
         files.append(made)
+    _strip_trees(files, trees)
     files = _in_order([f for f in files if f.hunks or f.notes or f.moved or f.old != f.new])
     if not any(f.hunks for f in files) and all(f.notes and f.notes[0].startswith(UNREAD) for f in files):
         raise UsageError("the patch holds no hunk" + (" import can read: " if files else "") + "; ".join(
@@ -372,6 +415,14 @@ def parse_patch(text: str, package: str = "sglang") -> list[FilePatch]:
                              f"{bad[1].encode('utf-8', 'backslashreplace').decode()[:80]}`): the release's Python "
                              "files are UTF-8; re-encode the patch")
     return files
+
+
+def _sent_as_crlf(lines: list[str]) -> bool:
+    """Does every line that frames the patch (`diff `, `+++ `, a `@@ -` hunk header) end in "\\r"? Then the patch
+    as a whole was converted to CRLF and each line's last "\\r" is not the file's; a patch of a CRLF file made by
+    git or diff ends only its hunks' lines in "\\r", its framing lines in "\\n"."""
+    framing = [ln for ln in lines if ln.startswith(("diff ", "+++ ")) or _HUNK.match(ln)]
+    return bool(framing) and all(ln.endswith("\r") for ln in framing)
 
 
 def _in_order(files: list[FilePatch]) -> list[FilePatch]:
@@ -451,6 +502,12 @@ def units_of(text: str, fp: FilePatch) -> tuple[list[Unit], list[tuple[Hunk, str
         pos, run_old, run_new = at, [], []
         runs: list[tuple[int, list[str], list[str]]] = []
         body = hunk.lines
+        # the lines a hunk adds end as the patch says; but when the file's lines end in "\r\n" where the hunk's old
+        # lines show none (the patch's carriage returns were lost: read with universal newlines, or converted
+        # to CRLF as a whole and back), its new lines end in "\r\n" like the file's
+        there = lines[at:at + len(old)] or lines
+        crlf = bool(there) and not any(o.endswith("\r") for o in old) and \
+            all(ln.endswith("\r\n") for ln in there if ln.endswith("\n")) and any(ln.endswith("\n") for ln in there)
         for k, ln in enumerate(body):
             tag = ln[:1]
             if tag == "\\":
@@ -465,7 +522,7 @@ def units_of(text: str, fp: FilePatch) -> tuple[list[Unit], list[tuple[Hunk, str
                 run_old.append(lines[pos])
                 pos += 1
             else:
-                run_new.append(ln[1:] + ("" if no_eol else "\n"))
+                run_new.append(ln[1:] + ("" if no_eol else "\r\n" if crlf and not ln.endswith("\r") else "\n"))
         if run_old or run_new:
             runs.append((pos - len(run_old), run_old, run_new))
         shift = 0
@@ -1997,7 +2054,7 @@ def defined_elsewhere(ops: Sequence[tuple[int, Operation]], release: "_ReleaseIn
             homes[name] = where[0]
         else:
             places = sorted(set(homes.values()))
-            out[index] = (f"conflicting definition: the release already defines "
+            out[index] = ("conflicting definition: the release already defines "
                           + ", ".join(f"`{n}`" for n in wanted[index]) + f" in {', '.join(f'`{p}`' for p in places)}"
                           + " (upstream added it in another module); not applied")
     return out
@@ -2874,7 +2931,8 @@ def import_patch(patch: Path, *, package: str, release: str, out: Path | None = 
     from .fetch import fetch_release
 
     try:
-        text = patch.read_text(encoding="utf-8", errors="surrogateescape")
+        # bytes as they are: a "\r" ending a hunk's line is a CRLF file's (read_text would make it "\n")
+        text = patch.read_bytes().decode("utf-8", errors="surrogateescape")
     except OSError as exc:
         raise UsageError(f"cannot read the patch {patch}: {exc.strerror}") from None
     out = out or Path(f"{_slug(patch.stem)}.yaml")

@@ -288,6 +288,49 @@ def test_crlf_file_round_trips(tmp_path):
     assert lifted.expected["srt/mod.py"] == after.encode()
 
 
+CRLF_MODEL = '''"""Doc."""
+
+import logging
+from typing import Any
+
+import torch
+
+
+class Model:
+    pass
+
+
+class ForCausalLM:
+    pass
+
+
+EntryClass = [ForCausalLM]
+'''
+
+
+def test_edits_to_a_crlf_file_are_lifted_from_the_patch_file_whatever_its_line_ends(tmp_path, monkeypatch):
+    # a release file with CRLF line ends: git's diff ends its hunks' lines in "\r\n", its framing lines in "\n";
+    # the "\r" is the file's and is kept when the patch file is read (not turned into "\n")
+    crlf = lambda text: text.replace("\n", "\r\n")  # noqa: E731
+    after = CRLF_MODEL.replace("import logging\n", "import logging\nimport os\n").replace(
+        "EntryClass = [ForCausalLM]", "EntryClass = [ForCausalLM, Model]")
+    pkg = package(tmp_path / "base", {"srt/model.py": crlf(CRLF_MODEL), "srt/lf.py": CRLF_MODEL})
+    patch = git_diff(crlf(CRLF_MODEL), crlf(after), "srt/model.py")
+    assert "+import os\r\n" in patch and "\n@@ -" in patch and "@@\r" not in patch
+    lf = git_diff(CRLF_MODEL, after, "srt/lf.py")
+    # as git writes it; converted to CRLF as a whole (unix2dos: its CRLF lines kept, the others given a "\r"); every
+    # line given a "\r"; with the file's "\r" lost (read with universal newlines)
+    for k, text in enumerate((patch + lf, (patch + lf).replace("\r\n", "\n").replace("\n", "\r\n"),
+                              (patch + lf).replace("\n", "\r\n"))):
+        (tmp_path / f"run{k}").mkdir()
+        done = import_cli(tmp_path / f"run{k}", monkeypatch, pkg, text)
+        assert done.exit_code == 0, done.output
+        assert "4/4 hunks as 4 steps; round trip: 2/2 files byte-identical" in " ".join(done.output.split())
+    lifted = importer.lift(pkg, patch.replace("\r", ""))
+    assert [s for h in lifted.hunks for s in h.steps] == ["add_import", "add_element"]
+    assert lifted.expected["srt/model.py"] == crlf(after).encode()
+
+
 def test_a_hunk_no_operation_reproduces_becomes_a_step_that_refuses_with_its_place(tmp_path):
     pkg = package(tmp_path / "base", {"srt/mod.py": BEFORE})
     after = BEFORE.replace("# end of module", "# the end")  # a comment after the last statement
@@ -2037,6 +2080,48 @@ def test_sections_that_are_not_unified_diffs_are_reported_not_lifted_and_alone_a
                                              r"(combined|context) diff") as info:
             importer.parse_patch(alone)
         assert info.value.exit_code == 2
+
+
+def test_a_unified_section_right_after_a_combined_diff_with_no_diff_line_between_is_read(tmp_path, monkeypatch):
+    # a `diff --cc` section, then a plain `---`/`+++` section pasted after it: the combined section's own `---`/`+++`
+    # lines lead a `@@@` hunk, the unified section's a `@@ -` one, where the combined section ends
+    pkg = package(tmp_path / "base", {"srt/mod.py": BEFORE, "srt/other.py": BEFORE})
+    combined = ("diff --cc python/sglang/srt/other.py\nindex 1111111,2222222..3333333\n"
+                "--- a/python/sglang/srt/other.py\n+++ b/python/sglang/srt/other.py\n"
+                "@@@ -9,2 -9,2 +9,2 @@@\n- LIMIT = 5\n -LIMIT = 6\n++LIMIT = 7\n  \n")
+    plain = git_diff(BEFORE, edited(BEFORE, EDITS[:1]), "srt/mod.py").split("\n", 2)[2]  # no `diff`/`index` line
+    assert plain.startswith("--- a/python/sglang/srt/mod.py\n+++ ")
+    files = importer.parse_patch(combined + plain)
+    assert [(f.path, len(f.hunks), [n.split(":")[0] for n in f.notes]) for f in files] == [
+        ("srt/other.py", 0, ["combined diff"]), ("srt/mod.py", 1, [])]
+    done = import_cli(tmp_path, monkeypatch, pkg, combined + plain)
+    assert done.exit_code == 3, done.output
+    summary = " ".join(done.output.split())
+    assert "1/1 hunks as 3 steps; not lifted: 1 file (srt/other.py: combined diff); round trip: 1/1 files " \
+           "byte-identical" in summary, summary
+
+
+def test_a_rename_in_a_diff_of_two_trees_is_named_without_the_trees_folders(tmp_path):
+    # `git diff --no-index -M orig patched`: a renamed file's two paths lead with the two trees' folders, which no
+    # common end of its paths shows; the other sections' paths do, and they are stripped the same way
+    pkg = package(tmp_path / "base", {"srt/mod.py": BEFORE, "srt/old.py": "w = 1\n", "srt/a.py": "a = 1\n"})
+    after = edited(BEFORE, EDITS[:1])
+    body = "".join(difflib.unified_diff(BEFORE.splitlines(True), after.splitlines(True), "x", "y")).split("\n", 2)[2]
+    renamed = ("diff --git a/orig/srt/old.py b/patched/srt/new_name.py\nsimilarity index 88%\n"
+               "rename from orig/srt/old.py\nrename to patched/srt/new_name.py\nindex 1111111..2222222 100644\n"
+               "--- a/orig/srt/old.py\n+++ b/patched/srt/new_name.py\n@@ -1 +1 @@\n-w = 1\n+w = 2\n")
+    copied = ("diff --git a/orig/srt/a.py b/patched/srt/sub/b.py\nsimilarity index 100%\n"
+              "copy from orig/srt/a.py\ncopy to patched/srt/sub/b.py\n")
+    same = ("diff --git a/orig/srt/mod.py b/patched/srt/mod.py\nindex 1111111..2222222 100644\n"
+            "--- a/orig/srt/mod.py\n+++ b/patched/srt/mod.py\n" + body)
+    files = importer.parse_patch(renamed + copied + same)
+    assert [(f.old, f.new, f.moved) for f in files] == [("srt/old.py", "srt/new_name.py", "rename"),
+                                                        ("srt/a.py", "srt/sub/b.py", "copy"),
+                                                        ("srt/mod.py", "srt/mod.py", None)]
+    lifted = importer.lift(pkg, renamed + copied + same)
+    assert lifted.skipped == [("srt/new_name.py", "renamed file from srt/old.py: recipes edit existing files only"),
+                              ("srt/sub/b.py", "copied file from srt/a.py: recipes edit existing files only")]
+    assert lifted.lifted == 1 and lifted.expected["srt/mod.py"] == after.encode()
 
 
 def test_two_trees_under_other_names_than_a_and_b_are_one_file_per_path_not_renames(tmp_path):
