@@ -370,16 +370,17 @@ def undefined_names_added(before: str, after: str, *, tree: ast.Module | None = 
             found = [m for m in found if not isinstance(m, messages.UndefinedExport)]
         return found
 
-    tree = _as_run(ast.parse(after) if tree is None else tree)
+    if tree is None:
+        tree = ast.parse(after)
     if new is None:
         new = _new_lines(before, after.splitlines(), ())
     gone = Counter(before.splitlines()) - Counter(after.splitlines())
     # a line the change took out (an import, an assignment a function's later lines read) may leave a name undefined
     # anywhere in its scope: then the whole module is read, not the changed scopes alone
     if not any(line.strip() and not line.strip().startswith("#") for line in gone) \
-            and not undefined(_changed_scopes(tree, new)):
+            and not undefined(_as_run(_changed_scopes(tree, new))):
         return []
-    found = undefined(tree)  # the whole module: a stub may have hidden a binding (`global x` in a function)
+    found = undefined(_as_run(tree))  # the whole module: a stub may have hidden a binding (`global x` in a function)
     if not found:
         return []
     try:
@@ -418,43 +419,36 @@ def _as_run(tree: ast.Module) -> ast.Module:
             return None
         return node
 
-    class AsRun(ast.NodeTransformer):
-        depth = 0  #: how many function bodies deep: a local's annotation is never evaluated
+    def walk(body: list[ast.stmt], local: bool) -> None:
+        """Statements only (annotations and `if` blocks are theirs): far cheaper than visiting every node."""
+        for st in body:
+            if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                st.returns = unquoted(st.returns)
+                for arg in (*st.args.posonlyargs, *st.args.args, *st.args.kwonlyargs, st.args.vararg, st.args.kwarg):
+                    if arg is not None:
+                        arg.annotation = unquoted(arg.annotation)
+                walk(st.body, True)
+                continue
+            if isinstance(st, ast.AnnAssign):  # a local's annotation is never evaluated
+                kept = None if local else unquoted(st.annotation)
+                st.annotation = kept if kept is not None else ast.copy_location(ast.Constant(None), st.annotation)
+                continue
+            if isinstance(st, ast.If) and type_checking_test(st.test):
+                st.body = [ast.copy_location(ast.Pass(), st)]
+            if isinstance(st, ast.ClassDef):
+                walk(st.body, False)
+                continue
+            for field in ("body", "orelse", "finalbody"):
+                block = getattr(st, field, None)
+                if isinstance(block, list):
+                    walk(block, local)
+            for handler in getattr(st, "handlers", ()):
+                walk(handler.body, local)
+            for case in getattr(st, "cases", ()):  # match statements
+                walk(case.body, local)
 
-        def visit_If(self, node: ast.If) -> ast.If:
-            self.generic_visit(node)
-            if type_checking_test(node.test):
-                node.body = [ast.copy_location(ast.Pass(), node)]
-            return node
-
-        def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.FunctionDef:
-            node.returns = unquoted(node.returns)
-            for arg in (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs, node.args.vararg,
-                        node.args.kwarg):
-                if arg is not None:
-                    arg.annotation = unquoted(arg.annotation)
-            node.decorator_list = [self.visit(d) for d in node.decorator_list]
-            node.args = self.visit(node.args)
-            self.depth += 1
-            node.body = [self.visit(s) for s in node.body]
-            self.depth -= 1
-            return node
-
-        visit_AsyncFunctionDef = visit_FunctionDef
-
-        def visit_Lambda(self, node: ast.Lambda) -> ast.Lambda:
-            self.depth += 1
-            self.generic_visit(node)
-            self.depth -= 1
-            return node
-
-        def visit_AnnAssign(self, node: ast.AnnAssign) -> ast.AnnAssign:
-            self.generic_visit(node)
-            kept = None if self.depth else unquoted(node.annotation)
-            node.annotation = kept if kept is not None else ast.copy_location(ast.Constant(None), node.annotation)
-            return node
-
-    return ast.fix_missing_locations(AsRun().visit(tree))
+    walk(tree.body, False)
+    return tree  # the nodes it puts in carry their locations (ast.copy_location)
 
 
 def _new_lines(before: str, after_lines: list[str],

@@ -28,11 +28,11 @@ assignment or an import of that name).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, Sequence
 
 import libcst as cst
 
-from ..anchors import code_of, insert_after, insert_before, near, same_code
+from ..anchors import body_of, code_of, insert_after, insert_before, near, same_code
 from ..errors import AnchorAmbiguous, AnchorNotFound, Candidate, Conflict, RecipeError
 from ..model import option
 from ._code import fingerprint, first_line, line_text, parse_block, type_checking_test
@@ -124,15 +124,77 @@ class AddDefinition(Operation):
         import ast
 
         try:
-            theirs = bound_at_module_level(ast.parse(module.code).body)
-            mine = bound_at_module_level(ast.parse(cst.Module(body=new).code).body)
+            mine = bound_at_module_level(ast.parse(cst.Module(body=new).code).body)  # the code only: small
         except (SyntaxError, ValueError, RecursionError):
             return  # the file's own checks say what is wrong with it
+        if not mine:
+            return
+        theirs = _bound_in(module.body)  # read on the tree: rendering a big module costs more than the step
         for n in mine:
             if n in theirs:
-                line = module.code.splitlines()[theirs[n] - 1].strip()
-                raise Conflict(f"the module already binds `{n}` (line {theirs[n]}: `{line}`): the new code would "
-                               "rebind it", candidates=[Candidate(f"`{line}`", line=theirs[n])])
+                stmt = theirs[n]
+                raise Conflict(f"the module already binds `{n}` (`{first_line(module, stmt)}`): the new code would "
+                               "rebind it", candidates=[Candidate(f"`{first_line(module, stmt)}`", node=stmt)])
+
+
+def _bound_in(body: Sequence[cst.CSTNode]) -> dict[str, cst.CSTNode]:
+    """`bound_at_module_level` read on a libcst module body: each name with the module-level statement that binds
+    it (walrus targets aside)."""
+    out: dict[str, cst.CSTNode] = {}
+
+    def names(target: cst.CSTNode, stmt: cst.CSTNode) -> None:
+        if isinstance(target, cst.Name):
+            out.setdefault(target.value, stmt)
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for element in target.elements:
+                names(element.value, stmt)
+        elif isinstance(target, cst.StarredElement):
+            names(target.value, stmt)
+
+    def visit(block: Sequence[cst.CSTNode], top: cst.CSTNode | None) -> None:
+        for stmt in block:
+            owner = top or stmt
+            if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
+                out.setdefault(stmt.name.value, owner)
+            elif isinstance(stmt, cst.SimpleStatementLine):
+                for small in stmt.body:
+                    if isinstance(small, cst.Assign):
+                        for t in small.targets:
+                            names(t.target, owner)
+                    elif isinstance(small, cst.AnnAssign) and small.value is not None:
+                        names(small.target, owner)
+                    elif isinstance(small, (cst.Import, cst.ImportFrom)) and not isinstance(small.names,
+                                                                                             cst.ImportStar):
+                        for alias in small.names:
+                            bound = alias.asname.name if alias.asname else alias.name
+                            head = bound
+                            while isinstance(head, cst.Attribute):
+                                head = head.value
+                            if isinstance(head, cst.Name):
+                                out.setdefault(head.value, owner)
+            elif isinstance(stmt, cst.If):
+                if not type_checking_test(stmt.test):
+                    visit(body_of(stmt), owner)
+                if isinstance(stmt.orelse, cst.If):  # an `elif`: an `if` of its own
+                    visit([stmt.orelse], owner)
+                elif stmt.orelse is not None:
+                    visit(body_of(stmt.orelse), owner)
+            elif isinstance(stmt, (cst.For, cst.While, cst.With, cst.Try)) or type(stmt).__name__ == "TryStar":
+                if isinstance(stmt, cst.For):
+                    names(stmt.target, owner)
+                if isinstance(stmt, cst.With):
+                    for item in stmt.items:
+                        if item.asname is not None:
+                            names(item.asname.name, owner)
+                visit(body_of(stmt), owner)
+                for handler in getattr(stmt, "handlers", ()):
+                    visit(body_of(handler), owner)
+                for part in (getattr(stmt, "orelse", None), getattr(stmt, "finalbody", None)):
+                    if part is not None:
+                        visit(body_of(part), owner)
+
+    visit(body, None)
+    return out
 
 
 def bound_at_module_level(stmts: list) -> dict[str, int]:
