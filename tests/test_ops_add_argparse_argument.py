@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import argparse
+import textwrap
+
 import libcst as cst
 from op_helpers import cannot, check, op, src, unchanged
 
@@ -258,4 +261,52 @@ def test_a_flag_of_another_parser_object_is_not_a_conflict():
                 sub = parser.add_subparsers().add_parser("run")
                 sub.add_argument("--accept")
                 sub.add_argument("--name", "-n", type=str)
+        """)
+
+
+GROUP_SOURCE = """
+    class Args:
+        def add_cli_args(parser):
+            group = parser.add_argument_group("speculative")
+            group.add_argument("--accept")
+            exclusive = group.add_mutually_exclusive_group()
+            exclusive.add_argument("--fast")
+            parser.add_argument("--name")
+    """
+
+
+def test_an_argument_group_shares_its_parsers_option_strings():
+    # argparse keeps one table of option strings per parser, its groups included: `--name` on a group of a parser
+    # that has `--name` (or the other way round, or on a mutually exclusive group of a group) raises "conflicting
+    # option string" when the parser is built, at the server's start-up; the receivers' names differ
+    for code in ('group.add_argument("--name", type=str)', 'exclusive.add_argument("--name")',
+                 'parser.add_argument("--fast", type=int)',
+                 'parser.add_argument_group("other").add_argument("--accept", type=int)'):
+        step = op("add_argparse_argument", function="Args.add_cli_args", after_flag="--accept", code=code)
+        cannot(step, GROUP_SOURCE, Conflict, mentions=("argparse",))
+        # what the refusal prevents, as argparse has it: the same code put in by hand
+        patched = textwrap.dedent(GROUP_SOURCE).replace(
+            '        parser.add_argument("--name")\n', f'        parser.add_argument("--name")\n        {code}\n')
+        scope: dict = {}
+        exec(compile(patched, "<patched>", "exec"), scope)
+        try:
+            scope["Args"].add_cli_args(argparse.ArgumentParser())
+        except argparse.ArgumentError:
+            pass
+        else:
+            raise AssertionError(f"argparse took {code}: the test's premise is wrong")
+
+
+def test_a_new_flag_on_a_group_is_not_a_conflict():
+    step = op("add_argparse_argument", function="Args.add_cli_args", after_flag="--accept",
+              code='group.add_argument("--new-flag", type=int)')
+    check(step, GROUP_SOURCE, """
+        class Args:
+            def add_cli_args(parser):
+                group = parser.add_argument_group("speculative")
+                group.add_argument("--accept")
+                group.add_argument("--new-flag", type=int)
+                exclusive = group.add_mutually_exclusive_group()
+                exclusive.add_argument("--fast")
+                parser.add_argument("--name")
         """)

@@ -21,8 +21,10 @@ statement, never inside it, with the indentation of the block the anchor is in (
 
 Answers: *changed*; *already applied* (the function already has an `add_argument` call for the new flag with the
 same arguments); *cannot apply* (function or anchor flag missing or registered twice; the new flag already registered
-with other arguments, or any other option string of the new call already registered on the same parser object:
-argparse would refuse it when the parser is built).
+with other arguments, or any other option string of the new call already registered on the same parser, its
+argument groups included: argparse would refuse it when the parser is built). A subparser or a second parser made
+in the function has option strings of its own. A parser made with `conflict_handler="resolve"` would take the second
+registration (the new one silently replaces the flag): refused all the same, as a change a reviewer must see.
 """
 
 from __future__ import annotations
@@ -40,12 +42,13 @@ from ..model import option
 from .base import AlreadyApplied, Changed, Operation, Outcome, attempt, register
 
 
-def flags_of(stmt: cst.CSTNode, receiver: str | None = None) -> list[str]:
+def flags_of(stmt: cst.CSTNode, receiver: str | None = None, groups: dict[str, str] | None = None) -> list[str]:
     """The option strings registered by an `add_argument(...)` statement (empty for any other statement); with
-    `receiver`, those of calls on that object only (`parser`, not a subparser or a second parser)."""
+    `receiver`, those of calls that register on that parser only (`parser` or one of its argument groups, whose
+    names `groups` maps to their parser: not a subparser or a second parser)."""
     out: list[str] = []
     for call in iter_calls_named(stmt, "add_argument"):
-        if receiver is not None and receiver_of(call) != receiver:
+        if receiver is not None and parser_of(call, groups or {}) != receiver:
             continue
         for arg in call.args:
             if arg.keyword is None and arg.star == "":
@@ -55,10 +58,57 @@ def flags_of(stmt: cst.CSTNode, receiver: str | None = None) -> list[str]:
     return out
 
 
-def receiver_of(call: cst.Call) -> str | None:
-    """The object an `X.add_argument(...)` call registers on, as code (`parser`, `self.parser`), else None."""
+_GROUP_METHODS = ("add_argument_group", "add_mutually_exclusive_group")
+
+
+def parser_of(call: cst.Call, groups: dict[str, str]) -> str | None:
+    """The parser an `X.add_argument(...)` call registers its option strings on, as code: an argument group or a
+    mutually exclusive group shares its parser's option strings (argparse refuses `--x` on a group when the parser
+    has it), so `group.add_argument` with `group = parser.add_argument_group(...)` registers on `parser`."""
     fn = call.func
-    return cst.Module(body=()).code_for_node(fn.value) if isinstance(fn, cst.Attribute) else None
+    return _parser_of_expr(fn.value, groups) if isinstance(fn, cst.Attribute) else None
+
+
+def _parser_of_expr(expr: cst.BaseExpression, groups: dict[str, str]) -> str:
+    while (isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute)
+           and expr.func.attr.value in _GROUP_METHODS):  # parser.add_argument_group("x").add_argument(...)
+        expr = expr.func.value
+    code = _code(expr)
+    seen: set[str] = set()
+    while code in groups and code not in seen:
+        seen.add(code)
+        code = groups[code]
+    return code
+
+
+def argument_groups(fn: cst.CSTNode) -> dict[str, str]:
+    """The names a function binds to argument groups, each with the receiver it made the group on:
+    `g = parser.add_argument_group("x")` gives {"g": "parser"} (also `self.g = ...`, nested groups, `with ... as g`)."""
+    groups: dict[str, str] = {}
+
+    class Visitor(cst.CSTVisitor):
+        def _bind(self, target: cst.BaseExpression, value: cst.BaseExpression | None) -> None:
+            if (isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute)
+                    and value.func.attr.value in _GROUP_METHODS):
+                groups[_code(target)] = _parser_of_expr(value.func.value, groups)
+
+        def visit_Assign(self, node: cst.Assign) -> None:
+            for target in node.targets:
+                self._bind(target.target, node.value)
+
+        def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+            self._bind(node.target, node.value)
+
+        def visit_WithItem(self, node: cst.WithItem) -> None:
+            if node.asname is not None:
+                self._bind(node.asname.name, node.item)
+
+    fn.visit(Visitor())
+    return groups
+
+
+def _code(node: cst.CSTNode) -> str:
+    return cst.Module(body=()).code_for_node(node)
 
 
 @register
@@ -93,12 +143,13 @@ class AddArgparseArgument(Operation):
         flagged = [(p, flags) for p in walk_statements(fpath) if (flags := flags_of(p[-1]))]  # read each once
         # every option string of the new call counts (`"--mode", "--tokenizer-mode"`): argparse refuses a second
         # registration of any of them on one parser when it is built, at the server's start-up (a subparser or a
-        # second parser of the function has option strings of its own)
+        # second parser of the function has option strings of its own); an argument group registers on its parser
+        groups = argument_groups(fpath[-1])
         calls = list(iter_calls_named(new_stmts[0], "add_argument")) if len(new_stmts) == 1 else []
-        receiver = receiver_of(calls[0]) if calls else None
+        receiver = parser_of(calls[0], groups) if calls else None
         mine = set(flags_of(new_stmts[0])) if len(new_stmts) == 1 else {new_flag}
         existing = [(p, sorted(mine & set(on))) for p, _ in flagged
-                    if mine & set(on := flags_of(p[-1], receiver))]
+                    if mine & set(on := flags_of(p[-1], receiver, groups))]
         if existing:
             (path, clash), *_ = existing
             have = code_of(module, path[-1])
