@@ -221,6 +221,8 @@ class RecoveryReport:
     files: list[str]  #: every file of the transaction
     restored: list[str] = field(default_factory=list)  #: files rewritten from the backups by this recovery
     kept: list[str] = field(default_factory=list)  #: unexpected local versions kept before restoring
+    #: files something else changed or removed after the crash (an upgrade, a reinstall, a hand edit): left as found
+    left: list[str] = field(default_factory=list)
 
     @property
     def message(self) -> str:
@@ -235,11 +237,15 @@ class RecoveryReport:
                     f"{n} files are original again")
         if self.kept:
             text += f"; local versions kept in {', '.join(self.kept)}"
+        if self.left:
+            text += (f"; left as found, since something else rewrote or removed them after the interruption (an "
+                     f"upgrade or reinstall?): {', '.join(self.left)}")
         return text
 
     def to_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "recipe": self.recipe, "started": self.started, "outcome": self.outcome,
-                "files": self.files, "restored": self.restored, "kept": self.kept, "message": self.message}
+                "files": self.files, "restored": self.restored, "kept": self.kept, "left": self.left,
+                "message": self.message}
 
 
 @dataclass(frozen=True)
@@ -401,11 +407,14 @@ def _refuse_pending(state: State) -> None:
 
 
 def _undo_apply(state: State, record: AppliedRecord, prefix: str) -> tuple[list[str], list[str]]:
-    """Put every file of an unfinished apply back to its original bytes and mode, then forget the apply."""
-    stamp, restored, kept = _stamp(), [], []
+    """Put every file of an unfinished apply that still has its original or its patched bytes back to its original
+    bytes and mode, then forget the apply. Returns (restored, left): a file with other bytes, or none, was rewritten
+    or removed by something else since (`pip install --upgrade` after a crash): the backups are another release's
+    bytes, so it is left as found."""
+    restored, left = [], []
     for fr in record.files:
-        if _restore_file(state, fr, {fr.sha_before, fr.sha_after}, stamp, kept):
-            restored.append(fr.rel)
+        outcome = _restore_file(state, fr, {fr.sha_before, fr.sha_after})
+        (restored if outcome == "restored" else left if outcome == "left" else []).append(fr.rel)
         _remove_bytecode(state.target_file(fr.rel))
         _step(f"{prefix}:restored:{fr.rel}")
     ledger = state.read_ledger()
@@ -414,7 +423,7 @@ def _undo_apply(state: State, record: AppliedRecord, prefix: str) -> tuple[list[
     state.remove_journal()
     _step(f"{prefix}:journal-removed")
     state.remove_record_dir(record.record_dir)
-    return restored, kept
+    return restored, left
 
 
 # --------------------------------------------------------------------------------------------------- recovery
@@ -441,10 +450,10 @@ def _recover(state: State, journal: Journal) -> RecoveryReport:
     if journal.kind == Transaction.APPLY:  # read from disk: any string
         return _recover_apply(state, journal)
     if journal.kind == Transaction.ROLLBACK:
-        restored, kept, _ = _finish_rollback(state, journal, "recover")
+        restored, left, _ = _finish_rollback(state, journal, "recover")
         return RecoveryReport(Transaction.ROLLBACK, journal.record.recipe, journal.started,
                               RecoveryOutcome.ROLLED_BACK, [f.rel for f in journal.record.files], restored,
-                              _abs(state, kept))
+                              left=left)
     raise StateDamaged(f"{state.journal_path} has an unknown kind `{journal.kind}`")
 
 
@@ -459,9 +468,9 @@ def _recover_apply(state: State, journal: Journal) -> RecoveryReport:
         _step("recover:ledger-written")
         done = True
     if not done:
-        restored, kept = _undo_apply(state, record, "recover")
+        restored, left = _undo_apply(state, record, "recover")
         return RecoveryReport(Transaction.APPLY, record.recipe, journal.started, RecoveryOutcome.ROLLED_BACK, rels,
-                              restored, _abs(state, kept))
+                              restored, left=left)
     for fr in record.files:
         path = state.target_file(fr.rel)
         temp_path(Path(os.path.realpath(path))).unlink(missing_ok=True)
@@ -530,11 +539,13 @@ def rollback(target: Target, recipe_id: str | None = None, *, force: bool = Fals
         with signals_deferred():
             state.write_journal(journal)
             _step("rollback:journal-written")
-            _, _, pycs = _finish_rollback(state, journal, "rollback")
-        rels = [f.rel for f in record.files]
+            _, left, pycs = _finish_rollback(state, journal, "rollback")
+        rels = [f.rel for f in record.files if f.rel not in left]
         message = f"rolled back {record.recipe}: {len(rels)} files have their original bytes and mode again"
         if original:
             message += f" ({', '.join(original)} had them already)"
+        if left:  # another program wrote them while we held the lock (pip does not take it)
+            message += f"; left as found, since another program rewrote them during the rollback: {', '.join(left)}"
         if kept:
             message += f"; your local versions are kept in {', '.join(_abs(state, kept))}"
         return RollbackReport(target.root, record, message, [r for r in rels if r not in original],
@@ -542,12 +553,12 @@ def rollback(target: Target, recipe_id: str | None = None, *, force: bool = Fals
 
 
 def _finish_rollback(state: State, journal: Journal, prefix: str) -> tuple[list[str], list[str], list[str]]:
+    """Returns (restored, left, removed bytecode); see `_restore_file`."""
     record = journal.record
-    stamp, restored, kept, pycs = _stamp(), [], [], []
+    restored, left, pycs = [], [], []
     for fr in record.files:
-        expected = {fr.sha_before, fr.sha_after, journal.start_shas.get(fr.rel)}
-        if _restore_file(state, fr, expected, stamp, kept):
-            restored.append(fr.rel)
+        outcome = _restore_file(state, fr, {fr.sha_before, fr.sha_after, journal.start_shas.get(fr.rel)})
+        (restored if outcome == "restored" else left if outcome == "left" else []).append(fr.rel)
         pycs += _remove_bytecode(state.target_file(fr.rel))
         _step(f"{prefix}:restored:{fr.rel}")
     ledger = state.read_ledger()
@@ -557,7 +568,7 @@ def _finish_rollback(state: State, journal: Journal, prefix: str) -> tuple[list[
     state.remove_journal()
     _step(f"{prefix}:journal-removed")
     state.remove_record_dir(record.record_dir)
-    return restored, kept, pycs
+    return restored, left, pycs
 
 
 def _drift_error(target: Target, record: AppliedRecord, local: list[FileState]) -> DriftError:
@@ -713,20 +724,23 @@ def _read_copy(state: State, fr: FileRecord, rel_to_state: str, sha: str) -> byt
     return data
 
 
-def _restore_file(state: State, fr: FileRecord, expected: set[str | None], stamp: str, kept: list[str]) -> bool:
-    """Give `fr` its original bytes and mode unless it has them; a version that is neither one we wrote nor one we
-    expected is kept first. Returns True if the file was rewritten."""
+def _restore_file(state: State, fr: FileRecord, expected: set[str | None]) -> str:
+    """Give `fr` its original bytes and mode unless it has them: "restored", or "original" if it had them. A file
+    whose bytes (None: gone) are none of `expected` (original, patched, or what a rollback found) was rewritten or
+    removed by something else after the transaction started, a `pip install --upgrade` after a crash say: our
+    backups would put another release's bytes over it, so it is left as found: "left"."""
     path = state.target_file(fr.rel)
     temp_path(Path(os.path.realpath(path))).unlink(missing_ok=True)
     current = _read(path)
-    if current is not None and sha256(current) == fr.sha_before and file_mode(path) == fr.mode:
-        return False
+    sha = None if current is None else sha256(current)
+    if sha == fr.sha_before and file_mode(path) == fr.mode:
+        return "original"
+    if sha not in expected:
+        return "left"
     original = _read_copy(state, fr, fr.backup, fr.sha_before)
-    if current is not None and sha256(current) not in expected:
-        kept.append(_keep(state, fr.rel, current, stamp))
     makedirs(path.parent)
     atomic_write(path, original, fr.mode, owner=_owner(path) if current is not None else None)
-    return True
+    return "restored"
 
 
 def _keep(state: State, rel: str, data: bytes, stamp: str) -> str:

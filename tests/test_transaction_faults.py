@@ -231,16 +231,47 @@ def test_a_kill_during_a_forced_rollback_keeps_the_local_version_once(root, targ
     assert [k.read_bytes() for k in kept] == [edited]
 
 
-def test_a_local_edit_between_crash_and_recovery_is_kept(root, target, three, patched):
+def test_a_file_rewritten_between_crash_and_recovery_is_left_as_found(root, target, three, patched):
+    # the apply wrote a.py and b.py, then died; before the next command a hand edit (or a reinstall) rewrote a.py
     assert killed_at("apply:after-write:pkg/b.py", lambda: apply(target, three)) == -signal.SIGKILL
     mine = b"# someone's version\n"
     (root / "pkg/a.py").write_bytes(mine)
 
     report = transaction.recover(target)
 
-    assert report.outcome == "rolled_back" and len(report.kept) == 1
-    assert Path(report.kept[0]).read_bytes() == mine and report.kept[0] in report.message
-    assert assert_consistent(root, target, patched) == "original"
+    # only what the apply wrote is undone: our backup would put old bytes over a version we did not write
+    assert report.outcome == "rolled_back" and report.restored == ["pkg/b.py"] and report.left == ["pkg/a.py"]
+    assert "pkg/a.py" in report.message and "left as found" in report.message
+    assert snapshot(root) == {**ORIGINAL, "pkg/a.py": (mine, ORIGINAL["pkg/a.py"][1])}
+    assert transaction.applied_records(target) == [] and transaction.status(target).pending is None
+    assert leftovers(root) == [] and not list(target.state_dir.glob("records/*"))
+
+
+def apply_verifying(target, rcp):
+    """`specpatch apply` with its checks: the commit's journal stays `verifying` until the checks pass."""
+    from patcher import engine
+
+    with transaction.target_lock(target) as lock:
+        return transaction.commit(engine.plan(rcp, target), lock, verifying=True)
+
+
+@pytest.mark.parametrize("label", ["apply:after-write:pkg/b.py", "apply:ledger-written"])
+def test_an_upgrade_between_crash_and_recovery_is_not_undone(root, target, three, patched, label):
+    """A killed apply (while writing, or before its checks ran), then `pip install --upgrade` before the next
+    command: the new release's files (rewritten, one moved away) stay as the upgrade left them; only the file the
+    upgrade did not touch is restored."""
+    assert killed_at(label, lambda: apply_verifying(target, three)) == -signal.SIGKILL
+    upgraded = b"# the next release's a.py\n"
+    (root / "pkg/a.py").write_bytes(upgraded)
+    (root / "pkg/c.py").unlink()  # moved elsewhere by the new release
+
+    report = transaction.recover(target)
+
+    assert report.outcome == "rolled_back" and sorted(report.left) == ["pkg/a.py", "pkg/c.py"]
+    assert report.restored == ["pkg/b.py"]
+    assert (root / "pkg/a.py").read_bytes() == upgraded and not (root / "pkg/c.py").exists()
+    assert snapshot(root)["pkg/b.py"] == ORIGINAL["pkg/b.py"]
+    assert transaction.applied_records(target) == [] and transaction.status(target).pending is None
 
 
 def test_commit_and_rollback_refuse_while_a_journal_is_pending(root, target, three):
