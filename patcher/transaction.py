@@ -508,9 +508,10 @@ def rollback(target: Target, recipe_id: str | None = None, *, force: bool = Fals
         _refuse_pending(state)
         retired = retire_stale(target)  # never replay a record of another release, or of bytes no longer there
         ledger = state.read_ledger()
-        matches = [r for r in ledger.applied if recipe_id is None or r.recipe == recipe_id]
+        own = _own(target, ledger.applied)
+        matches = [r for r in own if recipe_id is None or r.recipe == recipe_id]
         if not matches:
-            return nothing(ledger.applied, retired)
+            return nothing(own, retired)
         record = matches[-1]
         later = [r for r in ledger.applied if r.seq > record.seq and r.rels & record.rels]
         if later:
@@ -594,13 +595,14 @@ def status(target: Target) -> StatusReport:
     """The applied recipes and any unfinished transaction; reads only, takes no lock."""
     state = State.of(target)
     ledger = state.read_ledger() if state.exists() else None
-    applied = ledger.applied if ledger else []
+    applied = _own(target, ledger.applied) if ledger else []
     pending = state.read_journal() if state.exists() else None
     originals = _originals(applied)
     stale = {r.seq: why for r in applied if (why := stale_reason(target, r, originals))}
     return StatusReport(target.root, target.package, str(target.version) if target.version is not None else None,
                         applied, pending, version_source=target.version_source,
-                        retired=ledger.retired if ledger else [], stale=stale)
+                        retired=[r for r in ledger.retired if r.record.package == target.package] if ledger else [],
+                        stale=stale)
 
 
 def _originals(records: list[AppliedRecord]) -> dict[str, str]:
@@ -653,7 +655,7 @@ def retire_stale(target: Target) -> list[RetiredRecord]:
     ledger = state.read_ledger()
     retired = []
     originals = _originals(ledger.applied)
-    for record in list(ledger.applied):
+    for record in _own(target, ledger.applied):
         reason = stale_reason(target, record, originals)
         if reason is not None:
             ledger = ledger.retiring(record, reason)
@@ -664,9 +666,15 @@ def retire_stale(target: Target) -> list[RetiredRecord]:
 
 
 def applied_records(target: Target) -> list[AppliedRecord]:
-    """The ledger's entries, oldest first."""
+    """The ledger's entries for the target's package, oldest first."""
     state = State.of(target)
-    return state.read_ledger().applied if state.exists() else []
+    return _own(target, state.read_ledger().applied) if state.exists() else []
+
+
+def _own(target: Target, records: list[AppliedRecord]) -> list[AppliedRecord]:
+    """The entries of the target's package: a site-packages that holds sglang and vllm keeps one ledger for both,
+    and a command on one package never judges, retires or rolls back the other's entries."""
+    return [r for r in records if r.package == target.package]
 
 
 def file_states(target: Target, record: AppliedRecord) -> list[FileState]:

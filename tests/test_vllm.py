@@ -292,9 +292,9 @@ def test_a_vllm_tree_is_found_without_package_and_the_undo_note_names_it(tmp_pat
     assert "tag" not in (pkg / "config.py").read_text()
 
 
-def test_one_folder_that_holds_sglang_and_vllm_keeps_both_packages_recipes(tmp_path):
-    # a site-packages with both engines has one state folder: a vLLM recipe's record must not stop a sglang apply
-    # ("leads out of the package"), and each rolls back on its own
+def _two_engines(tmp_path: Path):
+    """A site-packages folder that holds sglang 0.5.9 and vllm 0.12.0 (one state folder for both), a recipe per
+    package, and a function that runs the CLI on that folder."""
     import subprocess
     import sys
 
@@ -316,6 +316,13 @@ def test_one_folder_that_holds_sglang_and_vllm_keeps_both_packages_recipes(tmp_p
         return subprocess.run([sys.executable, "-m", "patcher", *args, "--target", str(root), "--recipe-path",
                                str(recipes)], capture_output=True, text=True, timeout=300)
 
+    return root, cli
+
+
+def test_one_folder_that_holds_sglang_and_vllm_keeps_both_packages_recipes(tmp_path):
+    # a site-packages with both engines has one state folder: a vLLM recipe's record must not stop a sglang apply
+    # ("leads out of the package"), and each rolls back on its own
+    root, cli = _two_engines(tmp_path)
     for name in ("vllm", "sglang"):
         done = cli("apply", f"{name}-tag", "--package", name, "--no-smoke")
         assert done.returncode == 0, done.stdout + done.stderr
@@ -324,3 +331,27 @@ def test_one_folder_that_holds_sglang_and_vllm_keeps_both_packages_recipes(tmp_p
         done = cli("rollback", f"{name}-tag", "--package", name)
         assert done.returncode == 0, done.stdout + done.stderr
         assert "def tag" not in (root / name / "mod.py").read_text()
+
+
+def test_a_command_on_one_engine_never_judges_or_rolls_back_the_others_recipe(tmp_path):
+    # found by a hostile round: `verify` of sglang retired the vLLM entry ("applied to vllm 0.12.0; the target is now
+    # sglang 0.5.9"), so the hand edit of vllm's file was no longer drift, and `rollback` with no recipe on the sglang
+    # target rolled back the vLLM recipe (the last one applied)
+    root, cli = _two_engines(tmp_path)
+    for name in ("sglang", "vllm"):
+        done = cli("apply", f"{name}-tag", "--package", name, "--no-smoke")
+        assert done.returncode == 0, done.stdout + done.stderr
+    (root / "vllm/mod.py").write_text((root / "vllm/mod.py").read_text() + "# ops note\n")
+
+    done = cli("verify", "--package", "sglang", "--no-smoke")
+    assert done.returncode == 0 and "vllm" not in done.stdout + done.stderr, done.stdout + done.stderr
+    done = cli("check", "vllm-tag", "--package", "vllm")
+    assert done.returncode == 5, done.stdout + done.stderr  # still drift: the entry was not retired
+    done = cli("rollback", "--package", "sglang")
+    assert done.returncode == 0 and "sglang-tag" in done.stdout + done.stderr, done.stdout + done.stderr
+    assert "def tag" not in (root / "sglang/mod.py").read_text() and "def tag" in (root / "vllm/mod.py").read_text()
+    done = cli("rollback", "--package", "sglang")
+    assert done.returncode == 0 and "nothing to roll back" in done.stdout + done.stderr, done.stdout + done.stderr
+    assert "def tag" in (root / "vllm/mod.py").read_text()
+    done = cli("rollback", "vllm-tag", "--package", "vllm")
+    assert done.returncode == 5, done.stdout + done.stderr  # the hand edit is drift: nothing rolled back
