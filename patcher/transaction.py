@@ -520,6 +520,7 @@ def rollback(target: Target, recipe_id: str | None = None, *, force: bool = Fals
             raise RollbackBlocked(f"`{record.recipe}` cannot be rolled back before {names}, applied later to "
                                   f"{', '.join(shared)}", location=Location(recipe=record.recipe, file=shared[0]),
                                   hint=f"roll back {names} first, then `{record.recipe}`")
+        _refuse_earlier_entries(target, own, record, force)
         pristine_files(target, record)  # the backups must be whole before anything is touched
         states = file_states(target, record)
         # a file with its original bytes already (`git checkout -- FILE`) is not a local change: nothing to undo
@@ -553,6 +554,39 @@ def rollback(target: Target, recipe_id: str | None = None, *, force: bool = Fals
                               _abs(state, kept), pycs, retired=retired, already_original=original, **release)
 
 
+def _refuse_earlier_entries(target: Target, own: list[AppliedRecord], record: AppliedRecord, force: bool) -> None:
+    """A recipe applied again after a hand edit or a partial reinstall has a second entry, and rolling the recipe back
+    rolls back every entry of it, newest first (`api.rollback`). Check the earlier entries before the first is
+    touched, as each will find its files once the later ones are rolled back, so that a drift or a block in an
+    earlier one stops the rollback with nothing done rather than half-way."""
+    stack = sorted((r for r in own if r.recipe == record.recipe and r.seq <= record.seq), key=lambda r: r.seq)
+    if len(stack) < 2:
+        return
+    # each file as the earlier entry will find it, once the later entries have put their backups back
+    bytes_then = {s.rel: s.current for s in file_states(target, record)}
+    bytes_then.update(pristine_files(target, record))
+    for earlier in reversed(stack[:-1]):
+        blocking = [r for r in own if r.seq > earlier.seq and r.recipe != record.recipe and r.rels & earlier.rels]
+        if blocking:
+            names = ", ".join(f"`{r.recipe}`" for r in reversed(blocking))
+            shared = sorted(set().union(*(r.rels & earlier.rels for r in blocking)))
+            raise RollbackBlocked(f"`{record.recipe}` was applied twice, and its earlier entry cannot be rolled back "
+                                  f"before {names}, applied in between to {', '.join(shared)}; nothing was rolled "
+                                  f"back", location=Location(recipe=record.recipe, file=shared[0]),
+                                  hint=f"roll back {names} first, then `{record.recipe}`")
+        local = []
+        for s in file_states(target, earlier):
+            data = bytes_then.get(s.rel, s.current)
+            sha = None if data is None else sha256(data)
+            if sha not in (s.record.sha_after, s.record.sha_before):
+                local.append(FileState(s.rel, FileBytes.MISSING if data is None else FileBytes.MODIFIED, s.record,
+                                       sha, s.mode, data))
+        if local and not force:
+            raise _drift_error(target, earlier, local, f" (its earlier entry, of {earlier.applied_at}: the recipe "
+                                                       f"was applied again since)")
+        bytes_then.update(pristine_files(target, earlier))
+
+
 def _finish_rollback(state: State, journal: Journal, prefix: str) -> tuple[list[str], list[str], list[str]]:
     """Returns (restored, left, removed bytecode); see `_restore_file`."""
     record = journal.record
@@ -572,7 +606,7 @@ def _finish_rollback(state: State, journal: Journal, prefix: str) -> tuple[list[
     return restored, left, pycs
 
 
-def _drift_error(target: Target, record: AppliedRecord, local: list[FileState]) -> DriftError:
+def _drift_error(target: Target, record: AppliedRecord, local: list[FileState], which: str = "") -> DriftError:
     patched = patched_files(target, record)
     details = []
     for s in local:
@@ -582,8 +616,8 @@ def _drift_error(target: Target, record: AppliedRecord, local: list[FileState]) 
             details.append(unified_diff(patched[s.rel], s.current, s.rel) or f"# {s.rel}: only the mode changed\n")
     what = ", ".join(f"{s.rel} ({s.state})" if s.state is not FileBytes.INTACT
                      else f"{s.rel} (mode {s.record.mode:04o} -> {s.mode:04o})" for s in local)
-    message = (f"{what} changed since `{record.recipe}` was applied" if len(local) == 1
-               else f"{len(local)} files changed since `{record.recipe}` was applied: {what}")
+    message = (f"{what} changed since `{record.recipe}` was applied{which}" if len(local) == 1
+               else f"{len(local)} files changed since `{record.recipe}` was applied{which}: {what}")
     return DriftError(message + "; nothing was rolled back", location=Location(recipe=record.recipe, file=local[0].rel),
                       details="".join(details))
 

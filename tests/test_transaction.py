@@ -227,6 +227,32 @@ def test_force_restores_and_keeps_the_local_version(root, target, three):
     assert str(kept) in report.message
 
 
+def test_a_recipe_applied_twice_is_checked_whole_before_any_rollback(root, target, three):
+    # a hand edit dropped the recipe's edit of a.py, a second apply wrote it again (a second entry, of a.py alone):
+    # rolling the recipe back would undo the second entry, then stop at the first (a.py is not what it wrote),
+    # leaving the tree half rolled back; the first entry is checked, as the second's rollback will leave a.py, first
+    from patcher import api
+
+    apply(target, three)
+    mine = ORIGINAL["pkg/a.py"][0] + b"# my note\n"
+    (root / "pkg/a.py").write_bytes(mine)
+    apply(target, three)
+    assert [len(r.files) for r in transaction.applied_records(target)] == [3, 1]
+    before = tree_hash(root)
+
+    with pytest.raises(DriftError) as info:
+        api.rollback(target, "three-fields")
+
+    assert "pkg/a.py" in info.value.message and "earlier entry" in info.value.message
+    assert "nothing was rolled back" in info.value.message and "+# my note" in info.value.details
+    assert tree_hash(root) == before and len(transaction.applied_records(target)) == 2
+
+    report = api.rollback(target, "three-fields", force=True)  # both entries; the hand edit is kept aside
+
+    assert snapshot(root) == ORIGINAL and transaction.applied_records(target) == []
+    assert [Path(k).read_bytes() for k in report.kept] == [mine]
+
+
 def test_a_missing_file_is_drift_and_force_recreates_it(root, target, three):
     record = apply(target, three)
     (root / "pkg" / "b.py").unlink()
