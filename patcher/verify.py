@@ -32,7 +32,10 @@ Differential smoke test. A module that fails (or hangs) with the patched files i
 tree: a scratch folder in which the touched files get their original bytes and every other entry is a symlink to the
 target's (cheap: only the folders on the way to a touched file are real). If the pristine import fails the same way,
 the check is ``environment`` (the environment cannot import it; the patch is not blamed); if it imports, or fails in
-a different way, the check stays ``failed``.
+a different way, the check stays ``failed``. The same holds for ``import <package>`` itself, which decides whether
+the smoke test runs at all: when it fails with the patched files and passes from the pristine tree, the patch broke
+the package (a check ``import <package>`` fails, and the rest is skipped); when both fail, the environment cannot
+import the package and the smoke test and probes are skipped, unverified.
 
 Probe convention. A probe is a Python script beside the recipe (``verify.probes[].path``), run as ``__main__`` with
 the same ``sys.path`` and stubs as the smoke test, so it imports the patched package. It gets these environment
@@ -141,7 +144,14 @@ def verify_tree(target: Target, spec: VerifySpec, files: Iterable[Path], *, reci
         return Verification(tuple(checks), ("--no-smoke: the import smoke test and probes were skipped",),
                             unverified(spec, checks))
     py = python or sys.executable
-    can, why = can_import_target(py, target, spec.stubs, requires=spec.requires)
+    can, why, imported, details = _try_import(py, [target.import_root], target, spec.stubs, requires=spec.requires)
+    broken = _import_broken_by_patch(py, target, spec.stubs, why, details, pristine()) if imported else None
+    if broken is not None:
+        why = f"`import {target.package}` fails with the patched files"
+        checks.append(broken)
+        checks += [Check(IMPORT, m, SKIPPED, why) for m in dict.fromkeys(spec.imports) if m != target.package]
+        checks += [Check(PROBE, p.name or p.path, SKIPPED, why) for p in spec.probes]
+        return Verification(tuple(checks), (), unverified(spec, checks))
     if not can:
         checks += [Check(IMPORT, m, SKIPPED, why) for m in dict.fromkeys(spec.imports)]
         checks += [Check(PROBE, p.name or p.path, SKIPPED, why) for p in spec.probes]
@@ -510,27 +520,51 @@ def can_import_target(python: str | os.PathLike, target: Target, stubs: Sequence
     """Whether `python` can import the target package at all (with `stubs`), and the names in `requires` are
     installed (found, not imported: e.g. "torch"); the reason, one line, either way. Cheap: `import sglang` alone
     takes well under a second. Apply uses it to decide whether to run the smoke test and the probes."""
-    config = {"mode": "import", "paths": [str(target.import_root)], "package": target.package, "stubs": list(stubs),
+    ok, why, _, _ = _try_import(python, [target.import_root], target, stubs, requires=requires, timeout=timeout)
+    return ok, why
+
+
+def _try_import(python: str | os.PathLike, paths: Sequence[Path], target: Target, stubs: Sequence[str], *,
+                requires: Sequence[str] = (),
+                timeout: float = CAN_IMPORT_TIMEOUT) -> tuple[bool, str, bool, str]:
+    """`can_import_target` from `paths`; whether it was the import itself that failed (False when the interpreter
+    did not start or a required name is missing: no import ran); the traceback or output tail of a failure."""
+    config = {"mode": "import", "paths": [str(p) for p in paths], "package": target.package, "stubs": list(stubs),
               "modules": [target.package], "require": list(requires)}
     run = _run(python, config, timeout=timeout)
     if run.start_error:
-        return False, run.start_error
+        return False, run.start_error, False, ""
     env = run.first("env")
     if env is None:
-        return False, f"the smoke-test runner did not start in {python}: {_last_line(run.output)}"
+        return False, f"the smoke-test runner did not start in {python}: {_last_line(run.output)}", False, ""
     missing = run.first("require")
     if missing:
-        return False, f"{', '.join(missing['missing'])} not installed in {env['executable']}"
+        return False, f"{', '.join(missing['missing'])} not installed in {env['executable']}", False, ""
     end = run.first("end")
     if end is None:
         return False, (f"`import {target.package}` did not finish within {timeout:g} s" if run.timed_out
-                       else f"`import {target.package}` crashed the interpreter (exit code {run.returncode})")
+                       else f"`import {target.package}` crashed the interpreter (exit code {run.returncode})"), \
+            True, "\n".join(run.output)
     if not end["ok"]:
         err = end["error"]
         return False, _one_line(f"`import {target.package}` fails in {env['executable']}: {err['type']}: "
-                                f"{err['message']}")
+                                f"{err['message']}"), True, "\n".join(err["traceback"])
     return True, (f"{env['executable']} (Python {env['python']}) imports {target.package} from {target.import_root} "
-                  f"in {end['seconds']:.1f} s")
+                  f"in {end['seconds']:.1f} s"), False, ""
+
+
+def _import_broken_by_patch(python: str | os.PathLike, target: Target, stubs: Sequence[str], why: str,
+                            details: str, pristine: Mapping[str, bytes | None]) -> Check | None:
+    """`import <package>` failed with the patched files: a failed check when it imports from the pristine files
+    (the patch broke it: a recipe that adds `import missing_module` to a module the package imports), None when the
+    pristine files fail too (this environment cannot import the package: nothing is blamed)."""
+    with tempfile.TemporaryDirectory(prefix="specpatch-pristine-") as scratch:
+        root = build_pristine_tree(target, pristine, Path(scratch))
+        ok, _, _, _ = _try_import(python, [root, target.import_root], target, stubs)
+    if not ok:
+        return None
+    return Check(IMPORT, target.package, FAILED, f"{why} (imports fine from the pristine files)", details,
+                 data={"differential": "pristine passed"})
 
 
 # ------------------------------------------------------------------------------------------------- subprocess

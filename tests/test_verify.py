@@ -615,6 +615,34 @@ def test_verify_tree_runs_imports_and_probes_and_blames_a_failure(tmp_path):
     assert got.failed and got.unverified == () and got.notes == ()
 
 
+def test_a_patch_that_breaks_the_package_import_fails_verification(tmp_path):
+    # a recipe added `import nonexistent_mod` to a module `import <package>` runs (sglang's environ.py): the
+    # package no longer imports, which is the patch's doing, not the environment's: the pristine files import
+    target = make_target(tmp_path / "t", {"env.py": "X = 1\n", "a.py": "Y = 2\n"})
+    (target.package_dir / "__init__.py").write_text("from . import env\n")
+    pristine = patch(target, "env.py", "import nonexistent_mod_xyz\nX = 1\n")
+    spec = VerifySpec(imports=(f"{PKG}.a",), probes=(Probe(path="p.py", name="p"),))
+    got = verify.verify_tree(target, spec, [target.package_dir / "env.py"], recipe_folder=tmp_path, params={},
+                             pristine=lambda: pristine)
+    assert [(c.kind, c.name, c.status) for c in got.checks] == [
+        ("syntax", "fakepkg/env.py", "passed"), ("import", PKG, "failed"), ("import", f"{PKG}.a", "skipped"),
+        ("probe", "p", "skipped")]
+    assert got.failed and "nonexistent_mod_xyz" in got.checks[1].message
+    assert "imports fine from the pristine files" in got.checks[1].message
+    assert "import nonexistent_mod_xyz" in got.checks[1].details  # the traceback
+
+
+def test_a_package_the_environment_cannot_import_either_way_is_not_blamed_on_the_patch(tmp_path):
+    target = make_target(tmp_path / "t", {"env.py": "import numpy_is_missing_xyz\n"})
+    (target.package_dir / "__init__.py").write_text("from . import env\n")
+    pristine = patch(target, "env.py", "import numpy_is_missing_xyz\nX = 1\n")
+    spec = VerifySpec(imports=(f"{PKG}.env",))
+    got = verify.verify_tree(target, spec, [target.package_dir / "env.py"], recipe_folder=tmp_path, params={},
+                             pristine=lambda: pristine)
+    assert [(c.kind, c.status) for c in got.checks] == [("syntax", "passed"), ("import", "skipped")]
+    assert not got.failed and "cannot import fakepkg" in got.notes[0]
+
+
 def test_a_check_takes_a_status_string_and_refuses_an_unknown_one():
     assert verify.Check("import", "m", "passed").status is verify.PASSED
     with pytest.raises(ValueError):
