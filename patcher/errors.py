@@ -253,18 +253,25 @@ _ERRNO_CODES = {
 }
 
 
-def os_failure(exc: OSError, doing: str) -> OSFailure:
-    """An OSError as an error of the catalogue: the file, the errno's name and meaning, a code by errno."""
+def os_failure(exc: OSError, doing: str, *, unfinished: str | None = None) -> OSFailure:
+    """An OSError as an error of the catalogue: the file, the errno's name and meaning, a code by errno.
+    `unfinished`, when the transaction could not leave the tree whole, says what is pending instead of the usual
+    "the tree was left whole"."""
     import errno as _errno
     import os
 
     name = _errno.errorcode.get(exc.errno or 0, "")
     meaning = os.strerror(exc.errno) if exc.errno else str(exc)
+    detail = exc.strerror if exc.errno and exc.strerror and exc.strerror != meaning else None  # our own words
     code, hint = _ERRNO_CODES.get(name, (ExitCode.SYSTEM, OSFailure.hint))
     file = exc.filename if exc.filename is not None else None
-    message = f"{doing}: {meaning}" + (f" [{name}]" if name else "") + (f" on {file}" if file else "")
-    err = OSFailure(message, location=Location(file=str(file) if file is not None else None),
-                    hint=f"{hint}; {OSFailure.hint}" if hint != OSFailure.hint else hint)
+    message = (f"{doing}: {meaning}" + (f" [{name}]" if name else "") + (f" on {file}" if file else "")
+               + (f": {detail}" if detail else ""))
+    if unfinished is not None:
+        hint = unfinished if hint == OSFailure.hint else f"{hint}; {unfinished}"
+    elif hint != OSFailure.hint:
+        hint = f"{hint}; {OSFailure.hint}"
+    err = OSFailure(message, location=Location(file=str(file) if file is not None else None), hint=hint)
     err.exit_code = code
     return err
 

@@ -46,7 +46,9 @@ an in-process undo emits ``undo:restored:<rel>``, ``undo:journal-removed``; roll
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -440,7 +442,11 @@ def recover(target: Target, *, timeout: float = DEFAULT_LOCK_TIMEOUT) -> Recover
         report = None
         if journal is not None:
             with signals_deferred():
-                report = _recover(state, journal)
+                try:
+                    report = _recover(state, journal)
+                except OSError as exc:
+                    what = f"the recovery of an interrupted {journal.kind} of {journal.record.recipe}"
+                    raise os_failure(exc, "recovery", unfinished=_unfinished(state, what)) from exc
         ledger = state.read_ledger()
         state.sweep({r.record_dir for r in ledger.applied} | {r.record.record_dir for r in ledger.retired})
         return report
@@ -537,11 +543,18 @@ def rollback(target: Target, recipe_id: str | None = None, *, force: bool = Fals
         _step("rollback:kept-written")
         journal = Journal(Transaction.ROLLBACK, now_utc().isoformat(), os.getpid(), record,
                           start_shas={s.rel: s.sha for s in states}, kept=tuple(kept))
+        _preflight_restore(state, [s for s in states if not (s.sha == s.record.sha_before and s.mode == s.record.mode)])
         # from the journal on, the rollback finishes here even on SIGINT/SIGTERM (handled once the tree is whole)
         with signals_deferred():
-            state.write_journal(journal)
-            _step("rollback:journal-written")
-            _, left, pycs = _finish_rollback(state, journal, "rollback")
+            try:
+                state.write_journal(journal)
+                _step("rollback:journal-written")
+                _, left, pycs = _finish_rollback(state, journal, "rollback")
+            except OSError as exc:  # past the preflight: a race (another program filled the disk), or an I/O error
+                if all(_sha_of(state.target_file(rel)) == sha for rel, sha in journal.start_shas.items()):
+                    state.remove_journal()  # no file was replaced yet: the tree is as it was, nothing is pending
+                    raise
+                raise os_failure(exc, "rollback", unfinished=_unfinished(state)) from exc
         rels = [f.rel for f in record.files if f.rel not in left]
         message = f"rolled back {record.recipe}: {len(rels)} files have their original bytes and mode again"
         if original:
@@ -552,6 +565,60 @@ def rollback(target: Target, recipe_id: str | None = None, *, force: bool = Fals
             message += f"; your local versions are kept in {', '.join(_abs(state, kept))}"
         return RollbackReport(target.root, record, message, [r for r in rels if r not in original],
                               _abs(state, kept), pycs, retired=retired, already_original=original, **release)
+
+
+def _preflight_restore(state: State, states: list[FileState]) -> None:
+    """Refuse, before the journal and with nothing touched, a rollback the system would stop half-way: a folder we
+    may not write, an immutable or append-only file (`chattr +i`: not even root may rename over it), or a device
+    without room for the temporary copy of each file to restore (the old bytes stay until each rename)."""
+    need: dict[int, tuple[int, Path]] = {}
+    for s in states:
+        path = Path(os.path.realpath(state.target_file(s.rel)))
+        folder = path.parent
+        while not folder.exists():
+            folder = folder.parent
+        if not os.access(folder, os.W_OK | os.X_OK):
+            raise PermissionError(errno.EACCES, "the folder may not be written (nothing was rolled back)", str(folder))
+        if s.current is not None and _immutable(path):
+            raise PermissionError(errno.EPERM, "the file is immutable or append-only (nothing was rolled back)",
+                                  str(path))
+        dev = os.stat(folder).st_dev
+        size, _ = need.get(dev, (0, folder))
+        need[dev] = (size + state.path(s.record.backup).stat().st_size + 64 * 1024, folder)
+    for size, folder in need.values():
+        st = os.statvfs(folder)
+        if st.f_bavail * st.f_frsize < size:
+            raise OSError(errno.ENOSPC, f"{size // 1024} KiB are needed to restore the files, "
+                                        f"{st.f_bavail * st.f_frsize // 1024} KiB are free (nothing was rolled back)",
+                          str(folder))
+
+
+def _immutable(path: Path) -> bool:
+    """Whether the file carries the immutable or append-only attribute (Linux `chattr +i` / `+a`, read with the
+    FS_IOC_GETFLAGS ioctl; BSD and macOS `chflags` through st_flags)."""
+    flags = getattr(os.stat(path), "st_flags", 0)
+    if flags & (getattr(stat, "UF_IMMUTABLE", 0) | getattr(stat, "SF_IMMUTABLE", 0) | getattr(stat, "UF_APPEND", 0)
+                | getattr(stat, "SF_APPEND", 0)):
+        return True
+    try:
+        import fcntl
+        import struct
+
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    except (ImportError, OSError):
+        return False
+    try:
+        got = fcntl.ioctl(fd, 0x80086601, struct.pack("l", 0))  # FS_IOC_GETFLAGS
+        return bool(struct.unpack("l", got)[0] & (0x10 | 0x20))  # FS_IMMUTABLE_FL, FS_APPEND_FL
+    except OSError:  # a file system without these flags
+        return False
+    finally:
+        os.close(fd)
+
+
+def _unfinished(state: State, what: str = "the rollback") -> str:
+    return (f"{what} stopped part-way: its journal ({state.journal_path}) is kept, and the next specpatch "
+            f"command on this target finishes it once the cause is fixed (`specpatch status` shows it)")
 
 
 def _refuse_earlier_entries(target: Target, own: list[AppliedRecord], record: AppliedRecord, force: bool) -> None:

@@ -757,3 +757,47 @@ def test_edits_a_change_of_release_left_in_place_stay_recorded_and_roll_back(tmp
     assert done.returncode == OK and "rolled back case" in done.stderr, done.stderr
     status = subprocess.run([*git, "-C", str(root), "status", "--porcelain"], capture_output=True, text=True)
     assert status.stdout.strip() in ("", "?? .specpatch/"), status.stdout
+
+
+def _fill(disk: Path, leave_kib: int) -> None:
+    """Leave about `leave_kib` KiB free on the tmpfs `disk`."""
+    st = os.statvfs(disk)
+    free = st.f_bavail * st.f_frsize
+    (disk / "filler").write_bytes(b"\0" * max(free - leave_kib * 1024, 0))
+
+
+@pytest.mark.parametrize("leave_kib", [8, 64])
+def test_a_rollback_without_room_is_refused_before_it_touches_a_file(site, tmp_path, small_disk, leave_kib):
+    # found by a hostile round: with too little room the rollback restored version.py, then died on server_args.py
+    # (ENOSPC), leaving the tree half rolled back, and the help said "the tree was left whole"
+    disk = small_disk(_size_kib(site) * 4 + 1024)
+    target = disk / "site"
+    shutil.copytree(site, target)
+    recipes = recipe(tmp_path / "r", TWO_FILES)
+    original = snapshot(target)
+    assert specpatch("apply", "case", "--target", str(target), "--no-smoke", recipes=recipes).returncode == OK
+    patched = snapshot(target)
+    _fill(disk, leave_kib)
+    done = specpatch("rollback", "--target", str(target), recipes=recipes)
+    assert_error(done, SYSTEM, "No space left on device [ENOSPC]", "nothing was rolled back", "the tree was left whole")
+    assert snapshot(target) == patched and not (target / ".specpatch" / "journal.json").exists()
+    (disk / "filler").unlink()
+    assert specpatch("rollback", "--target", str(target), recipes=recipes).returncode == OK
+    assert snapshot(target) == original
+
+
+def test_a_rollback_over_an_immutable_file_is_refused_before_it_touches_a_file(site, tmp_path):
+    recipes = recipe(tmp_path / "r", TWO_FILES)
+    original = snapshot(site)
+    assert specpatch("apply", "case", "--target", str(site), "--no-smoke", recipes=recipes).returncode == OK
+    patched = snapshot(site)
+    path = site / SERVER_ARGS
+    assert _chattr("+i", path), "chattr +i is needed for this test (root on a file system that has it)"
+    try:
+        done = specpatch("rollback", "--target", str(site), recipes=recipes)
+        assert_error(done, BAD_INPUT, "immutable", "nothing was rolled back", "server_args.py")
+        assert snapshot(site) == patched
+    finally:
+        _chattr("-i", path)
+    assert specpatch("rollback", "--target", str(site), recipes=recipes).returncode == OK
+    assert snapshot(site) == original

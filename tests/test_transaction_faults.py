@@ -3,6 +3,7 @@ original or fully patched (never mixed), and the next command says which and fin
 
 from __future__ import annotations
 
+import errno
 import os
 import random
 import signal
@@ -379,3 +380,33 @@ def test_two_processes_applying_at_once_apply_once(root, target, three, patched)
     assert sorted(out.splitlines()[-1] for out, _ in results) == ["already", "applied"]
     assert assert_consistent(root, target, patched) == "patched"
     assert_rollback_restores(root, target)
+
+
+
+@pytest.mark.parametrize("after", [None, "pkg/a.py"])
+def test_a_rollback_the_system_stops_says_whether_the_tree_is_whole(root, target, three, patched, after):
+    """An I/O error past the preflight (a race: another program filled the disk): before any file was replaced the
+    journal is dropped and the tree is as it was; after one was, the journal stays, the error says so, and the next
+    command finishes the rollback."""
+    from patcher.errors import OSFailure
+
+    apply(target, three)
+    first = f"rollback:restored:{after}" if after else "rollback:journal-written"
+
+    def hook(step: str) -> None:
+        if step == first:
+            raise OSError(errno.EIO, "Input/output error", str(root / "pkg/b.py"))
+
+    transaction._fault = hook
+    with pytest.raises((OSError, OSFailure)) as info:
+        transaction.rollback(target)
+    transaction._fault = None
+    if after is None:
+        assert isinstance(info.value, OSError) and snapshot(root) == patched
+        assert transaction.status(target).pending is None and len(transaction.applied_records(target)) == 1
+    else:
+        assert isinstance(info.value, OSFailure) and "[EIO]" in info.value.message
+        assert "stopped part-way" in info.value.hint and "left whole" not in info.value.hint
+        assert transaction.status(target).pending is not None
+        assert transaction.recover(target).outcome == "rolled_back"
+        assert snapshot(root) == ORIGINAL and transaction.applied_records(target) == []
