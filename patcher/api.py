@@ -390,6 +390,7 @@ class _Found:
     stale: Any  #: the ledger entry of the recipe made on another release (upgraded since), or None
     pending: Any  #: the journal of an interrupted transaction, or None
     files: tuple[dict[str, Any], ...]  #: the recorded files now (`_check_files`)
+    in_progress: bool = False  #: the pending transaction is running now (its process holds the target's lock)
 
     @property
     def changed_by_hand(self) -> list[str]:
@@ -428,24 +429,11 @@ class _Rule:
 
 def _pending(f: _Found) -> str:
     j = f.pending
-    if _alive(j.pid):  # `check` takes no lock: an apply may be running its checks right now
+    if f.in_progress:  # `check` takes no lock: an apply may be running its checks right now
         return (f"an {j.kind} of {j.record.recipe} is in progress (started {j.started}, pid {j.pid}): not done until "
                 f"it ends; check again then")
     return (f"an interrupted {j.kind} of {j.record.recipe} (started {j.started}, pid {j.pid}) is pending; the next "
             f"`specpatch apply/rollback/verify` finishes or undoes it")
-
-
-def _alive(pid: int) -> bool:
-    """Is a process of that pid running (on this machine, as far as this user can tell)?"""
-    if not isinstance(pid, int) or pid <= 0 or pid == os.getpid():
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:
-        return True  # another user's process
-    return True
 
 
 def _code(code: ExitCode) -> Callable[[_Found], ExitCode]:
@@ -454,6 +442,8 @@ def _code(code: ExitCode) -> Callable[[_Found], ExitCode]:
 
 #: `check`'s answers, first match wins (see `check` for what each means).
 CHECK_RULES: tuple[_Rule, ...] = (
+    _Rule(lambda f: f.pending is not None and f.in_progress, CheckState.UNFINISHED, _code(ExitCode.LOCKED),
+          _pending),
     _Rule(lambda f: f.pending is not None, CheckState.UNFINISHED, _code(ExitCode.DRIFT), _pending),
     _Rule(lambda f: bool(f.plan.selection.refuse), CheckState.REFUSED, _code(ExitCode.CANNOT_APPLY),
           lambda f: f.plan.selection.refuse),
@@ -486,6 +476,8 @@ def check(recipe: Recipe, target: Target, *, params: dict[str, str] | None = Non
     """The CI gate, no writes: is `recipe` applied to `target` and intact? The answer is the first row of
     `CHECK_RULES` that holds:
 
+    - ``unfinished`` (LOCKED): an apply or rollback is running now (its process holds the target's lock): ask
+      again when it ends;
     - ``unfinished`` (DRIFT): an apply or rollback was interrupted; the next specpatch command that takes the lock
       finishes or undoes it, `check` only reports it;
     - ``refused`` (CANNOT_APPLY): the recipe refuses this release;
@@ -518,7 +510,7 @@ def check(recipe: Recipe, target: Target, *, params: dict[str, str] | None = Non
             target.version is not None and Version(record.release) != target.version:
         stale, record = record, None
     files = tuple(_check_files(target, record, report.applied)) if record else ()
-    found = _Found(recipe, target, p, record, stale, report.pending, files)
+    found = _Found(recipe, target, p, record, stale, report.pending, files, report.in_progress)
     rule = next(r for r in CHECK_RULES if r.when(found))
     message = rule.say(found)
     if stale is not None:

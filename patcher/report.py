@@ -535,8 +535,12 @@ def render_status(ui: UI, report: Any, *, as_json: bool = False) -> None:
                      f"verify or rollback retires it[/yellow]")
     if report.pending is not None:
         p = report.pending
-        ui.err.print(f"[yellow]unfinished {p.kind} of {escape(p.record.recipe)} started {escape(p.started)} "
-                     f"(pid {p.pid}): the next specpatch command will recover it[/yellow]")
+        if report.in_progress:
+            ui.err.print(f"[yellow]{p.kind} of {escape(p.record.recipe)} in progress, started {escape(p.started)} "
+                         f"(pid {p.pid}, which holds the target's lock)[/yellow]")
+        else:
+            ui.err.print(f"[yellow]unfinished {p.kind} of {escape(p.record.recipe)} started {escape(p.started)} "
+                         f"(pid {p.pid}): the next specpatch command will recover it[/yellow]")
     if not report.applied:
         ui.out.print("no recipe applied")
         return

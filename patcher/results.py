@@ -189,7 +189,8 @@ EXIT_CODES: tuple[ExitMeaning, ...] = (
                 "the recipe's edits are in the tree but no ledger records them (the state folder was deleted); "
                 "`check`: also an interrupted apply or rollback"),
     ExitMeaning((ExitCode.LOCKED,), "locked",
-                "locked: another specpatch holds the target's lock past `--lock-timeout`"),
+                "locked: another specpatch holds the target's lock past `--lock-timeout`; `check`: an apply or "
+                "rollback is running now"),
     ExitMeaning((ExitCode.WOULD_CHANGE,), "would change (`check`)",
                 "`check`: not applied yet, the recipe would change the target, also after a reinstall or upgrade of "
                 "the package (`verify RECIPE` of a recipe never applied, too)"),

@@ -294,13 +294,14 @@ class StatusReport:
     version_source: str = ""  #: where the release was read
     retired: list[RetiredRecord] = field(default_factory=list)  #: history: entries that no longer describe the tree
     stale: dict[int, str] = field(default_factory=dict)  #: seq -> why the next command will retire that entry
+    in_progress: bool = False  #: the pending transaction's process is running it now (it holds the target's lock)
 
     def to_dict(self) -> dict[str, Any]:
         pending = None
         if self.pending is not None:
             pending = {"kind": self.pending.kind, "recipe": self.pending.record.recipe,
                        "started": self.pending.started, "pid": self.pending.pid,
-                       "files": [f.rel for f in self.pending.record.files]}
+                       "files": [f.rel for f in self.pending.record.files], "in_progress": self.in_progress}
         return {"target": str(self.target), "package": self.package, "release": self.release,
                 "release_source": self.version_source,
                 "applied": [{**r.to_dict(), "stale": self.stale.get(r.seq)} for r in self.applied],
@@ -702,8 +703,33 @@ def status(target: Target) -> StatusReport:
     stale = {r.seq: why for r in applied if (why := stale_reason(target, r, originals))}
     return StatusReport(target.root, target.package, str(target.version) if target.version is not None else None,
                         applied, pending, version_source=target.version_source,
+                        in_progress=pending is not None and lock_held_elsewhere(target),
                         retired=[r for r in ledger.retired if r.record.package == target.package] if ledger else [],
                         stale=stale)
+
+
+def lock_held_elsewhere(target: Target) -> bool:
+    """Whether another process holds the target's lock now: a journal is then a transaction in progress, not an
+    interrupted one. Reads only (the lock file is opened read-only; a shared `flock` probe, released at once)."""
+    import fcntl
+
+    if _key(target) in _held_locks():
+        return False
+    try:
+        fd = os.open(State.of(target).lock_path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+    else:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return False
+    finally:
+        os.close(fd)
 
 
 def _originals(records: list[AppliedRecord]) -> dict[str, str]:

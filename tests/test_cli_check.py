@@ -170,6 +170,48 @@ def test_edits_present_without_a_ledger_count_as_applied(tree):
     assert "not recorded by specpatch" in done.stderr
 
 
+def test_an_apply_running_now_is_locked_not_drift(tree, tmp_path):
+    """`check` during a live apply (here paused after its journal, holding the lock): exit 6, "in progress", and
+    `status` does not promise a recovery of a transaction that is still running (found by a hostile round: exit 5
+    and "the next command will recover it")."""
+    target = tree()
+    go, paused = tmp_path / "go", tmp_path / "paused"
+    slow = textwrap.dedent(f"""
+        import time
+        from pathlib import Path
+        from patcher import api, transaction
+        from patcher.recipe import load_recipe
+        from patcher.target import find_target
+
+        def hook(step):
+            if step == "apply:journal-written":
+                Path({str(paused)!r}).touch()
+                while not Path({str(go)!r}).exists():
+                    time.sleep(0.05)
+        transaction._fault = hook
+        api.apply_recipe(load_recipe("toy-greeting", [Path({str(RECIPES)!r})]), find_target(Path({str(target)!r})),
+                         smoke=False)
+    """)
+    apply = subprocess.Popen([sys.executable, "-c", slow])
+    try:
+        for _ in range(1200):
+            if paused.exists() or apply.poll() is not None:
+                break
+            import time
+            time.sleep(0.05)
+        assert paused.exists(), "the apply did not reach its journal"
+        done = specpatch("check", "toy-greeting", "--target", str(target))
+        assert done.returncode == 6, done.stderr
+        assert "in progress" in done.stderr and f"pid {apply.pid}" in done.stderr
+        status = specpatch("status", "--target", str(target))
+        assert "in progress" in status.stderr and "will recover" not in status.stderr, status.stderr
+    finally:
+        go.touch()
+        assert apply.wait(timeout=120) == 0
+    done = specpatch("check", "toy-greeting", "--target", str(target))
+    assert done.returncode == OK, done.stderr
+
+
 def test_an_interrupted_apply_is_reported_not_recovered(tree):
     """A crash between the journal and the ledger: check says so (DRIFT) and leaves the recovery to apply."""
     target = tree()
