@@ -273,8 +273,10 @@ def _verify_record(target: Target, record: Any, *, python: str | None, smoke: bo
     if recipe is not None and any(s.state is not FileBytes.INTACT for s in states):
         # changed by hand: are the recipe's edits still there? re-plan on the current files (reads only)
         edits_present = _edits_present(recipe, target, record)
-    files = tuple({"file": s.rel, "state": _verdict(s.state, edits_present), "sha256": s.sha,
-                   "expected_sha256": s.record.sha_after} for s in states)
+    # a mode changed since apply (`chmod`) is a local change as rollback sees it: drift, the edits being there
+    files = tuple({"file": s.rel, "sha256": s.sha, "expected_sha256": s.record.sha_after,
+                   "state": FileVerdict.DRIFT if s.state is FileBytes.INTACT and s.mode != s.record.mode
+                   else _verdict(s.state, edits_present)} for s in states)
     present = [target.root / s.rel for s in states if s.current is not None]
     if recipe is None or any(f["state"] is FileVerdict.LOST for f in files):
         return RecipeVerification(record, files, tuple(v.check_syntax(present, relative_to=target.root)), notes,
@@ -394,7 +396,15 @@ class _Found:
 
     @property
     def changed_by_hand(self) -> list[str]:
-        return [f["file"] for f in self.files if f["state"] is not FileBytes.INTACT]
+        """Recorded files whose bytes, or mode (`chmod`: rollback would put the original one back), changed."""
+        return [f["file"] for f in self.files if f["state"] is not FileBytes.INTACT or f["mode_changed"]]
+
+    @property
+    def changes(self) -> list[str]:
+        """`changed_by_hand`, a change of mode alone shown as such."""
+        return [f"{f['file']} (mode {f['applied_mode']} -> {f['mode']})"
+                if f["state"] is FileBytes.INTACT and f["mode_changed"] else f["file"]
+                for f in self.files if f["state"] is not FileBytes.INTACT or f["mode_changed"]]
 
     @property
     def reinstalled(self) -> bool:
@@ -451,7 +461,7 @@ CHECK_RULES: tuple[_Rule, ...] = (
           lambda f: f"{f.recipe.id} was applied, but the original bytes are back in {', '.join(f.changed_by_hand)} "
                     f"(a reinstall?): {f.n} file(s) would change"),
     _Rule(lambda f: bool(f.changed_by_hand), CheckState.DRIFT, _code(ExitCode.DRIFT),
-          lambda f: f"{f.recipe.id} was applied, but files changed since: {', '.join(f.changed_by_hand)} "
+          lambda f: f"{f.recipe.id} was applied, but files changed since: {', '.join(f.changes)} "
                     f"({'edits still present' if f.present else 'edits gone or changed'})"),
     _Rule(lambda f: f.present and f.record is None, CheckState.APPLIED, _code(ExitCode.OK),
           lambda f: f"the edits of {f.recipe.id} are present (not recorded by specpatch: applied by hand or by "
@@ -533,7 +543,8 @@ def _check_files(target: Target, record: Any, applied: list[Any]) -> list[dict[s
         owner = last.get(s.rel, record)
         if owner is not record:
             s = next(x for x in transaction.file_states(target, owner) if x.rel == s.rel)
-        extra = {"original_sha256": original.get(s.rel, s.record.sha_before)}
+        extra = {"original_sha256": original.get(s.rel, s.record.sha_before),
+                 "mode_changed": s.mode is not None and s.mode != s.record.mode, "applied_mode": f"{s.record.mode:04o}"}
         if owner is not record:
             extra["last_written_by"] = owner.recipe
         out.append({**s.to_dict(), **extra})

@@ -90,6 +90,26 @@ def test_applied_tree_is_ok_then_drift_when_edited_by_hand(tree):
     assert "edits gone or changed" in report["message"]
 
 
+def test_a_mode_changed_since_apply_is_drift_for_check_verify_and_rollback_alike(tree):
+    # found by a hostile round: after `chmod` of a patched file check and verify said "intact" (exit 0) while
+    # rollback refused it as a local change (exit 5): the mode is part of what rollback restores
+    target = tree()
+    assert specpatch("apply", "toy-greeting", "--target", str(target), "--no-smoke").returncode == OK
+    path = greeter(target)
+    mode = path.stat().st_mode & 0o7777
+    path.chmod(mode | 0o111)
+    done = specpatch("check", "toy-greeting", "--target", str(target))
+    assert done.returncode == DRIFT, done.stderr
+    assert f"sglang/srt/greeter.py (mode {mode:04o} -> {mode | 0o111:04o})" in done.stderr
+    done = specpatch("verify", "--target", str(target), "--no-smoke")
+    assert done.returncode == DRIFT, done.stdout + done.stderr
+    done = specpatch("rollback", "--target", str(target))
+    assert done.returncode == DRIFT and "nothing was rolled back" in done.stderr, done.stderr
+    path.chmod(mode)
+    assert specpatch("check", "toy-greeting", "--target", str(target)).returncode == OK
+    assert specpatch("verify", "--target", str(target), "--no-smoke").returncode == OK
+
+
 def test_a_reinstalled_package_would_change_and_apply_patches_it_again(tree):
     """`pip install --force-reinstall` puts the original files back: not drift, just not applied any more."""
     target = tree()
