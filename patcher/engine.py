@@ -12,15 +12,15 @@ import gc
 import os
 import stat
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, Iterator, Sequence
 
 import libcst as cst
 
 from .anchors import code_of, line_of_text, lines_of, too_deep
 from .diff import unified_diff
-from .errors import (AnchorNotFound, Candidate, Location, NotIdempotent, RenderError, SpecpatchError, TargetError,
-                     TargetSyntaxError, UndefinedNameError)
+from .errors import (AnchorNotFound, Candidate, Location, MissingModuleError, NotIdempotent, RenderError,
+                     SpecpatchError, TargetError, TargetSyntaxError, UndefinedNameError)
 from .operations._code import type_checking_test
 from .operations.base import CannotApply, Changed, Operation
 from .recipe import Recipe, Selection
@@ -285,6 +285,8 @@ def _plan_file(result: Plan, rel_pkg: str, file_steps: list[tuple[int, Operation
                 op=owner.op if owner else None, anchor=owner.anchor if owner else None)))
         if tree is not None and not result.errors:
             result.errors.extend(_undefined_names(recipe.id, rel, original_text, text, tree, done))
+        if tree is not None and not result.errors:
+            result.errors.extend(_missing_modules(recipe.id, target, rel_pkg, rel, original_text, tree, done))
     result.files.append(FilePlan(path, rel, before, after, mode))
 
 
@@ -315,6 +317,96 @@ def _second_run(recipe_id: str, rel: str, module: cst.Module, file_steps: list[t
                 f"applied to `{rel}` as the recipe leaves it, step {index} does not find its own change: {why}",
                 location=Location(recipe=recipe_id, step=index, op=op.op, file=rel, anchor=op.anchor())))
     return errors
+
+
+def _missing_modules(recipe_id: str, target: Target, rel_pkg: str, rel: str, before: str, tree: ast.Module,
+                     done: list[tuple[StepReport, Changed | None]]) -> list[SpecpatchError]:
+    """Imports of the target package's own modules (`from sglang.srt.x import y`, `from .x import y`) that the
+    patched file runs and the package folder has no module for, and the original file did not already have: each
+    would raise ModuleNotFoundError at start-up (a module upstream moved since the recipe was written). Imports
+    under `if TYPE_CHECKING:` or in a `try:` that catches the failure are left alone: they are meant to fail."""
+    missing = [(node, name) for node, name in _package_imports(tree, target.package, rel_pkg)
+               if not _module_exists(target.package_dir, name)]
+    if not missing:
+        return []
+    already = {name for _, name in _package_imports(ast.parse(before), target.package, rel_pkg)}
+    errors: list[SpecpatchError] = []
+    for node, name in missing:
+        if name in already:
+            continue
+        owner = next((r for r, c in done if c is not None and r.lines and r.lines[0] <= node.lineno <= r.lines[1]),
+                     None) or next((r for r, c in reversed(done) if c is not None), None)
+        errors.append(MissingModuleError(
+            f"`{rel}` would import `{name}` (line {node.lineno}), and {target.package} {target.version or ''} has "
+            f"no such module".replace("  ", " "),
+            location=Location(recipe=recipe_id, step=owner.index if owner else None, op=owner.op if owner else None,
+                              file=rel, anchor=owner.anchor if owner else None, line=node.lineno)))
+    return errors
+
+
+def _package_imports(tree: ast.Module, package: str, rel_pkg: str) -> list[tuple[ast.stmt, str]]:
+    """(import statement, dotted module) for each import of `package`'s own modules the file runs, relative ones
+    resolved against the file's place (`rel_pkg`, relative to the package folder)."""
+    here = [package, *PurePosixPath(rel_pkg).parent.parts]  # the file's package (an __init__.py's own)
+    out: list[tuple[ast.stmt, str]] = []
+
+    def guarded(handlers: list[ast.ExceptHandler]) -> bool:
+        names = {"ImportError", "ModuleNotFoundError", "Exception", "BaseException"}
+        return any(h.type is None or any(isinstance(n, ast.Name) and n.id in names or
+                                         isinstance(n, ast.Attribute) and n.attr in names
+                                         for n in ast.walk(h.type)) for h in handlers)
+
+    def visit(body: list[ast.stmt]) -> None:
+        for node in body:
+            if isinstance(node, ast.Import):
+                out.extend((node, a.name) for a in node.names if a.name.split(".")[0] == package)
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = here[:len(here) - (node.level - 1)] if node.level - 1 < len(here) else []
+                    if base:
+                        out.append((node, ".".join(base + ([node.module] if node.module else []))))
+                elif node.module and node.module.split(".")[0] == package:
+                    out.append((node, node.module))
+            elif isinstance(node, ast.If) and type_checking_test(node.test):
+                visit(node.orelse)
+            elif isinstance(node, ast.Try) or type(node).__name__ == "TryStar":
+                if not guarded(node.handlers):
+                    visit(node.body)
+                for block in (node.handlers, node.orelse, node.finalbody):
+                    for item in block:
+                        visit(item.body if isinstance(item, ast.ExceptHandler) else [item])
+            else:
+                for part in ("body", "orelse", "finalbody"):
+                    inner = getattr(node, part, None)
+                    if isinstance(inner, list) and inner and isinstance(inner[0], ast.stmt):
+                        visit(inner)
+                for handler in getattr(node, "handlers", []) or []:
+                    visit(handler.body)
+                for case in getattr(node, "cases", []) or []:
+                    visit(case.body)
+
+    visit(tree.body)
+    return out
+
+
+def _module_exists(package_dir: Path, dotted: str) -> bool:
+    """Whether `dotted` (the package's name first) names a module or package under `package_dir`: a `.py` file,
+    a folder (a package, or a namespace one), or a compiled extension. Where the folder that would hold it is not
+    there either, the answer is yes, as it cannot be told: a tree of some files only (a test fixture, a sparse
+    checkout) lacks whole folders that the release has."""
+    import importlib.machinery
+
+    parts = dotted.split(".")[1:]
+    if not parts:
+        return True
+    folder = package_dir.joinpath(*parts[:-1])
+    last = parts[-1]
+    if not folder.is_dir():
+        return True
+    if (folder / last).is_dir():
+        return True
+    return any((folder / f"{last}{suffix}").is_file() for suffix in importlib.machinery.all_suffixes()) or \
+        any(folder.glob(f"{last}.*.so"))
 
 
 def _undefined_names(recipe_id: str, rel: str, before: str, after: str, tree: ast.Module,

@@ -181,6 +181,13 @@ class UndefinedNameError(SpecpatchError):
     exit_code = ExitCode.CANNOT_APPLY
 
 
+class MissingModuleError(SpecpatchError):
+    title = "patched code imports a module of the package that the release does not have"
+    hint = ("the module was renamed, moved or removed upstream, or is added by a part of the change the recipe does "
+            "not carry: import it from where this release has it, or leave the step out; nothing was written")
+    exit_code = ExitCode.CANNOT_APPLY
+
+
 class DriftError(SpecpatchError):
     title = "patched files changed since apply"
     hint = "review the local change; `specpatch rollback --force` restores the original and keeps your version beside it"

@@ -1920,6 +1920,9 @@ def _port(recipe, package_dir: Path, skip: tuple[str, ...], base_dir: Path | Non
         more = consistent(ops, steps, pristine, base_texts)
         for index, why in undefined_after(ops, steps, planned, pristine, base_texts).items():
             more.setdefault(index, why)
+        for index, why in missing_modules_after(ops, steps, planned, pristine, package_dir,
+                                                recipe.target.package).items():
+            more.setdefault(index, why)
         new = {i: v for i, v in more.items() if i not in held}
         if not new:
             break
@@ -2642,6 +2645,47 @@ def undefined_after(ops: Sequence[tuple[int, Operation]], steps: Sequence[Ported
             for i in readers:
                 out.setdefault(i, ("refused", f"it uses `{name}`: {was}, and no applied step adds it (applied, the "
                                               f"code would raise NameError); not applied (anchor: {op_of[i].anchor()})"))
+    return out
+
+
+def missing_modules_after(ops: Sequence[tuple[int, Operation]], steps: Sequence[PortedStep],
+                          planned: dict[str, tuple[list[PortedStep], bytes | None]], pristine: dict[str, str],
+                          package_dir: Path, package: str) -> dict[int, tuple[str, str]]:
+    """The applied steps whose code imports a module of the package that the release does not have (the check
+    `apply` makes, `engine._missing_modules`): applied, the file would raise ModuleNotFoundError at start-up, most
+    often because upstream moved the module, or because the patch's own new module is not part of the recipe.
+    Each import is charged to the applied steps of its file whose code holds its line. Index -> (status, why)."""
+    from .engine import _module_exists, _package_imports
+
+    applied = {s.index for s in steps if s.status == "applied"}
+    out: dict[int, tuple[str, str]] = {}
+    for rel, (_, data) in planned.items():
+        if data is None or rel not in pristine:
+            continue
+        mine = [(i, op) for i, op in ops if op.file == rel and i in applied]
+        if not mine:
+            continue
+        try:
+            text = data.decode("utf-8")
+            if text == pristine[rel]:
+                continue
+            imports = _package_imports(ast.parse(text), package, rel)
+            missing = [(node, name) for node, name in imports if not _module_exists(package_dir, name)]
+            if missing:
+                missing = [(node, name) for node, name in missing
+                           if name not in {n for _, n in _package_imports(ast.parse(pristine[rel]), package, rel)}]
+        except (SyntaxError, ValueError, RecursionError):
+            continue  # the file's own checks say what is wrong with it
+        lines = text.splitlines()
+        for node, name in missing:
+            line = lines[node.lineno - 1].strip() if 0 < node.lineno <= len(lines) else ""
+            last = name.rsplit(".", 1)[-1]
+            holders = [i for i, op in mine if line and line in (getattr(op, "code", None) or "")] or \
+                [i for i, op in mine if re.search(rf"\b{re.escape(last)}\b", getattr(op, "code", None) or "")]
+            for i in holders:
+                out.setdefault(i, ("refused", f"it imports `{name}`, a module this release does not have (moved or "
+                                              f"removed upstream?); applied, `{rel}` would raise ModuleNotFoundError; "
+                                              f"not applied (anchor: {dict(ops)[i].anchor()})"))
     return out
 
 

@@ -474,3 +474,42 @@ def test_near_candidates_are_lines_of_the_file_on_disk_not_of_the_file_as_earlie
     # the two statements the file has, at their lines on disk (one line lower in memory, below the new field), and
     # the one step 2 added, at its line in the patched file
     assert len(on_disk) == 2 and got[:2] == on_disk and len(got) == 3
+
+
+@pytest.mark.parametrize("code, line, missing", [
+    ("from sglang.srt.nowhere import Thing", 1, "sglang.srt.nowhere"),
+    ("from .nowhere import Thing", 1, "sglang.srt.managers.nowhere"),
+    ("from ..layers.gone import Thing", 1, "sglang.srt.layers.gone"),
+    ("import sglang.srt.nowhere", 1, "sglang.srt.nowhere"),
+    ("from sglang.srt.layers import here", None, None),  # a module of the release (or a name of it): fine
+    ("from .utils import helper", None, None),
+    ("from sglang.srt.layers.here import Thing", None, None),
+    ("try:\n    from sglang.srt.nowhere import Thing\nexcept ImportError:\n    Thing = None", None, None),
+    ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from sglang.srt.nowhere import Thing", None, None),
+    ("from sglang_router.x import y", None, None),  # another package: not this check's business
+])
+def test_an_import_of_a_module_the_release_does_not_have_is_refused_naming_the_step(tmp_path, code, line, missing):
+    # a hostile port: `from sglang.srt.layers.moe.routed_experts_capturer import RoutedExpertsOutput` landed on a
+    # release without that module, and the server would die at start-up with ModuleNotFoundError
+    root = make_target(tmp_path, {"srt/managers/worker.py": b"import os\n\n\ndef run():\n    return os.getpid()\n",
+                                  "srt/managers/utils.py": b"def helper():\n    return 1\n",
+                                  "srt/layers/__init__.py": b"", "srt/layers/here.py": b"Thing = 1\n"})
+    text = ("id: demo\ntitle: t\ntarget: {package: sglang}\nsteps:\n  - op: add_definition\n"
+            "    file: srt/managers/worker.py\n    code: |\n" + textwrap.indent("\n\n" + code + "\n", "      "))
+    p = plan(recipe(tmp_path, text), find_target(root))
+    if missing is None:
+        assert p.ok, [e.message for e in p.errors]
+        return
+    [error] = p.errors
+    assert error.exit_code == ExitCode.CANNOT_APPLY and f"`{missing}`" in error.message
+    assert error.location.step == 1 and error.location.file.endswith("srt/managers/worker.py")
+    assert not p.ok and f"line {line + 7}" in error.message  # after the file's five lines and two blank ones
+
+
+def test_an_import_the_release_already_had_is_not_the_recipes_doing(tmp_path):
+    # a file that already imports a module that is not there (an optional part the wheel leaves out): the recipe's
+    # unrelated edit is not refused for it
+    root = make_target(tmp_path, {"srt/w.py": b"from sglang.srt.optional_part import x\n\n\ndef run():\n    return 1\n"})
+    text = ("id: demo\ntitle: t\ntarget: {package: sglang}\nsteps:\n  - op: add_definition\n    file: srt/w.py\n"
+            "    code: |\n      Y = 2\n")
+    assert plan(recipe(tmp_path, text), find_target(root)).ok

@@ -382,6 +382,26 @@ def test_port_says_applied_already_upstream_or_refused_and_never_applies_twice(t
     assert ported.files["srt/mod.py"].count(b"def clear(self)") == 1
 
 
+def test_port_refuses_an_import_of_a_module_the_release_does_not_have(tmp_path):
+    # a hostile round: a hunk of 0.5.10 -> 0.5.11 imports `RoutedExpertsOutput` from a module 0.5.11 added;
+    # ported to a release without that module it landed, and the server would die with ModuleNotFoundError
+    before = "import os\n\n\ndef run():\n    return os.getpid()\n"
+    after = ("import os\n\nfrom sglang.srt.layers.capturer import Output\n\n\n"
+             "def run():\n    return Output(os.getpid())\n")
+    base = package(tmp_path / "base", {"srt/w.py": before, "srt/layers/__init__.py": "",
+                                       "srt/layers/capturer.py": "class Output(int):\n    pass\n"})
+    _, out = lift_and_write(tmp_path, base, git_diff(before, after, "srt/w.py"))
+    release = package(tmp_path / "later", {"srt/w.py": before, "srt/layers/__init__.py": ""})
+    ported = importer.port(load_recipe(out), release, base_dir=base)
+    said = [(s.status, s.message) for s in ported.steps]
+    assert any(st == "refused" and "`sglang.srt.layers.capturer`, a module this release does not have" in m
+               for st, m in said), said
+    assert all(st != "applied" for st, _ in said), said  # the call of `Output` falls with its import
+    assert b"capturer" not in ported.files.get("srt/w.py", b"")
+    # on the base release itself, where the module is, nothing is refused
+    assert all(s.status != "refused" for s in importer.port(load_recipe(out), base, base_dir=base).steps)
+
+
 def test_port_refuses_code_upstream_already_has_elsewhere(tmp_path):
     before = "def f(self):\n    self.a()\n    return 1\n"
     after = "def f(self):\n    self.a()\n    self.flush()\n    return 1\n"
