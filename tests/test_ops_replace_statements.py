@@ -363,3 +363,36 @@ def test_inside_else_is_the_else_right_after_the_arm():
     check(rep("undone.append(req)", "stay(req)", inside="elif poll == Poll.Done:", inside_else=True), CHAIN,
           CHAIN.replace("                else:\n                    undone.append(req)\n",
                         "                else:\n                    stay(req)\n"))
+
+
+def test_a_field_the_class_already_binds_is_never_added_a_second_time():
+    # a hostile port: the hunk added `routed_experts_output` beside `next_draft_input`; the later release has that
+    # field elsewhere in the dataclass, in its own form: replacing `next_draft_input` by both gave the field twice
+    step = rep("next_draft_input: Optional[int] = None",
+               "next_draft_input: Optional[int] = None\n\nrouted_experts_output: Optional[list] = None\n",
+               within="Result", if_present_elsewhere="apply")
+    cannot(step, """
+        @dataclass
+        class Result:
+            next_draft_input: Optional[int] = None
+            other: int = 0
+            routed_experts_output: Optional["RoutedExpertsOutput"] = None
+        """, Conflict, mentions=("already binds `routed_experts_output`",),
+           candidates=("routed_experts_output: Optional[\"RoutedExpertsOutput\"] = None",))
+    # a module constant too; a function's local variable is rebound as code does, not a conflict
+    cannot(rep("A = 1", "A = 1\nB = 2", within=None, if_present_elsewhere="apply"), """
+        A = 1
+        B = 3
+        """, Conflict, mentions=("already binds `B`",))
+    check(rep("a = 1", "a = 1\nb = 2", within="f", if_present_elsewhere="apply"), """
+        def f():
+            a = 1
+            b = 3
+            return a + b
+        """, """
+        def f():
+            a = 1
+            b = 2
+            b = 3
+            return a + b
+        """)

@@ -49,7 +49,8 @@ conflict: a statement that `code` adds, and `match` does not have, is already in
 has the change in another form and applying it would duplicate it: `if_present_elsewhere: apply` allows it;
 or a function or class that `code` adds, and `match` does not define, is already defined in the same block with other
 code: a second definition would silently replace the release's, whatever `if_present_elsewhere` says; with the same
-code, up to comments, it is left as the patch had it).
+code, up to comments, it is left as the patch had it; likewise a name `code` assigns at module or class level (a
+dataclass field) that `match` does not, which the block already assigns with other code).
 """
 
 from __future__ import annotations
@@ -226,6 +227,19 @@ class ReplaceStatements(Operation):
                            f"{'it' if len(twice) == 1 else 'them'} a second time",
                            candidates=[Candidate(f"`{first_line(module, rest[d.name.value])}`",
                                                  node=rest[d.name.value]) for d in twice])
+        if isinstance(owner[-1], (cst.Module, cst.ClassDef)) or \
+                (len(owner) > 1 and isinstance(owner[-2], cst.ClassDef)):
+            # likewise a field or a module/class attribute the code binds that the block binds beside the run with
+            # other code: a dataclass would get the field twice (the later one wins, in the earlier one's place)
+            bound = {n for st in run for n in _assigned(st)}
+            others = {n: st for st in [*statements[:i], *statements[i + len(run):]] for n in _assigned(st)}
+            again = [(n, others[n]) for st in new for n in _assigned(st) if n not in bound and n in others
+                     and fingerprint(module, st) != fingerprint(module, others[n])]
+            if again:
+                names = ", ".join(f"`{n}`" for n, _ in again)
+                raise Conflict(f"the block already binds {names} (upstream added it in its own form?): the "
+                               f"replacement would bind {'it' if len(again) == 1 else 'them'} a second time",
+                               candidates=[Candidate(f"`{first_line(module, st)}`", node=st) for _, st in again])
         lead = tuple(getattr(run[0], "leading_lines", ()))
         if new:
             new = [new[0].with_changes(leading_lines=(*lead, *new[0].leading_lines)), *new[1:]]
@@ -244,6 +258,19 @@ class ReplaceStatements(Operation):
 
 
 _HEADED = (cst.With, cst.For, cst.While, cst.If, cst.FunctionDef, cst.ClassDef)
+
+
+def _assigned(stmt: cst.CSTNode) -> list[str]:
+    """The plain names a simple statement line assigns (`x = ...`, `x: T = ...`, `x: T`)."""
+    if not isinstance(stmt, cst.SimpleStatementLine):
+        return []
+    out = []
+    for small in stmt.body:
+        if isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name):
+            out.append(small.target.value)
+        elif isinstance(small, cst.Assign):
+            out += [t.target.value for t in small.targets if isinstance(t.target, cst.Name)]
+    return out
 
 
 def _header_only(stmts: Sequence[cst.CSTNode]) -> bool:
