@@ -1428,8 +1428,21 @@ def _expression_edits(m, n, spath, old, new, scope) -> Iterator[list[dict]]:
                     "code": _flat(n, no.kwonly_params[kw].with_changes(comma=cst.MaybeSentinel.DEFAULT)),
                     "after": no.kwonly_params[kw - 1].name.value if kw > 0 else "*"}]
     exprs = [(a, b) for a, b in chain if isinstance(a, cst.BaseExpression) and isinstance(b, cst.BaseExpression)]
-    for a, b in reversed(exprs[-4:]):
+    # a bare literal (`"3"` -> `"10"`, `2.0`, `True`) says nothing about where it is: in the next release the same
+    # literal elsewhere in the function takes the edit, or the new value anywhere in it reads as "already applied".
+    # The expression around it (`os.getenv("REQUEST_TIMEOUT", "3")`) anchors it; a literal alone only as a last resort
+    named = [(a, b) for a, b in exprs if not _bare_literal(a)]
+    for a, b in reversed((named or exprs)[-4:]):
         yield [{"op": "replace_expression", "match": _flat(m, a), "code": n.code_for_node(b), **within}]
+
+
+def _bare_literal(node: cst.CSTNode) -> bool:
+    """A number, a string (plain or concatenated), `True`/`False`/`None`, or a sign on a number: no name in it."""
+    if isinstance(node, cst.UnaryOperation):
+        return _bare_literal(node.expression)
+    if isinstance(node, cst.Name):
+        return node.value in ("True", "False", "None")
+    return isinstance(node, (cst.SimpleString, cst.ConcatenatedString, cst.Integer, cst.Float, cst.Imaginary))
 
 
 def _flat(module: cst.Module, node: cst.CSTNode) -> str:

@@ -2276,3 +2276,22 @@ def test_a_write_that_fails_half_way_leaves_the_earlier_recipe_whole_and_loadabl
     assert calls and "nothing was replaced: team.yaml and team/ beside it are as they were" in info.value.hint
     assert {p: p.read_bytes() for p in out.parent.rglob("*") if p.is_file()} == before  # no stage left either
     assert len(load_recipe(out).steps) == 8
+
+
+def test_a_changed_literal_is_anchored_by_the_expression_around_it(tmp_path):
+    # a hostile round: `"3"` -> `"10"` lifted as a bare literal landed, in a release that moved the timeout, on
+    # another `"3"` of the function (and `"10"` anywhere in it read as "already applied")
+    before = ('import os\n\n\ndef get(url):\n    timeout = int(os.getenv("REQUEST_TIMEOUT", "3"))\n'
+              '    return url, timeout\n')
+    after = before.replace('"3"))', '"10"))')
+    base = package(tmp_path / "base", {"srt/u.py": before})
+    _, out = lift_and_write(tmp_path, base, git_diff(before, after, "srt/u.py"))
+    [step] = load_recipe(out).steps
+    assert step.op == "replace_expression" and step.match == 'os.getenv("REQUEST_TIMEOUT", "3")'
+    # the next release reads the timeout elsewhere and has another "3" and a "10" in the function
+    later = ('import os\n\n\ndef get(url):\n    retries = int(os.getenv("RETRIES", "3"))\n'
+             '    timeout = read_timeout(default="10")\n    return url, timeout, retries\n')
+    release = package(tmp_path / "later", {"srt/u.py": later})
+    ported = importer.port(load_recipe(out), release, base_dir=base)
+    assert [s.status for s in ported.steps] == ["refused"], [(s.status, s.message) for s in ported.steps]
+    assert b'"RETRIES", "10"' not in ported.files.get("srt/u.py", b"")
