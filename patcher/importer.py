@@ -2649,8 +2649,12 @@ def undefined_after(ops: Sequence[tuple[int, Operation]], steps: Sequence[Ported
             continue  # the file's own checks say what is wrong with it
         for name, _ in found:
             word = re.compile(rf"(?<![\w.]){re.escape(name)}\b")
+            # the steps whose code reads it; else those whose `match` took away what bound it (the release's own
+            # code still reads it: a hunk that removed `x = ...` because another hunk, not applied, rewrote x's
+            # readers); else every applied step of the file, as apply would refuse the whole file
             readers = [i for i in mine if name in _free_names(op_of[i])] or \
                 [i for i in mine if word.search(getattr(op_of[i], "code", None) or "")]
+            removers = [] if readers else [i for i in mine if name in _match_binds(op_of[i])] or list(mine)
             had = _module_bindings(base[rel]).get(name) if base and base.get(rel) and \
                 _module_bindings(base[rel]) is not None else None
             was = f"`{rel}` had it in the base release (`{had}`), this release does not" if had else \
@@ -2658,6 +2662,12 @@ def undefined_after(ops: Sequence[tuple[int, Operation]], steps: Sequence[Ported
             for i in readers:
                 out.setdefault(i, ("refused", f"it uses `{name}`: {was}, and no applied step adds it (applied, the "
                                               f"code would raise NameError); not applied (anchor: {op_of[i].anchor()})"))
+            for i in removers:
+                what = "it removes the statement that binds" if name in _match_binds(op_of[i]) else \
+                    "with it applied, the file no longer binds"
+                out.setdefault(i, ("refused", f"{what} `{name}`, which the release's own code still reads (a step "
+                                              f"that rewrote those reads is not applied); applied, the code would "
+                                              f"raise NameError; not applied (anchor: {op_of[i].anchor()})"))
     return out
 
 
@@ -2700,6 +2710,31 @@ def missing_modules_after(ops: Sequence[tuple[int, Operation]], steps: Sequence[
                                               f"removed upstream?); applied, `{rel}` would raise ModuleNotFoundError; "
                                               f"not applied (anchor: {dict(ops)[i].anchor()})"))
     return out
+
+
+def _match_binds(op: Operation) -> set[str]:
+    """The names a step's `match` binds (assignments, imports, defs, loop targets...) that its `code` does not:
+    what applying the step takes away."""
+    match = getattr(op, "match", None)
+    if not isinstance(match, str) or not match.strip():
+        return set()
+
+    def binds(text: str) -> set[str]:
+        try:
+            tree = ast.parse(textwrap.dedent(text).strip("\n"))
+        except (SyntaxError, ValueError, RecursionError):
+            return set()
+        out: set[str] = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                out.add(node.id)
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                out.add(node.name)
+            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                out.update((a.asname or a.name).split(".")[0] for a in node.names)
+        return out
+
+    return binds(match) - binds(getattr(op, "code", None) or "")
 
 
 _BUILTINS = frozenset(dir(__import__("builtins")))

@@ -2295,3 +2295,23 @@ def test_a_changed_literal_is_anchored_by_the_expression_around_it(tmp_path):
     ported = importer.port(load_recipe(out), release, base_dir=base)
     assert [s.status for s in ported.steps] == ["refused"], [(s.status, s.message) for s in ported.steps]
     assert b'"RETRIES", "10"' not in ported.files.get("srt/u.py", b"")
+
+
+def test_a_step_that_removes_a_binding_the_release_still_reads_is_refused_naming_it(tmp_path):
+    # a hostile round: one hunk removed `topk_output = ...` because another hunk rewrote its reads; ported where
+    # the other hunk refuses, the removal landed alone and the function raised NameError
+    middle = "".join(f"    step{k} = x + {k}\n" for k in range(10))  # two hunks, far apart
+    before = ("def run(d, helper):\n    x = d.hidden\n    topk_output = d.topk\n" + middle +
+              "    return helper(x, topk_output, step9)\n")
+    after = ("def run(d, helper):\n    x = d.hidden\n" + middle +
+             "    return helper(x, d.topk_output_new(), step9)\n")
+    base = package(tmp_path / "base", {"srt/q.py": before})
+    _, out = lift_and_write(tmp_path, base, git_diff(before, after, "srt/q.py"))
+    assert len({s.group for s in load_recipe(out).steps}) == 2, load_recipe(out).steps
+    # the next release reads topk_output twice: the step rewriting the read is ambiguous and refuses
+    later = before.replace("    return helper(", "    print(topk_output)\n    return helper(")
+    release = package(tmp_path / "later", {"srt/q.py": later})
+    ported = importer.port(load_recipe(out), release, base_dir=base)
+    said = [(s.status, s.message) for s in ported.steps]
+    assert all(st != "applied" for st, _ in said), said
+    assert any("removes the statement that binds `topk_output`" in m for _, m in said), said
