@@ -396,3 +396,25 @@ def test_a_field_the_class_already_binds_is_never_added_a_second_time():
             b = 3
             return a + b
         """)
+
+
+def test_a_removal_whose_statement_upstream_edited_is_not_already_applied():
+    # a hostile round: the step removes `topk_output = dispatch_output.topk_output`; the next release has it as
+    # `topk_output = dispatch_output.topk_output.to(x)`: "no run matches" read as "already removed"
+    step = rep("topk_output = dispatch_output.topk_output", "", within="f")
+    cannot(step, """
+        def f(dispatch_output, x):
+            topk_output = dispatch_output.topk_output.to(x)
+            return topk_output
+        """, AnchorNotFound, mentions=("upstream may have edited it",),
+           candidates=("topk_output = dispatch_output.topk_output.to(x)",))
+    # another statement binding the name, unlike the removed one, and a release without it: already applied
+    unchanged(step, """
+        def f(dispatch_output, x):
+            topk_output = compute_topk(x, k=8, renormalize=True)
+            return topk_output
+        """)
+    unchanged(step, """
+        def f(dispatch_output, x):
+            return x
+        """)

@@ -42,7 +42,9 @@ arm); `match` is then looked for among that block's own statements only::
       code: ...
 
 Answers: *changed*; *already applied* (no run matches `match` outside the code that replaced it, and `code` is
-there; with an empty `code`: no run matches `match`); *cannot apply* (the `inside` header is missing or ambiguous,
+there; with an empty `code`: no run matches `match`, and no statement of the same kind with the same target or
+callee and three quarters of its code is there, which would be the removed statement as upstream edited it: then
+*cannot apply*, naming it); *cannot apply* (the `inside` header is missing or ambiguous,
 naming it; nothing matches `match` nor `code`, with the
 statements that look most alike as candidates; several runs match; the replacement would empty a block; or a
 conflict: a statement that `code` adds, and `match` does not have, is already in `within`, so the release probably
@@ -143,6 +145,14 @@ class ReplaceStatements(Operation):
             if new and placed:
                 return AlreadyApplied(placed[0][1][0])
             if not new:
+                edited = _edited_upstream(module, blocks, old[0])
+                if edited:
+                    raise AnchorNotFound(
+                        f"no statements matching `{line_text(self.match)}` in {self._where()}, which the step "
+                        f"removes; {'a statement' if len(edited) == 1 else 'statements'} of the same kind binding "
+                        f"the same name or calling the same function {'is' if len(edited) == 1 else 'are'} there: "
+                        f"upstream may have edited it rather than removed it (not taken as already applied)",
+                        candidates=edited)
                 return AlreadyApplied(None)
             raise AnchorNotFound(f"no statements matching `{line_text(self.match)}` in {self._where()}",
                                  candidates=_near(module, blocks, old[0]))
@@ -362,6 +372,39 @@ def _is_import(stmt: cst.CSTNode) -> bool:
 def _common(stmt: cst.CSTNode) -> bool:
     return isinstance(stmt, cst.SimpleStatementLine) and all(isinstance(s, _COMMON) for s in stmt.body) \
         and not any(isinstance(s, cst.Expr) and isinstance(s.value, cst.Call) for s in stmt.body)
+
+
+def _edited_upstream(module: cst.Module, blocks: Sequence, first: cst.CSTNode) -> list[Candidate]:
+    """Statements of the blocks that look like an edited `first` (a statement a step removes and that is not there):
+    the same kind of simple statement with the same target or callee (`x = ...`, `self.x: T = ...`, `f(...)`), or
+    the same compound header keyword and target, whose code is three quarters alike. A removal whose statement
+    upstream merely edited is not done: the edited statement is still there."""
+    import difflib
+
+    def head(stmt: cst.CSTNode, mod: cst.Module) -> tuple | None:
+        if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1:
+            small = stmt.body[0]
+            if isinstance(small, cst.Assign):
+                return ("=", tuple(mod.code_for_node(t.target).strip() for t in small.targets))
+            if isinstance(small, (cst.AnnAssign, cst.AugAssign)):
+                return (type(small).__name__, mod.code_for_node(small.target).strip())
+            if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
+                return ("call", mod.code_for_node(small.value.func).strip())
+        return None
+
+    alone = cst.Module(body=[first]) if isinstance(first, cst.BaseStatement) else None
+    want = head(first, alone) if alone is not None else None
+    if want is None:
+        return []
+    text = " ".join(alone.code.split())
+    out = []
+    for _, statements in blocks:
+        for stmt in statements:
+            if head(stmt, module) == want:
+                other = " ".join(module.code_for_node(stmt).split())
+                if difflib.SequenceMatcher(None, text, other).ratio() >= 0.75:
+                    out.append(Candidate(f"`{first_line(module, stmt)}`", node=stmt))
+    return out
 
 
 def _near(module: cst.Module, blocks: Sequence, first: cst.CSTNode) -> list[Candidate]:
