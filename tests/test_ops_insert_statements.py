@@ -576,3 +576,37 @@ def test_two_steps_with_the_same_code_at_one_place_insert_it_once_on_every_side(
     assert answers == ["Changed", "AlreadyApplied"] and module.code.count("log(1)") == 1
     again = cst.parse_module(module.code)
     assert all(isinstance(s.among(steps).apply(again), AlreadyApplied) for s in steps)
+
+
+def test_the_fallback_never_places_code_before_the_assignment_it_reads():
+    # a hostile round: `self.has_schema = self.json_schema is not None` after `self.json_schema = json_schema`;
+    # a release that set json_schema further down (or under another name) got the new line, through the fallback
+    # (before `self.ebnf = ebnf`), above the assignment it reads: AttributeError at the first request
+    step = op("insert_statements", function="W.__init__", at="after", match="self.json_schema = json_schema",
+              code="self.has_schema = self.json_schema is not None", fallback_match="self.ebnf = ebnf")
+    moved = """
+        class W:
+            def __init__(self, json_schema, ebnf):
+                self.ebnf = ebnf
+                self.json_schema = normalize(json_schema)
+        """
+    cannot(step, moved, AnchorNotFound, mentions=("reads `self.json_schema`", "before it is set"))
+    gone = """
+        class W:
+            def __init__(self, json_schema, ebnf):
+                self.ebnf = ebnf
+        """
+    cannot(step, gone, AnchorNotFound, mentions=("reads `self.json_schema`",))
+    # upstream edited the assignment and kept it above: the fallback places the code after it, as before
+    check(step, """
+        class W:
+            def __init__(self, json_schema, ebnf):
+                self.json_schema = normalize(json_schema)
+                self.ebnf = ebnf
+        """, """
+        class W:
+            def __init__(self, json_schema, ebnf):
+                self.json_schema = normalize(json_schema)
+                self.has_schema = self.json_schema is not None
+                self.ebnf = ebnf
+        """)

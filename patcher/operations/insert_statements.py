@@ -32,7 +32,9 @@ the other side of the insertion point: the one that followed the insertion point
 (`at: before`) in the release the recipe was made on. It is read only when no statement matches `match` (upstream
 rewrote the anchor statement itself): then the one statement matching `fallback_match` is the anchor, on its other
 side (before it for `at: after`). It must match exactly one statement too; when neither pattern matches, the step
-refuses naming `match`. It is read too when the statement matching `match` is now in a block nested below the one
+refuses naming `match`. For `at: after`, code that reads what `match` assigned (`self.x` after `self.x = ...`) is
+placed through the fallback only if the function still assigns it above that place; else the step refuses (upstream
+moved or changed the assignment: the code would read it before it is set). It is read too when the statement matching `match` is now in a block nested below the one
 of the statement matching `fallback_match` (upstream put it under an `if`/`else`, a `with`, a loop) and the code
 reads nothing that block assigns: next to the anchor it would run on that path only, next to its other neighbour
 it runs on every path, still between the two. Before `fallback_match`, that statement keeps its own blank and
@@ -196,10 +198,55 @@ class InsertStatements(Operation):
             try:
                 # before the statement that followed the anchor, that statement keeps its blank and comment lines
                 # (below the code, as where the recipe was made), and the code keeps its own (above it)
-                return self._next_to_match(module, fpath, block, new, Pattern.parse(self.fallback_match), other,
-                                           keep_lines=other == "before")
+                outcome = self._next_to_match(module, fpath, block, new, Pattern.parse(self.fallback_match), other,
+                                              keep_lines=other == "before")
             except AnchorNotFound:
                 raise gone from None
+            if isinstance(outcome, Changed):
+                self._refuse_reading_ahead(module, fpath, outcome.anchor, other)
+            return outcome
+
+    def _refuse_reading_ahead(self, module: cst.Module, fpath: NodePath, fallback: cst.CSTNode, at: str) -> None:
+        """Placed by `fallback_match` (the `match` statement is not there as it was), the code must not read what
+        `match` assigned (`self.has_schema = self.json_schema is not None` after `self.json_schema = json_schema`)
+        unless the function still assigns it above the new place: upstream may have moved or changed that
+        assignment, and the code would read it before it is set (an AttributeError no name check sees)."""
+        if self.at != "after":
+            return
+        try:
+            wanted = {ast.unparse(t) for st in ast.parse(textwrap.dedent(self.match)).body
+                      for t in (st.targets if isinstance(st, ast.Assign) else
+                                [st.target] if isinstance(st, (ast.AnnAssign, ast.AugAssign)) else [])}
+            read = {ast.unparse(n) for n in ast.walk(ast.parse(textwrap.dedent(self.code)))
+                    if isinstance(n, (ast.Name, ast.Attribute)) and isinstance(n.ctx, ast.Load)}
+        except (SyntaxError, ValueError, RecursionError):
+            return
+        needed = wanted & read
+        if not needed:
+            return
+        from ..anchors import statement_ast, walk_statements
+
+        above, seen = set(), False
+        for spath in walk_statements(fpath):
+            stmt = spath[-1]
+            if stmt is fallback:
+                if at == "before":
+                    break
+                seen = True
+            tree = statement_ast(module, stmt) if not isinstance(stmt, (cst.FunctionDef, cst.ClassDef)) else None
+            if tree is not None and not isinstance(tree, (ast.If, ast.For, ast.While, ast.With, ast.Try)):
+                above |= {ast.unparse(n) for n in ast.walk(tree)
+                          if isinstance(n, (ast.Name, ast.Attribute)) and isinstance(n.ctx, ast.Store)}
+            if seen:
+                break
+        missing = sorted(needed - above)
+        if missing:
+            raise AnchorNotFound(
+                f"no statement matching `{Pattern.parse(self.match)}` in `{self.function}`, and the code reads "
+                f"{', '.join(f'`{m}`' for m in missing)}, which that statement assigned and the function does not "
+                f"assign above `{Pattern.parse(self.fallback_match)}` (the fallback place): upstream moved or "
+                f"changed the assignment, and the code would read it before it is set",
+                candidates=near_statements(module, fpath, Pattern.parse(self.match)))
 
     def _nested_below_fallback(self, module: cst.Module, block: NodePath, anchor: cst.CSTNode,
                                new: list[cst.BaseStatement]) -> bool:
