@@ -109,6 +109,14 @@ class UsageError(SpecpatchError):
     exit_code = ExitCode.BAD_INPUT
 
 
+class PatchError(UsageError):
+    """A patch `specpatch import` cannot read or use: its content, not the command line, is at fault."""
+
+    title = "unusable patch"
+    hint = ("`specpatch import` reads a unified diff (`git diff`, `diff -u`, `git format-patch`) made against the "
+            "release given with --release")
+
+
 class ParamError(UsageError):
     """A parameter value that is not of its declared type, or that cannot be written where the recipe puts it."""
 

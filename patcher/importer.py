@@ -42,7 +42,7 @@ from typing import Any, Iterator, Sequence
 import libcst as cst
 
 from .anchors import NodePath, body_of, bracket_depth, child_blocks, indent_of, too_deep, _path_to_block
-from .errors import Location, SpecpatchError, UsageError, VersionUnsupported
+from .errors import Location, PatchError, SpecpatchError, UsageError, VersionUnsupported
 from .model import validate
 from .recipe_model import first_release
 from .operations.add_argparse_argument import flags_of
@@ -124,7 +124,7 @@ def _inside(parts: list[str], raw: str) -> str:
         elif out:
             out.pop()
         else:
-            raise UsageError(f"the patch's path `{raw.split(chr(9))[0].strip()}` leads out of the package")
+            raise PatchError(f"the patch's path `{raw.split(chr(9))[0].strip()}` leads out of the package")
     return "/".join(out)
 
 
@@ -387,11 +387,11 @@ def parse_patch(text: str, package: str = "sglang") -> list[FilePatch]:
                     break
                 i += 1
             if old_seen != old_len or new_seen != new_len:
-                raise UsageError(f"hunk `{line}` of `{current.path}` is cut short: expected {old_len} old and "
+                raise PatchError(f"hunk `{line}` of `{current.path}` is cut short: expected {old_len} old and "
                                  f"{new_len} new lines, found {old_seen} and {new_seen}")
             extra = _lines_past_hunk(lines, i)
             if extra is not None:
-                raise UsageError(f"hunk `{line}` of `{current.path}` is longer than its header says: line "
+                raise PatchError(f"hunk `{line}` of `{current.path}` is longer than its header says: line "
                                  f"{extra + 1} of the patch, `{lines[extra][:80]}`, changes code after its "
                                  f"{old_len} old and {new_len} new lines (a header counted by hand?); `patch` "
                                  "and `git apply` refuse it too")
@@ -404,14 +404,14 @@ def parse_patch(text: str, package: str = "sglang") -> list[FilePatch]:
     _strip_trees(files, trees)
     files = _in_order([f for f in files if f.hunks or f.notes or f.moved or f.old != f.new])
     if not any(f.hunks for f in files) and all(f.notes and f.notes[0].startswith(UNREAD) for f in files):
-        raise UsageError("the patch holds no hunk" + (" import can read: " if files else "") + "; ".join(
+        raise PatchError("the patch holds no hunk" + (" import can read: " if files else "") + "; ".join(
             f"{f.path}: {f.notes[0]}" for f in files[:3]) + ("" if files else ": is it a unified diff (`git diff`, "
                                                                 "`diff -u`)?"))
     for f in files:  # read with surrogateescape: bytes that are not UTF-8 are kept as lone surrogates
         name = f.new or f.old or ""
         bad = next(((h, ln) for h in f.hunks for ln in h.lines if _NOT_UTF8.search(ln)), None)
         if name.endswith(".py") and bad:
-            raise UsageError(f"hunk `{bad[0].header}` of `{name}` holds bytes that are not UTF-8 (`"
+            raise PatchError(f"hunk `{bad[0].header}` of `{name}` holds bytes that are not UTF-8 (`"
                              f"{bad[1].encode('utf-8', 'backslashreplace').decode()[:80]}`): the release's Python "
                              "files are UTF-8; re-encode the patch")
     return files
@@ -1702,8 +1702,13 @@ def _swap_in(stage: Path, out: Path) -> None:
 
 def _write_failure(exc: OSError, out: Path) -> SpecpatchError:
     """The system's refusal to write the recipe, saying what it is: nothing was replaced."""
+    import errno
+
     from .errors import OSFailure, os_failure
 
+    if exc.errno == errno.EEXIST and exc.filename and not os.path.isdir(exc.filename):
+        # a folder on the way to `-o` is a file (`-o /dev/null/x.yaml`): mkdir says EEXIST, the user's path is wrong
+        exc = NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), exc.filename)
     err = os_failure(exc, f"writing the recipe {out}")
     own = err.hint[:-len(OSFailure.hint)].rstrip("; ") if err.hint.endswith(OSFailure.hint) else err.hint
     err.hint = (f"{own}; " if own else "") + (f"nothing was replaced: {out.name} and {out.stem}/ beside it are as "
@@ -3038,14 +3043,14 @@ def import_patch(patch: Path, *, package: str, release: str, out: Path | None = 
                                                          "not a Python file")]
     if tried and all(h.reason == REVERSED for h in tried):
         # every hunk is there the other way round: the diff was made with its two trees swapped
-        raise UsageError(f"{patch.name} looks reversed: in {package} {release}, none of its {len(tried)} hunks "
+        raise PatchError(f"{patch.name} looks reversed: in {package} {release}, none of its {len(tried)} hunks "
                          f"finds its old lines, and each finds its new lines",
                          hint="make the diff from the release to the patched tree (`diff -ruN release patched`), or "
                               "reverse it (`patch -R`, `interdiff`, or swap the two trees), then import it")
     if not lifted.steps:
         # a recipe has at least one step: say why there is none instead of writing one that does not load
         blank = sorted({h.file for h in lifted.hunks if h.note})
-        raise UsageError(f"nothing in {patch.name} edits an existing file of {package} {release}: "
+        raise PatchError(f"nothing in {patch.name} edits an existing file of {package} {release}: "
                          + "; ".join([*(f"{p} ({why})" for p, why in lifted.skipped),
                                       *(f"{p} (only spaces on blank lines)" for p in blank)]),
                          hint="recipes edit files the release has; check the patch's paths and --release")

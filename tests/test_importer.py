@@ -229,6 +229,7 @@ def test_parse_patch_refuses_what_is_not_a_whole_diff(text, message):
     with pytest.raises(UsageError, match=message) as info:
         importer.parse_patch(text)
     assert info.value.exit_code == 2
+    assert info.value.title == "unusable patch"  # the patch is at fault, not a command-line value
 
 
 def test_what_follows_a_hunk_that_is_not_a_change_is_not_taken_for_one():
