@@ -2636,19 +2636,11 @@ def undefined_after(ops: Sequence[tuple[int, Operation]], steps: Sequence[Ported
     `base`, the message names the base release's statement that bound it (`import time`). Index -> (status, why)."""
     from .engine import undefined_names_added
 
-    applied = {s.index for s in steps if s.status == "applied"}
     op_of = dict(ops)
     out: dict[int, tuple[str, str]] = {}
-    for rel, (_, data) in planned.items():
-        if data is None or rel not in pristine:
-            continue
-        mine = [i for i, op in ops if op.file == rel and i in applied]
-        if not mine:
-            continue
+    for rel, text, steps_here in _changed_by_applied(ops, steps, planned, pristine):
+        mine = [i for i, _ in steps_here]
         try:
-            text = data.decode("utf-8")
-            if text == pristine[rel]:
-                continue
             found = undefined_names_added(pristine[rel], text, filename=rel)
         except (SyntaxError, ValueError, RecursionError):
             continue  # the file's own checks say what is wrong with it
@@ -2676,6 +2668,25 @@ def undefined_after(ops: Sequence[tuple[int, Operation]], steps: Sequence[Ported
     return out
 
 
+def _changed_by_applied(ops: Sequence[tuple[int, Operation]], steps: Sequence[PortedStep],
+                        planned: dict[str, tuple[list[PortedStep], bytes | None]],
+                        pristine: dict[str, str]) -> Iterator[tuple[str, str, list[tuple[int, Operation]]]]:
+    """(file, planned text, its applied steps) for each planned file that the applied steps changed."""
+    applied = {s.index for s in steps if s.status == "applied"}
+    for rel, (_, data) in planned.items():
+        if data is None or rel not in pristine:
+            continue
+        mine = [(i, op) for i, op in ops if op.file == rel and i in applied]
+        if not mine:
+            continue
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            continue  # the file's own checks say what is wrong with it
+        if text != pristine[rel]:
+            yield rel, text, mine
+
+
 def missing_modules_after(ops: Sequence[tuple[int, Operation]], steps: Sequence[PortedStep],
                           planned: dict[str, tuple[list[PortedStep], bytes | None]], pristine: dict[str, str],
                           package_dir: Path, package: str) -> dict[int, tuple[str, str]]:
@@ -2685,18 +2696,9 @@ def missing_modules_after(ops: Sequence[tuple[int, Operation]], steps: Sequence[
     Each import is charged to the applied steps of its file whose code holds its line. Index -> (status, why)."""
     from .engine import _module_exists, _package_imports
 
-    applied = {s.index for s in steps if s.status == "applied"}
     out: dict[int, tuple[str, str]] = {}
-    for rel, (_, data) in planned.items():
-        if data is None or rel not in pristine:
-            continue
-        mine = [(i, op) for i, op in ops if op.file == rel and i in applied]
-        if not mine:
-            continue
+    for rel, text, mine in _changed_by_applied(ops, steps, planned, pristine):
         try:
-            text = data.decode("utf-8")
-            if text == pristine[rel]:
-                continue
             imports = _package_imports(ast.parse(text), package, rel)
             missing = [(node, name) for node, name in imports if not _module_exists(package_dir, name)]
             if missing:
