@@ -789,6 +789,9 @@ class _Site:
 def _express(old: cst.Module, new: cst.Module, new_text: str, *, final: cst.Module,
              depth: int = 0) -> tuple[list[dict], cst.Module] | None:
     """The first candidate list of steps that turns `old` into exactly `new_text`, with the module it gives."""
+    headed = _leading_comments(old, new, new_text)
+    if headed is not None:
+        return headed
     site = _site(old, (old,), new, (new,))
     if site is None:
         return None
@@ -814,6 +817,22 @@ def _express(old: cst.Module, new: cst.Module, new_text: str, *, final: cst.Modu
         if result is not None:
             return candidate, result
     return None
+
+
+def _leading_comments(old: cst.Module, new: cst.Module, new_text: str) -> tuple[list[dict], cst.Module] | None:
+    """A change of the module's leading comment lines alone (a licence header, an SPDX line): one
+    `replace_leading_comments` step, when putting the new lines in gives exactly `new_text`."""
+    def text(module: cst.Module) -> str:
+        return cst.Module(body=[], header=module.header).code if module.header else ""
+
+    before, after = text(old), text(new)
+    if before == after or any(line.strip() and not line.lstrip().startswith("#")
+                              for line in (before + after).splitlines()):
+        return None
+    step = {"op": "replace_leading_comments", "match": before.replace("\r\n", "\n"),
+            "code": after.replace("\r\n", "\n")}
+    result = old.with_changes(header=new.header)
+    return ([step], result) if result.code == new_text else None
 
 
 def _key(module: cst.Module, stmt: cst.CSTNode) -> str:

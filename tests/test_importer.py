@@ -2316,3 +2316,25 @@ def test_a_step_that_removes_a_binding_the_release_still_reads_is_refused_naming
     said = [(s.status, s.message) for s in ported.steps]
     assert all(st != "applied" for st, _ in said), said
     assert any("removes the statement that binds `topk_output`" in m for _, m in said), said
+
+
+@pytest.mark.parametrize("before_head, after_head", [
+    ("# Copyright 2023-2024 SGLang Team\n# Licensed under Apache 2.0\n\n",
+     "# Copyright 2023-2025 SGLang Team and TeamX\n# Licensed under Apache 2.0\n\n"),
+    ("", "# SPDX-License-Identifier: Apache-2.0\n"),
+    ("# Copyright 2023-2024 SGLang Team\n\n", "# -*- coding: utf-8 -*-\n# Copyright 2023-2024 SGLang Team\n\n"),
+])
+def test_a_change_of_the_files_leading_comments_is_lifted_and_round_trips(tmp_path, before_head, after_head):
+    # a hostile round: a team's licence or SPDX line at the top of a file was always an unexpressed hunk
+    body = '"""Sampling."""\nimport os\n\n\ndef f():\n    return os.sep\n'
+    base = package(tmp_path / "base", {"srt/s.py": before_head + body})
+    lifted, out = lift_and_write(tmp_path, base, git_diff(before_head + body, after_head + body, "srt/s.py"))
+    assert [s.options["op"] for s in lifted.steps] == ["replace_leading_comments"]
+    assert lifted.expected["srt/s.py"] == (after_head + body).encode()
+    recipe = load_recipe(out)
+    ported = importer.port(recipe, base, hold_together=False)
+    assert ported.files["srt/s.py"] == (after_head + body).encode()
+    # a release whose header upstream changed: refused, naming its first line
+    later = package(tmp_path / "later", {"srt/s.py": "# Copyright 2023-2026 SGLang Team\n\n" + body})
+    [step] = importer.port(recipe, later, base_dir=base).steps
+    assert step.status == "refused" and "# Copyright 2023-2026 SGLang Team" in step.message

@@ -12,6 +12,7 @@ from . import (  # noqa: F401  (registration side effect)
     add_parameter,
     insert_statements,
     replace_expression,
+    replace_leading_comments,
     replace_statements,
     unexpressed_hunk,
 )

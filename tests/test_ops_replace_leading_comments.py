@@ -1,0 +1,45 @@
+"""replace_leading_comments: a module's comment lines above its first statement (licence, SPDX, shebang)."""
+
+from __future__ import annotations
+
+import pytest
+from op_helpers import cannot, check, op, unchanged
+
+from patcher.errors import AnchorNotFound
+from patcher.model import ValidationError
+
+OLD = "# Copyright 2023-2024 SGLang Team\n# Licensed under the Apache License, Version 2.0\n"
+NEW = "# Copyright 2023-2025 SGLang Team and TeamX\n# Licensed under the Apache License, Version 2.0\n"
+
+
+def lead(match: str, code: str):
+    return op("replace_leading_comments", match=match, code=code)
+
+
+def test_the_leading_lines_are_replaced_whole_and_the_code_below_is_untouched():
+    check(lead(OLD, NEW), OLD + '\n"""The module."""\nimport os\n',
+          NEW + '\n"""The module."""\nimport os\n')
+
+
+def test_a_header_is_added_to_a_file_without_one_and_crlf_is_kept():
+    check(lead("", "# SPDX-License-Identifier: Apache-2.0\n"), "import os\n",
+          "# SPDX-License-Identifier: Apache-2.0\nimport os\n")
+    check(lead(OLD, "# -*- coding: utf-8 -*-\n" + OLD), OLD + "\nimport os\n",
+          "# -*- coding: utf-8 -*-\n" + OLD + "\nimport os\n", newline="\r\n")
+
+
+def test_other_leading_lines_refuse_naming_the_first_and_the_new_ones_are_already_applied():
+    err = cannot(lead(OLD, NEW), "# Copyright 2023-2026 SGLang Team\nimport os\n", AnchorNotFound,
+                 mentions=("leading comment lines",), candidates=("# Copyright 2023-2026 SGLang Team",))
+    assert err.location.anchor.startswith("the module's leading comments")
+    unchanged(lead(OLD, NEW), NEW + "import os\n")
+    unchanged(lead(OLD, NEW), NEW.replace("Team and TeamX", "Team and TeamX   ") + "import os\n")  # line-end spaces
+
+
+@pytest.mark.parametrize("match, code, message", [
+    ("x = 1\n", "# y\n", "not comments"),
+    (OLD, OLD, "nothing to replace"),
+])
+def test_lines_that_are_not_comments_or_no_change_are_refused_as_a_recipe_error(match, code, message):
+    with pytest.raises(ValidationError, match=message):
+        lead(match, code)
