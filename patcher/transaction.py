@@ -225,10 +225,12 @@ class RecoveryReport:
     kept: list[str] = field(default_factory=list)  #: unexpected local versions kept before restoring
     #: files something else changed or removed after the crash (an upgrade, a reinstall, a hand edit): left as found
     left: list[str] = field(default_factory=list)
+    #: the original bytes of the `left` files, from the backups, kept under kept/ (the backups themselves go)
+    originals: list[str] = field(default_factory=list)
 
     @property
     def message(self) -> str:
-        n = len(self.files)
+        n = len(self.files) - len(self.left)
         if self.kind is Transaction.APPLY and self.outcome is RecoveryOutcome.COMPLETED:
             text = f"found an interrupted apply of {self.recipe} at {self.started}: completed ({n} files were written)"
         elif self.kind is Transaction.APPLY:
@@ -241,13 +243,15 @@ class RecoveryReport:
             text += f"; local versions kept in {', '.join(self.kept)}"
         if self.left:
             text += (f"; left as found, since something else rewrote or removed them after the interruption (an "
-                     f"upgrade or reinstall?): {', '.join(self.left)}")
+                     f"upgrade, a reinstall, a hand edit?), so they may still hold edits of the interrupted "
+                     f"{self.kind}: {', '.join(self.left)}; their original bytes are kept in "
+                     f"{', '.join(self.originals)}")
         return text
 
     def to_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "recipe": self.recipe, "started": self.started, "outcome": self.outcome,
                 "files": self.files, "restored": self.restored, "kept": self.kept, "left": self.left,
-                "message": self.message}
+                "originals": self.originals, "message": self.message}
 
 
 @dataclass(frozen=True)
@@ -397,7 +401,7 @@ def unverified(target: Target, lock: TargetLock, record: AppliedRecord) -> list[
     the journal removed. Returns the restored files."""
     _require_lock(lock, target)
     with signals_deferred():
-        restored, _ = _undo_apply(State.of(target), record, "undo")
+        restored, _, _ = _undo_apply(State.of(target), record, "undo")
     return restored
 
 
@@ -409,24 +413,25 @@ def _refuse_pending(state: State) -> None:
                          hint="call recover(target) first; every specpatch command does")
 
 
-def _undo_apply(state: State, record: AppliedRecord, prefix: str) -> tuple[list[str], list[str]]:
+def _undo_apply(state: State, record: AppliedRecord, prefix: str) -> tuple[list[str], list[str], list[str]]:
     """Put every file of an unfinished apply that still has its original or its patched bytes back to its original
     bytes and mode, then forget the apply. Returns (restored, left): a file with other bytes, or none, was rewritten
     or removed by something else since (`pip install --upgrade` after a crash): the backups are another release's
-    bytes, so it is left as found."""
+    bytes, so it is left as found, and its original bytes are kept (the third list: their paths)."""
     restored, left = [], []
     for fr in record.files:
         outcome = _restore_file(state, fr, {fr.sha_before, fr.sha_after})
         (restored if outcome == "restored" else left if outcome == "left" else []).append(fr.rel)
         _remove_bytecode(state.target_file(fr.rel))
         _step(f"{prefix}:restored:{fr.rel}")
+    originals = _keep_originals(state, record, left)
     ledger = state.read_ledger()
     if any(r.seq == record.seq for r in ledger.applied):  # the ledger was renamed into place, then something failed
         state.write_ledger(ledger.without(record.seq))
     state.remove_journal()
     _step(f"{prefix}:journal-removed")
     state.remove_record_dir(record.record_dir)
-    return restored, left
+    return restored, left, originals
 
 
 # --------------------------------------------------------------------------------------------------- recovery
@@ -457,10 +462,10 @@ def _recover(state: State, journal: Journal) -> RecoveryReport:
     if journal.kind == Transaction.APPLY:  # read from disk: any string
         return _recover_apply(state, journal)
     if journal.kind == Transaction.ROLLBACK:
-        restored, left, _ = _finish_rollback(state, journal, "recover")
+        restored, left, _, originals = _finish_rollback(state, journal, "recover")
         return RecoveryReport(Transaction.ROLLBACK, journal.record.recipe, journal.started,
                               RecoveryOutcome.ROLLED_BACK, [f.rel for f in journal.record.files], restored,
-                              left=left)
+                              left=left, originals=_abs(state, originals))
     raise StateDamaged(f"{state.journal_path} has an unknown kind `{journal.kind}`")
 
 
@@ -475,9 +480,9 @@ def _recover_apply(state: State, journal: Journal) -> RecoveryReport:
         _step("recover:ledger-written")
         done = True
     if not done:
-        restored, left = _undo_apply(state, record, "recover")
+        restored, left, originals = _undo_apply(state, record, "recover")
         return RecoveryReport(Transaction.APPLY, record.recipe, journal.started, RecoveryOutcome.ROLLED_BACK, rels,
-                              restored, left=left)
+                              restored, left=left, originals=_abs(state, originals))
     for fr in record.files:
         path = state.target_file(fr.rel)
         temp_path(Path(os.path.realpath(path))).unlink(missing_ok=True)
@@ -527,7 +532,7 @@ def rollback(target: Target, recipe_id: str | None = None, *, force: bool = Fals
             raise RollbackBlocked(f"`{record.recipe}` cannot be rolled back before {names}, applied later to "
                                   f"{', '.join(shared)}", location=Location(recipe=record.recipe, file=shared[0]),
                                   hint=f"roll back {names} first, then `{record.recipe}`")
-        _refuse_earlier_entries(target, own, record, force)
+        earlier_files = _refuse_earlier_entries(target, own, record, force)
         pristine_files(target, record)  # the backups must be whole before anything is touched
         states = file_states(target, record)
         # a file with its original bytes already (`git checkout -- FILE`) is not a local change: nothing to undo
@@ -544,13 +549,16 @@ def rollback(target: Target, recipe_id: str | None = None, *, force: bool = Fals
         _step("rollback:kept-written")
         journal = Journal(Transaction.ROLLBACK, now_utc().isoformat(), os.getpid(), record,
                           start_shas={s.rel: s.sha for s in states}, kept=tuple(kept))
-        _preflight_restore(state, [s for s in states if not (s.sha == s.record.sha_before and s.mode == s.record.mode)])
+        # the whole rollback (this entry and the earlier ones of the recipe, `api.rollback`) is checked before the
+        # first file is touched
+        _preflight_restore(state, [s for s in [*states, *earlier_files]
+                                   if not (s.sha == s.record.sha_before and s.mode == s.record.mode)])
         # from the journal on, the rollback finishes here even on SIGINT/SIGTERM (handled once the tree is whole)
         with signals_deferred():
             try:
                 state.write_journal(journal)
                 _step("rollback:journal-written")
-                _, left, pycs = _finish_rollback(state, journal, "rollback")
+                _, left, pycs, originals = _finish_rollback(state, journal, "rollback")
             except OSError as exc:  # past the preflight: a race (another program filled the disk), or an I/O error
                 if all(_sha_of(state.target_file(rel)) == sha for rel, sha in journal.start_shas.items()):
                     state.remove_journal()  # no file was replaced yet: the tree is as it was, nothing is pending
@@ -561,7 +569,8 @@ def rollback(target: Target, recipe_id: str | None = None, *, force: bool = Fals
         if original:
             message += f" ({', '.join(original)} had them already)"
         if left:  # another program wrote them while we held the lock (pip does not take it)
-            message += f"; left as found, since another program rewrote them during the rollback: {', '.join(left)}"
+            message += (f"; left as found, since another program rewrote them during the rollback: {', '.join(left)}"
+                        f" (their original bytes are kept in {', '.join(_abs(state, originals))})")
         if kept:
             message += f"; your local versions are kept in {', '.join(_abs(state, kept))}"
         return RollbackReport(target.root, record, message, [r for r in rels if r not in original],
@@ -580,6 +589,9 @@ def _preflight_restore(state: State, states: list[FileState]) -> None:
             folder = folder.parent
         if not os.access(folder, os.W_OK | os.X_OK):
             raise PermissionError(errno.EACCES, "the folder may not be written (nothing was rolled back)", str(folder))
+        if _immutable(folder):  # `chattr +a`/`+i` on the folder: no rename into it
+            raise PermissionError(errno.EPERM, "the folder is immutable or append-only (nothing was rolled back)",
+                                  str(folder))
         if s.current is not None and _immutable(path):
             raise PermissionError(errno.EPERM, "the file is immutable or append-only (nothing was rolled back)",
                                   str(path))
@@ -622,17 +634,21 @@ def _unfinished(state: State, what: str = "the rollback") -> str:
             f"command on this target finishes it once the cause is fixed (`specpatch status` shows it)")
 
 
-def _refuse_earlier_entries(target: Target, own: list[AppliedRecord], record: AppliedRecord, force: bool) -> None:
+def _refuse_earlier_entries(target: Target, own: list[AppliedRecord], record: AppliedRecord,
+                            force: bool) -> list[FileState]:
     """A recipe applied again after a hand edit or a partial reinstall has a second entry, and rolling the recipe back
     rolls back every entry of it, newest first (`api.rollback`). Check the earlier entries before the first is
-    touched, as each will find its files once the later ones are rolled back, so that a drift or a block in an
-    earlier one stops the rollback with nothing done rather than half-way."""
+    touched, as each will find its files (bytes and mode) once the later ones are rolled back, so that a drift or a
+    block in an earlier one stops the rollback with nothing done rather than half-way. Returns the earlier entries'
+    other files as they are now, for the preflight of the whole rollback."""
     stack = sorted((r for r in own if r.recipe == record.recipe and r.seq <= record.seq), key=lambda r: r.seq)
     if len(stack) < 2:
-        return
+        return []
     # each file as the earlier entry will find it, once the later entries have put their backups back
     bytes_then = {s.rel: s.current for s in file_states(target, record)}
     bytes_then.update(pristine_files(target, record))
+    mode_then = {fr.rel: fr.mode for fr in record.files}
+    others: dict[str, FileState] = {}
     for earlier in reversed(stack[:-1]):
         blocking = [r for r in own if r.seq > earlier.seq and r.recipe != record.recipe and r.rels & earlier.rels]
         if blocking:
@@ -646,17 +662,25 @@ def _refuse_earlier_entries(target: Target, own: list[AppliedRecord], record: Ap
         for s in file_states(target, earlier):
             data = bytes_then.get(s.rel, s.current)
             sha = None if data is None else sha256(data)
+            mode = mode_then.get(s.rel, s.mode)
             if sha not in (s.record.sha_after, s.record.sha_before):
                 local.append(FileState(s.rel, FileBytes.MISSING if data is None else FileBytes.MODIFIED, s.record,
-                                       sha, s.mode, data))
+                                       sha, mode, data))
+            elif sha == s.record.sha_after and mode is not None and mode != s.record.mode:  # a chmod since
+                local.append(FileState(s.rel, FileBytes.INTACT, s.record, sha, mode, data))
+            if s.rel not in bytes_then:
+                others.setdefault(s.rel, s)
         if local and not force:
             raise _drift_error(target, earlier, local, f" (its earlier entry, of {earlier.applied_at}: the recipe "
                                                        f"was applied again since)")
         bytes_then.update(pristine_files(target, earlier))
+        mode_then.update({fr.rel: fr.mode for fr in earlier.files})
+    return list(others.values())
 
 
-def _finish_rollback(state: State, journal: Journal, prefix: str) -> tuple[list[str], list[str], list[str]]:
-    """Returns (restored, left, removed bytecode); see `_restore_file`."""
+def _finish_rollback(state: State, journal: Journal,
+                     prefix: str) -> tuple[list[str], list[str], list[str], list[str]]:
+    """Returns (restored, left, removed bytecode, the kept originals of the left files); see `_restore_file`."""
     record = journal.record
     restored, left, pycs = [], [], []
     for fr in record.files:
@@ -664,6 +688,7 @@ def _finish_rollback(state: State, journal: Journal, prefix: str) -> tuple[list[
         (restored if outcome == "restored" else left if outcome == "left" else []).append(fr.rel)
         pycs += _remove_bytecode(state.target_file(fr.rel))
         _step(f"{prefix}:restored:{fr.rel}")
+    originals = _keep_originals(state, record, left)
     ledger = state.read_ledger()
     if any(r.seq == record.seq for r in ledger.applied):
         state.write_ledger(ledger.without(record.seq))
@@ -671,7 +696,7 @@ def _finish_rollback(state: State, journal: Journal, prefix: str) -> tuple[list[
     state.remove_journal()
     _step(f"{prefix}:journal-removed")
     state.remove_record_dir(record.record_dir)
-    return restored, left, pycs
+    return restored, left, pycs, originals
 
 
 def _drift_error(target: Target, record: AppliedRecord, local: list[FileState], which: str = "") -> DriftError:
@@ -876,6 +901,18 @@ def _restore_file(state: State, fr: FileRecord, expected: set[str | None]) -> st
     makedirs(path.parent)
     atomic_write(path, original, fr.mode, owner=_owner(path) if current is not None else None)
     return "restored"
+
+
+def _keep_originals(state: State, record: AppliedRecord, left: list[str]) -> list[str]:
+    """Save the original bytes of the files a transaction leaves as found under kept/ (`FILE.STAMP.original`), as
+    the record's folder, backups and all, goes next: whatever the file holds now, its original stays at hand.
+    Returns the paths, relative to the state folder."""
+    stamp, out = _stamp(), []
+    for fr in record.files:
+        if fr.rel in left:
+            out.append(_keep(state, f"{fr.rel}", _read_copy(state, fr, fr.backup, fr.sha_before),
+                             f"{stamp}.original"))
+    return out
 
 
 def _keep(state: State, rel: str, data: bytes, stamp: str) -> str:

@@ -363,3 +363,32 @@ def test_a_symlinked_file_is_written_through(root, target, three):
     assert (root / "pkg" / "c.py").is_symlink() and b"z: int = 5" in real.read_bytes()
     transaction.rollback(target)
     assert (root / "pkg" / "c.py").is_symlink() and real.read_bytes() == ORIGINAL["pkg/c.py"][0]
+
+
+@pytest.mark.parametrize("change", ["chmod", "immutable"])
+def test_a_recipe_applied_twice_is_refused_whole_for_a_mode_or_an_immutable_file_of_its_earlier_entry(
+        root, target, three, change):
+    # a hostile round: the newer entry was rolled back, then a chmod (a mode drift) or `chattr +i` (the preflight)
+    # of a file only the earlier entry wrote stopped the rollback half-way
+    from patcher import api
+    from patcher.errors import OSFailure
+
+    apply(target, three)
+    (root / "pkg/b.py").write_bytes(ORIGINAL["pkg/b.py"][0])  # a partial reinstall of b.py
+    apply(target, three)
+    assert [len(r.files) for r in transaction.applied_records(target)] == [3, 1]
+    c = root / "pkg/c.py"
+    if change == "chmod":
+        c.chmod(0o600)
+        expected = (DriftError,)
+    else:
+        assert subprocess.run(["chattr", "+i", str(c)]).returncode == 0, "chattr +i is needed (root, CI runs as root)"
+        expected = (OSFailure,)
+    before = tree_hash(root)
+    try:
+        with pytest.raises(expected) as info:
+            api.rollback(target, "three-fields")
+        assert "nothing was rolled back" in info.value.message + info.value.hint
+        assert tree_hash(root) == before and len(transaction.applied_records(target)) == 2
+    finally:
+        subprocess.run(["chattr", "-i", str(c)])

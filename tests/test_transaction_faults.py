@@ -244,6 +244,10 @@ def test_a_file_rewritten_between_crash_and_recovery_is_left_as_found(root, targ
     assert report.outcome == "rolled_back" and report.restored == ["pkg/b.py"] and report.left == ["pkg/a.py"]
     assert "pkg/a.py" in report.message and "left as found" in report.message
     assert snapshot(root) == {**ORIGINAL, "pkg/a.py": (mine, ORIGINAL["pkg/a.py"][1])}
+    # the backups go with the record: a's original bytes stay at hand, named in the message; "rolled back 2 files"
+    [kept] = report.originals
+    assert Path(kept).read_bytes() == ORIGINAL["pkg/a.py"][0] and kept in report.message
+    assert "rolled back 2 files" in report.message
     assert transaction.applied_records(target) == [] and transaction.status(target).pending is None
     assert leftovers(root) == [] and not list(target.state_dir.glob("records/*"))
 
