@@ -243,7 +243,7 @@ def _verify_read_only(target: Target, recipe_id: str | None, *, python: str | No
 
 def _verify_verdict(recipes: tuple[RecipeVerification, ...], require_checks: bool) -> tuple[ExitCode, str]:
     if any(r.drifted or r.lost for r in recipes):
-        names = [f for r in recipes for f in r.drifted + r.lost]
+        names = list(dict.fromkeys(f for r in recipes for f in r.drifted + r.lost))
         return ExitCode.DRIFT, f"patched files changed since apply: {', '.join(names)}"
     if any(c.blocking for r in recipes for c in r.checks):
         return ExitCode.VERIFY_FAILED, "a check failed"
@@ -262,7 +262,7 @@ def _verify_record(target: Target, record: Any, *, python: str | None, smoke: bo
     from . import transaction
     from . import verify as v
 
-    states = transaction.file_states(target, record)
+    states = [s for s, _ in _judged_states(target, record, transaction.applied_records(target))]
     recipe, notes, skipped = None, (), ()
     try:
         recipe = load_recipe(record.recipe, extra_dirs)
@@ -519,7 +519,9 @@ def check(recipe: Recipe, target: Target, *, params: dict[str, str] | None = Non
     if record is not None and transaction.stale_reason(target, record) is not None and record.release and \
             target.version is not None and Version(record.release) != target.version:
         stale, record = record, None
-    files = tuple(_check_files(target, record, report.applied)) if record else ()
+    # every entry of the recipe (a second apply over a partial reinstall has a second, of the files it wrote then)
+    files = tuple({f["file"]: f for r in records for f in _check_files(target, r, report.applied)}.values()) \
+        if record else ()
     found = _Found(recipe, target, p, record, stale, report.pending, files, report.in_progress)
     rule = next(r for r in CHECK_RULES if r.when(found))
     message = rule.say(found)
@@ -528,24 +530,33 @@ def check(recipe: Recipe, target: Target, *, params: dict[str, str] | None = Non
     return CheckResult(p, rule.state, message, files, rule.code(found))
 
 
-def _check_files(target: Target, record: Any, applied: list[Any]) -> list[dict[str, Any]]:
-    """The state of each file of `record`, judged against the last recipe that wrote it (recipes may stack), with
-    the hash it had before any recipe wrote it."""
+def _judged_states(target: Target, record: Any, applied: list[Any]) -> list[tuple[Any, Any]]:
+    """(state, owner) of each file of `record`: its state judged against the last entry that wrote it (recipes
+    stack; a recipe applied again has a second entry), and that entry."""
     from . import transaction
 
     last = {fr.rel: r for r in applied for fr in r.files}  # the ledger is oldest first
+    out = []
+    for s in transaction.file_states(target, record):
+        owner = last.get(s.rel, record)
+        if owner.seq != record.seq:
+            s = next(x for x in transaction.file_states(target, owner) if x.rel == s.rel)
+        out.append((s, owner))
+    return out
+
+
+def _check_files(target: Target, record: Any, applied: list[Any]) -> list[dict[str, Any]]:
+    """The state of each file of `record`, judged against the last recipe that wrote it (recipes may stack), with
+    the hash it had before any recipe wrote it."""
     original: dict[str, str] = {}
     for r in applied:
         for fr in r.files:
             original.setdefault(fr.rel, fr.sha_before)  # before the first recipe that wrote it
     out = []
-    for s in transaction.file_states(target, record):
-        owner = last.get(s.rel, record)
-        if owner is not record:
-            s = next(x for x in transaction.file_states(target, owner) if x.rel == s.rel)
+    for s, owner in _judged_states(target, record, applied):
         extra = {"original_sha256": original.get(s.rel, s.record.sha_before),
                  "mode_changed": s.mode is not None and s.mode != s.record.mode, "applied_mode": f"{s.record.mode:04o}"}
-        if owner is not record:
+        if owner.recipe != record.recipe:
             extra["last_written_by"] = owner.recipe
         out.append({**s.to_dict(), **extra})
     return out

@@ -183,6 +183,20 @@ def _params(values: list[str] | None) -> dict[str, str]:
     return out
 
 
+def _package_of(recipe: str | None, recipe_path: list[Path] | None) -> str | None:
+    """The package a named recipe patches, as `apply` reads it (a folder that holds sglang and vllm: `verify R` and
+    `rollback R` find R's package without --package); None without a name, or when the recipe cannot be loaded."""
+    if recipe is None:
+        return None
+    from .errors import SpecpatchError
+    from .recipe import load_recipe
+
+    try:
+        return load_recipe(recipe, recipe_path).target.package
+    except SpecpatchError:
+        return None
+
+
 def _target(target: Path | None, package: str | None, assume_version: str | None, python: str | None = None):
     """The target; without --package, sglang, else the one other engine specpatch knows that the folder holds (a
     vLLM tree's `rollback`, `status` or `verify` need not repeat `--package vllm`)."""
@@ -317,7 +331,7 @@ def verify(
 
     ui = _ui()
     with reported_errors(ui, json):
-        where = _target(target, package, None, python)
+        where = _target(target, package or _package_of(recipe, recipe_path), None, python)
         with ui.status(f"verifying {recipe or 'the applied recipes'} on {_release(where)} "
                        f"(syntax, import smoke test, probes)"):
             result = api.verify(where, recipe, python=python, smoke=not no_smoke, lock_timeout=lock_timeout,
@@ -343,8 +357,8 @@ def rollback(
 
     ui = _ui()
     with reported_errors(ui, json):
-        result = api.rollback(_target(target, package, None), recipe, force=force, lock_timeout=lock_timeout,
-                              extra_dirs=recipe_path)
+        result = api.rollback(_target(target, package or _package_of(recipe, recipe_path), None), recipe,
+                              force=force, lock_timeout=lock_timeout, extra_dirs=recipe_path)
     render_rollback(ui, result, as_json=json)
     raise typer.Exit(int(result.exit_code))
 

@@ -34,8 +34,9 @@ target's (cheap: only the folders on the way to a touched file are real). If the
 the check is ``environment`` (the environment cannot import it; the patch is not blamed); if it imports, or fails in
 a different way, the check stays ``failed``. The same holds for ``import <package>`` itself, which decides whether
 the smoke test runs at all: when it fails with the patched files and passes from the pristine tree, the patch broke
-the package (a check ``import <package>`` fails, and the rest is skipped); when both fail, the environment cannot
-import the package and the smoke test and probes are skipped, unverified.
+the package (a check ``import <package>`` fails, and the rest is skipped), and so when the pristine tree fails in
+another way; when both fail alike, the environment cannot import the package and the smoke test and probes are
+skipped, unverified.
 
 Probe convention. A probe is a Python script beside the recipe (``verify.probes[].path``), run as ``__main__`` with
 the same ``sys.path`` and stubs as the smoke test, so it imports the patched package. It gets these environment
@@ -560,11 +561,17 @@ def _import_broken_by_patch(python: str | os.PathLike, target: Target, stubs: Se
     pristine files fail too (this environment cannot import the package: nothing is blamed)."""
     with tempfile.TemporaryDirectory(prefix="specpatch-pristine-") as scratch:
         root = build_pristine_tree(target, pristine, Path(scratch))
-        ok, _, _, _ = _try_import(python, [root, target.import_root], target, stubs)
-    if not ok:
+        ok, other, _, _ = _try_import(python, [root, target.import_root], target, stubs)
+        other = other.replace(str(root), str(target.import_root))
+    if ok:
+        return Check(IMPORT, target.package, FAILED, f"{why} (imports fine from the pristine files)", details,
+                     data={"differential": "pristine passed"})
+    if re.sub(r"0x[0-9a-fA-F]+", "0x?", other) == re.sub(r"0x[0-9a-fA-F]+", "0x?", why):
         return None
-    return Check(IMPORT, target.package, FAILED, f"{why} (imports fine from the pristine files)", details,
-                 data={"differential": "pristine passed"})
+    # the pristine files fail too, but otherwise (numpy missing there; the patch's own ImportError here): as the
+    # smoke test judges a module, the patch is blamed for the failure it shows
+    return Check(IMPORT, target.package, FAILED, f"{why} (the pristine files fail differently: {other})", details,
+                 data={"differential": "pristine fails differently"})
 
 
 # ------------------------------------------------------------------------------------------------- subprocess

@@ -281,6 +281,25 @@ def test_stacked_recipes_are_judged_by_the_last_writer(tree, tmp_path):
     files = {f["file"]: f for f in json.loads(done.stdout)["files"]}
     assert files["sglang/srt/greeter.py"]["state"] == "intact"
     assert files["sglang/srt/greeter.py"]["last_written_by"] == "toy-farewell"
+    # verify judges the first recipe's files by their last writer too (it said "changed since apply": exit 5)
+    done = specpatch("verify", "--target", str(target), "--no-smoke", "--recipe-path", str(second.parent))
+    assert done.returncode == OK, done.stdout + done.stderr
+
+
+def test_a_recipe_applied_twice_is_judged_on_every_entry(tree):
+    # a hostile round: a second apply over a partial reinstall records a second entry (the file it wrote again);
+    # check judged that entry alone and called a hand edit of a file only the first recorded "applied and intact"
+    target = tree()
+    assert specpatch("apply", "toy-greeting", "--target", str(target), "--no-smoke").returncode == OK
+    shutil.copyfile(TOY / "baseline" / "before" / "sglang" / "srt" / "util.py", target / "sglang/srt/util.py")
+    assert specpatch("apply", "toy-greeting", "--target", str(target), "--no-smoke").returncode == OK
+    assert specpatch("check", "toy-greeting", "--target", str(target)).returncode == OK
+    path = greeter(target)
+    path.write_text(path.read_text() + "# hand edit\n")
+    for verb in ("check", "verify"):
+        args = (verb, "toy-greeting", "--target", str(target)) + (("--no-smoke",) if verb == "verify" else ())
+        done = specpatch(*args)
+        assert done.returncode == DRIFT and "greeter.py" in done.stdout + done.stderr, (verb, done.stderr)
 
 
 @pytest.mark.sglang

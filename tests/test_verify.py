@@ -632,6 +632,20 @@ def test_a_patch_that_breaks_the_package_import_fails_verification(tmp_path):
     assert "import nonexistent_mod_xyz" in got.checks[1].details  # the traceback
 
 
+def test_a_package_whose_pristine_files_fail_otherwise_is_blamed_on_the_patch(tmp_path):
+    # a hostile round: the patch's own `raise ImportError(...)` in a module `import <package>` runs, in an
+    # interpreter where the pristine package fails on a missing dependency further on: it was "this environment
+    # cannot import", apply exited 0 and kept the patch
+    target = make_target(tmp_path / "t", {"env.py": "X = 1\n", "later.py": "import numpy_is_missing_xyz\n"})
+    (target.package_dir / "__init__.py").write_text("from . import env\nfrom . import later\n")
+    pristine = patch(target, "env.py", "raise ImportError('patched env')\n")
+    got = verify.verify_tree(target, VerifySpec(), [target.package_dir / "env.py"], recipe_folder=tmp_path,
+                             params={}, pristine=lambda: pristine)
+    [syntax, broken] = got.checks
+    assert broken.status == "failed" and got.failed and "patched env" in broken.message
+    assert "the pristine files fail differently" in broken.message and "numpy_is_missing_xyz" in broken.message
+
+
 def test_a_package_the_environment_cannot_import_either_way_is_not_blamed_on_the_patch(tmp_path):
     target = make_target(tmp_path / "t", {"env.py": "import numpy_is_missing_xyz\n"})
     (target.package_dir / "__init__.py").write_text("from . import env\n")

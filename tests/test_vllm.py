@@ -355,3 +355,16 @@ def test_a_command_on_one_engine_never_judges_or_rolls_back_the_others_recipe(tm
     assert "def tag" in (root / "vllm/mod.py").read_text()
     done = cli("rollback", "vllm-tag", "--package", "vllm")
     assert done.returncode == 5, done.stdout + done.stderr  # the hand edit is drift: nothing rolled back
+
+
+def test_a_named_recipe_finds_its_package_without_package_as_apply_does(tmp_path):
+    # a hostile round: `apply vllm-tag --target SITE` patched vllm (the recipe's package), but `verify vllm-tag` and
+    # `rollback vllm-tag` with the same arguments looked at sglang: "not applied" (7), "nothing to roll back" (0)
+    root, cli = _two_engines(tmp_path)
+    done = cli("apply", "vllm-tag", "--no-smoke")
+    assert done.returncode == 0 and "def tag" in (root / "vllm/mod.py").read_text(), done.stderr
+    assert cli("check", "vllm-tag").returncode == 0
+    done = cli("verify", "vllm-tag", "--no-smoke")
+    assert done.returncode == 0, done.stdout + done.stderr
+    done = cli("rollback", "vllm-tag")
+    assert done.returncode == 0 and "def tag" not in (root / "vllm/mod.py").read_text(), done.stderr
