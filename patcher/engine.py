@@ -530,8 +530,8 @@ def _as_run(tree: ast.Module) -> ast.Module:
             if isinstance(st, ast.ClassDef):
                 walk(st.body, False)
                 continue
-            for field in ("body", "orelse", "finalbody"):
-                block = getattr(st, field, None)
+            for part in ("body", "orelse", "finalbody"):
+                block = getattr(st, part, None)
                 if isinstance(block, list):
                     walk(block, local)
             for handler in getattr(st, "handlers", ()):
