@@ -135,16 +135,21 @@ def plan(recipe: Recipe, target: Target, params: dict[str, str] | None = None) -
     by_file: dict[str, list[tuple[int, Operation]]] = {}
     for i, step in enumerate(steps, start=1):
         by_file.setdefault(_identity(target, step.file), []).append((i, step))
+    deferred: list = []  # checks that read the other planned files (a name another file's step defines)
     with _collector_paused():
         for rel_pkg, file_steps in by_file.items():
             try:
-                _plan_file(result, rel_pkg, file_steps)
+                _plan_file(result, rel_pkg, file_steps, deferred)
             except RecursionError:  # libcst walks and renders nested code recursively (`1 + 1 + ...` 500 times)
                 first = file_steps[0]
                 result.errors.append(TargetSyntaxError(
                     f"`{target.rel(target.package_dir / rel_pkg)}` (or the recipe's code for it) is nested too deeply "
                     "for specpatch's parser", location=Location(recipe=recipe.id, step=first[0], op=first[1].op,
                                                                 file=rel_pkg, anchor=first[1].anchor())))
+    if deferred and not result.errors:
+        planned = {fp.path: fp.after for fp in result.files if fp.after != fp.before}
+        for check in deferred:
+            result.errors.extend(check(planned))
     result.steps.sort(key=lambda s: s.index)  # planned file by file; reported in recipe order
     return result
 
@@ -173,7 +178,7 @@ def _collector_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _plan_file(result: Plan, rel_pkg: str, file_steps: list[tuple[int, Operation]]) -> None:
+def _plan_file(result: Plan, rel_pkg: str, file_steps: list[tuple[int, Operation]], deferred: list) -> None:
     recipe, target = result.recipe, result.target
     where = Location(recipe=recipe.id)
     try:
@@ -286,7 +291,8 @@ def _plan_file(result: Plan, rel_pkg: str, file_steps: list[tuple[int, Operation
         if tree is not None and not result.errors:
             result.errors.extend(_undefined_names(recipe.id, rel, original_text, text, tree, done))
         if tree is not None and not result.errors:
-            result.errors.extend(_missing_modules(recipe.id, target, rel_pkg, rel, original_text, tree, done))
+            deferred.append(lambda planned: _missing_modules(recipe.id, target, rel_pkg, rel, original_text, tree,
+                                                             done, planned))
     result.files.append(FilePlan(path, rel, before, after, mode))
 
 
@@ -320,28 +326,127 @@ def _second_run(recipe_id: str, rel: str, module: cst.Module, file_steps: list[t
 
 
 def _missing_modules(recipe_id: str, target: Target, rel_pkg: str, rel: str, before: str, tree: ast.Module,
-                     done: list[tuple[StepReport, Changed | None]]) -> list[SpecpatchError]:
+                     done: list[tuple[StepReport, Changed | None]],
+                     planned: dict[Path, bytes] | None = None) -> list[SpecpatchError]:
     """Imports of the target package's own modules (`from sglang.srt.x import y`, `from .x import y`) that the
-    patched file runs and the package folder has no module for, and the original file did not already have: each
-    would raise ModuleNotFoundError at start-up (a module upstream moved since the recipe was written). Imports
-    under `if TYPE_CHECKING:` or in a `try:` that catches the failure are left alone: they are meant to fail."""
-    missing = [(node, name) for node, name in _package_imports(tree, target.package, rel_pkg)
-               if not _module_exists(target.package_dir, name)]
+    patched file runs and the package folder has no module for, or names such a module does not define, that the
+    original file did not already import: each would raise ImportError at start-up (a module or a name upstream
+    moved since the recipe was written). See `missing_imports`."""
+    missing = missing_imports(tree, target.package, target.package_dir, rel_pkg, planned=planned)
     if not missing:
         return []
-    already = {name for _, name in _package_imports(ast.parse(before), target.package, rel_pkg)}
+    already = {what for _, what, _ in missing_imports(ast.parse(before), target.package, target.package_dir, rel_pkg,
+                                                      planned=planned)}
     errors: list[SpecpatchError] = []
-    for node, name in missing:
-        if name in already:
+    release = f"{target.package} {target.version}" if target.version else target.package
+    for node, what, why in missing:
+        if what in already:
             continue
         owner = next((r for r, c in done if c is not None and r.lines and r.lines[0] <= node.lineno <= r.lines[1]),
                      None) or next((r for r, c in reversed(done) if c is not None), None)
         errors.append(MissingModuleError(
-            f"`{rel}` would import `{name}` (line {node.lineno}), and {target.package} {target.version or ''} has "
-            f"no such module".replace("  ", " "),
+            f"`{rel}` would import {why} (line {node.lineno}), and {release} has no such "
+            f"{'module' if what.startswith('module ') else 'name there'}",
             location=Location(recipe=recipe_id, step=owner.index if owner else None, op=owner.op if owner else None,
                               file=rel, anchor=owner.anchor if owner else None, line=node.lineno)))
     return errors
+
+
+def missing_imports(tree: ast.Module, package: str, package_dir: Path, rel_pkg: str, base_dir: Path | None = None,
+                    planned: dict[Path, bytes] | None = None) -> list[tuple[ast.stmt, str, str]]:
+    """(statement, key, words) for each import of the package's own code, run by the file `rel_pkg`, that the
+    package at `package_dir` cannot satisfy: a module it has no file or folder for, or a name `from M import N`
+    takes that M neither defines nor has as a submodule. Imports under `if TYPE_CHECKING:`, in a `try:` that
+    catches the failure or under `with suppress(ImportError)` are left alone: they are meant to fail. A module whose
+    folder is absent too is judged only with `base_dir` (the release the code was written on, as `port` has it):
+    missing when that release had it; else it cannot be told from a tree of some files (a fixture). A module whose
+    names cannot be read (a star import, `__getattr__`, `globals()`) is taken to define any name. `planned`: the
+    bytes the recipe gives other files ({path: bytes}), whose names count as defined (a step of another file adds
+    the function this import takes)."""
+    out: list[tuple[ast.stmt, str, str]] = []
+    for node, dotted in _package_imports(tree, package, rel_pkg):
+        there = _module_path(package_dir, dotted)
+        if there is None:
+            out.append((node, f"module {dotted}", f"`{dotted}`"))
+            continue
+        if there is True:  # its folder is not there either: only the base release can tell
+            if base_dir is not None and _module_path(base_dir, dotted) not in (None, True):
+                out.append((node, f"module {dotted}", f"`{dotted}` (the base release has it, and its folder)"))
+            continue
+        if not isinstance(node, ast.ImportFrom):
+            continue
+        names = _defined_names(there, planned or {})
+        for alias in node.names:
+            if alias.name == "*" or names is None or alias.name in names:
+                continue
+            if there.is_dir() and _module_path(package_dir, f"{dotted}.{alias.name}") not in (None, True):
+                continue  # a submodule of the package
+            out.append((node, f"name {dotted}.{alias.name}", f"`{alias.name}` from `{dotted}`"))
+    return out
+
+
+def _module_path(package_dir: Path, dotted: str) -> Path | bool | None:
+    """The file or folder of the module `dotted` (the package's name first) under `package_dir`; None when its
+    folder is there and it is not; True when its folder is not there either (a tree of some files cannot tell)."""
+    import importlib.machinery
+
+    parts = dotted.split(".")[1:]
+    if not parts:
+        return package_dir
+    folder = package_dir.joinpath(*parts[:-1])
+    last = parts[-1]
+    if not folder.is_dir():
+        return True
+    if (folder / last).is_dir():
+        return folder / last
+    for suffix in importlib.machinery.all_suffixes():
+        if (folder / f"{last}{suffix}").is_file():
+            return folder / f"{last}{suffix}"
+    return next(iter(folder.glob(f"{last}.*.so")), None)
+
+
+def _defined_names(module: Path, planned: dict[Path, bytes]) -> set[str] | None:
+    """The names a module (a file, or a package folder's `__init__.py`) binds at its own level, as the recipe leaves
+    it (`planned`), or None when they cannot be told: not Python source, unreadable, a star import, a module
+    `__getattr__`, `globals()` writes."""
+    source = module / "__init__.py" if module.is_dir() else module
+    if source.suffix != ".py":
+        return None
+    try:
+        text = planned[source].decode("utf-8") if source in planned else source.read_text(encoding="utf-8")
+        tree = ast.parse(text)
+    except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError):
+        return None
+    if "globals()" in text:
+        return None
+    names: set[str] = set()
+
+    def visit(body: list[ast.stmt]) -> bool:
+        for st in body:
+            if isinstance(st, (ast.Import, ast.ImportFrom)):
+                if any(a.name == "*" for a in st.names):
+                    return False
+                names.update((a.asname or a.name).split(".")[0] for a in st.names)
+            elif isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                if st.name == "__getattr__":
+                    return False
+                names.add(st.name)
+            elif isinstance(st, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+                targets = st.targets if isinstance(st, ast.Assign) else [st.target]
+                names.update(n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name))
+            else:
+                for part in ("body", "orelse", "finalbody"):
+                    inner = getattr(st, part, None)
+                    if isinstance(inner, list) and inner and isinstance(inner[0], ast.stmt) and not visit(inner):
+                        return False
+                for handler in getattr(st, "handlers", []) or []:
+                    if not visit(handler.body):
+                        return False
+                if isinstance(st, (ast.For, ast.With)):
+                    names.update(n.id for n in ast.walk(st) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store))
+        return True
+
+    return names if visit(tree.body) else None
 
 
 def _package_imports(tree: ast.Module, package: str, rel_pkg: str) -> list[tuple[ast.stmt, str]]:
@@ -369,6 +474,11 @@ def _package_imports(tree: ast.Module, package: str, rel_pkg: str) -> list[tuple
                     out.append((node, node.module))
             elif isinstance(node, ast.If) and type_checking_test(node.test):
                 visit(node.orelse)
+            elif isinstance(node, (ast.With, ast.AsyncWith)) and any(
+                    isinstance(item.context_expr, ast.Call) and guarded([ast.ExceptHandler(
+                        type=ast.Tuple(elts=list(item.context_expr.args), ctx=ast.Load()), body=[])])
+                    and ast.unparse(item.context_expr.func).split(".")[-1] == "suppress" for item in node.items):
+                continue  # `with suppress(ImportError):` is meant to fail
             elif isinstance(node, ast.Try) or type(node).__name__ == "TryStar":
                 if not guarded(node.handlers):
                     visit(node.body)
@@ -387,26 +497,6 @@ def _package_imports(tree: ast.Module, package: str, rel_pkg: str) -> list[tuple
 
     visit(tree.body)
     return out
-
-
-def _module_exists(package_dir: Path, dotted: str) -> bool:
-    """Whether `dotted` (the package's name first) names a module or package under `package_dir`: a `.py` file,
-    a folder (a package, or a namespace one), or a compiled extension. Where the folder that would hold it is not
-    there either, the answer is yes, as it cannot be told: a tree of some files only (a test fixture, a sparse
-    checkout) lacks whole folders that the release has."""
-    import importlib.machinery
-
-    parts = dotted.split(".")[1:]
-    if not parts:
-        return True
-    folder = package_dir.joinpath(*parts[:-1])
-    last = parts[-1]
-    if not folder.is_dir():
-        return True
-    if (folder / last).is_dir():
-        return True
-    return any((folder / f"{last}{suffix}").is_file() for suffix in importlib.machinery.all_suffixes()) or \
-        any(folder.glob(f"{last}.*.so"))
 
 
 def _undefined_names(recipe_id: str, rel: str, before: str, after: str, tree: ast.Module,

@@ -1449,16 +1449,20 @@ def _expression_edits(m, n, spath, old, new, scope) -> Iterator[list[dict]]:
     exprs = [(a, b) for a, b in chain if isinstance(a, cst.BaseExpression) and isinstance(b, cst.BaseExpression)]
     # a bare literal (`"3"` -> `"10"`, `2.0`, `True`) says nothing about where it is: in the next release the same
     # literal elsewhere in the function takes the edit, or the new value anywhere in it reads as "already applied".
-    # The expression around it (`os.getenv("REQUEST_TIMEOUT", "3")`) anchors it; a literal alone only as a last resort
+    # The expression around it (`os.getenv("REQUEST_TIMEOUT", "3")`) anchors it; with none, the statement does
+    # (`DEFAULT_SIZE = 1 << 16`: a `replace_statements` candidate, further on)
     named = [(a, b) for a, b in exprs if not _bare_literal(a)]
-    for a, b in reversed((named or exprs)[-4:]):
+    for a, b in reversed(named[-4:]):
         yield [{"op": "replace_expression", "match": _flat(m, a), "code": n.code_for_node(b), **within}]
 
 
 def _bare_literal(node: cst.CSTNode) -> bool:
-    """A number, a string (plain or concatenated), `True`/`False`/`None`, or a sign on a number: no name in it."""
+    """A number, a string (plain or concatenated), `True`/`False`/`None`, a sign on one, or arithmetic of them
+    (`1 << 16`, `60 * 60`): no name in it."""
     if isinstance(node, cst.UnaryOperation):
         return _bare_literal(node.expression)
+    if isinstance(node, cst.BinaryOperation):
+        return _bare_literal(node.left) and _bare_literal(node.right)
     if isinstance(node, cst.Name):
         return node.value in ("True", "False", "None")
     return isinstance(node, (cst.SimpleString, cst.ConcatenatedString, cst.Integer, cst.Float, cst.Imaginary))
@@ -1958,7 +1962,7 @@ def _port(recipe, package_dir: Path, skip: tuple[str, ...], base_dir: Path | Non
         for index, why in undefined_after(ops, steps, planned, pristine, base_texts).items():
             more.setdefault(index, why)
         for index, why in missing_modules_after(ops, steps, planned, pristine, package_dir,
-                                                recipe.target.package).items():
+                                                recipe.target.package, base_dir).items():
             more.setdefault(index, why)
         new = {i: v for i, v in more.items() if i not in held}
         if not new:
@@ -2708,34 +2712,38 @@ def _changed_by_applied(ops: Sequence[tuple[int, Operation]], steps: Sequence[Po
 
 def missing_modules_after(ops: Sequence[tuple[int, Operation]], steps: Sequence[PortedStep],
                           planned: dict[str, tuple[list[PortedStep], bytes | None]], pristine: dict[str, str],
-                          package_dir: Path, package: str) -> dict[int, tuple[str, str]]:
-    """The applied steps whose code imports a module of the package that the release does not have (the check
-    `apply` makes, `engine._missing_modules`): applied, the file would raise ModuleNotFoundError at start-up, most
-    often because upstream moved the module, or because the patch's own new module is not part of the recipe.
-    Each import is charged to the applied steps of its file whose code holds its line. Index -> (status, why)."""
-    from .engine import _module_exists, _package_imports
+                          package_dir: Path, package: str, base_dir: Path | None = None) -> dict[int, tuple[str, str]]:
+    """The applied steps whose code imports a module of the package that the release does not have, or a name such
+    a module does not define (the check `apply` makes, `engine.missing_imports`; with `base_dir`, a module whose
+    folder upstream removed counts too): applied, the file would raise ImportError at start-up, most often because
+    upstream moved the module. Each import is charged to the applied steps of its file whose code holds its line.
+    Index -> (status, why)."""
+    from .engine import missing_imports
 
     out: dict[int, tuple[str, str]] = {}
+    overlay = {package_dir / rel: data for rel, (_, data) in planned.items() if data is not None}
     for rel, text, mine in _changed_by_applied(ops, steps, planned, pristine):
         try:
-            imports = _package_imports(ast.parse(text), package, rel)
-            missing = [(node, name) for node, name in imports if not _module_exists(package_dir, name)]
+            missing = missing_imports(ast.parse(text), package, package_dir, rel, base_dir, planned=overlay)
             if missing:
-                missing = [(node, name) for node, name in missing
-                           if name not in {n for _, n in _package_imports(ast.parse(pristine[rel]), package, rel)}]
+                had = {w for _, w, _ in missing_imports(ast.parse(pristine[rel]), package, package_dir, rel,
+                                                        base_dir, planned=overlay)}
+                missing = [m for m in missing if m[1] not in had]
         except (SyntaxError, ValueError, RecursionError):
             continue  # the file's own checks say what is wrong with it
         lines = text.splitlines()
-        for node, name in missing:
+        for node, what, why in missing:
             line = lines[node.lineno - 1].strip() if 0 < node.lineno <= len(lines) else ""
-            last = name.rsplit(".", 1)[-1]
+            last = what.rsplit(".", 1)[-1]
             holders = [i for i, op in mine if line and line in (getattr(op, "code", None) or "")] or \
                 [i for i, op in mine if re.search(rf"\b{re.escape(last)}\b", getattr(op, "code", None) or "")]
+            kind = "a module" if what.startswith("module ") else "a name"
             for i in holders:
-                out.setdefault(i, ("refused", f"it imports `{name}`, a module this release does not have (moved or "
-                                              f"removed upstream?); applied, `{rel}` would raise ModuleNotFoundError; "
-                                              f"not applied (anchor: {dict(ops)[i].anchor()})"))
+                out.setdefault(i, ("refused", f"it imports {why}, {kind} this release does not have (moved or removed "
+                                              f"upstream?); applied, `{rel}` would raise ImportError; not applied "
+                                              f"(anchor: {dict(ops)[i].anchor()})"))
     return out
+
 
 
 def _match_binds(op: Operation) -> set[str]:

@@ -487,13 +487,19 @@ def test_near_candidates_are_lines_of_the_file_on_disk_not_of_the_file_as_earlie
     ("try:\n    from sglang.srt.nowhere import Thing\nexcept ImportError:\n    Thing = None", None, None),
     ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from sglang.srt.nowhere import Thing", None, None),
     ("from sglang_router.x import y", None, None),  # another package: not this check's business
+    # a name the module does not define, or a submodule the package does not have (a hostile round)
+    ("from sglang.srt.layers.here import Gone", 1, "sglang.srt.layers.here"),
+    ("from sglang.srt.layers import gone_module", 1, "sglang.srt.layers"),
+    ("from sglang.srt.layers import here, Exported", None, None),  # a submodule, a name __init__ binds
+    ("from contextlib import suppress\nwith suppress(ImportError):\n    from sglang.srt.nowhere import T", None, None),
 ])
 def test_an_import_of_a_module_the_release_does_not_have_is_refused_naming_the_step(tmp_path, code, line, missing):
     # a hostile port: `from sglang.srt.layers.moe.routed_experts_capturer import RoutedExpertsOutput` landed on a
     # release without that module, and the server would die at start-up with ModuleNotFoundError
     root = make_target(tmp_path, {"srt/managers/worker.py": b"import os\n\n\ndef run():\n    return os.getpid()\n",
                                   "srt/managers/utils.py": b"def helper():\n    return 1\n",
-                                  "srt/layers/__init__.py": b"", "srt/layers/here.py": b"Thing = 1\n"})
+                                  "srt/layers/__init__.py": b"from .here import Thing as Exported\n",
+                                  "srt/layers/here.py": b"Thing = 1\n"})
     text = ("id: demo\ntitle: t\ntarget: {package: sglang}\nsteps:\n  - op: add_definition\n"
             "    file: srt/managers/worker.py\n    code: |\n" + textwrap.indent("\n\n" + code + "\n", "      "))
     p = plan(recipe(tmp_path, text), find_target(root))

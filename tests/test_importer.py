@@ -1284,7 +1284,7 @@ def test_a_module_split_into_a_package_is_followed_by_its_functions_and_an_impor
     lifted, out = lift_and_write(tmp_path, pkg, git_diff(utils, after_utils, "srt/utils.py")
                                  + git_diff(runner, after_runner, "srt/runner.py"))
     recipe = load_recipe(out)
-    later = package(tmp_path / "later", {"srt/utils/common.py": utils, "srt/utils/__init__.py": "",
+    later = package(tmp_path / "later", {"srt/utils/common.py": utils, "srt/utils/__init__.py": "from .common import *\n",
                                          "srt/runner.py": runner})
     ported = importer.port(recipe, later, base_dir=pkg)
     moved = [s for s in ported.steps if s.file == "srt/utils/common.py"]
@@ -2338,3 +2338,42 @@ def test_a_change_of_the_files_leading_comments_is_lifted_and_round_trips(tmp_pa
     later = package(tmp_path / "later", {"srt/s.py": "# Copyright 2023-2026 SGLang Team\n\n" + body})
     [step] = importer.port(recipe, later, base_dir=base).steps
     assert step.status == "refused" and "# Copyright 2023-2026 SGLang Team" in step.message
+
+
+def test_a_constant_built_of_literals_is_anchored_by_the_statement_around_it(tmp_path):
+    # a hostile round: `1 << 16` -> `1 << 17` lifted as a bare expression rewrote another constant `1 << 16` of a
+    # release that had one (RING_SIZE)
+    before = "import os\n\nDEFAULT_SIZE = 1 << 16\n"
+    after = before.replace("1 << 16", "1 << 17")
+    base = package(tmp_path / "base", {"srt/c.py": before})
+    _, out = lift_and_write(tmp_path, base, git_diff(before, after, "srt/c.py"))
+    [step] = load_recipe(out).steps
+    assert "DEFAULT_SIZE" in (getattr(step, "match", None) or ""), step
+    later = "import os\n\nRING_SIZE = 1 << 16\nDEFAULT_SIZE = 1 << 18\n"
+    ported = importer.port(load_recipe(out), package(tmp_path / "later", {"srt/c.py": later}), base_dir=base)
+    assert [s.status for s in ported.steps] == ["refused"], [(s.status, s.message) for s in ported.steps]
+
+
+def test_port_refuses_an_import_from_a_folder_upstream_removed_and_a_name_a_module_lost(tmp_path):
+    # a hostile round: `from sglang.srt.metrics.func_timer import ...` ported to a release without `srt/metrics/`
+    # (moved to `srt/observability`), and `from sglang.srt.layers.moe import routed_experts_capturer` to one whose
+    # `moe` package has neither that module nor that name: both "applied", both ImportError at start-up
+    before = "import os\n\n\ndef run():\n    return os.getpid()\n"
+    after = ("import os\n\nfrom sglang.srt.metrics.func_timer import enable\nfrom sglang.srt.moe import capturer\n\n\n"
+             "def run():\n    enable()\n    return capturer, os.getpid()\n")
+    base = package(tmp_path / "base", {"srt/w.py": before, "srt/metrics/__init__.py": "",
+                                       "srt/metrics/func_timer.py": "def enable():\n    pass\n",
+                                       "srt/moe/__init__.py": "", "srt/moe/capturer.py": "X = 1\n"})
+    _, out = lift_and_write(tmp_path, base, git_diff(before, after, "srt/w.py"))
+    release = package(tmp_path / "later", {"srt/w.py": before, "srt/moe/__init__.py": "from .topk import TopK\n",
+                                           "srt/moe/topk.py": "TopK = 1\n"})
+    ported = importer.port(load_recipe(out), release, base_dir=base)
+    said = " ".join(s.message for s in ported.steps)
+    assert all(s.status != "applied" for s in ported.steps), [(s.status, s.message) for s in ported.steps]
+    assert "`sglang.srt.metrics.func_timer` (the base release has it" in said
+    # the name alone, on a release that keeps `srt/metrics/`
+    keeps = package(tmp_path / "keeps", {"srt/w.py": before, "srt/moe/__init__.py": "", "srt/metrics/__init__.py": "",
+                                         "srt/metrics/func_timer.py": "def enable():\n    pass\n"})
+    said = " ".join(s.message for s in importer.port(load_recipe(out), keeps, base_dir=base).steps)
+    assert "`capturer` from `sglang.srt.moe`, a name this release does not have" in said
+    assert all(s.status != "refused" for s in importer.port(load_recipe(out), base, base_dir=base).steps)

@@ -6,7 +6,7 @@ import libcst as cst
 import pytest
 from op_helpers import cannot, check, op, src, unchanged
 
-from patcher.errors import AnchorAmbiguous, AnchorNotFound
+from patcher.errors import AnchorAmbiguous, AnchorNotFound, Conflict
 from patcher.model import ValidationError
 from patcher.operations.base import AlreadyApplied, Changed
 
@@ -609,4 +609,36 @@ def test_the_fallback_never_places_code_before_the_assignment_it_reads():
                 self.json_schema = normalize(json_schema)
                 self.has_schema = self.json_schema is not None
                 self.ebnf = ebnf
+        """)
+
+
+def test_a_statement_the_function_has_in_an_edited_form_is_not_inserted_again():
+    # a hostile round: lfm2's port inserted `mamba_indices = forward_batch.req_to_token_pool.get_mamba_indices(...)`
+    # right above upstream's `mamba_indices = get_req_to_token_pool().get_mamba_indices(...)`
+    step = op("insert_statements", function="W.f", at="after", match="x = self.prep(batch)",
+              code="mamba_indices = batch.req_to_token_pool.get_mamba_indices(batch.req_pool_indices)",
+              if_present_elsewhere="refuse")
+    upstream = """
+        class W:
+            def f(self, batch):
+                x = self.prep(batch)
+                mamba_indices = get_req_to_token_pool().get_mamba_indices(batch.req_pool_indices)
+                return x, mamba_indices
+        """
+    cannot(step, upstream, Conflict, mentions=("in another form",),
+           candidates=("mamba_indices = get_req_to_token_pool().get_mamba_indices(batch.req_pool_indices)",))
+    # another assignment to the name, unlike it: inserted
+    check(step, """
+        class W:
+            def f(self, batch):
+                x = self.prep(batch)
+                mamba_indices = None
+                return x, mamba_indices
+        """, """
+        class W:
+            def f(self, batch):
+                x = self.prep(batch)
+                mamba_indices = batch.req_to_token_pool.get_mamba_indices(batch.req_pool_indices)
+                mamba_indices = None
+                return x, mamba_indices
         """)

@@ -43,3 +43,10 @@ def test_other_leading_lines_refuse_naming_the_first_and_the_new_ones_are_alread
 def test_lines_that_are_not_comments_or_no_change_are_refused_as_a_recipe_error(match, code, message):
     with pytest.raises(ValidationError, match=message):
         lead(match, code)
+
+
+def test_a_refusal_names_the_first_line_that_differs():
+    # a hostile round: a header differing by one blank line was refused naming its first line, the same as match's
+    spaced = OLD.replace("\n# Licensed", "\n\n# Licensed")
+    cannot(lead(OLD, NEW), spaced + "import os\n", AnchorNotFound,
+           mentions=("line 2 is ``", "where `match` has `# Licensed under the Apache License, Version 2.0`"))

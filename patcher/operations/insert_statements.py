@@ -90,7 +90,7 @@ import libcst as cst
 
 from ..anchors import (NodePath, body_of, code_of, find_function, fit, indent_of, insert_after, insert_before,
                        is_docstring, near_statements, normalized, replace_at, set_block_body, statements_matching)
-from ..errors import AnchorAmbiguous, AnchorNotFound, Candidate, RecipeError
+from ..errors import AnchorAmbiguous, AnchorNotFound, Candidate, Conflict, RecipeError
 from ..model import option
 from ..patterns import Pattern
 from ._code import INSIDE_ELSE, check_inside, inside_block, inside_words
@@ -371,6 +371,23 @@ class InsertStatements(Operation):
 
         keys = {fingerprint(module, s) for s in new if not _common(s)} - {None}
         refuse_present(module, fpath, keys, f"`{self.function}`")
+        # nor in an edited form: an assignment to the same target, a call of the same function, 3/4 alike
+        # (upstream's `mamba_indices = get_req_to_token_pool().get_mamba_indices(...)` where the code has
+        # `mamba_indices = forward_batch.req_to_token_pool.get_mamba_indices(...)`)
+        from ..anchors import walk_statements
+        from ._code import first_line
+        from .replace_statements import _edited_upstream
+
+        statements = [spath[-1] for spath in walk_statements(fpath)]
+        for stmt in new:
+            if _common(stmt):
+                continue
+            alike = _edited_upstream(module, [(fpath, statements)], stmt)
+            if alike:
+                raise Conflict(f"`{self.function}` already has {alike[0].text}, which looks like this step's "
+                               f"`{first_line(cst.Module(body=[stmt]), stmt)}` in another form: upstream may have "
+                               f"made the change its own way (`if_present_elsewhere: apply` inserts it anyway)",
+                               candidates=alike)
 
     def _neighbours(self, module: cst.Module, spath: NodePath, new: Sequence[cst.BaseStatement],
                     at: str) -> tuple[Sequence[cst.CSTNode] | None, Sequence[cst.CSTNode]]:

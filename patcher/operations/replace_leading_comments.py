@@ -80,11 +80,16 @@ class ReplaceLeadingComments(Operation):
         have = _lines(_header_text(module))
         if have == _lines(self.code):
             return AlreadyApplied(None)
-        if have != _lines(self.match):
-            first = next((line for line in have if line), "")
-            raise AnchorNotFound("the module's leading comment lines are not those of `match`: "
-                                 + (f"they begin `{first}`" if first else "the module has none"),
-                                 candidates=[Candidate(f"`{first}`")] if first else [])
+        want = _lines(self.match)
+        if have != want:
+            if not have:
+                raise AnchorNotFound("the module's leading comment lines are not those of `match`: it has none")
+            k = next((i for i, (a, b) in enumerate(zip(have, want)) if a != b), min(len(have), len(want)))
+            line = have[k] if k < len(have) else have[-1]
+            where = (f"line {k + 1} is `{line}`" + (f" where `match` has `{want[k]}`" if k < len(want) else
+                                                   ", past the end of `match`")) if k < len(have) else                 f"they end at line {len(have)}, `match` goes on with `{want[k]}`"
+            raise AnchorNotFound(f"the module's leading comment lines are not those of `match`: {where}",
+                                 candidates=[Candidate(f"`{line or '(a blank line)'}`")])
         lines = self.code.splitlines()
         if not _blank_tail(self.code):  # the blank lines between the comments and the code stay as they were
             lines += [""] * _blank_tail(_header_text(module))
