@@ -264,7 +264,8 @@ def test_schema_accepts_the_recipes_as_written():
     steps = _step_defs(schema)
     assert set(steps) == {"add_argparse_argument", "add_branch", "add_dataclass_field", "add_import", "add_method",
                           "insert_statements", "replace_statements", "replace_expression", "add_keyword_argument",
-                          "add_element", "add_parameter", "add_definition", "replace_leading_comments", "unexpressed_hunk"}
+                          "add_element", "add_parameter", "add_definition", "replace_leading_comments",
+                          "unexpressed_hunk"}
     recipes = [EXAMPLE, RECIPES / "toy-greeting.yaml", *sorted((ROOT / "recipes").glob("*.yaml"))]
     for path in recipes:
         data = yaml.safe_load(path.read_text())

@@ -28,17 +28,17 @@ above it; its comment lines stay with it, below them. At the end of a block ther
 nothing to do.
 
 `fallback_match` (with `before`/`after`, what `specpatch import` writes when it can) is a pattern of the statement on
-the other side of the insertion point: the one that followed the insertion point (`at: after`) or preceded it
-(`at: before`) in the release the recipe was made on. It is read only when no statement matches `match` (upstream
-rewrote the anchor statement itself): then the one statement matching `fallback_match` is the anchor, on its other
-side (before it for `at: after`). It must match exactly one statement too; when neither pattern matches, the step
-refuses naming `match`. For `at: after`, code that reads what `match` assigned (`self.x` after `self.x = ...`) is
-placed through the fallback only if the function still assigns it above that place; else the step refuses (upstream
-moved or changed the assignment: the code would read it before it is set). It is read too when the statement matching `match` is now in a block nested below the one
-of the statement matching `fallback_match` (upstream put it under an `if`/`else`, a `with`, a loop) and the code
-reads nothing that block assigns: next to the anchor it would run on that path only, next to its other neighbour
-it runs on every path, still between the two. Before `fallback_match`, that statement keeps its own blank and
-comment lines, below the new code, as where the recipe was made::
+the other side of the insertion point: the one that followed the insertion point (`at: after`) or preceded it (`at:
+before`) in the release the recipe was made on. It is read only when no statement matches `match` (upstream rewrote the
+anchor statement itself): then the one statement matching `fallback_match` is the anchor, on its other side (before it
+for `at: after`). It must match exactly one statement too; when neither pattern matches, the step refuses naming
+`match`. For `at: after`, code that reads what `match` assigned (`self.x` after `self.x = ...`) is placed through the
+fallback only if the function still assigns it above that place; else the step refuses (upstream moved or changed the
+assignment: the code would read it before it is set). It is read too when the statement matching `match` is now in a
+block nested below the one of the statement matching `fallback_match` (upstream put it under an `if`/`else`, a `with`, a
+loop) and the code reads nothing that block assigns: next to the anchor it would run on that path only, next to its
+other neighbour it runs on every path, still between the two. Before `fallback_match`, that statement keeps its own
+blank and comment lines, below the new code, as where the recipe was made::
 
     - op: insert_statements
       function: Indexer._get_logits_head_gate

@@ -14,8 +14,8 @@ Example (a team's copyright line on a file of sglang 0.5.9)::
 
 `match` and `code` are compared with the module's leading lines (comments and the blank lines among them, up to the
 first statement or docstring), spaces at the ends of lines and blank lines below the last comment aside; the blank
-lines between the comments and the code stay as they were unless `code` ends with its own. These lines are not code: no statement
-anchors them, so the whole block is the anchor.
+lines between the comments and the code stay as they were unless `code` ends with its own. These lines are not
+code: no statement anchors them, so the whole block is the anchor.
 
 Answers: *changed* (the leading lines are `match`: they become `code`); *already applied* (they are `code`);
 *cannot apply* (they are something else: upstream changed them, with the first of them as the candidate).
@@ -86,8 +86,11 @@ class ReplaceLeadingComments(Operation):
                 raise AnchorNotFound("the module's leading comment lines are not those of `match`: it has none")
             k = next((i for i, (a, b) in enumerate(zip(have, want)) if a != b), min(len(have), len(want)))
             line = have[k] if k < len(have) else have[-1]
-            where = (f"line {k + 1} is `{line}`" + (f" where `match` has `{want[k]}`" if k < len(want) else
-                                                   ", past the end of `match`")) if k < len(have) else                 f"they end at line {len(have)}, `match` goes on with `{want[k]}`"
+            if k < len(have):
+                where = f"line {k + 1} is `{line}`" + (f" where `match` has `{want[k]}`" if k < len(want) else
+                                                       ", past the end of `match`")
+            else:
+                where = f"they end at line {len(have)}, `match` goes on with `{want[k]}`"
             raise AnchorNotFound(f"the module's leading comment lines are not those of `match`: {where}",
                                  candidates=[Candidate(f"`{line or '(a blank line)'}`")])
         lines = self.code.splitlines()
