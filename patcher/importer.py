@@ -1964,6 +1964,8 @@ def _port(recipe, package_dir: Path, skip: tuple[str, ...], base_dir: Path | Non
         for index, why in missing_modules_after(ops, steps, planned, pristine, package_dir,
                                                 recipe.target.package, base_dir).items():
             more.setdefault(index, why)
+        for index, why in expressions_moved(ops, steps, pristine, base_texts).items():
+            more.setdefault(index, why)
         new = {i: v for i, v in more.items() if i not in held}
         if not new:
             break
@@ -2688,6 +2690,32 @@ def undefined_after(ops: Sequence[tuple[int, Operation]], steps: Sequence[Ported
                 out.setdefault(i, ("refused", f"{what} `{name}`, which the release's own code still reads (a step "
                                               f"that rewrote those reads is not applied); applied, the code would "
                                               f"raise NameError; not applied (anchor: {op_of[i].anchor()})"))
+    return out
+
+
+def expressions_moved(ops: Sequence[tuple[int, Operation]], steps: Sequence[PortedStep], pristine: dict[str, str],
+                      base: dict[str, str] | None) -> dict[int, tuple[str, str]]:
+    """The applied `replace_expression` steps whose expression sits, in the release, in a statement of another kind
+    than in the base release (`ReplaceExpression.statement_role`): upstream rewrote the statement it was in, and
+    the same expression elsewhere (now an `if` test where it was an assignment's value) would take an edit meant for
+    the other place (`x` -> `x is not None` turned into `... x is not None ... is None`). Index -> (status, why)."""
+    if not base:
+        return {}
+    applied = {s.index for s in steps if s.status == "applied"}
+    out: dict[int, tuple[str, str]] = {}
+    for index, op in ops:
+        if index not in applied or op.op != "replace_expression" or op.file not in pristine or not base.get(op.file):
+            continue
+        try:
+            then = op.statement_role(cst.parse_module(base[op.file]))
+            now = op.statement_role(cst.parse_module(pristine[op.file]))
+        except (cst.ParserSyntaxError, RecursionError, SpecpatchError):
+            continue
+        if then and now and then != now:
+            match = " ".join(op.match.split())
+            out[index] = ("refused", f"`{match}` is in {now} in this release, in {then} in the base "
+                                     f"release: upstream rewrote the statement around it, and the edit would land "
+                                     f"in another one; not applied (anchor: {op.anchor()})")
     return out
 
 

@@ -2377,3 +2377,24 @@ def test_port_refuses_an_import_from_a_folder_upstream_removed_and_a_name_a_modu
     said = " ".join(s.message for s in importer.port(load_recipe(out), keeps, base_dir=base).steps)
     assert "`capturer` from `sglang.srt.moe`, a name this release does not have" in said
     assert all(s.status != "refused" for s in importer.port(load_recipe(out), base, base_dir=base).steps)
+
+
+def test_port_refuses_an_expression_now_in_a_statement_of_another_kind(tmp_path):
+    # a hostile round (glm4_moe_nextn.py, 0.5.10 -> 0.5.11, ported to 0.5.13): `X` -> `X is not None or q is not
+    # None` was lifted as a replace_expression of `X`; 0.5.13 rewrote the assignment, and `X` is now only in
+    # `if is_npu() and X is None:`, which the edit turned into `(X is not None or ...) is None`: always False
+    before = ("def init(args, q):\n    needs = (\n        args.draft_quant\n    )\n    return needs\n")
+    after = before.replace("        args.draft_quant\n", "        args.draft_quant is not None or q is not None\n")
+    base = package(tmp_path / "base", {"srt/n.py": before})
+    _, out = lift_and_write(tmp_path, base, git_diff(before, after, "srt/n.py"))
+    [step] = load_recipe(out).steps
+    assert step.op == "replace_expression" and " ".join(step.match.split()) == "( args.draft_quant )", step
+    later = ("def init(args, q):\n    needs = True\n    if is_npu() and args.draft_quant is None:\n"
+             "        needs = False\n    return needs\n")
+    ported = importer.port(load_recipe(out), package(tmp_path / "later", {"srt/n.py": later}), base_dir=base)
+    [only] = ported.steps
+    assert only.status == "refused" and "is in an `if` statement in this release" in only.message, only.message
+    # where the statement is the same kind (upstream only reformatted it), the edit lands
+    same = package(tmp_path / "same", {"srt/n.py": before.replace("    needs = (\n        args.draft_quant\n    )\n",
+                                                                   "    needs = args.draft_quant\n")})
+    assert [s.status for s in importer.port(load_recipe(out), same, base_dir=base).steps] == ["applied"]

@@ -57,7 +57,6 @@ class ReplaceExpression(Operation):
     def apply(self, module: cst.Module) -> Outcome:
         old, new = parse_expression(self.match, what="match"), parse_expression(self.code)
         scope = scope_path(module, self.within)
-        root = scope[-1]
         old_key, new_key = expression_key(self.match), expression_key(self.code)
         candidates = expressions_under(scope, (type(old),))
         found = [n for n in candidates if node_key(module, n) == old_key]
@@ -75,3 +74,32 @@ class ReplaceExpression(Operation):
                                   candidates=[Candidate(f"`{line_text(module.code_for_node(n))}`", node=n)
                                               for n in anchors])
         return Changed(candidates.replace(anchors[0], new), inserted=(), anchor=anchors[0])
+
+    def statement_role(self, module: cst.Module) -> str | None:
+        """What the statement holding the one expression that matches `match` does, in words that survive
+        formatting: `an assignment to self.x`, `a call of f`, `an `if` statement`...; None when there is not exactly
+        one. `specpatch port` compares it between the base release and the release: the same expression in a
+        statement of another kind (upstream rewrote the assignment it was in; the expression is now an `if` test)
+        takes the edit somewhere it was never meant for."""
+        try:
+            scope = scope_path(module, self.within)
+        except Exception:  # noqa: BLE001 - an anchor error: the step's own answer says it
+            return None
+        old_key = expression_key(self.match)
+        candidates = expressions_under(scope, (type(parse_expression(self.match, what="match")),))
+        found = [n for n in candidates if node_key(module, n) == old_key]
+        if len(found) != 1:
+            return None
+        path = candidates._paths[id(found[0])]
+        for node in reversed(path):
+            if isinstance(node, (cst.Assign, cst.AnnAssign, cst.AugAssign)):
+                targets = node.targets if isinstance(node, cst.Assign) else [node]
+                return "an assignment to " + ", ".join(module.code_for_node(t.target).strip() for t in targets)
+            if isinstance(node, cst.Expr):
+                value = node.value
+                return f"a call of {module.code_for_node(value.func).strip()}" if isinstance(value, cst.Call) \
+                    else "an expression statement"
+            if isinstance(node, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
+                kind = type(node).__name__.lower()
+                return f"{'an' if kind[0] in 'aeiou' else 'a'} `{kind}` statement"
+        return None
