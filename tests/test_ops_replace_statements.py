@@ -418,3 +418,19 @@ def test_a_removal_whose_statement_upstream_edited_is_not_already_applied():
         def f(dispatch_output, x):
             return x
         """)
+
+
+def test_a_comment_change_does_not_bring_back_the_base_wording_over_upstreams():
+    # a hostile round (trtllm_mla_backend.py h2 on 0.5.12): the step rewrites only a comment; matched "up to
+    # comments", it replaced upstream's newer wording (`num_correct_drafts_per_req`) with the patch's
+    step = rep("n = self.count(batch)  # num_accepted_drafts_per_req", "n = self.count(batch)  # accepted drafts",
+               within="W.f")
+    base = """
+        class W:
+            def f(self, batch):
+                n = self.count(batch)  # num_accepted_drafts_per_req
+                return n
+        """
+    check(step, base, base.replace("# num_accepted_drafts_per_req", "# accepted drafts"))
+    cannot(step, base.replace("num_accepted_drafts_per_req", "num_correct_drafts_per_req"), AnchorNotFound,
+           mentions=("upstream reworded them",), candidates=("n = self.count(batch)",))

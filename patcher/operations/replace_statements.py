@@ -135,10 +135,19 @@ class ReplaceStatements(Operation):
         runs = _runs(module, blocks, old, old_keys)
         placed = _runs(module, blocks, new, new_keys) if new else []
         if old_keys == new_keys:
-            # a change of comments or layout only: the code is the same, so the text tells the runs apart
-            text = _text(cst.Module(body=new), new)
+            # a change of comments or layout only: the code is the same, so the text tells the runs apart, and the
+            # run to change must have the text of `match` (one whose comments upstream reworded in its own way
+            # would get the base release's wording back: "applied" over upstream's newer comment)
+            text, was = _text(cst.Module(body=new), new), _text(cst.Module(body=old), old)
             placed = [r for r in placed if _text(module, r[1]) == text]
-            runs = [r for r in runs if _text(module, r[1]) != text]
+            reworded = [r for r in runs if _text(module, r[1]) not in (text, was)]
+            runs = [r for r in runs if _text(module, r[1]) == was]
+            if not runs and not placed and reworded:
+                raise AnchorNotFound(f"the statements `{line_text(self.match)}` are in {self._where()}, but their "
+                                     f"comments or layout are not those of `match` (upstream reworded them): this "
+                                     f"step changes only those",
+                                     candidates=[Candidate(f"`{first_line(module, r[1][0])}`", node=r[1][0])
+                                                 for r in reworded])
         # a match inside the replacement is ours (the code wraps the match or keeps it): not an anchor
         anchors = [r for r in runs if not any(_inside(r, p) for p in placed)]
         if not anchors:
