@@ -50,3 +50,9 @@ def test_a_refusal_names_the_first_line_that_differs():
     spaced = OLD.replace("\n# Licensed", "\n\n# Licensed")
     cannot(lead(OLD, NEW), spaced + "import os\n", AnchorNotFound,
            mentions=("line 2 is ``", "where `match` has `# Licensed under the Apache License, Version 2.0`"))
+
+
+def test_a_header_upstream_has_with_a_line_more_is_already_applied():
+    # a hostile round: every line the step adds is in the release's header, which has one more: it was refused
+    unchanged(lead("", "# SPDX-License-Identifier: Apache-2.0\n"),
+              "# SPDX-License-Identifier: Apache-2.0\n# SPDX-FileCopyrightText: Copyright SGLang\n\nimport os\n")

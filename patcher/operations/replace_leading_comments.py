@@ -17,7 +17,8 @@ first statement or docstring), spaces at the ends of lines and blank lines below
 lines between the comments and the code stay as they were unless `code` ends with its own. These lines are not
 code: no statement anchors them, so the whole block is the anchor.
 
-Answers: *changed* (the leading lines are `match`: they become `code`); *already applied* (they are `code`);
+Answers: *changed* (the leading lines are `match`: they become `code`); *already applied* (they are `code`, or hold
+every line of it in order, among others);
 *cannot apply* (they are something else: upstream changed them, with the first of them as the candidate).
 """
 
@@ -78,7 +79,10 @@ class ReplaceLeadingComments(Operation):
     @attempt
     def apply(self, module: cst.Module) -> Outcome:
         have = _lines(_header_text(module))
-        if have == _lines(self.code):
+        code = [line for line in _lines(self.code) if line]
+        lines = iter(have)
+        if have == _lines(self.code) or (code and all(line in lines for line in code)):
+            # the lines of `code`, in order, among the module's own (upstream has the header, and a line more)
             return AlreadyApplied(None)
         want = _lines(self.match)
         if have != want:
