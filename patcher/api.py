@@ -537,11 +537,11 @@ def _judged_states(target: Target, record: Any, applied: list[Any]) -> list[tupl
 
     last = {fr.rel: r for r in applied for fr in r.files}  # the ledger is oldest first
     out = []
-    for s in transaction.file_states(target, record):
-        owner = last.get(s.rel, record)
+    for fr in record.files:
+        owner = last.get(fr.rel, record)
         if owner.seq != record.seq:
-            s = next(x for x in transaction.file_states(target, owner) if x.rel == s.rel)
-        out.append((s, owner))
+            fr = next(x for x in owner.files if x.rel == fr.rel)
+        out.append((transaction.file_state(target, fr), owner))
     return out
 
 

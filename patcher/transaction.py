@@ -68,8 +68,8 @@ from .target import Target
 
 __all__ = [
     "DEFAULT_LOCK_TIMEOUT", "AppliedRecord", "FileRecord", "FileState", "RecoveryReport", "RollbackReport",
-    "StatusReport", "TargetLock", "applied_records", "commit", "file_states", "patched_files", "pristine_files",
-    "recover", "rollback", "status", "target_lock",
+    "StatusReport", "TargetLock", "applied_records", "commit", "file_state", "file_states", "patched_files",
+    "pristine_files", "recover", "rollback", "status", "target_lock",
 ]
 
 DEFAULT_LOCK_TIMEOUT = 30.0  #: seconds a second specpatch waits for the target's lock
@@ -527,11 +527,7 @@ def rollback(target: Target, recipe_id: str | None = None, *, force: bool = Fals
         record = matches[-1]
         later = [r for r in ledger.applied if r.seq > record.seq and r.rels & record.rels]
         if later:
-            names = ", ".join(f"`{r.recipe}`" for r in reversed(later))
-            shared = sorted(set().union(*(r.rels & record.rels for r in later)))
-            raise RollbackBlocked(f"`{record.recipe}` cannot be rolled back before {names}, applied later to "
-                                  f"{', '.join(shared)}", location=Location(recipe=record.recipe, file=shared[0]),
-                                  hint=f"roll back {names} first, then `{record.recipe}`")
+            raise _blocked(record, record, later, "cannot be rolled back before {names}, applied later to {shared}")
         earlier_files = _refuse_earlier_entries(target, own, record, force)
         pristine_files(target, record)  # the backups must be whole before anything is touched
         states = file_states(target, record)
@@ -652,12 +648,9 @@ def _refuse_earlier_entries(target: Target, own: list[AppliedRecord], record: Ap
     for earlier in reversed(stack[:-1]):
         blocking = [r for r in own if r.seq > earlier.seq and r.recipe != record.recipe and r.rels & earlier.rels]
         if blocking:
-            names = ", ".join(f"`{r.recipe}`" for r in reversed(blocking))
-            shared = sorted(set().union(*(r.rels & earlier.rels for r in blocking)))
-            raise RollbackBlocked(f"`{record.recipe}` was applied twice, and its earlier entry cannot be rolled back "
-                                  f"before {names}, applied in between to {', '.join(shared)}; nothing was rolled "
-                                  f"back", location=Location(recipe=record.recipe, file=shared[0]),
-                                  hint=f"roll back {names} first, then `{record.recipe}`")
+            raise _blocked(record, earlier, blocking, "was applied twice, and its earlier entry cannot be rolled back "
+                                                      "before {names}, applied in between to {shared}; nothing was "
+                                                      "rolled back")
         local = []
         for s in file_states(target, earlier):
             data = bytes_then.get(s.rel, s.current)
@@ -676,6 +669,16 @@ def _refuse_earlier_entries(target: Target, own: list[AppliedRecord], record: Ap
         bytes_then.update(pristine_files(target, earlier))
         mode_then.update({fr.rel: fr.mode for fr in earlier.files})
     return list(others.values())
+
+
+def _blocked(record: AppliedRecord, entry: AppliedRecord, blocking: list[AppliedRecord], text: str) -> RollbackBlocked:
+    """`record`'s recipe cannot be rolled back: the `blocking` entries, of other recipes, wrote files of `entry`
+    after it. `text` follows the recipe's name, with `{names}` and `{shared}` (the files) filled in."""
+    names = ", ".join(f"`{r.recipe}`" for r in reversed(blocking))
+    shared = sorted(set().union(*(r.rels & entry.rels for r in blocking)))
+    return RollbackBlocked(f"`{record.recipe}` " + text.format(names=names, shared=", ".join(shared)),
+                           location=Location(recipe=record.recipe, file=shared[0]),
+                           hint=f"roll back {names} first, then `{record.recipe}`")
 
 
 def _finish_rollback(state: State, journal: Journal,
@@ -832,17 +835,22 @@ def _own(target: Target, records: list[AppliedRecord]) -> list[AppliedRecord]:
 def file_states(target: Target, record: AppliedRecord) -> list[FileState]:
     """Each file of `record` now: intact (its patched bytes), modified, or missing, with its current bytes."""
     state = State.of(target)
-    out = []
-    for fr in record.files:
-        path = state.target_file(fr.rel)
-        current = _read(path)
-        if current is None:
-            out.append(FileState(fr.rel, FileBytes.MISSING, fr, None, None, None))
-            continue
-        sha = sha256(current)
-        bytes_now = FileBytes.INTACT if sha == fr.sha_after else FileBytes.MODIFIED
-        out.append(FileState(fr.rel, bytes_now, fr, sha, file_mode(path), current))
-    return out
+    return [_file_state(state, fr) for fr in record.files]
+
+
+def file_state(target: Target, fr: FileRecord) -> FileState:
+    """One recorded file now (see `file_states`)."""
+    return _file_state(State.of(target), fr)
+
+
+def _file_state(state: State, fr: FileRecord) -> FileState:
+    path = state.target_file(fr.rel)
+    current = _read(path)
+    if current is None:
+        return FileState(fr.rel, FileBytes.MISSING, fr, None, None, None)
+    sha = sha256(current)
+    return FileState(fr.rel, FileBytes.INTACT if sha == fr.sha_after else FileBytes.MODIFIED, fr, sha,
+                     file_mode(path), current)
 
 
 def pristine_files(target: Target, record: AppliedRecord) -> dict[str, bytes]:
