@@ -308,6 +308,71 @@ def reads(code: str, match: str | None) -> tuple[set[tuple[str | None, str]], se
     return {(x, b) for x, b in found if b not in known}, own
 
 
+def _function_at(tree: ast.Module | None, dotted: str) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+    """The function `dotted` (`f`, `C.f`, `C.f.inner`) of a module, else None."""
+    body: list[ast.stmt] = tree.body if tree is not None else []
+    node: ast.stmt | None = None
+    for part in dotted.split("."):
+        node = next((s for s in _class_level(body) if isinstance(s, (ast.ClassDef, ast.FunctionDef,
+                                                                       ast.AsyncFunctionDef)) and s.name == part), None)
+        if node is None:
+            return None
+        body = node.body
+    return node if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else None
+
+
+def _stored(node: ast.AST) -> set[str]:
+    """The names a function or snippet binds (assignments, loop targets, `with ... as`, walrus, `del`, nested
+    defs): a parameter among them may hold another object by the time it is read."""
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)} \
+        | {n.name for n in ast.walk(node) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+
+
+def parameter_types(fn: ast.FunctionDef | ast.AsyncFunctionDef | None) -> dict[str, str]:
+    """The parameters of a function annotated with one class (`batch: ScheduleBatch`, `"ScheduleBatch"`,
+    `Optional[ScheduleBatch]`), less those its body binds again: parameter -> class name."""
+    if fn is None:
+        return {}
+    again = _stored(ast.Module(body=fn.body, type_ignores=[]))
+    out = {}
+    for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs:
+        kind = _type_name(a.annotation) if a.annotation is not None else None
+        if kind and a.arg not in again:
+            out[a.arg] = kind
+    return out
+
+
+def parameter_reads(code: str, match: str | None, outer: dict[str, str]) -> set[tuple[str, str, str]]:
+    """The attributes the code reads on a parameter whose class an annotation tells, as (parameter, class,
+    attribute): the parameters of the function the step lands in (`outer`, as `parameter_types` gives them) and
+    those of the functions the code itself defines. Left out: a parameter the code binds again, the words of the
+    code it matches, code in a class the code defines."""
+    text = textwrap.dedent(code).strip("\n")
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return set()
+    found: set[tuple[str, str, str]] = set()
+
+    def visit(node: ast.AST, params: dict[str, str]) -> None:
+        if isinstance(node, ast.ClassDef):
+            return
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            mine = parameter_types(node)
+            names = {a.arg for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs}
+            params = {**{k: v for k, v in params.items() if k not in names}, **mine}
+        if isinstance(node, ast.Attribute) and not isinstance(node.ctx, ast.Store) \
+                and isinstance(node.value, ast.Name) and node.value.id in params:
+            found.add((node.value.id, params[node.value.id], node.attr))
+        for child in ast.iter_child_nodes(node):
+            visit(child, params)
+
+    top = {k: v for k, v in outer.items() if k not in _stored(tree)}
+    visit(tree, top)
+    known = set(re.findall(r"\w+", match)) if isinstance(match, str) else set()
+    return {(p, k, b) for p, k, b in found if b not in known}
+
+
 def judge(classes: Classes, release: Classes, name: str, base_file: str, release_name: str, release_file: str,
           attr: str) -> str | None:
     """Why `attr`, read on an object of class `name` (`release_name` in the release), moved upstream; None when it
@@ -343,13 +408,12 @@ def moved_upstream(before: dict[int, Any], ops: list[tuple[int, Any]], release: 
         code = getattr(op, "code", None)
         if op.op == "unexpressed_hunk" or not isinstance(code, str):
             continue
-        heads = [(getattr(old, f).split(".")[0], getattr(op, f).split(".")[0]) for f in ("cls", "function", "within")
-                 if isinstance(getattr(op, f, None), str) and isinstance(getattr(old, f, None), str)]
+        anchors = [(getattr(old, f), getattr(op, f)) for f in ("cls", "function", "within")
+                   if isinstance(getattr(op, f, None), str) and isinstance(getattr(old, f, None), str)]
+        heads = [(a.split(".")[0], b.split(".")[0]) for a, b in anchors]
         head = next(((a, b) for a, b in heads if (old.file, a) in then.named(a, old.file)), None)
-        if head is None:
-            continue  # not in a class: no `self` to judge
-        found, own = reads(code, getattr(op, "match", None))
-        whys = []
+        whys = _parameter_whys(then, now, old, op, code, anchors, added)
+        found, own = reads(code, getattr(op, "match", None)) if head is not None else (set(), set())
         for x, attr in sorted(found, key=lambda r: (r[0] or "", r[1])):
             if attr in own or attr in added or (x is not None and (x in own or x in added)):
                 continue
@@ -367,7 +431,31 @@ def moved_upstream(before: dict[int, Any], ops: list[tuple[int, Any]], release: 
             if why:
                 whys.append(f"{shown}: {why}")
         if whys:
-            followed = f" (in `{head[1]}`, followed from `{head[0]}`)" if head[0] != head[1] else ""
+            followed = f" (in `{head[1]}`, followed from `{head[0]}`)" if head and head[0] != head[1] else ""
             out[index] = (f"it reads{followed} " + "; ".join(whys) + ": upstream moved or removed "
                           + ("it" if len(whys) == 1 else "them") + ", and the code would raise `AttributeError`")
     return out
+
+
+def _parameter_whys(then: Classes, now: Classes, old: Any, op: Any, code: str, anchors: list[tuple[str, str]],
+                    added: set[str]) -> list[str]:
+    """`moved_upstream` for reads on annotated parameters (`batch.B` where `batch: ScheduleBatch`): those of the
+    function the step lands in, whose annotation must name a class in both releases, and those of the functions
+    the step's code defines."""
+    tree = then.index.tree(old.file) if old.file in then.index.texts() else None
+    tree_now = now.index.tree(op.file) if op.file in now.index.texts() else None
+    fn = next(((a, b) for a, b in anchors if _function_at(tree, a) is not None), None)
+    before = parameter_types(_function_at(tree, fn[0])) if fn else {}
+    after = parameter_types(_function_at(tree_now, fn[1])) if fn else {}
+    outer = {p: k for p, k in before.items() if p in after}
+    whys = []
+    for param, kind, attr in sorted(parameter_reads(code, getattr(op, "match", None), outer)):
+        if attr in added:
+            continue
+        kind_now = after.get(param, kind) if param in outer and kind == outer[param] else kind
+        if not then.named(kind) or not now.named(kind_now):
+            continue
+        why = judge(then, now, kind, "", kind_now, "", attr)
+        if why:
+            whys.append(f"`{param}.{attr}` (`{param}`: `{kind_now}`): {why}")
+    return whys

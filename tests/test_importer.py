@@ -2398,3 +2398,57 @@ def test_port_refuses_an_expression_now_in_a_statement_of_another_kind(tmp_path)
     same = package(tmp_path / "same", {"srt/n.py": before.replace("    needs = (\n        args.draft_quant\n    )\n",
                                                                    "    needs = args.draft_quant\n")})
     assert [s.status for s in importer.port(load_recipe(out), same, base_dir=base).steps] == ["applied"]
+
+
+BATCHES = '''class BatchInfo:
+    def __init__(self):
+        self.extra = 0
+
+
+class Batch:
+    def __init__(self, reqs):
+        self.reqs = reqs
+        self.mode = "decode"
+
+
+def run(batch: "Batch", steps: int):
+    out = []
+    for req in batch.reqs:
+        out.append(req)
+    return out
+
+
+class Runner:
+    def forward(self, batch: Optional[Batch]):
+        n = 0
+        return n
+'''
+BATCHES_LATER = BATCHES.replace("        self.extra = 0\n", "        self.extra = 0\n        self.mode = \"decode\"\n") \
+    .replace("        self.mode = \"decode\"\n\n\ndef", "        self.info = BatchInfo()\n\n\ndef")
+
+
+def test_a_step_that_reads_an_attribute_of_an_annotated_parameter_upstream_moved_is_refused_naming_it(tmp_path):
+    # `mode` moved from `Batch` to `BatchInfo` upstream; the team's code reads it on parameters annotated `Batch`:
+    # the function's own (`run`, `Runner.forward`) and one of a method the patch adds
+    after = BATCHES.replace("        out.append(req)\n", "        if batch.mode == \"decode\":\n"
+                            "            out.append(req)\n") \
+        .replace("        n = 0\n", "        n = len(batch.reqs)\n") \
+        .replace("        return n\n", "        return n\n\n    def mode_of(self, b: Batch):\n        return b.mode\n")
+    pkg = package(tmp_path / "base", {"srt/batches.py": BATCHES})
+    lifted, out = lift_and_write(tmp_path, pkg, git_diff(BATCHES, after, "srt/batches.py"))
+    assert importer.round_trip(out, pkg, lifted.expected).ok
+    later = package(tmp_path / "later", {"srt/batches.py": BATCHES_LATER})
+    got = {s.name.split("-h", 1)[1]: s for s in importer.port(load_recipe(out), later, base_dir=pkg).steps}
+    status = {k: s.status for k, s in got.items()}
+    assert sorted(status.values()) == ["applied", "refused", "refused"], status
+    refused = [s.message for s in got.values() if s.status == "refused"]
+    assert any("`batch.mode` (`batch`: `Batch`): `mode` is defined by `Batch` in the base release and by no such "
+               "class in the release (now in `BatchInfo`)" in m for m in refused), refused
+    assert any("`b.mode` (`b`: `Batch`)" in m for m in refused), refused
+    # `batch.reqs` stayed in `Batch`: `Runner.forward`'s step applies
+    assert [s for s in got.values() if s.status == "applied"][0].file == "srt/batches.py"
+    # the release binds the parameter again before the read: what it holds cannot be told, the step is not judged
+    rebound = BATCHES_LATER.replace("    out = []\n", "    out = []\n    batch = batch.info\n")
+    again = package(tmp_path / "rebound", {"srt/batches.py": rebound})
+    got = importer.port(load_recipe(out), again, base_dir=pkg).steps
+    assert sum(s.status == "refused" for s in got) == 1, [(s.name, s.status, s.message) for s in got]
