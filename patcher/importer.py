@@ -1966,6 +1966,11 @@ def _port(recipe, package_dir: Path, skip: tuple[str, ...], base_dir: Path | Non
             more.setdefault(index, why)
         for index, why in expressions_moved(ops, steps, pristine, base_texts).items():
             more.setdefault(index, why)
+        changed = {rel: text for rel, text, _ in _changed_by_applied(ops, steps, planned, pristine)}
+        for index, why in moved_attributes.removed_under_readers(
+                ops, {s.index for s in steps if s.status == "applied"}, changed, release, base,
+                recipe.target.package).items():
+            more.setdefault(index, ("refused", why))
         new = {i: v for i, v in more.items() if i not in held}
         if not new:
             break

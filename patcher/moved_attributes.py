@@ -459,3 +459,253 @@ def _parameter_whys(then: Classes, now: Classes, old: Any, op: Any, code: str, a
         if why:
             whys.append(f"`{param}.{attr}` (`{param}`: `{kind_now}`): {why}")
     return whys
+
+
+# ------------------------------------------------------------------------------------------ removed under readers
+
+class Overlay:
+    """A release index (`texts`, `tree`, `files_defining_class`) with some files replaced: the port's planned
+    files over the release."""
+
+    def __init__(self, index: Any, texts: dict[str, str]) -> None:
+        self.index, self._over = index, texts
+        self._texts: dict[str, str] | None = None
+        self._trees: dict[str, ast.Module | None] = {}
+
+    def texts(self) -> dict[str, str]:
+        if self._texts is None:
+            self._texts = {**self.index.texts(), **self._over}
+        return self._texts
+
+    def tree(self, rel: str) -> ast.Module | None:
+        if rel not in self._over:
+            return self.index.tree(rel)
+        if rel not in self._trees:
+            try:
+                self._trees[rel] = ast.parse(self._over[rel])
+            except (SyntaxError, ValueError, RecursionError):
+                self._trees[rel] = None
+        return self._trees[rel]
+
+    def files_defining_class(self, name: str) -> list[str]:
+        found = [rel for rel in self.index.files_defining_class(name) if rel not in self._over]
+        return found + [rel for rel in sorted(self._over) if any(isinstance(c, ast.ClassDef) and c.name == name
+                                                                for c in (self.tree(rel) or ast.Module([], [])).body)]
+
+
+def removed_attributes(match: str | None, code: str | None) -> set[str]:
+    """The attributes of `self` that a step's `match` assigns and its `code` does not: what applying it takes
+    away from the object."""
+    def stored(text: str | None) -> set[str]:
+        if not isinstance(text, str) or not text.strip():
+            return set()
+        try:
+            tree = ast.parse(textwrap.dedent(text).strip("\n"))
+        except (SyntaxError, ValueError, RecursionError):
+            return set()
+        return {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Store)
+                and isinstance(n.value, ast.Name) and n.value.id == "self"}
+
+    return stored(match) - stored(code)
+
+
+class _Uses:
+    """Where a release reads and sets an attribute, with the class of the object when the code tells it: `self`
+    in a method, a parameter annotated with a class, a local bound only from a call of a class or of a function
+    whose return annotation names one (`context = get_forward_context()`), `self.x` whose class its assignments
+    tell. A class is (file, name), resolved through the file's own definitions and its `from M import N` of the
+    package (by name where neither says, when the release has one class of that name)."""
+
+    def __init__(self, classes: Classes, package: str) -> None:
+        self.classes, self.package = classes, package
+        self._returns: dict[tuple[str, str], ClassKey | None] = {}
+
+    def _module_file(self, rel: str, node: ast.ImportFrom) -> str | None:
+        if node.level:
+            parts = rel.split("/")[:-node.level]
+            mod = "/".join(parts + (node.module.split(".") if node.module else []))
+        elif node.module and node.module.split(".")[0] == self.package:
+            mod = "/".join(node.module.split(".")[1:])
+        else:
+            return None
+        texts = self.classes.index.texts()
+        return next((f for f in (f"{mod}.py", f"{mod}/__init__.py") if f in texts), None)
+
+    def resolve(self, rel: str, name: str, want: str = "class") -> tuple[str, ast.AST] | None:
+        """The (file, node) a name of file `rel` stands for: its own top-level class or function, else the one a
+        `from M import name` brings (one hop further through a re-export)."""
+        for _ in range(3):
+            tree = self.classes.index.tree(rel) if rel in self.classes.index.texts() else None
+            if tree is None:
+                return None
+            kinds = (ast.ClassDef,) if want == "class" else (ast.FunctionDef, ast.AsyncFunctionDef)
+            own = next((n for n in tree.body if isinstance(n, kinds) and n.name == name), None)
+            if own is not None:
+                return rel, own
+            imp = next((n for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)
+                        and any((a.asname or a.name) == name for a in n.names)), None)
+            if imp is None:
+                return None
+            name = next(a.name for a in imp.names if (a.asname or a.name) == name)
+            rel = self._module_file(rel, imp)
+            if rel is None:
+                return None
+        return None
+
+    def class_key(self, rel: str, name: str | None) -> ClassKey | None:
+        if not name:
+            return None
+        found = self.resolve(rel, name)
+        if found is not None:
+            return found[0], found[1].name  # type: ignore[attr-defined]
+        named = self.classes.named(name)
+        return named[0] if len(named) == 1 else None
+
+    def returns(self, rel: str, name: str) -> ClassKey | None:
+        """The class a call of the function `name` (as file `rel` sees it) returns, by its annotation."""
+        if (rel, name) not in self._returns:
+            found = self.resolve(rel, name, "function")
+            key = None
+            if found is not None and isinstance(found[1], (ast.FunctionDef, ast.AsyncFunctionDef)):
+                key = self.class_key(found[0], _type_name(found[1].returns))
+            self._returns[(rel, name)] = key
+        return self._returns[(rel, name)]
+
+    def uses(self, attr: str) -> Iterator[tuple[str, str, int, str, ClassKey | None, bool]]:
+        """(file, function, line, line's text, class of the object or None, set) for each `x.attr` read or set in a
+        function of the release."""
+        pattern = re.compile(rf"\.{re.escape(attr)}\b")
+        for rel, text in self.classes.index.texts().items():
+            if not pattern.search(text):
+                continue
+            tree = self.classes.index.tree(rel)
+            if tree is None:
+                continue
+            lines = text.splitlines()
+            yield from self._walk(rel, tree.body, None, "", attr, lines)
+
+    def _walk(self, rel: str, body: list[ast.stmt], cls: ClassKey | None, path: str, attr: str,
+              lines: list[str]) -> Iterator[tuple[str, str, int, str, ClassKey | None, bool]]:
+        for node in body:
+            if isinstance(node, ast.ClassDef):
+                yield from self._walk(rel, node.body, (rel, node.name), f"{path}{node.name}.", attr, lines)
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                yield from self._function(rel, node, cls, f"{path}{node.name}", attr, lines)
+            elif isinstance(node, (ast.If, ast.Try, ast.With)):
+                for part in (node.body, getattr(node, "orelse", []), getattr(node, "finalbody", []),
+                             *(h.body for h in getattr(node, "handlers", []))):
+                    yield from self._walk(rel, part, cls, path, attr, lines)
+
+    def _function(self, rel: str, fn: ast.FunctionDef | ast.AsyncFunctionDef, cls: ClassKey | None, path: str,
+                  attr: str, lines: list[str]) -> Iterator[tuple[str, str, int, str, ClassKey | None, bool]]:
+        hits = [n for n in ast.walk(fn) if isinstance(n, ast.Attribute) and n.attr == attr]
+        if not hits:
+            return
+        me = _self_of(fn) if cls is not None else None
+        params = {a.arg: a.annotation for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs}
+        bound: dict[str, list[tuple[bool, ast.expr]]] = {}  #: name -> (an annotation?, value or annotation)
+        for n in ast.walk(fn):
+            if isinstance(n, ast.Assign):
+                for t in n.targets:
+                    if isinstance(t, ast.Name):
+                        bound.setdefault(t.id, []).append((False, n.value))
+            elif isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name):
+                bound.setdefault(n.target.id, []).append((True, n.annotation))
+            elif isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
+                bound.setdefault(n.id, [])
+
+        def of(value: ast.expr) -> ClassKey | None:
+            if isinstance(value, ast.Name):
+                if value.id == me and value.id not in bound:
+                    return cls
+                if value.id in params and params[value.id] is not None and value.id not in bound:
+                    return self.class_key(rel, _type_name(params[value.id]))
+                sources = bound.get(value.id)
+                if not sources or value.id in params:
+                    return None
+                keys = {self._source(rel, s) for s in sources}
+                return keys.pop() if len(keys) == 1 else None
+            if isinstance(value, ast.Attribute) and isinstance(value.value, ast.Name) and value.value.id == me \
+                    and cls is not None:
+                fam = self.classes.family(cls[1], cls[0])
+                kind = attribute_type(self.classes, fam[0], value.attr) if fam else None
+                return self.class_key(rel, kind)
+            return None
+
+        for hit in hits:
+            line = lines[hit.lineno - 1].strip() if hit.lineno <= len(lines) else ""
+            yield rel, path, hit.lineno, line, of(hit.value), isinstance(hit.ctx, (ast.Store, ast.Del))
+
+    def _source(self, rel: str, source: tuple[bool, ast.expr]) -> ClassKey | None:
+        """The class of what an assignment binds: an annotation (`x: T = ...`), a call of a class or of a
+        function with a return annotation; else None."""
+        annotation, value = source
+        if annotation:
+            return self.class_key(rel, _type_name(value))
+        if isinstance(value, ast.Call) and isinstance(value.func, ast.Name):
+            name = value.func.id
+            if self.resolve(rel, name) is not None:
+                return self.class_key(rel, name)
+            return self.returns(rel, name)
+        return None
+
+
+def removed_under_readers(ops: list[tuple[int, Any]], applied: set[int], planned: dict[str, str], release: Any,
+                          base: Any, package: str) -> dict[int, str]:
+    """Applied steps that take `self.B` away from a class (their `match` assigns it, their `code` does not) while
+    the release, as planned, still reads `B` on an object of that class somewhere (another file included), and no
+    class of its family defines it any more, and nothing sets it from outside. A read the base release has too,
+    on a line no step of the recipe removes, was the team's to judge and is not counted. Index -> why."""
+    todo = {i: removed_attributes(getattr(op, "match", None), getattr(op, "code", None)) for i, op in ops
+            if i in applied}
+    todo = {i: attrs for i, attrs in todo.items() if attrs}
+    if not todo:
+        return {}
+    now = Classes(Overlay(release, planned))
+    then = Classes(base) if base is not None else None
+    removed_lines: dict[str, set[str]] = {}
+    for _, op in ops:
+        match = getattr(op, "match", None)
+        if isinstance(match, str):
+            removed_lines.setdefault(op.file, set()).update(ln.strip() for ln in match.splitlines() if ln.strip())
+    out: dict[int, str] = {}
+    op_of = dict(ops)
+    for index, attrs in sorted(todo.items()):
+        op = op_of[index]
+        heads = [getattr(op, f).split(".")[0] for f in ("cls", "function", "within")
+                 if isinstance(getattr(op, f, None), str)]
+        head = next((h for h in heads if (op.file, h) in now.named(h, op.file)), None)
+        fam = now.family(head, op.file) if head else None
+        if fam is None or fam[1]:
+            continue  # not in a class of the package, or one a base class from outside may give it
+        whys = []
+        for attr in sorted(attrs):
+            if any(attr in now.defined(k)[0] or now.defined(k)[1] for k in fam[0]):
+                continue
+            members = set(fam[0])
+            uses = list(_Uses(now, package).uses(attr))
+            outside = [u for u in uses if u[5] and (u[4] in members or (u[4] is None and _mentions(now, u[0], fam[0])))]
+            if outside:
+                continue  # set from outside the class (or by code whose object cannot be told)
+            readers = [u for u in uses if not u[5] and u[4] in members]
+            if then is not None and readers:
+                old = then.family(head, op.file)
+                known = {(u[0], u[1], u[3]) for u in _Uses(then, package).uses(attr)
+                         if not u[5] and old is not None and u[4] in set(old[0])
+                         and u[3] not in removed_lines.get(u[0], set())}
+                readers = [u for u in readers if (u[0], u[1], u[3]) not in known]
+            if readers:
+                first = readers[0]
+                more = f" and {len(readers) - 1} more" if len(readers) > 1 else ""
+                whys.append(f"`self.{attr}`, which no class of `{head}`'s family defines once applied, while the "
+                            f"release reads it in `{first[0]}` (line {first[2]}, `{first[1]}`: `{first[3]}`){more}")
+        if whys:
+            out[index] = ("it removes " + "; ".join(whys) + ", a read the base release did not have: the code would "
+                          "raise `AttributeError`; not applied")
+    return out
+
+
+def _mentions(classes: Classes, rel: str, family: list[ClassKey]) -> bool:
+    """Whether the file names a class of the family (so an object of unknown class there may be one of them)."""
+    text = classes.index.texts().get(rel, "")
+    return any(re.search(rf"\b{re.escape(k[1])}\b", text) for k in family)

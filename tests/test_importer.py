@@ -2452,3 +2452,59 @@ def test_a_step_that_reads_an_attribute_of_an_annotated_parameter_upstream_moved
     again = package(tmp_path / "rebound", {"srt/batches.py": rebound})
     got = importer.port(load_recipe(out), again, base_dir=pkg).steps
     assert sum(s.status == "refused" for s in got) == 1, [(s.name, s.status, s.message) for s in got]
+
+
+CONTEXT = '''from typing import Optional
+
+
+class Context:
+    def __init__(self):
+        self.mode = 0
+        self.tokens: Optional[int] = None
+        self.ready = True
+
+
+_ctx: Optional[Context] = None
+
+
+def get_context() -> Optional[Context]:
+    return _ctx
+'''
+ATTEND = '''from .ctx import get_context
+
+
+def attend(x):
+    context = get_context()
+    return x + context.mode
+'''
+
+
+def test_a_step_that_removes_an_attribute_the_release_now_reads_in_another_file_is_refused_naming_the_read(tmp_path):
+    # the team removed `Context.tokens` (nothing read it in their release); the release reads it, in another file,
+    # on what `get_context()` returns: `AttributeError` once the step applies
+    after = CONTEXT.replace("        self.tokens: Optional[int] = None\n", "")
+    pkg = package(tmp_path / "base", {"srt/ctx.py": CONTEXT, "srt/attend.py": ATTEND})
+    lifted, out = lift_and_write(tmp_path, pkg, git_diff(CONTEXT, after, "srt/ctx.py"))
+    assert importer.round_trip(out, pkg, lifted.expected).ok
+
+    def port(name: str, attend: str) -> list:
+        later = package(tmp_path / name, {"srt/ctx.py": CONTEXT, "srt/attend.py": attend})
+        return importer.port(load_recipe(out), later, base_dir=pkg).steps
+
+    reads = ATTEND.replace("    return x + context.mode\n", "    n = context.tokens\n    return x + context.mode + n\n")
+    (step,) = port("reads", reads)
+    assert step.status == "refused", step.message
+    assert "it removes `self.tokens`, which no class of `Context`'s family defines once applied, while the release " \
+           "reads it in `srt/attend.py` (line 6, `attend`: `n = context.tokens`)" in step.message
+    # the same read on an object whose class the code does not tell, or a release that sets `tokens` from outside
+    # the class, or a read the base release had too: not judged, the step applies
+    unknown = reads.replace("    context = get_context()\n", "    context = make()\n")
+    sets = reads.replace("    n = context.tokens\n", "    context.tokens = 1\n    n = context.tokens\n")
+    for name, text in (("unknown", unknown), ("sets", sets)):
+        (step,) = port(name, text)
+        assert step.status == "applied", (name, step.message)
+    pkg2 = package(tmp_path / "base2", {"srt/ctx.py": CONTEXT, "srt/attend.py": reads})
+    lifted, out = lift_and_write(tmp_path, pkg2, git_diff(CONTEXT, after, "srt/ctx.py"), name="lifted2")
+    later = package(tmp_path / "later2", {"srt/ctx.py": CONTEXT, "srt/attend.py": reads})
+    (step,) = importer.port(load_recipe(out), later, base_dir=pkg2).steps
+    assert step.status == "applied", step.message
