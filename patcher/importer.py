@@ -1165,9 +1165,12 @@ def _header_replacement(m, n, site, old, new, scope) -> Iterator[list[dict]]:
         return
     if m.code_for_node(old.body) != n.code_for_node(new.body) or not _lead_text(n, new).startswith(_lead_text(m, old)):
         return
-    if getattr(old, "orelse", None) is not None or getattr(new, "orelse", None) is not None:
-        if m.code_for_node(old.orelse) != n.code_for_node(new.orelse):
-            return
+    before, after = getattr(old, "orelse", None), getattr(new, "orelse", None)
+    if (before is None) != (after is None):
+        return  # an `elif`/`else` arm added or removed: not a change of the header alone
+    if before is not None and m.code_for_node(before) != n.code_for_node(after):
+        return
+
     def header(node, keep=()):
         changes = {"body": _DOTS, "leading_lines": keep}
         if getattr(node, "orelse", None) is not None:

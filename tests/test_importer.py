@@ -2508,3 +2508,17 @@ def test_a_step_that_removes_an_attribute_the_release_now_reads_in_another_file_
     later = package(tmp_path / "later2", {"srt/ctx.py": CONTEXT, "srt/attend.py": reads})
     (step,) = importer.port(load_recipe(out), later, base_dir=pkg2).steps
     assert step.status == "applied", step.message
+
+
+@pytest.mark.parametrize("after", [
+    "def f(n):\n    if n is None:\n        n = 0\n    elif n == -1:\n        n = 5\n    return n\n",  # an arm added
+    "def f(n):\n    if n is not None:\n        n = 0\n    else:\n        n = 1\n    return n\n",  # header and arm
+])
+def test_an_elif_or_else_arm_added_to_an_if_lifts_and_round_trips(tmp_path, after):
+    # the header-only candidate compared the arms of the two `if`s and crashed (exit 1) when one had none
+    before = "def f(n):\n    if n is None:\n        n = 0\n    return n\n"
+    pkg = package(tmp_path / "base", {"srt/a.py": before})
+    for name, (old, new) in {"add": (before, after), "remove": (after, before)}.items():
+        lifted, out = lift_and_write(tmp_path, pkg if name == "add" else package(tmp_path / name, {"srt/a.py": old}),
+                                     git_diff(old, new, "srt/a.py"), name=name)
+        assert importer.round_trip(out, pkg if name == "add" else tmp_path / name / "sglang", lifted.expected).ok
