@@ -19,8 +19,8 @@ import libcst as cst
 
 from .anchors import code_of, line_of_text, lines_of, too_deep
 from .diff import unified_diff
-from .errors import (AnchorNotFound, Candidate, Location, MissingModuleError, NotIdempotent, RenderError,
-                     SpecpatchError, TargetError, TargetSyntaxError, UndefinedNameError)
+from .errors import (AnchorNotFound, Candidate, Location, MissingModuleError, NameTakenError, NotIdempotent,
+                     RenderError, SpecpatchError, TargetError, TargetSyntaxError, UndefinedNameError)
 from .operations._code import type_checking_test
 from .operations.base import CannotApply, Changed, Operation
 from .recipe import Recipe, Selection
@@ -293,6 +293,8 @@ def _plan_file(result: Plan, rel_pkg: str, file_steps: list[tuple[int, Operation
         if tree is not None and not result.errors:
             deferred.append(lambda planned: _missing_modules(recipe.id, target, rel_pkg, rel, original_text, tree,
                                                              done, planned))
+            if any(c is not None and r.op in _TAKING for r, c in done):
+                deferred.append(lambda planned: _names_taken(recipe.id, target, rel_pkg, rel, path, done, planned))
     result.files.append(FilePlan(path, rel, before, after, mode))
 
 
@@ -382,6 +384,65 @@ def missing_imports(tree: ast.Module, package: str, package_dir: Path, rel_pkg: 
             if there.is_dir() and _module_path(package_dir, f"{dotted}.{alias.name}") not in (None, True):
                 continue  # a submodule of the package
             out.append((node, f"name {dotted}.{alias.name}", f"`{alias.name}` from `{dotted}`"))
+    return out
+
+
+#: the operations whose change can take a module-level name away (the others only add code)
+_TAKING = frozenset({"replace_statements", "replace_expression", "unexpressed_hunk"})
+
+
+def _names_taken(recipe_id: str, target: Target, rel_pkg: str, rel: str, path: Path,
+                 done: list[tuple[StepReport, Changed | None]], planned: dict[Path, bytes]) -> list[SpecpatchError]:
+    """Names the patched module no longer binds at its own level that another module of the package imports from it
+    (`from sglang.srt.a import helper` in a module upstream added after the recipe renamed `helper`): that module
+    would raise ImportError at start-up, though no patched file does. See `importers_of`."""
+    found = importers_of(target.package, target.package_dir, rel_pkg, path, planned)
+    errors: list[SpecpatchError] = []
+    owner = next((r for r, c in reversed(done) if c is not None), None)
+    for other, line, name, dotted in found:
+        errors.append(NameTakenError(
+            f"once patched, `{rel}` no longer defines `{name}`, which `{other}` imports from `{dotted}` (line {line})",
+            location=Location(recipe=recipe_id, step=owner.index if owner else None, op=owner.op if owner else None,
+                              file=rel, anchor=owner.anchor if owner else None)))
+    return errors
+
+
+def importers_of(package: str, package_dir: Path, rel_pkg: str, path: Path,
+                 planned: dict[Path, bytes]) -> list[tuple[str, int, str, str]]:
+    """(file, line, name, module) for each `from <module> import <name>` that a module of the package runs (outside
+    `if TYPE_CHECKING:` and the guards `missing_imports` leaves alone) where `<module>` is the file `rel_pkg` and
+    `<name>` a name that file binds at its own level before the recipe (`path` as on disk) and not after it (as
+    `planned` has it). Nothing when no name goes, or when the names cannot be told (a star import...)."""
+    before = _defined_names(path, {})
+    after = _defined_names(path, planned)
+    if before is None or after is None or not before - after:
+        return []
+    gone = before - after
+    parts = PurePosixPath(rel_pkg).with_suffix("").parts
+    dotted = ".".join([package, *(parts[:-1] if parts[-1] == "__init__" else parts)])
+    leaf = dotted.rsplit(".", 1)[-1]
+    by_path = {p: b for p, b in planned.items()}
+    out: list[tuple[str, int, str, str]] = []
+    for other in sorted(package_dir.rglob("*.py")):
+        if other == path:
+            continue
+        try:
+            data = by_path[other] if other in by_path else other.read_bytes()
+        except OSError:
+            continue
+        if not any(n.encode() in data for n in gone) or (leaf.encode() not in data and b"from ." not in data):
+            continue
+        try:
+            tree = ast.parse(data)
+        except (SyntaxError, ValueError, RecursionError):
+            continue
+        other_rel = other.relative_to(package_dir).as_posix()
+        for node, module in _package_imports(tree, package, other_rel):
+            if module != dotted or not isinstance(node, ast.ImportFrom):
+                continue
+            for alias in node.names:
+                if alias.name in gone:
+                    out.append((other_rel, node.lineno, alias.name, module))
     return out
 
 

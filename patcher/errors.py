@@ -196,6 +196,29 @@ class MissingModuleError(SpecpatchError):
     exit_code = ExitCode.CANNOT_APPLY
 
 
+class ReadBeforeSet(Conflict):
+    """Upstream's code and the step's disagree on order: an answer of the operation (a CannotApply), as a conflict is."""
+
+    title = "inserted code would read a name before it is set"
+    hint = ("the function assigns it only below the place the step puts the code (upstream moved that assignment): "
+            "anchor the step after the assignment, or change the code; nothing was written")
+    exit_code = ExitCode.CANNOT_APPLY
+
+
+class Unreachable(Conflict):
+    title = "inserted code would never run"
+    hint = ("the block ends with a `return`, `raise`, `continue` or `break`: insert `at: before` with `match:` that "
+            "statement for code that must run; nothing was written")
+
+
+class NameTakenError(SpecpatchError):
+    title = "patched module loses a name another module imports"
+    hint = ("another module of the release imports the name from the patched one (a module upstream added after the "
+            "recipe was written, or one the recipe does not change): keep the name (`old = new`), or change that "
+            "module too; nothing was written")
+    exit_code = ExitCode.CANNOT_APPLY
+
+
 class DriftError(SpecpatchError):
     title = "patched files changed since apply"
     hint = "review the local change; `specpatch rollback --force` restores the original and keeps your version beside it"

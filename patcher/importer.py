@@ -1441,7 +1441,7 @@ def _expression_edits(m, n, spath, old, new, scope) -> Iterator[list[dict]]:
         if added is not None:
             step = {"op": "add_parameter", "function": fn,
                     "code": _flat(n, no.params[added].with_changes(comma=cst.MaybeSentinel.DEFAULT))}
-            if added > 0:
+            if 0 < added < len(no.params) - 1:  # the last plain one goes last: after those upstream appends
                 step["after"] = no.params[added - 1].name.value
             yield [step]
         kw = _one_added(mo.kwonly_params, no.kwonly_params)
@@ -2371,7 +2371,45 @@ def _plan_file(recipe, rel: str, ops: list[tuple[int, Operation]], package_dir: 
             steps.append(PortedStep(index, op.name, op.op, rel, status, message, cands, err, evidence))
         else:
             steps.append(PortedStep(index, op.name, op.op, rel, status))
+    if any(s.status == "applied" for s in steps) and _compile_error(module.code, rel) is not None:
+        # Python refuses the planned file (`global x` after a read of `x`, `return` outside a function...): what
+        # `apply` finds before writing. The first applied step after which the file no longer compiles is left out
+        culprit = _first_breaking(recipe, rel, ops, raw, held)
+        if culprit is not None:
+            held[culprit[0]] = ("refused", f"once applied, `{rel}` does not compile: {culprit[1]}")
+            return _plan_file(recipe, rel, ops, package_dir, held, pristine)
     return steps, module.bytes
+
+
+def _compile_error(code: str, rel: str) -> str | None:
+    try:
+        compile(code, rel, "exec", dont_inherit=True)
+    except SyntaxError as exc:
+        return f"{exc.msg} (line {exc.lineno})"
+    except (ValueError, RecursionError, MemoryError) as exc:
+        return str(exc)
+    return None
+
+
+def _first_breaking(recipe, rel: str, ops: list[tuple[int, Operation]], raw: bytes,
+                    held: dict[int, tuple[str, str]]) -> tuple[int, str] | None:
+    """(index, why) of the first step that, applied on top of the ones before it, leaves a file Python refuses."""
+    module = cst.parse_module(raw)
+    if _compile_error(module.code, rel) is not None:
+        return None  # the release's own file does not compile: not a step's doing
+    for index, op in ops:
+        if index in held:
+            continue
+        try:
+            outcome = op.among([o for _, o in ops]).apply(module)
+        except SpecpatchError:
+            continue
+        if isinstance(outcome, Changed):
+            why = _compile_error(outcome.module.code, rel)
+            if why is not None:
+                return index, why
+            module = outcome.module
+    return None
 
 
 def _already_there(op: Operation, module: cst.Module) -> bool:
@@ -2754,7 +2792,7 @@ def missing_modules_after(ops: Sequence[tuple[int, Operation]], steps: Sequence[
     folder upstream removed counts too): applied, the file would raise ImportError at start-up, most often because
     upstream moved the module. Each import is charged to the applied steps of its file whose code holds its line.
     Index -> (status, why)."""
-    from .engine import missing_imports
+    from .engine import _TAKING, importers_of, missing_imports
 
     out: dict[int, tuple[str, str]] = {}
     overlay = {package_dir / rel: data for rel, (_, data) in planned.items() if data is not None}
@@ -2778,6 +2816,14 @@ def missing_modules_after(ops: Sequence[tuple[int, Operation]], steps: Sequence[
                 out.setdefault(i, ("refused", f"it imports {why}, {kind} this release does not have (moved or removed "
                                               f"upstream?); applied, `{rel}` would raise ImportError; not applied "
                                               f"(anchor: {dict(ops)[i].anchor()})"))
+        taking = any(op.op in _TAKING for _, op in mine)
+        for other, line_no, name, dotted in (importers_of(package, package_dir, rel, package_dir / rel, overlay)
+                                             if taking else ()):
+            holders = [i for i, op in mine if name in _match_binds(op)] or [i for i, _ in mine]
+            for i in holders:
+                out.setdefault(i, ("refused", f"once applied, `{rel}` no longer defines `{name}`, which `{other}` "
+                                              f"imports from `{dotted}` (line {line_no}): that module would raise "
+                                              f"ImportError; not applied (anchor: {dict(ops)[i].anchor()})"))
     return out
 
 

@@ -509,6 +509,32 @@ def removed_attributes(match: str | None, code: str | None) -> set[str]:
     return stored(match) - stored(code)
 
 
+def _class_at(tree: ast.Module | None, dotted: str) -> bool:
+    body: list[ast.stmt] = tree.body if tree is not None else []
+    node: ast.stmt | None = None
+    for part in dotted.split("."):
+        node = next((s for s in _class_level(body) if isinstance(s, ast.ClassDef) and s.name == part), None)
+        if node is None:
+            return False
+        body = node.body
+    return True
+
+
+def class_level_names(match: str | None, code: str | None) -> set[str]:
+    """The names a step at a class's own level (`within: Class`) defines in its `match` (`def B`, `B = ...`,
+    `B: T`) and not in its `code`: a method renamed or removed, a class attribute taken away."""
+    def names(text: str | None) -> set[str]:
+        if not isinstance(text, str) or not text.strip():
+            return set()
+        try:
+            tree = ast.parse(textwrap.dedent(text).strip("\n"))
+        except (SyntaxError, ValueError, RecursionError):
+            return set()
+        return _read_class(ast.ClassDef(name="_", bases=[], keywords=[], body=tree.body, decorator_list=[]))[0]
+
+    return names(match) - names(code)
+
+
 class _Uses:
     """Where a release reads and sets an attribute, with the class of the object when the code tells it: `self`
     in a method, a parameter annotated with a class, a local bound only from a call of a class or of a function
@@ -656,9 +682,18 @@ def removed_under_readers(ops: list[tuple[int, Any]], applied: set[int], planned
     the release, as planned, still reads `B` on an object of that class somewhere (another file included), and no
     class of its family defines it any more, and nothing sets it from outside. A read the base release has too,
     on a line no step of the recipe removes, was the team's to judge and is not counted. Index -> why."""
-    todo = {i: removed_attributes(getattr(op, "match", None), getattr(op, "code", None)) for i, op in ops
-            if i in applied}
-    todo = {i: attrs for i, attrs in todo.items() if attrs}
+    todo = {}
+    for i, op in ops:
+        if i not in applied:
+            continue
+        attrs = removed_attributes(getattr(op, "match", None), getattr(op, "code", None))
+        anchor = next((getattr(op, f) for f in ("within", "cls", "function") if isinstance(getattr(op, f, None), str)),
+                      None)
+        tree = release.tree(op.file) if op.file in release.texts() else None
+        if anchor and _function_at(tree, anchor) is None and _class_at(tree, anchor):
+            attrs |= class_level_names(getattr(op, "match", None), getattr(op, "code", None))
+        if attrs:
+            todo[i] = attrs
     if not todo:
         return {}
     now = Classes(Overlay(release, planned))
@@ -667,7 +702,8 @@ def removed_under_readers(ops: list[tuple[int, Any]], applied: set[int], planned
     for _, op in ops:
         match = getattr(op, "match", None)
         if isinstance(match, str):
-            removed_lines.setdefault(op.file, set()).update(ln.strip() for ln in match.splitlines() if ln.strip())
+            removed_lines.setdefault(op.file, set()).update(" ".join(ln.split()) for ln in match.splitlines()
+                                                            if ln.strip() and ln.strip() != "...")
     out: dict[int, str] = {}
     op_of = dict(ops)
     for index, attrs in sorted(todo.items()):
@@ -692,12 +728,12 @@ def removed_under_readers(ops: list[tuple[int, Any]], applied: set[int], planned
                 old = then.family(head, op.file)
                 known = {(u[0], u[1], u[3]) for u in _Uses(then, package).uses(attr)
                          if not u[5] and old is not None and u[4] in set(old[0])
-                         and u[3] not in removed_lines.get(u[0], set())}
+                         and not any(m in " ".join(u[3].split()) for m in removed_lines.get(u[0], ()))}
                 readers = [u for u in readers if (u[0], u[1], u[3]) not in known]
             if readers:
                 first = readers[0]
                 more = f" and {len(readers) - 1} more" if len(readers) > 1 else ""
-                whys.append(f"`self.{attr}`, which no class of `{head}`'s family defines once applied, while the "
+                whys.append(f"`{attr}`, which no class of `{head}`'s family defines once applied, while the "
                             f"release reads it in `{first[0]}` (line {first[2]}, `{first[1]}`: `{first[3]}`){more}")
         if whys:
             out[index] = ("it removes " + "; ".join(whys) + ", a read the base release did not have: the code would "

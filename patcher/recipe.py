@@ -181,7 +181,7 @@ def _check_semantics(recipe: Recipe, fail) -> None:
             raise fail(("params", name, "default"), f"default of {exc.message}") from None
     for loc, step in steps_with_loc():
         unknown = step.placeholders() - set(recipe.params)
-        if unknown:
+        if unknown and recipe.params:  # without parameters, `{{x}}` is code (an f-string's escaped braces)
             raise fail(loc, f"uses undeclared parameter(s) {', '.join(sorted(unknown))}; declare them under `params` "
                             "(`{{NAME}}` is a parameter's placeholder: an f-string's escaped braces around a name, "
                             "`f\"{{x}}\"`, must be split, `f\"{{\" f\"x}}\"`)")

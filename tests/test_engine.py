@@ -519,3 +519,29 @@ def test_an_import_the_release_already_had_is_not_the_recipes_doing(tmp_path):
     text = ("id: demo\ntitle: t\ntarget: {package: sglang}\nsteps:\n  - op: add_definition\n    file: srt/w.py\n"
             "    code: |\n      Y = 2\n")
     assert plan(recipe(tmp_path, text), find_target(root)).ok
+
+
+@pytest.mark.parametrize("importer, refused", [
+    ("from sglang.srt.a import helper\n", True),
+    ("from .a import helper as h\n", True),
+    ("from . import a\n", False),  # the module, not the name: read at call time, not this check's business
+    ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from sglang.srt.a import helper\n", False),
+    ("try:\n    from sglang.srt.a import helper\nexcept ImportError:\n    helper = None\n", False),
+    ("from sglang.srt.a import other\n", False),
+])
+def test_a_name_the_patched_module_drops_while_another_module_imports_it_is_refused(tmp_path, importer, refused):
+    # a hostile round: a recipe renamed `helper` in `srt/a.py` (and its importer `srt/b.py`); the release has a
+    # module the recipe never saw, `srt/c.py`, importing `helper`: applied, `import sglang.srt.c` fails at start-up
+    root = make_target(tmp_path, {"srt/a.py": b"def helper(x):\n    return x + 1\n\n\ndef other():\n    return 2\n",
+                                  "srt/c.py": importer.encode()})
+    text = ("id: demo\ntitle: t\ntarget: {package: sglang}\nsteps:\n  - op: replace_statements\n    file: srt/a.py\n"
+            "    match: |\n      def helper(x):\n          ...\n    code: |\n      def add_one(x):\n          ...\n")
+    p = plan(recipe(tmp_path, text), find_target(root))
+    if not refused:
+        assert p.ok, [e.message for e in p.errors]
+        return
+    [error] = p.errors
+    assert error.exit_code == ExitCode.CANNOT_APPLY
+    assert error.title == "patched module loses a name another module imports"
+    assert "no longer defines `helper`, which `srt/c.py` imports from `sglang.srt.a`" in error.message, error.message
+    assert error.location.step == 1 and error.location.file.endswith("srt/a.py")

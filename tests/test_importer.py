@@ -2494,7 +2494,7 @@ def test_a_step_that_removes_an_attribute_the_release_now_reads_in_another_file_
     reads = ATTEND.replace("    return x + context.mode\n", "    n = context.tokens\n    return x + context.mode + n\n")
     (step,) = port("reads", reads)
     assert step.status == "refused", step.message
-    assert "it removes `self.tokens`, which no class of `Context`'s family defines once applied, while the release " \
+    assert "it removes `tokens`, which no class of `Context`'s family defines once applied, while the release " \
            "reads it in `srt/attend.py` (line 6, `attend`: `n = context.tokens`)" in step.message
     # the same read on an object whose class the code does not tell, or a release that sets `tokens` from outside
     # the class, or a read the base release had too: not judged, the step applies
@@ -2522,3 +2522,53 @@ def test_an_elif_or_else_arm_added_to_an_if_lifts_and_round_trips(tmp_path, afte
         lifted, out = lift_and_write(tmp_path, pkg if name == "add" else package(tmp_path / name, {"srt/a.py": old}),
                                      git_diff(old, new, "srt/a.py"), name=name)
         assert importer.round_trip(out, pkg if name == "add" else tmp_path / name / "sglang", lifted.expected).ok
+
+
+def test_a_method_renamed_where_the_release_added_a_caller_of_the_old_name_is_refused_naming_it(tmp_path):
+    # a hostile round: the patch renames `A.old` to `A.new` and its one caller; the release added `A.user2`, which
+    # calls `self.old()`: both steps "applied", and `A().user2()` raised AttributeError
+    before = "class A:\n    def old(self):\n        return 1\n\n    def user(self):\n        return self.old()\n"
+    after = before.replace("old", "new")
+    pkg = package(tmp_path / "base", {"srt/m.py": before})
+    lifted, out = lift_and_write(tmp_path, pkg, git_diff(before, after, "srt/m.py"))
+    assert importer.round_trip(out, pkg, lifted.expected).ok
+    later = before + "\n    def user2(self):\n        return self.old() + 1\n"
+    got = importer.port(load_recipe(out), package(tmp_path / "later", {"srt/m.py": later}), base_dir=pkg).steps
+    assert {s.status for s in got} == {"refused"}, [(s.name, s.status, s.message) for s in got]
+    assert any("it removes `old`, which no class of `A`'s family defines once applied, while the release reads it in "
+               "`srt/m.py` (line 9, `A.user2`: `return self.old() + 1`)" in s.message for s in got), \
+        [s.message for s in got]
+    # the caller the patch itself renames is no reason: on a release without `user2` both apply
+    same = importer.port(load_recipe(out), package(tmp_path / "same", {"srt/m.py": before}), base_dir=pkg).steps
+    assert {s.status for s in same} == {"applied"}, [(s.name, s.status, s.message) for s in same]
+
+
+def test_a_plain_parameter_appended_by_the_patch_stays_last_after_one_upstream_appended(tmp_path):
+    # a hostile round: `def f(a, b=1)` -> `def f(a, b=1, neg=False)` was lifted `after: b`; the release appended
+    # `scale=1` and calls `f(1, 2, 10)`: the new parameter went between `b` and `scale`, and 10 bound to `neg`
+    before = "def f(a, b=1):\n    return a + b\n"
+    after = "def f(a, b=1, neg=False):\n    return -(a + b) if neg else a + b\n"
+    steps, recipe = lifted_round_trip(tmp_path, before, after, "srt/f.py")
+    assert [(s.options["op"], s.options.get("after")) for s in steps if s.options["op"] == "add_parameter"] == [
+        ("add_parameter", None)]
+    later = "def f(a, b=1, scale=1):\n    return a + b\n\n\ndef call():\n    return f(1, 2, 10)\n"
+    ported = importer.port(recipe, package(tmp_path / "later", {"srt/f.py": later}))
+    assert "def f(a, b=1, scale=1, neg=False):" in ported.files["srt/f.py"].decode()
+    # a parameter put between two others keeps its place after the one it follows
+    middle = "def f(a, mid=None, b=1):\n    return a + b\n"
+    steps, _ = lifted_round_trip(tmp_path / "middle", before, middle, "srt/f.py")
+    assert [s.options.get("after") for s in steps] == ["a"]
+
+
+def test_a_port_whose_planned_file_python_refuses_leaves_the_step_out(tmp_path):
+    # a hostile round: the patch adds `global COUNT` before `x = 1`; the release reads COUNT above that line, and
+    # Python refuses the file ("name 'COUNT' is used prior to global declaration"): port said applied, apply exit 3
+    before = "COUNT = 0\n\n\ndef f():\n    x = 1\n    return x\n"
+    after = "COUNT = 0\n\n\ndef f():\n    global COUNT\n    x = 1\n    COUNT = x\n    return x\n"
+    steps, recipe = lifted_round_trip(tmp_path, before, after, "srt/c.py")
+    later = "COUNT = 0\n\n\ndef f():\n    print(COUNT)\n    x = 1\n    return x\n"
+    ported = importer.port(recipe, package(tmp_path / "later", {"srt/c.py": later}))
+    refused = [s for s in ported.steps if s.status == "refused"]
+    assert refused and any("does not compile: name 'COUNT' is used prior to global declaration" in s.message
+                           for s in refused), [(s.name, s.status, s.message) for s in ported.steps]
+    assert "srt/c.py" not in ported.files or b"global COUNT" not in ported.files["srt/c.py"]

@@ -257,3 +257,31 @@ def test_a_method_after_one_defined_for_type_checkers_only_is_refused():
             def run(self):
                 return 0
         """, AnchorNotFound, mentions=("TYPE_CHECKING", "run time"))
+
+
+def test_a_method_the_instances_hide_with_an_attribute_of_that_name_is_a_conflict():
+    # a hostile round: the patch adds `A.reset`; the release sets `self.reset = self._reset_cuda` in `__init__` (a
+    # dispatch): applied, `A().reset()` still ran upstream's callable and the method was dead code
+    step = op("add_method", **{"class": "A", "code": "def reset(self):\n    return 0\n"})
+    cannot(step, """
+        class A:
+            def __init__(self, cuda):
+                if cuda:
+                    self.reset = self._reset_cuda
+
+            def _reset_cuda(self):
+                return 1
+        """, Conflict, mentions=("sets `self.reset` on its instances",))
+    # another object's attribute of that name is no reason
+    check(step, """
+        class A:
+            def __init__(self, other):
+                other.reset = None
+        """, """
+        class A:
+            def __init__(self, other):
+                other.reset = None
+
+            def reset(self):
+                return 0
+        """)

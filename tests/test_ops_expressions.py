@@ -48,6 +48,23 @@ def test_replace_expression_wrapping_the_match_is_idempotent():
         """)
 
 
+@pytest.mark.parametrize("match, code, before, after", [
+    # a hostile round: the release wrapped the matched `a + b` in parentheses; they were dropped, and
+    # `(a + b) * scale` became `a + b + c * scale`
+    ("a + b", "a + b + c", "total = (a + b) * scale\n", "total = (a + b + c) * scale\n"),
+    # no parentheses around the place, but the code around it binds tighter than the new code
+    ("n", "n + 1", "total = n * scale\n", "total = (n + 1) * scale\n"),
+    ("x", "x if x else y", "f(x.attr)\n", "f((x if x else y).attr)\n"),
+    ("pair", "a, b", "f(pair, 3)\n", "f((a, b), 3)\n"),
+    # where the new code reads the same without them, none are added; a match that holds them replaces them
+    ("a + b", "a + b + c", "total = a + b + d\n", "total = a + b + c + d\n"),
+    ("n", "n + 1", "f(n, 2)\n", "f(n + 1, 2)\n"),
+    ("(a + b)", "a", "total = (a + b) * s\n", "total = a * s\n"),
+])
+def test_replace_expression_keeps_the_new_code_one_expression_where_it_lands(match, code, before, after):
+    check(op("replace_expression", match=match, code=code), before, after)
+
+
 def test_replace_expression_near_miss_and_attribute_names_are_not_expressions():
     # `queue` as the attr of `self.queue` is not the expression `queue`
     cannot(op("replace_expression", match="queue", code="q"), CONFIG, AnchorNotFound)
@@ -65,6 +82,25 @@ def test_replace_expression_already_applied():
 
 
 # ----------------------------------------------------------------------------------------------- add_keyword_argument
+
+
+@pytest.mark.parametrize("call, before", [
+    ("g(...)", "def g(x, y=0):\n    return x\n\n\ndef f(x):\n    return g(x, 1)\n"),
+    ("Box(...)", "class Box:\n    def __init__(self, x, y=0):\n        pass\n\n\ndef f(x):\n    return Box(x, 1)\n"),
+    ("self.g(...)", "class A:\n    def g(self, x, y=0):\n        pass\n\n    def f(self, x):\n        return self.g(x, 1)\n"),
+])
+def test_add_keyword_argument_refuses_a_keyword_the_call_passes_by_position(call, before):
+    # a hostile round: `g(x)` -> `g(x, y=1)`; the release passes `y` by position, `g(x, 1)`: the port gave
+    # `g(x, 1, y=1)`, a TypeError at the first call
+    cannot(op("add_keyword_argument", call=call, code="y=1"), before, Conflict, mentions=("by position",))
+
+
+def test_add_keyword_argument_beside_positional_arguments_of_other_parameters_or_an_unknown_callee():
+    check(op("add_keyword_argument", call="g(...)", code="y=1"),
+          "def g(x, z=0, y=0):\n    return x\n\n\ndef f(x):\n    return g(x, 1)\n",
+          "def g(x, z=0, y=0):\n    return x\n\n\ndef f(x):\n    return g(x, 1, y=1)\n")
+    check(op("add_keyword_argument", call="h(...)", code="y=1"), "def f(x):\n    return h(x, 1)\n",
+          "def f(x):\n    return h(x, 1, y=1)\n")
 
 
 def test_keyword_argument_in_a_call_written_one_argument_per_line():

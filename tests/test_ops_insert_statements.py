@@ -6,7 +6,7 @@ import libcst as cst
 import pytest
 from op_helpers import cannot, check, op, src, unchanged
 
-from patcher.errors import AnchorAmbiguous, AnchorNotFound, Conflict
+from patcher.errors import AnchorAmbiguous, AnchorNotFound, Conflict, ReadBeforeSet, Unreachable
 from patcher.model import ValidationError
 from patcher.operations.base import AlreadyApplied, Changed
 
@@ -567,7 +567,8 @@ def test_insertions_that_meet_at_one_place_another_way_keep_order_and_are_idempo
 def test_two_steps_with_the_same_code_at_one_place_insert_it_once_on_every_side(at, match):
     kw = {"match": match} if match else {}
     steps = [op("insert_statements", function="pop", at=at, code="log(1)", **kw) for _ in range(2)]
-    module = cst.parse_module(src(FALLBACK))
+    # (at the end of a block that returns, code would never run: that block ends with a call here)
+    module = cst.parse_module(src(FALLBACK).replace("    return b\n", "    print(b)\n") if at == "end" else src(FALLBACK))
     answers = []
     for step in steps:
         outcome = step.among(steps).apply(module)
@@ -641,4 +642,77 @@ def test_a_statement_the_function_has_in_an_edited_form_is_not_inserted_again():
                 mamba_indices = batch.req_to_token_pool.get_mamba_indices(batch.req_pool_indices)
                 mamba_indices = None
                 return x, mamba_indices
+        """)
+
+
+def test_code_that_reads_what_the_function_sets_only_below_the_new_place_is_refused():
+    # a hostile round: a step after `self.pool = make_pool(n)` reads `self.device`, which the base release set
+    # above that line; upstream moved `self.device = ...` to the end of `__init__`: port and apply said applied, and
+    # `Worker()` raised AttributeError. A local assigned only below: UnboundLocalError
+    step = op("insert_statements", function="W.__init__", at="after", match="self.pool = make_pool(n)",
+              code="self.cache = Cache(self.pool, self.device)")
+    moved = """
+        class W:
+            def __init__(self, n):
+                self.pool = make_pool(n)
+                self.device = "cpu"
+        """
+    cannot(step, moved, ReadBeforeSet, mentions=("reads `self.device`", "assigns only below the new code"))
+    local = op("insert_statements", function="f", at="start", code="print(scale)")
+    cannot(local, """
+        def f(n):
+            scale = n * 2
+            return scale
+        """, ReadBeforeSet, mentions=("reads `scale`",))
+    end_inside = op("insert_statements", function="f", at="end", inside="if n:", code="print(late)")
+    cannot(end_inside, """
+        def f(n):
+            if n:
+                n += 1
+            late = n
+        """, ReadBeforeSet, mentions=("reads `late`",))
+
+
+@pytest.mark.parametrize("before", [
+    # set above the new place, in a block above it, by a loop's target, or a parameter
+    "class W:\n    def __init__(self, n, device):\n        self.device = device\n        self.pool = make_pool(n)\n"
+    "        self.device = 'cpu'\n",
+    "class W:\n    def __init__(self, n):\n        if n:\n            self.device = 1\n        self.pool = make_pool(n)\n"
+    "        self.device = 2\n",
+    # a base class's __init__ ran above; another method or the class body sets it
+    "class W(B):\n    def __init__(self, n):\n        super().__init__()\n        self.pool = make_pool(n)\n"
+    "        self.device = 2\n",
+    "class W:\n    device = None\n\n    def __init__(self, n):\n        self.pool = make_pool(n)\n        self.device = 2\n",
+    "class W:\n    def __init__(self, n):\n        self.pool = make_pool(n)\n        self.device = 2\n\n"
+    "    def reset(self):\n        self.device = 0\n",
+])
+def test_code_that_reads_what_is_set_above_it_or_elsewhere_is_inserted(before):
+    step = op("insert_statements", function="W.__init__", at="after", match="self.pool = make_pool(n)",
+              code="self.cache = Cache(self.pool, self.device)")
+    outcome = step.apply(cst.parse_module(before))
+    assert isinstance(outcome, Changed), outcome
+
+
+def test_a_method_that_resets_an_attribute_below_still_reads_it_above():
+    # outside `__init__`, `self.x` read above a later `self.x = ...` is the value set elsewhere (a counter reset)
+    step = op("insert_statements", function="W.step", at="start", code="log(self.count)")
+    before = "class W:\n    def step(self):\n        self.count = 0\n"
+    assert isinstance(step.apply(cst.parse_module(before)), Changed)
+
+
+def test_at_end_of_a_block_that_ends_with_a_return_is_refused():
+    # a newcomer's find: `at: end` of a function ending in `return ...` put the new line after the return:
+    # "applied and verified", and the code never ran
+    cannot(op("insert_statements", function="f", at="end", code="log(x)"), """
+        def f(x):
+            x += 1
+            return x
+        """, Unreachable, mentions=("`f` ends with `return x`",))
+    check(op("insert_statements", function="f", at="end", code="log(x)"), """
+        def f(x):
+            x += 1
+        """, """
+        def f(x):
+            x += 1
+            log(x)
         """)

@@ -188,6 +188,29 @@ def test_a_header_is_replaced_and_the_block_kept_as_the_release_has_it():
         """)
 
 
+def test_a_def_renamed_by_its_header_onto_a_name_the_block_defines_is_a_conflict():
+    # a hostile round: `def old(self): ...` -> `def new(self): ...` where the release's class already has its own
+    # `new`: applied, the class defined `new` twice and upstream's, later in the body, silently won
+    step = op("replace_statements", within="A", match="def old(self):\n    ...\n", code="def new(self):\n    ...\n")
+    cannot(step, """
+        class A:
+            def old(self):
+                return 1
+
+            def new(self):
+                return 2
+        """, Conflict, mentions=("already defines `new`",))
+    check(step, """
+        class A:
+            def old(self):
+                return 1
+        """, """
+        class A:
+            def new(self):
+                return 1
+        """)
+
+
 def test_a_header_keeps_the_else_arm_and_refuses_when_gone_or_ambiguous():
     before = """
         def f(x):
@@ -434,3 +457,53 @@ def test_a_comment_change_does_not_bring_back_the_base_wording_over_upstreams():
     check(step, base, base.replace("# num_accepted_drafts_per_req", "# accepted drafts"))
     cannot(step, base.replace("num_accepted_drafts_per_req", "num_correct_drafts_per_req"), AnchorNotFound,
            mentions=("upstream reworded them",), candidates=("n = self.count(batch)",))
+
+
+def test_a_removal_whose_statements_upstream_moved_into_a_helper_is_not_already_applied():
+    # a hostile round: the patch removes `del d["y"]` from `f`; upstream moved that statement into `_cleanup(d)`,
+    # which `f` calls: "already applied", and the release still deleted "y"
+    step = op("replace_statements", within="f", match='del d["y"]\n', code="")
+    cannot(step, """
+        def _cleanup(d):
+            del d["y"]
+
+
+        def f(d):
+            d.pop("x", None)
+            _cleanup(d)
+            return d
+        """, AnchorNotFound, mentions=("the module has them in `_cleanup`",))
+    unchanged(step, """
+        def f(d):
+            d.pop("x", None)
+            return d
+        """)
+
+
+def test_an_import_the_replacement_adds_of_a_name_the_module_defines_is_a_conflict():
+    # a hostile round: `import os` -> `import os` + `from sglang.srt.utils import get_device`; the release defines
+    # its own `def get_device()` below: applied, the def rebound the import and `run()` called the wrong function
+    step = op("replace_statements", match="import os\n",
+              code="import os\n\nfrom sglang.srt.utils import get_device\n")
+    cannot(step, """
+        import os
+
+
+        def get_device():
+            return "cpu"
+        """, Conflict, mentions=("already defines `get_device`",))
+    check(step, """
+        import os
+
+
+        def run():
+            return os.sep
+        """, """
+        import os
+
+        from sglang.srt.utils import get_device
+
+
+        def run():
+            return os.sep
+        """)

@@ -252,3 +252,29 @@ def test_a_variant_has_steps_or_change_steps_not_both(tmp_path):
     text = CHANGING.replace("    change_steps:\n", "    steps: []\n    change_steps:\n").replace(
         "{after: z, code_file: old_field.py}", "{after: z}")
     assert "give one" in refused(tmp_path, text).message
+
+
+@pytest.mark.parametrize("op, code, rendered", [
+    # a newcomer's find: `{{label}}` in add_parameter's code was written as it stood ("applied", a literal
+    # "{{label}}" default); every operation's `code` takes the recipe's parameters
+    ("op: add_parameter\n    function: f", 'tag="{{label}}"', "tag=\"team\""),
+    ("op: add_keyword_argument\n    call: g(...)", "tag={{n}}", "tag=3"),
+    ("op: replace_expression\n    match: x", "x + {{n}}", "x + 3"),
+    ("op: add_definition", "LIMIT = {{n}}", "LIMIT = 3"),
+])
+def test_every_operations_code_takes_the_recipes_parameters(tmp_path, op, code, rendered):
+    text = ("id: demo\ntitle: Demo\ntarget: {package: sglang}\nparams:\n  n: {type: int, default: 3}\n"
+            "  label: {type: str, default: team}\nsteps:\n  - file: srt/a.py\n    " + op + f"\n    code: '{code}'\n")
+    recipe = load_recipe(write(tmp_path, text))
+    step = recipe.steps[0].render_params(recipe.resolve_params({}))
+    assert step.code.strip() == rendered
+    assert "undeclared parameter" in refused(tmp_path, text.replace("{{n}}", "{{m}}").replace("{{label}}", "{{m}}"),
+                                             ).message
+
+
+def test_a_recipe_without_parameters_has_no_placeholders(tmp_path):
+    # an imported patch's f-string with escaped braces around a name is its code, not a parameter
+    text = ("id: demo\ntitle: Demo\ntarget: {package: sglang}\nsteps:\n  - op: add_method\n    file: srt/a.py\n"
+            "    class: A\n    code: |\n      def f(self):\n          return f\"{{x}}\"\n")
+    recipe = load_recipe(write(tmp_path, text))
+    assert recipe.steps[0].render_params(recipe.resolve_params({})).code == 'def f(self):\n    return f"{{x}}"\n'

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from typing import ClassVar, Literal
+from typing import Literal
 
 import libcst as cst
 
@@ -121,7 +121,6 @@ class AddArgparseArgument(Operation):
     after_flag: str = option(description="the flag whose add_argument statement the new one follows")
     code: str = option(description="the new `parser.add_argument(...)` statement")
 
-    templated: ClassVar[tuple[str, ...]] = ("code",)
 
     def describe(self) -> str:
         return f"add argument `{self.new_flag()}` to `{self.function}` after `{self.after_flag}`"

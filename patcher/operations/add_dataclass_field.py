@@ -16,7 +16,7 @@ indentation); *already applied* (a field of that name with the same annotation a
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar, Literal
+from typing import Literal
 
 import libcst as cst
 
@@ -48,7 +48,6 @@ class AddDataclassField(Operation):
     after: str = option(description="the field the new one follows, e.g. speculative_accept_threshold_acc")
     code: str = option(description="the new field, e.g. 'speculative_disable_batch_threshold: int = 0'")
 
-    templated: ClassVar[tuple[str, ...]] = ("code",)
 
     def describe(self) -> str:
         return f"add field `{self.code.strip()}` to `{self.cls}` after `{self.after}`"

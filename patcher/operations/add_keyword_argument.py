@@ -104,6 +104,10 @@ class AddKeywordArgument(Operation):
             raise Conflict(f"the call already passes `{name}` with another value: "
                            f"`{line_text(module.code_for_node(have[0]))}`",
                            candidates=[Candidate(f"`{line_text(module.code_for_node(call))}`", node=call)])
+        if name in _bound_by_position(module, scope[:-1] + calls._paths[id(call)], call):
+            raise Conflict(f"the call already passes `{name}` by position: "
+                           f"`{line_text(module.code_for_node(call))}` (adding `{name}=` would raise TypeError)",
+                           candidates=[Candidate(f"`{line_text(module.code_for_node(call))}`", node=call)])
         if self.after is None:
             index = len(args)
             while index and args[index - 1].star == "**":
@@ -116,3 +120,41 @@ class AddKeywordArgument(Operation):
             index = keys.index(self.after) + 1
         changed = call.with_changes(args=insert_item(args, index, new, call.whitespace_before_args))
         return Changed(calls.replace(call, changed), inserted=(), anchor=call)
+
+
+def _bound_by_position(module: cst.Module, path: tuple[cst.CSTNode, ...], call: cst.Call) -> set[str]:
+    """The parameters a call's positional arguments bind, where the module defines what it calls: a module-level
+    function or class (its `__init__`) called by name, or a method called on `self` from its class. Nothing when the
+    callee cannot be read, or the call unpacks `*args`."""
+    positional = [a for a in call.args if a.keyword is None and not a.star]
+    if any(a.star == "*" for a in call.args) or not positional:
+        return set()
+    target: cst.FunctionDef | None = None
+    skip = 0
+    func = call.func
+    if isinstance(func, cst.Name):
+        found = next((n for n in module.body if isinstance(n, (cst.FunctionDef, cst.ClassDef))
+                      and n.name.value == func.value), None)
+        if isinstance(found, cst.ClassDef):
+            target = next((n for n in _class_body(found) if isinstance(n, cst.FunctionDef)
+                           and n.name.value == "__init__"), None)
+            skip = 1
+        else:
+            target = found
+    elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
+        cls = next((n for n in reversed(path) if isinstance(n, cst.ClassDef)), None)
+        if cls is not None:
+            target = next((n for n in _class_body(cls) if isinstance(n, cst.FunctionDef)
+                           and n.name.value == func.attr.value), None)
+            skip = 1
+    if target is None:
+        return set()
+    if any(isinstance(d.decorator, cst.Name) and d.decorator.value == "staticmethod" for d in target.decorators):
+        skip = 0
+    names = [p.name.value for p in (*target.params.posonly_params, *target.params.params)][skip:]
+    return set(names[:len(positional)])
+
+
+def _class_body(cls: cst.ClassDef) -> list[cst.CSTNode]:
+    body = cls.body.body if isinstance(cls.body, cst.IndentedBlock) else []
+    return list(body)

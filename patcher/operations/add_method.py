@@ -26,7 +26,7 @@ a method of that name with other code: a conflict).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar, Literal
+from typing import Literal
 
 import libcst as cst
 
@@ -53,7 +53,6 @@ class AddMethod(Operation):
     code: str = option(description="the method: one `def` or `async def`, decorators allowed")
     after: str | None = option(default=None, description="the method the new one follows; default: end of the class")
 
-    templated: ClassVar[tuple[str, ...]] = ("code",)
 
     def describe(self) -> str:
         where = f"after `{self.after}`" if self.after else "at the end"
@@ -104,6 +103,11 @@ class AddMethod(Operation):
         if other is not None:  # a field, attribute or nested class of that name: the method would replace it
             raise Conflict(f"`{self.cls}` already binds `{name}` (not as a method): the method would replace it",
                            candidates=[Candidate(code_of(module, other).strip().splitlines()[0], node=other)])
+        shadow = _instance_binding(module, methods, name)
+        if shadow is not None:  # `self.reset = self._reset_cuda` in `__init__`: the instance's wins over the method
+            raise Conflict(f"`{self.cls}` sets `self.{name}` on its instances, which hides a method of that name: "
+                           f"the method would never be called",
+                           candidates=[Candidate(code_of(module, shadow).strip().splitlines()[0], node=shadow)])
         if self.after is None:
             statements = list(body_of(cpath[-1]))
             return Changed(set_block_body(cpath, [*statements, new]), inserted=(new,), anchor=cpath[-1])
@@ -133,3 +137,36 @@ def _signature(code: str) -> str:
         if line.lstrip().startswith(("def ", "async def ")):
             return line.strip()
     return code.strip().splitlines()[0]
+
+
+def _instance_binding(module: cst.Module, methods: list[NodePath], name: str) -> cst.CSTNode | None:
+    """The first statement of a method that assigns `self.<name>` (the method's first parameter), else None."""
+    import ast
+
+    from ..anchors import statement_ast
+
+    for path in methods:
+        fn = path[-1]
+        params = [*fn.params.posonly_params, *fn.params.params]
+        if not params or "self." + name not in code_of(module, fn):
+            continue
+        me = params[0].name.value
+        for stmt in walk(fn):
+            tree = statement_ast(module, stmt)
+            if tree is None or isinstance(tree, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                continue
+            targets = tree.targets if isinstance(tree, ast.Assign) else [tree.target] \
+                if isinstance(tree, (ast.AnnAssign, ast.AugAssign)) else []
+            if any(isinstance(t, ast.Attribute) and t.attr == ident(name) and isinstance(t.value, ast.Name)
+                   and t.value.id == me for t in targets):
+                return stmt
+    return None
+
+
+def walk(fn: cst.FunctionDef):
+    """The simple statements of a function, nested blocks included, nested defs left out."""
+    from ..anchors import walk_statements
+
+    for spath in walk_statements((fn,)):
+        if isinstance(spath[-1], cst.SimpleStatementLine):
+            yield spath[-1]

@@ -56,8 +56,8 @@ class Operation:
                                "port`: when one cannot apply, none of them is applied (`specpatch import` gives "
                                "the steps of one hunk one group)")
 
-    #: option names whose strings may contain {{param}} placeholders
-    templated: ClassVar[tuple[str, ...]] = ()
+    #: option names whose strings may contain {{param}} placeholders (every operation's `code`)
+    templated: ClassVar[tuple[str, ...]] = ("code",)
 
     def describe(self) -> str:
         """One line for `specpatch show` and reports."""
@@ -81,9 +81,11 @@ class Operation:
         through libcst (`patcher.params`): never pasted as text."""
         from ..params import render
 
+        if not params:
+            return self  # a recipe without parameters has no placeholders: `{{x}}` is its code's own text
         update = {}
         for name in self.templated:
-            value = getattr(self, name)
+            value = getattr(self, name, None)
             if isinstance(value, str) and _PARAM.search(value):
                 try:
                     update[name] = render(value, dict(params), what=name)
@@ -94,7 +96,7 @@ class Operation:
     def placeholders(self) -> set[str]:
         found: set[str] = set()
         for name in self.templated:
-            value = getattr(self, name)
+            value = getattr(self, name, None)
             if isinstance(value, str):
                 found.update(_PARAM.findall(value))
         return found

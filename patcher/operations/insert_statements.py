@@ -12,7 +12,8 @@ Example::
 
 `function` is dotted (`Class.method`, `Outer.Inner.method`, or a module-level function). `at: start` inserts at the
 top of the function body, after its docstring if it has one; `at: end` appends to the function body (its top-level
-block; after its last statement, even a `return`: use `before` with `match: return ...` for code that must run).
+block, after its last statement; a block that ends with a `return`, `raise`, `continue` or `break` is refused,
+since code after it never runs: use `before` with `match: return ...` there).
 `at: before` / `at: after` need `match`, a *code pattern* (see `patcher.patterns`: the source of one statement,
 where `...` matches any expression and `f(...)` any arguments) that must match exactly one statement of the
 function: at any block depth (inside `if`/`else`/`with`/`try`/`for` bodies), but not inside nested functions or
@@ -84,13 +85,14 @@ from __future__ import annotations
 import ast
 import textwrap
 from dataclasses import dataclass, replace
-from typing import ClassVar, Literal, Sequence
+from typing import Literal, Sequence
 
 import libcst as cst
 
 from ..anchors import (NodePath, body_of, code_of, find_function, fit, indent_of, insert_after, insert_before,
                        is_docstring, near_statements, normalized, replace_at, set_block_body, statements_matching)
-from ..errors import AnchorAmbiguous, AnchorNotFound, Candidate, Conflict, RecipeError
+from ..errors import (AnchorAmbiguous, AnchorNotFound, Candidate, Conflict, ReadBeforeSet, RecipeError,
+                      Unreachable)
 from ..model import option
 from ..patterns import Pattern
 from ._code import INSIDE_ELSE, check_inside, inside_block, inside_words
@@ -123,7 +125,6 @@ class InsertStatements(Operation):
     #: those before it and those after it in the recipe (skipped where found next to this step's place)
     stacked: tuple[tuple[str, ...], tuple[str, ...]] = option(default=((), ()), exclude=True)
 
-    templated: ClassVar[tuple[str, ...]] = ("code",)
 
     def among(self, steps: Sequence[Operation]) -> InsertStatements:
         """Steps that insert at one place keep their recipe order there, whatever the side or the anchor that led
@@ -184,9 +185,20 @@ class InsertStatements(Operation):
         block = fpath if self.inside is None else inside_block(
             module, fpath, self.inside, else_arm=self.inside_else, where=f"`{self.function}`")
         if self.match is None:
-            return self._at_an_end(module, block, new, fpath)
+            outcome = self._at_an_end(module, block, new, fpath)
+            if isinstance(outcome, Changed):
+                body = list(body_of(block[-1]))
+                if self.at == "start":
+                    self._refuse_reading_before_set(module, fpath, body[0] if body else None, include=False)
+                elif block is not fpath:
+                    self._refuse_reading_before_set(module, fpath, body[-1] if body else None, include=True)
+                else:
+                    self._refuse_reading_before_set(module, fpath, None, include=True)
+            return outcome
         try:
             outcome = self._next_to_match(module, fpath, block, new, Pattern.parse(self.match), self.at)
+            if isinstance(outcome, Changed):
+                self._refuse_reading_before_set(module, fpath, outcome.anchor, include=self.at == "after")
             if not (self.fallback_match is not None and isinstance(outcome, Changed)
                     and self._nested_below_fallback(module, block, outcome.anchor, new)):
                 return outcome
@@ -205,6 +217,80 @@ class InsertStatements(Operation):
             if isinstance(outcome, Changed):
                 self._refuse_reading_ahead(module, fpath, outcome.anchor, other)
             return outcome
+
+    def _refuse_reading_before_set(self, module: cst.Module, fpath: NodePath, stop: cst.CSTNode | None, *,
+                                   include: bool) -> None:
+        """The code must not read what the function sets only below the new place: a local it assigns further
+        down (UnboundLocalError), or, in `__init__`, `self.x` that the function assigns further down and nothing
+        else of the class sets (AttributeError): upstream moved that assignment below the anchor. `stop` is the
+        statement the new code goes before (`include=False`) or after (`include=True`, with its block); None with
+        `include`: the function's end."""
+        try:
+            tree = ast.parse(textwrap.dedent(self.code))
+        except (SyntaxError, ValueError, RecursionError):
+            return
+        own = {_target(n) for n in ast.walk(tree) if isinstance(n, (ast.Name, ast.Attribute))
+               and not isinstance(n.ctx, ast.Load)}
+        reads = {_target(n) for n in ast.walk(tree) if isinstance(n, (ast.Name, ast.Attribute))
+                 and isinstance(n.ctx, ast.Load)} - own - {None}
+        if not reads:
+            return
+        from ..anchors import statement_ast, walk_statements
+
+        fn = statement_ast(module, fpath[-1])
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return
+        declared = {n for s in ast.walk(fn) if isinstance(s, (ast.Global, ast.Nonlocal)) for n in s.names}
+        params = {a.arg for a in (*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs, fn.args.vararg,
+                                  fn.args.kwarg) if a is not None}
+        me = (fn.args.posonlyargs + fn.args.args)[0].arg if fn.name == "__init__" and fn.args.args else None
+        later = {t for t in _stores(fn) if t not in params and t not in declared
+                 and ("." not in t or (me is not None and t.startswith(f"{me}.")))} & reads
+        if me is not None:
+            later -= {t for t in later if "." in t and self._set_elsewhere(module, fpath, t.split(".", 1)[1])}
+        if not later:
+            return
+        above: set[str] = set()
+        for spath in walk_statements(fpath):
+            stmt = spath[-1]
+            whole = statement_ast(module, stmt) if not isinstance(stmt, (cst.FunctionDef, cst.ClassDef)) else None
+            if stmt is stop:
+                if include and whole is not None:
+                    above |= _stores(whole)
+                break
+            if whole is not None:
+                above |= _stores(whole, header_only=True)
+                if me is not None and _calls_init(whole):
+                    return  # a base class's __init__ ran above: it may set them
+        early = sorted(later - above)
+        if early:
+            where = "below the new code" if stop is not None or not include else "nowhere above it"
+            them = ("it", "it is") if len(early) == 1 else ("them", "they are")
+            raise ReadBeforeSet(f"the code reads {', '.join(f'`{m}`' for m in early)}, which `{self.function}` "
+                                f"assigns only {where}: it would read {them[0]} before {them[1]} set")
+
+    @staticmethod
+    def _set_elsewhere(module: cst.Module, fpath: NodePath, attr: str) -> bool:
+        """Whether the class of the method at `fpath` binds `attr` other than in that method: at class level, or as
+        `self.attr` in another method; or whether the class cannot be read (no class around the method)."""
+        cls = next((n for n in reversed(fpath[:-1]) if isinstance(n, cst.ClassDef)), None)
+        if cls is None:
+            return True
+        from ..anchors import statement_ast
+
+        tree = statement_ast(module, cls)
+        if not isinstance(tree, ast.ClassDef):
+            return True
+        for stmt in tree.body:
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                if isinstance(fpath[-1], cst.FunctionDef) and stmt.name == fpath[-1].name.value:
+                    continue
+                if any(t.endswith(f".{attr}") for t in _stores(stmt)) or stmt.name == attr \
+                        or stmt.name in ("__getattr__", "__getattribute__", "__setattr__"):
+                    return True
+            elif attr in _stores(stmt):
+                return True
+        return False
 
     def _refuse_reading_ahead(self, module: cst.Module, fpath: NodePath, fallback: cst.CSTNode, at: str) -> None:
         """Placed by `fallback_match` (the `match` statement is not there as it was), the code must not read what
@@ -281,6 +367,11 @@ class InsertStatements(Operation):
             return AlreadyApplied(have[0])
         if self.if_present_elsewhere == "refuse":
             self._refuse_duplicates(module, function, new)
+        if self.at == "end" and at > first and _ends_flow(statements[at - 1]):
+            last = statements[at - 1]
+            raise Unreachable(f"`{self.function}` ends with `{code_of(module, last).strip().splitlines()[0]}`: "
+                              f"code put after it would never run",
+                              candidates=[Candidate(f"`{code_of(module, last).strip().splitlines()[0]}`", node=last)])
         if self.at == "start":
             rest = statements[at:]
             padded = [self._spaced(rest[0]), *rest[1:]] if rest else []
@@ -424,3 +515,54 @@ def _names(code: str, ctx: type) -> set[str]:
     except SyntaxError:
         return set()
     return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ctx)}
+
+
+def _target(node: ast.AST) -> str | None:
+    """`x` for a name, `self.x` for an attribute of a name (what an assignment sets); None otherwise."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+        return f"{node.value.id}.{node.attr}"
+    return None
+
+
+_BLOCKS = ("body", "orelse", "finalbody", "handlers", "cases")
+
+
+def _stores(node: ast.AST, *, header_only: bool = False) -> set[str]:
+    """What a statement binds (names, `a.b`), nested functions' and classes' bodies left out; with `header_only`,
+    a compound statement's header only (a `for` target, a `with ... as`, a walrus in a test)."""
+    out: set[str] = set()
+
+    def visit(n: ast.AST, top: bool) -> None:
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and not top:
+            out.add(n.name)
+            return
+        if isinstance(n, (ast.Name, ast.Attribute)) and not isinstance(n.ctx, ast.Load):
+            t = _target(n)
+            if t:
+                out.add(t)
+        if isinstance(n, (ast.Import, ast.ImportFrom)):
+            out.update((a.asname or a.name).split(".")[0] for a in n.names)
+        if isinstance(n, ast.ExceptHandler) and n.name:
+            out.add(n.name)
+        for field, value in ast.iter_fields(n):
+            if header_only and n is node and field in _BLOCKS:
+                continue
+            for child in (value if isinstance(value, list) else [value]):
+                if isinstance(child, ast.AST):
+                    visit(child, False)
+
+    visit(node, True)
+    return out
+
+
+def _calls_init(node: ast.AST) -> bool:
+    """Whether a statement calls a base class's `__init__` (`super().__init__(...)`, `Base.__init__(self, ...)`)."""
+    return any(isinstance(n, ast.Attribute) and n.attr == "__init__" for n in ast.walk(node))
+
+
+def _ends_flow(stmt: cst.CSTNode) -> bool:
+    """A `return`, `raise`, `continue` or `break` line: nothing after it in its block runs."""
+    return isinstance(stmt, cst.SimpleStatementLine) and any(
+        isinstance(small, (cst.Return, cst.Raise, cst.Continue, cst.Break)) for small in stmt.body)

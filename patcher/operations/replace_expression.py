@@ -73,6 +73,7 @@ class ReplaceExpression(Operation):
             raise AnchorAmbiguous(f"{len(anchors)} expressions match `{line_text(self.match)}`",
                                   candidates=[Candidate(f"`{line_text(module.code_for_node(n))}`", node=n)
                                               for n in anchors])
+        new = _grouped(module, candidates._paths[id(anchors[0])], old, anchors[0], new)
         return Changed(candidates.replace(anchors[0], new), inserted=(), anchor=anchors[0])
 
     def statement_role(self, module: cst.Module) -> str | None:
@@ -103,3 +104,29 @@ class ReplaceExpression(Operation):
                 kind = type(node).__name__.lower()
                 return f"{'an' if kind[0] in 'aeiou' else 'a'} `{kind}` statement"
         return None
+
+
+def _grouped(module: cst.Module, path: tuple[cst.CSTNode, ...], pattern: cst.BaseExpression, old: cst.CSTNode,
+             new: cst.BaseExpression) -> cst.BaseExpression:
+    """`new` as it must be written in `old`'s place to stay one expression there. Parentheses around `old` that the
+    match does not hold are kept (`(a + b) * s`: `a + b` -> `a + b + c` gives `(a + b + c) * s`, not `a + b + c *
+    s`); and where the expression around the place would read the new code otherwise (an operator of lower
+    precedence, a tuple in an argument list), it is put in parentheses. Read with `ast`: the code around the place,
+    rewritten, must hold the new expression as one of its subtrees."""
+    import ast
+
+    if getattr(old, "lpar", None) and not getattr(pattern, "lpar", None) and hasattr(new, "lpar") and not new.lpar:
+        return new.with_changes(lpar=old.lpar, rpar=old.rpar)
+    if not hasattr(new, "lpar") or new.lpar:
+        return new
+    parent = next((n for n in reversed(path[:-1]) if isinstance(n, cst.BaseExpression)), None)
+    if parent is None:
+        return new
+    try:
+        want = ast.dump(ast.parse("(\n" + module.code_for_node(new) + "\n)", mode="eval").body)
+        got = ast.parse("(\n" + module.code_for_node(parent.deep_replace(old, new)) + "\n)", mode="eval")
+    except (SyntaxError, ValueError, RecursionError):
+        return new.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+    if any(ast.dump(n) == want for n in ast.walk(got)):
+        return new
+    return new.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])

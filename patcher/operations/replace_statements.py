@@ -162,6 +162,17 @@ class ReplaceStatements(Operation):
                         f"the same name or calling the same function {'is' if len(edited) == 1 else 'are'} there: "
                         f"upstream may have edited it rather than removed it (not taken as already applied)",
                         candidates=edited)
+                if self.within:
+                    # upstream may have moved them into a helper the function calls: still run, not removed
+                    elsewhere = _runs(module, list(blocks_under((module,))), old, old_keys)
+                    if elsewhere:
+                        where = _dotted_owner(elsewhere[0][0])
+                        raise AnchorNotFound(
+                            f"no statements matching `{line_text(self.match)}` in {self._where()}, which the step "
+                            f"removes; the module has them in {where} (upstream moved them there?): not taken as "
+                            f"already applied",
+                            candidates=[Candidate(f"`{first_line(module, r[1][0])}`", node=r[1][0])
+                                        for r in elsewhere])
                 return AlreadyApplied(None)
             raise AnchorNotFound(f"no statements matching `{line_text(self.match)}` in {self._where()}",
                                  candidates=_near(module, blocks, old[0]))
@@ -202,6 +213,14 @@ class ReplaceStatements(Operation):
             raise AnchorAmbiguous(f"{len(anchors)} statements have the header `{line_text(self.match)}`",
                                   candidates=[Candidate(f"`{first_line(module, s)}`", node=s) for _, s in anchors])
         owner, stmt = anchors[0]
+        if isinstance(new, (cst.FunctionDef, cst.ClassDef)) and new.name.value != getattr(stmt, "name", new.name).value:
+            # a rename onto a name the block already defines: the later definition would silently win
+            other = next((t for t in _body(owner) if t is not stmt and isinstance(t, (cst.FunctionDef, cst.ClassDef))
+                          and t.name.value == new.name.value), None)
+            if other is not None:
+                raise Conflict(f"the block already defines `{new.name.value}`: renamed, `{first_line(module, stmt)}` "
+                               f"would define it a second time (upstream added its own?)",
+                               candidates=[Candidate(f"`{first_line(module, other)}`", node=other)])
         lead = tuple(getattr(stmt, "leading_lines", ()))
         # the header is fitted to the statement's indentation alone: the release's blocks are already there (a
         # docstring in them re-fitted would move right)
@@ -259,6 +278,19 @@ class ReplaceStatements(Operation):
                 raise Conflict(f"the block already binds {names} (upstream added it in its own form?): the "
                                f"replacement would bind {'it' if len(again) == 1 else 'them'} a second time",
                                candidates=[Candidate(f"`{first_line(module, st)}`", node=st) for _, st in again])
+        if isinstance(owner[-1], cst.Module):
+            # an import the code adds of a name the module defines (a def, a class, an assignment) beside the run:
+            # one of the two would silently rebind the other (upstream added a function of that name)
+            from .add_definition import defined_names
+
+            kept = {n for st in run for n in (*defined_names(st), *_imported(st))}
+            defs = {n: st for st in [*statements[:i], *statements[i + len(run):]] for n in defined_names(st)}
+            clash = [(n, defs[n]) for st in new for n in _imported(st) if n not in kept and n in defs]
+            if clash:
+                names = ", ".join(f"`{n}`" for n, _ in clash)
+                raise Conflict(f"the module already defines {names}: the import the replacement adds would be "
+                               f"rebound by it (upstream added its own?)",
+                               candidates=[Candidate(f"`{first_line(module, st)}`", node=st) for _, st in clash])
         lead = tuple(getattr(run[0], "leading_lines", ()))
         if new:
             new = [new[0].with_changes(leading_lines=(*lead, *new[0].leading_lines)), *new[1:]]
@@ -289,6 +321,25 @@ def _assigned(stmt: cst.CSTNode) -> list[str]:
             out.append(small.target.value)
         elif isinstance(small, cst.Assign):
             out += [t.target.value for t in small.targets if isinstance(t.target, cst.Name)]
+    return out
+
+
+def _imported(stmt: cst.CSTNode) -> list[str]:
+    """The names an import line binds (`import a.b` binds `a`; `from m import x as y` binds `y`)."""
+    if not isinstance(stmt, cst.SimpleStatementLine):
+        return []
+    out: list[str] = []
+    for small in stmt.body:
+        if isinstance(small, (cst.Import, cst.ImportFrom)) and not isinstance(small.names, cst.ImportStar):
+            for alias in small.names:
+                if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                    out.append(alias.asname.name.value)
+                else:
+                    node = alias.name
+                    while isinstance(node, cst.Attribute):
+                        node = node.value
+                    if isinstance(node, cst.Name):
+                        out.append(node.value)
     return out
 
 
@@ -423,3 +474,9 @@ def _near(module: cst.Module, blocks: Sequence, first: cst.CSTNode) -> list[Cand
         for stmt in statements:
             by_text.setdefault(first_line(module, stmt), stmt)
     return [Candidate(f"`{t}`", node=by_text[t]) for t in near(want, list(by_text))]
+
+
+def _dotted_owner(path: NodePath) -> str:
+    """`A.f` for a block in method `f` of class `A`; `the module` at its top."""
+    names = [n.name.value for n in path if isinstance(n, (cst.FunctionDef, cst.ClassDef))]
+    return f"`{'.'.join(names)}`" if names else "the module"
