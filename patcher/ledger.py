@@ -118,6 +118,19 @@ def now_utc() -> datetime:
 # --------------------------------------------------------------------------------------------------- records
 
 
+_SHA = re.compile(r"[0-9a-f]{64}")
+
+
+def _typed(data: dict[str, Any], required: dict[str, type], optional: dict[str, type]) -> None:
+    """Raise ValueError where a recorded value is not of its type (bool is no int here); optional ones may be None."""
+    for key, kind in [*required.items(), *optional.items()]:
+        value = data.get(key)
+        if value is None and key in optional:
+            continue
+        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+            raise ValueError(f"`{key}` is {value!r}, not {kind.__name__}")
+
+
 @dataclass(frozen=True)
 class FileRecord:
     """One file a recipe changed, as the ledger and the journal remember it."""
@@ -134,6 +147,12 @@ class FileRecord:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "FileRecord":
+        for key in ("rel", "sha_before", "sha_after", "backup", "patched", "mode"):
+            if not isinstance(data.get(key), str):
+                raise ValueError(f"file record: `{key}` is {data.get(key)!r}, not a string")
+        for key in ("sha_before", "sha_after"):
+            if not _SHA.fullmatch(data[key]):
+                raise ValueError(f"file record: `{key}` {data[key]!r} is not a sha256")
         return cls(**{**data, "mode": int(data["mode"], 8)})
 
 
@@ -167,7 +186,13 @@ class AppliedRecord:
         if not (isinstance(record_dir, str) and _RECORD_DIR.fullmatch(record_dir)
                 and record_dir not in ("records/.", "records/..")):
             raise ValueError(f"record_dir {record_dir!r} is not a folder of records/")
-        return cls(**{**data, "files": tuple(FileRecord.from_dict(f) for f in data.get("files", ()))})
+        files = data.get("files")
+        if not isinstance(files, list) or not files:
+            # an entry is written for a change of one file or more: without them it cannot be rolled back
+            raise ValueError(f"entry {data.get('recipe')!r}: `files` is {files!r}, not a list of the files it changed")
+        _typed(data, {"seq": int, "recipe": str, "recipe_version": int, "package": str, "params": dict,
+                      "applied_at": str}, {"variant": str, "release": str})
+        return cls(**{**data, "files": tuple(FileRecord.from_dict(f) for f in files)})
 
 
 @dataclass(frozen=True)
@@ -341,6 +366,8 @@ class State:
             return None
         except (OSError, ValueError) as exc:
             raise StateDamaged(f"cannot read {path}: {exc}") from None
+        except RecursionError:
+            raise StateDamaged(f"cannot read {path}: nested too deeply for a file specpatch writes") from None
         if not isinstance(data, dict) or data.get("format") != FORMAT:
             raise StateDamaged(f"{path} has an unknown format (expected format {FORMAT})",
                              hint="this state was written by another specpatch version; use that version")

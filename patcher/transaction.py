@@ -954,12 +954,15 @@ def _owner(path: Path) -> tuple[int, int] | None:
 
 
 def _remove_bytecode(path: Path) -> list[str]:
-    """Remove `__pycache__/<stem>.*.pyc` of a source file (module names have no dots, so the prefix is exact)."""
+    """Remove `__pycache__/<stem>.*.pyc` of a source file (module names have no dots, so the prefix is exact).
+    A `__pycache__` that is a link is not followed (it may lead out of the target: nothing there is specpatch's to
+    delete), and only files (or links, removed as links) are removed, never a folder of that name."""
     cache = path.parent / "__pycache__"
     removed = []
-    if cache.is_dir():
+    if cache.is_dir() and not cache.is_symlink():
         for pyc in cache.iterdir():
-            if pyc.name.startswith(f"{path.stem}.") and pyc.name.endswith(".pyc"):
+            if pyc.name.startswith(f"{path.stem}.") and pyc.name.endswith(".pyc") \
+                    and (pyc.is_symlink() or pyc.is_file()):
                 pyc.unlink(missing_ok=True)
                 removed.append(str(pyc))
     return removed

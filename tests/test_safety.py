@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import json
 import os
 import resource
 import shutil
@@ -801,3 +802,35 @@ def test_a_rollback_over_an_immutable_file_is_refused_before_it_touches_a_file(s
         _chattr("-i", path)
     assert specpatch("rollback", "--target", str(site), recipes=recipes).returncode == OK
     assert snapshot(site) == original
+
+
+@pytest.mark.parametrize("damage", [
+    lambda e: e.pop("files"),  # rollback said "rolled back: 0 files" on a patched tree, and swept the backups
+    lambda e: e.update(files=[]),
+    lambda e: e.update(params=[1]),
+    lambda e: e["files"][0].update(sha_after=None),
+    lambda e: e["files"][0].update(sha_after=float("nan")),
+    lambda e: e.update(seq="1"),
+])
+def test_an_entry_of_the_wrong_shape_is_a_damaged_state_folder_and_nothing_is_swept(site, tmp_path, damage):
+    recipes = recipe(tmp_path / "r", ONE)
+    done = specpatch("apply", "case", "--target", str(site), "--no-smoke", recipes=recipes)
+    assert done.returncode == 0, done.stderr
+    path = site / ".specpatch" / "ledger.json"
+    data = json.loads(path.read_text())
+    damage(data["applied"][0])
+    path.write_text(json.dumps(data))
+    tree, records = snapshot(site), sorted(p.name for p in (site / ".specpatch" / "records").iterdir())
+    for args in (("status",), ("check", "case"), ("verify", "--no-smoke"), ("rollback",)):
+        done = specpatch(*args, "--target", str(site), recipes=recipes)
+        assert done.returncode == BAD_INPUT and "is damaged" in done.stderr, (args, done.returncode, done.stderr)
+    assert snapshot(site) == tree
+    assert sorted(p.name for p in (site / ".specpatch" / "records").iterdir()) == records
+
+
+def test_a_ledger_nested_too_deeply_is_a_damaged_state_folder(site, tmp_path):
+    recipes = recipe(tmp_path / "r", ONE)
+    (site / ".specpatch").mkdir()
+    (site / ".specpatch" / "ledger.json").write_text("[" * 100000 + "]" * 100000)
+    done = specpatch("status", "--target", str(site), recipes=recipes)
+    assert done.returncode == BAD_INPUT and "nested too deeply" in done.stderr, done.stderr

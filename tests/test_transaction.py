@@ -108,6 +108,24 @@ def test_stale_bytecode_is_removed_on_apply_and_rollback(root, target, three):
     assert {Path(p).name.split(".")[0] for p in report.removed_bytecode} == {"a", "b", "c"}
 
 
+def test_bytecode_behind_a_link_or_a_folder_of_that_name_is_left_alone(root, target, three, tmp_path):
+    # a hostile round: `__pycache__` linked to a folder outside the target; apply deleted `a.*.pyc` there (files
+    # that are not specpatch's). A folder named like a stale .pyc stopped the commit after the files were written
+    outside = tmp_path / "outside-cache"
+    outside.mkdir()
+    for name in ("a.cpython-311.pyc", "a.keep-me.pyc", "b.other.pyc"):
+        (outside / name).write_bytes(b"someone else's")
+    (root / "pkg" / "__pycache__").symlink_to(outside, target_is_directory=True)
+    apply(target, three)
+    assert sorted(p.name for p in outside.iterdir()) == ["a.cpython-311.pyc", "a.keep-me.pyc", "b.other.pyc"]
+    transaction.rollback(target)
+    assert len(list(outside.iterdir())) == 3
+    (root / "pkg" / "__pycache__").unlink()
+    (root / "pkg" / "__pycache__" / "a.cpython-311.pyc").mkdir(parents=True)
+    apply(target, three)
+    assert (root / "pkg" / "__pycache__" / "a.cpython-311.pyc").is_dir()
+
+
 # --------------------------------------------------------------------------------------------------- refusals
 
 
