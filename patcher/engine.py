@@ -254,7 +254,17 @@ def _plan_file(result: Plan, rel_pkg: str, file_steps: list[tuple[int, Operation
     if result.errors:
         result.files.append(FilePlan(path, rel, before, before, mode))
         return
-    after = module.bytes if module is not original else before
+    try:
+        after = module.bytes if module is not original else before
+    except UnicodeEncodeError as exc:  # code the file's declared encoding (`# -*- coding: latin-1 -*-`) cannot hold
+        owner = next((r for r, c in reversed(done) if c is not None), None)
+        result.errors.append(RenderError(
+            f"the recipe's code holds {exc.object[exc.start:exc.end]!r}, which `{rel}`'s declared encoding "
+            f"({module.encoding}) cannot represent", location=Location(
+                recipe=recipe.id, file=rel, step=owner.index if owner else None, op=owner.op if owner else None,
+                anchor=owner.anchor if owner else None)))
+        result.files.append(FilePlan(path, rel, before, before, mode))
+        return
     if after != before:
         tree, failed = None, None
         try:

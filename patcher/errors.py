@@ -225,6 +225,15 @@ class DriftError(SpecpatchError):
     exit_code = ExitCode.DRIFT
 
 
+class ChangedDuringApply(SpecpatchError):
+    """A file of the plan changed between planning and writing, under specpatch's lock: another program's edit."""
+
+    title = "a file changed while specpatch was applying"
+    hint = ("another program (an editor, a package manager) wrote it during the apply; nothing was written: run the "
+            "command again once it is done")
+    exit_code = ExitCode.LOCKED
+
+
 class LockTimeout(SpecpatchError):
     title = "target is locked"
     hint = "another specpatch is working on this target; retry when it has finished (or raise --lock-timeout)"

@@ -2378,7 +2378,13 @@ def _plan_file(recipe, rel: str, ops: list[tuple[int, Operation]], package_dir: 
         if culprit is not None:
             held[culprit[0]] = ("refused", f"once applied, `{rel}` does not compile: {culprit[1]}")
             return _plan_file(recipe, rel, ops, package_dir, held, pristine)
-    return steps, module.bytes
+    try:
+        return steps, module.bytes
+    except UnicodeEncodeError as exc:  # code the file's declared encoding cannot hold: nothing of it is planned
+        why = (f"the code holds {exc.object[exc.start:exc.end]!r}, which `{rel}`'s declared encoding "
+               f"({module.encoding}) cannot represent")
+        return [PortedStep(s.index, s.name, s.op, rel, "refused", why) if s.status == "applied" else s
+                for s in steps], None
 
 
 def _compile_error(code: str, rel: str) -> str | None:

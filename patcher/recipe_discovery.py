@@ -40,9 +40,23 @@ def load_recipe(name_or_path: str | Path, extra_dirs: list[Path] | None = None) 
                                  location=Location(recipe=str(name_or_path)))
         path = found[str(name_or_path)]
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        text = _read_bounded(path).decode("utf-8")
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise RecipeError(f"cannot read recipe: {exc}", location=Location(recipe=str(path), file=str(path))) from None
     from .recipe import parse_recipe  # noqa: PLC0415  (patcher.recipe imports this module)
 
     return parse_recipe(text, path)
+
+
+def _read_bounded(path: Path) -> bytes:
+    """A recipe file's bytes: a regular file (a device, FIFO or socket is refused before it is opened: `/dev/zero`
+    would fill the memory, a FIFO block for ever), read up to one byte past the size limit (which `parse_recipe`
+    then refuses), whatever size the system reports."""
+    import stat
+
+    from .recipe_yaml import MAX_RECIPE_BYTES
+
+    if not stat.S_ISREG(os.stat(path).st_mode):
+        raise ValueError(f"{path} is not a regular file")
+    with open(path, "rb") as f:
+        return f.read(MAX_RECIPE_BYTES + 1)

@@ -190,7 +190,8 @@ EXIT_CODES: tuple[ExitMeaning, ...] = (
                 "`check`: also an interrupted apply or rollback"),
     ExitMeaning((ExitCode.LOCKED,), "locked",
                 "locked: another specpatch holds the target's lock past `--lock-timeout`; `check`: an apply or "
-                "rollback is running now"),
+                "rollback is running now; `apply`: another program wrote a file of the plan while it ran (nothing "
+                "written)"),
     ExitMeaning((ExitCode.WOULD_CHANGE,), "would change (`check`)",
                 "`check`: not applied yet, the recipe would change the target, also after a reinstall or upgrade of "
                 "the package (`verify RECIPE` of a recipe never applied, too)"),

@@ -59,8 +59,8 @@ import filelock
 
 from .diff import unified_diff
 from .engine import Plan
-from .errors import (DriftError, ExitCode, Location, LockTimeout, RollbackBlocked, StateDamaged, StateError,
-                     VersionUnsupported, os_failure)
+from .errors import (ChangedDuringApply, DriftError, ExitCode, Location, LockTimeout, RollbackBlocked, StateDamaged,
+                     StateError, VersionUnsupported, os_failure)
 from .ledger import (AppliedRecord, FileRecord, Journal, RetiredRecord, State, atomic_write, file_mode, makedirs,
                      now_utc, sha256, temp_path)
 from .results import FileBytes, RecoveryOutcome, Transaction
@@ -339,9 +339,9 @@ def commit(plan: Plan, lock: TargetLock, *, verifying: bool = False) -> AppliedR
     for fp in changed:
         current = _read(fp.path)
         if current != fp.before or file_mode(fp.path) != fp.mode:
-            raise StateError(f"`{fp.rel}` changed since the plan was made; nothing was written",
-                             location=Location(recipe=recipe.id, file=fp.rel),
-                             hint="plan again while holding the target's lock")
+            # the lock is held (`_require_lock`): no specpatch wrote it, another program did
+            raise ChangedDuringApply(f"`{fp.rel}` changed since the plan was made; nothing was written",
+                                     location=Location(recipe=recipe.id, file=fp.rel))
     ledger = state.read_ledger()
     seq = ledger.next_seq
     record_dir = state.record_dir_name(seq, recipe.id)

@@ -545,3 +545,15 @@ def test_a_name_the_patched_module_drops_while_another_module_imports_it_is_refu
     assert error.title == "patched module loses a name another module imports"
     assert "no longer defines `helper`, which `srt/c.py` imports from `sglang.srt.a`" in error.message, error.message
     assert error.location.step == 1 and error.location.file.endswith("srt/a.py")
+
+
+def test_code_the_files_declared_encoding_cannot_hold_is_refused_naming_the_step(tmp_path):
+    # a hostile round: a latin-1 file (`# -*- coding: latin-1 -*-`) and code holding '日本': a traceback (exit 1)
+    root = make_target(tmp_path, {"srt/g.py": "# -*- coding: latin-1 -*-\nclass G:\n    def a(self):\n"
+                                              "        return '\xa1'\n".encode("latin-1")})
+    text = ("id: demo\ntitle: t\ntarget: {package: sglang}\nsteps:\n  - op: add_method\n    file: srt/g.py\n"
+            "    class: G\n    code: |\n      def b(self):\n          return '日本'\n")
+    p = plan(recipe(tmp_path, text), find_target(root))
+    [error] = p.errors
+    assert error.exit_code == ExitCode.CANNOT_APPLY and "'日本'" in error.message and "iso-8859-1" in error.message
+    assert error.location.step == 1

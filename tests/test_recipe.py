@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import textwrap
 from pathlib import Path
 
@@ -278,3 +279,15 @@ def test_a_recipe_without_parameters_has_no_placeholders(tmp_path):
             "    class: A\n    code: |\n      def f(self):\n          return f\"{{x}}\"\n")
     recipe = load_recipe(write(tmp_path, text))
     assert recipe.steps[0].render_params(recipe.resolve_params({})).code == 'def f(self):\n    return f"{{x}}"\n'
+
+
+@pytest.mark.parametrize("make", [
+    lambda p: p.symlink_to("/dev/zero"),  # its size reads 0: read whole, it filled 24 GB of memory
+    lambda p: os.mkfifo(p),  # opened, it blocked `specpatch list` for ever
+])
+def test_a_recipe_file_that_is_not_a_regular_file_is_refused_unread(tmp_path, make):
+    path = tmp_path / "zero.yaml"
+    make(path)
+    with pytest.raises(RecipeError) as info:
+        load_recipe(path)
+    assert "is not a regular file" in info.value.message and info.value.exit_code == ExitCode.BAD_INPUT
