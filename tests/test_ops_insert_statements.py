@@ -716,3 +716,11 @@ def test_at_end_of_a_block_that_ends_with_a_return_is_refused():
             x += 1
             log(x)
         """)
+
+
+def test_code_that_calls_a_function_nested_above_it_is_inserted():
+    # slime's patch: a call of the `replace_tensor` helper that `process_weights_after_loading` defines above the
+    # anchor (a nested def binds its name where it stands), and calls again further down
+    step = op("insert_statements", function="f", at="after", match="x = 1", code="helper(x)")
+    before = "def f():\n    def helper(v):\n        return v\n\n    x = 1\n    helper(2)\n"
+    assert isinstance(step.apply(cst.parse_module(before)), Changed)

@@ -258,6 +258,8 @@ class InsertStatements(Operation):
                 if include and whole is not None:
                     above |= _stores(whole)
                 break
+            if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
+                above.add(stmt.name.value)  # a nested def binds its name where it stands
             if whole is not None:
                 above |= _stores(whole, header_only=True)
                 if me is not None and _calls_init(whole):
