@@ -121,6 +121,7 @@ def _find_target(path: Path | None, *, package: str, assume_version: str | None,
             raise TargetError(f"no `{package}` package in {given} (looked for python/{package}/, {package}/ "
                               f"and the folder itself)")
     root, layout = _root_of(package_dir, package, given)
+    root, layout = _one_state_folder(root, layout, package_dir)
     problem = None
     if assume_version is not None:
         try:
@@ -150,6 +151,27 @@ def _root_of(package_dir: Path, package: str, given: Path) -> tuple[Path, str]:
     if any(python.glob(f"{package}-*.dist-info")) or given == python:
         return python, "site-packages"
     return package_dir, "package"
+
+
+def _one_state_folder(root: Path, layout: str, package_dir: Path) -> tuple[Path, str]:
+    """A package folder with no marker beside it (no dist-info, no checkout) is its own root when named itself, and
+    its parent's when the parent is named: two spellings, two state folders. Where one of the two already holds the
+    state folder (the recipes applied through the other spelling), that one is the root; both is a damaged state."""
+    if layout not in ("package", "site-packages") or (layout == "site-packages" and any(
+            package_dir.parent.glob(f"{package_dir.name}-*.dist-info"))):
+        return root, layout
+    here, parent = package_dir / STATE_DIRNAME, package_dir.parent / STATE_DIRNAME
+    if here.exists() and parent.exists():
+        from .errors import StateDamaged
+
+        raise StateDamaged(f"two state folders for one package: {parent} and {here}",
+                           hint="the recipes of one are not seen through the other: keep the one whose ledger lists "
+                                "what is applied (`specpatch status --target` each spelling), remove the other")
+    if layout == "package" and parent.is_dir():
+        return package_dir.parent, "site-packages"
+    if layout == "site-packages" and here.is_dir():
+        return package_dir, "package"
+    return root, layout
 
 
 def _installed(package: str, python: str | None) -> Path:

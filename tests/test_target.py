@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from packaging.version import Version
 
-from patcher.errors import TargetError, UsageError
+from patcher.errors import StateDamaged, TargetError, UsageError
 from patcher.target import find_target
 
 
@@ -39,6 +39,21 @@ def test_package_folder_itself(tmp_path):
     pkg = make_pkg(tmp_path / "sglang")
     t = find_target(pkg)
     assert t.layout == "package" and t.root == pkg and t.rel(pkg / "a.py") == "a.py"
+
+
+def test_a_package_with_no_marker_beside_it_has_one_state_folder_however_it_is_named(tmp_path):
+    # a hostile round: `--target T` and `--target T/sglang` (no dist-info, no checkout) used two state folders:
+    # after an apply through T, `rollback --target T/sglang` said "nothing to roll back" on a patched tree
+    pkg = make_pkg(tmp_path / "sglang")
+    assert find_target(tmp_path).root == tmp_path and find_target(pkg).root == pkg  # nothing recorded yet
+    (tmp_path / ".specpatch").mkdir()
+    assert find_target(pkg).root == tmp_path and find_target(pkg).state_dir == tmp_path / ".specpatch"
+    (tmp_path / ".specpatch").rmdir()
+    (pkg / ".specpatch").mkdir()
+    assert find_target(tmp_path).root == pkg and find_target(tmp_path).rel(pkg / "a.py") == "a.py"
+    (tmp_path / ".specpatch").mkdir()
+    with pytest.raises(StateDamaged, match="two state folders for one package"):
+        find_target(pkg)
 
 
 def test_checkout_pyproject_version(tmp_path):
