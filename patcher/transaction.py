@@ -171,11 +171,15 @@ def target_lock(target: Target, timeout: float = DEFAULT_LOCK_TIMEOUT) -> Iterat
         raise StateDamaged(f"{state.lock_path} is a link or not a file; specpatch locks through a plain file only",
                            location=Location(file=str(state.lock_path)))
     flock = filelock.FileLock(state.lock_path, timeout=timeout)
-    try:
-        flock.acquire()
-    except filelock.Timeout:
-        raise LockTimeout(f"another specpatch holds the lock on {target.root}; gave up after {timeout:g} s",
-                          location=Location(file=str(state.lock_path))) from None
+    for _ in range(20):
+        try:
+            flock.acquire()
+        except filelock.Timeout:
+            raise LockTimeout(f"another specpatch holds the lock on {target.root}; gave up after {timeout:g} s",
+                              location=Location(file=str(state.lock_path))) from None
+        if _lock_file_is_ours(flock):
+            break
+        flock.release()  # the file was removed or replaced between its opening and its lock: lock the new one
     lock = TargetLock(target, flock)
     lock._depth = 1
     held[key] = lock
@@ -191,6 +195,25 @@ def _require_lock(lock: TargetLock, target: Target) -> None:
     if not isinstance(lock, TargetLock) or not lock.held or _key(lock.target) != _key(target):
         raise StateError(f"commit to {target.root} without holding its lock",
                          hint="plan and commit inside one `with target_lock(target) as lock:`")
+    if not _lock_file_is_ours(lock._lock):
+        # someone removed or replaced the lock file: another specpatch may lock the new one and work beside us
+        raise LockTimeout(f"the lock file {lock.path} was removed or replaced while specpatch held it; nothing more "
+                          f"was written", location=Location(file=str(lock.path)),
+                          hint="never remove TARGET/.specpatch/lock; run the command again (`specpatch status` "
+                               "says whether a transaction was left pending)")
+
+
+def _lock_file_is_ours(flock: filelock.BaseFileLock) -> bool:
+    """Whether the lock file's path still names the file this process locked (a lock on a removed file locks
+    nothing another process can see)."""
+    fd = getattr(getattr(flock, "_context", None), "lock_file_fd", None)
+    if fd is None:
+        return True  # this filelock keeps no descriptor where we can read it: nothing to compare
+    try:
+        mine, there = os.fstat(fd), os.stat(flock.lock_file)
+    except OSError:
+        return False
+    return (mine.st_dev, mine.st_ino) == (there.st_dev, there.st_ino)
 
 
 # --------------------------------------------------------------------------------------------------- reports

@@ -141,6 +141,20 @@ def test_a_plan_with_errors_is_refused_and_the_tree_is_unchanged(root, target, t
     assert not list((target.state_dir).glob("records/*"))
 
 
+def test_a_lock_file_removed_while_held_stops_the_commit_before_it_writes(root, target, three):
+    # a hostile round: the lock file was deleted during an apply; a second specpatch made a new one, locked it and
+    # committed beside the first (which then failed with exit 1, or, paused, lost its backups to the second's sweep)
+    before = snapshot(root)
+    with transaction.target_lock(target) as lock:
+        plan_ = engine.plan(three, target)
+        lock.path.unlink()
+        with pytest.raises(LockTimeout, match="removed or replaced while specpatch held it") as info:
+            transaction.commit(plan_, lock)
+    assert info.value.exit_code == ExitCode.LOCKED and snapshot(root) == before
+    with transaction.target_lock(target) as lock:  # a lock taken on the new file works as before
+        assert transaction.commit(engine.plan(three, target), lock) is not None
+
+
 def test_a_plan_made_before_a_change_is_refused(root, target, three):
     # under the lock, only another program can have written it: not a bug of specpatch (a hostile round: exit 1)
     with transaction.target_lock(target) as lock:
