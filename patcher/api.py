@@ -84,6 +84,19 @@ def apply_recipe(recipe: Recipe, target: Target, *, params: dict[str, str] | Non
     """Plan, write transactionally, verify; roll back if a check fails. A dry run only plans. With
     `require_checks`, an import smoke test or probe that could not run counts as a failed check (for CI)."""
     if dry_run:
+        from . import transaction
+
+        # a dry run writes nothing, so it cannot finish an interrupted apply or rollback: its diff would be against
+        # a half-written tree (the files not yet written only); say so, as `check` does
+        pending = transaction.status(target).pending if target.state_dir.is_dir() else None
+        if pending is not None:
+            running = transaction.lock_held_elsewhere(target)
+            raise PendingTransaction(
+                f"an {'' if running else 'interrupted '}{pending.kind} of {pending.record.recipe} (started "
+                f"{pending.started}, pid {pending.pid}) is {'running' if running else 'pending'}: the tree is part-way "
+                f"through it, and a dry run would show a diff against half-written files",
+                hint="wait for it to end, or run `specpatch verify` (or apply/rollback): it finishes or undoes the "
+                     "interrupted one first; then the dry run")
         return _planned(plan(recipe, target, params), dry_run=True)
     from . import transaction
     from . import verify as v

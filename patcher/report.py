@@ -540,7 +540,7 @@ def render_status(ui: UI, report: Any, *, as_json: bool = False) -> None:
                          f"(pid {p.pid}, which holds the target's lock)[/yellow]")
         else:
             ui.err.print(f"[yellow]unfinished {p.kind} of {escape(p.record.recipe)} started {escape(p.started)} "
-                         f"(pid {p.pid}): the next specpatch command will recover it[/yellow]")
+                         f"(pid {p.pid}): the next apply, rollback or verify will recover it[/yellow]")
     if not report.applied:
         ui.out.print("no recipe applied")
         return

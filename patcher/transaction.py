@@ -399,10 +399,10 @@ def commit(plan: Plan, lock: TargetLock, *, verifying: bool = False) -> AppliedR
             doing = f"applying {recipe.id} failed ({_why(exc)}) and restoring the files failed too"
             if isinstance(undo_exc, OSError):
                 err = os_failure(undo_exc, doing)
-                err.hint = "the journal is kept: the next specpatch command finishes the rollback; " + err.hint
+                err.hint = "the journal is kept: the next apply, rollback or verify finishes the rollback; " + err.hint
                 raise err from exc
             raise StateError(f"{doing} ({undo_exc!r})", location=Location(recipe=recipe.id),
-                             hint="the journal is kept: the next specpatch command finishes the rollback") from exc
+                             hint="the journal is kept: the next apply, rollback or verify finishes the rollback") from exc
         raise
     _step("apply:ledger-written")
     if not verifying:

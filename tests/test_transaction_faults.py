@@ -414,3 +414,18 @@ def test_a_rollback_the_system_stops_says_whether_the_tree_is_whole(root, target
         assert transaction.status(target).pending is not None
         assert transaction.recover(target).outcome == "rolled_back"
         assert snapshot(root) == ORIGINAL and transaction.applied_records(target) == []
+
+
+def test_a_dry_run_over_an_interrupted_apply_says_so_instead_of_a_diff_of_half_written_files(root, target, three):
+    # a hostile round: after an apply killed half-way, `apply --dry-run` diffed the files not yet written ("1 file
+    # would change" of 2), exit 0, recovery null
+    from patcher import api
+    from patcher.errors import PendingTransaction
+
+    assert killed_at("apply:after-write:pkg/a.py", lambda: apply(target, three)) == -signal.SIGKILL
+    half = snapshot(root)
+    with pytest.raises(PendingTransaction, match="interrupted apply of .* is pending"):
+        api.apply_recipe(three, target, dry_run=True)
+    assert snapshot(root) == half  # a dry run still writes nothing
+    transaction.recover(target)
+    assert api.apply_recipe(three, target, dry_run=True).exit_code == 0
