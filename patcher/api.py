@@ -12,7 +12,8 @@ from typing import Any, Callable
 from packaging.version import Version
 
 from .engine import Plan, plan
-from .errors import ExitCode, PendingTransaction, SpecpatchError, StateLost, UsageError, VersionUnsupported, os_failure
+from .errors import (ExitCode, PendingTransaction, RecipeNotFound, SpecpatchError, StateLost, UsageError,
+                     VersionUnsupported, os_failure)
 from .recipe import Recipe, available, load_recipe
 from .results import (ApplyOutcome, ApplyResult, CheckResult, CheckState, FileBytes, FileVerdict, RecipeVerification,
                       TryOutcome, TryResult, VariantKind, VerifyResult)
@@ -280,7 +281,9 @@ def _verify_record(target: Target, record: Any, *, python: str | None, smoke: bo
     try:
         recipe = load_recipe(record.recipe, extra_dirs)
     except SpecpatchError as exc:
-        notes = (f"recipe `{record.recipe}` cannot be loaded ({exc.message}): only the files are checked",)
+        where = ("; a recipe applied from its own folder is found with `--recipe-path DIR` (or "
+                 "SPECPATCH_RECIPE_PATH)" if isinstance(exc, RecipeNotFound) else "")
+        notes = (f"recipe `{record.recipe}` cannot be loaded ({exc.message}): only the files are checked{where}",)
         skipped = ("the recipe's imports and probes (the recipe cannot be loaded)",)
     edits_present = None
     if recipe is not None and any(s.state is not FileBytes.INTACT for s in states):
@@ -610,7 +613,9 @@ def try_recipe(recipe: Recipe, version: str = "0.5.9", *, keep: Path | None = No
         applied = apply_recipe(recipe, target, params=params, python=python)
         verified = None
         if applied.exit_code == ExitCode.OK and applied.outcome is ApplyOutcome.CHANGED:
-            verified = verify(target, recipe.id, python=python)
+            # the recipe as loaded (by path, or from `--recipe-path`): its folder is where verify finds it again
+            verified = verify(target, recipe.id, python=python,
+                              extra_dirs=[recipe.source.parent] if recipe.source is not None else None)
         outcome, code, message = _tried(recipe, version, applied, verified)
         return TryResult(version, keep, applied, verified, time.perf_counter() - start, code, outcome, message)
     finally:

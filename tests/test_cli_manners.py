@@ -433,3 +433,27 @@ def test_diff_out_is_refused_inside_the_package_and_the_state_folder(target, tmp
                      str(tmp_path / "x.diff"))
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "x.diff").read_text().startswith("diff --git")
+
+
+def test_try_verifies_a_recipe_loaded_from_a_folder_of_its_own(tmp_path, monkeypatch):
+    # a newcomer's find: `try NAME --recipe-path DIR` applied, then its verify could not load the recipe by name
+    # ("cannot be loaded"): outcome applied_not_verified, exit 0
+    import shutil
+
+    from patcher import api
+
+    _toy_release(monkeypatch, [])
+    monkeypatch.delenv("SPECPATCH_RECIPE_PATH", raising=False)
+    mine = tmp_path / "team"
+    mine.mkdir()
+    text = (RECIPES / "toy-greeting.yaml").read_text().replace("id: toy-greeting", "id: team-greeting")
+    (mine / "team-greeting.yaml").write_text(text)
+    if (RECIPES / "toy-greeting").is_dir():
+        shutil.copytree(RECIPES / "toy-greeting", mine / "team-greeting")
+    result = api.try_recipe(api.load("team-greeting", [mine]), "0.5.9", keep=tmp_path / "kept")
+    assert result.outcome == "applied_and_verified", result.message
+    # a later `verify` without the folder checks the files, and says where the recipe is found
+    from patcher.target import find_target
+
+    [checked] = api.verify(find_target(tmp_path / "kept", package="sglang"), smoke=False).recipes
+    assert any("`--recipe-path DIR`" in n for n in checked.notes), checked.notes
