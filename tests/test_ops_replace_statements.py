@@ -507,3 +507,36 @@ def test_an_import_the_replacement_adds_of_a_name_the_module_defines_is_a_confli
         def run():
             return os.sep
         """)
+
+
+def test_a_property_setter_the_block_already_has_is_not_added_a_second_time():
+    # a hostile round: getter -> getter + setter, on a release with its own `@x.setter` further down: two setters,
+    # upstream's won, and the patch's was dead code (getter, setter and deleter share one name)
+    step = op("replace_statements", within="A",
+              match="@property\ndef x(self):\n    return self._x\n",
+              code="@property\ndef x(self):\n    return self._x\n\n@x.setter\ndef x(self, v):\n    self._x = v\n")
+    cannot(step, """
+        class A:
+            @property
+            def x(self):
+                return self._x
+
+            @x.setter
+            def x(self, v):
+                self._x = int(v)
+        """, Conflict, mentions=("already defines `x`",))
+    check(step, """
+        class A:
+            @property
+            def x(self):
+                return self._x
+        """, """
+        class A:
+            @property
+            def x(self):
+                return self._x
+
+            @x.setter
+            def x(self, v):
+                self._x = v
+        """)

@@ -253,18 +253,18 @@ class ReplaceStatements(Operation):
         i = next(j for j, s in enumerate(statements) if s is run[0])
         # a function or class the code adds that the block already defines beside the run, with other code: a
         # second definition would silently replace the release's (upstream added it in its own form)
-        defined = {s.name.value for s in run if isinstance(s, (cst.FunctionDef, cst.ClassDef))}
-        rest = {s.name.value: s for s in [*statements[:i], *statements[i + len(run):]]
+        # (a property's getter, setter and deleter share a name: told apart by their `@x.setter` decorator)
+        defined = {_def_key(module, s) for s in run if isinstance(s, (cst.FunctionDef, cst.ClassDef))}
+        rest = {_def_key(module, s): s for s in [*statements[:i], *statements[i + len(run):]]
                 if isinstance(s, (cst.FunctionDef, cst.ClassDef))}
-        twice = [d for d in new if isinstance(d, (cst.FunctionDef, cst.ClassDef)) and d.name.value not in defined
-                 and d.name.value in rest
-                 and fingerprint(module, d) != fingerprint(module, rest[d.name.value])]  # the same code: harmless
+        twice = [(d, rest[_def_key(module, d)]) for d in new if isinstance(d, (cst.FunctionDef, cst.ClassDef))
+                 and _def_key(module, d) not in defined and _def_key(module, d) in rest
+                 and fingerprint(module, d) != fingerprint(module, rest[_def_key(module, d)])]  # same code: harmless
         if twice:
-            names = ", ".join(f"`{d.name.value}`" for d in twice)
+            names = ", ".join(f"`{d.name.value}`" for d, _ in twice)
             raise Conflict(f"the block already defines {names}: the replacement would define "
                            f"{'it' if len(twice) == 1 else 'them'} a second time",
-                           candidates=[Candidate(f"`{first_line(module, rest[d.name.value])}`",
-                                                 node=rest[d.name.value]) for d in twice])
+                           candidates=[Candidate(f"`{first_line(module, there)}`", node=there) for _, there in twice])
         if isinstance(owner[-1], (cst.Module, cst.ClassDef)) or \
                 (len(owner) > 1 and isinstance(owner[-2], cst.ClassDef)):
             # likewise a field or a module/class attribute the code binds that the block binds beside the run with
@@ -480,3 +480,13 @@ def _dotted_owner(path: NodePath) -> str:
     """`A.f` for a block in method `f` of class `A`; `the module` at its top."""
     names = [n.name.value for n in path if isinstance(n, (cst.FunctionDef, cst.ClassDef))]
     return f"`{'.'.join(names)}`" if names else "the module"
+
+
+def _def_key(module: cst.Module, node: cst.FunctionDef | cst.ClassDef) -> tuple[str, str]:
+    """A definition's name, with the accessor a decorator `@<name>.setter`/`.deleter`/`.getter` makes it."""
+    name = node.name.value
+    for d in node.decorators:
+        text = module.code_for_node(d.decorator).strip()
+        if text in (f"{name}.setter", f"{name}.deleter", f"{name}.getter"):
+            return name, text.rsplit(".", 1)[1]
+    return name, ""
