@@ -227,3 +227,22 @@ def test_parameter_conflict_and_near_miss():
     cannot(op("add_parameter", function="f", after="bb", code="c=1"), "def f(b):\n    pass\n", AnchorNotFound,
            candidates=("b",))
     cannot(op("add_parameter", function="g", code="c=1"), "def f(b):\n    pass\n", AnchorNotFound)
+
+
+@pytest.mark.parametrize("function, after, before", [
+    ("f", "a", "def f(a, b):\n    return a\n\n\ndef g():\n    return f(1, 2)\n"),
+    ("P.__init__", "policy", "class P:\n    def __init__(self, policy, cache):\n        pass\n\n\n"
+                             "def make():\n    return P(1, 2)\n"),
+    ("P.m", "a", "class P:\n    def m(self, a, b):\n        pass\n\n    def n(self):\n        return self.m(1, 2)\n"),
+])
+def test_add_parameter_refuses_a_place_that_callers_of_the_module_fill_by_position(function, after, before):
+    # a newcomer's find: `add_parameter after: policy` put a parameter in the middle of `SchedulePolicy.__init__`;
+    # its caller passes every argument by position, so each took the wrong parameter
+    cannot(op("add_parameter", function=function, after=after, code="mode=None"), before, Conflict,
+           mentions=("by position",))
+
+
+def test_add_parameter_beside_callers_that_pass_keywords_or_too_few_positions():
+    before = "def f(a, b=0):\n    return a\n\n\ndef g():\n    return f(1, b=2)\n"
+    check(op("add_parameter", function="f", after="a", code="mode=None"), before,
+          before.replace("def f(a, b=0)", "def f(a, mode=None, b=0)"))

@@ -62,6 +62,36 @@ class AddParameter(Operation):
     def anchor(self) -> str:
         return f"{self.function}({self.after or ''})"
 
+    def _refuse_shifting_callers(self, module: cst.Module, fpath, field: str, index: int) -> None:
+        """A plain parameter put before others moves them one place right: a call in this module that passes
+        them by position would bind its arguments to the wrong parameters (a TypeError at best)."""
+        fn = fpath[-1]
+        params = fn.params
+        before = len(params.posonly_params) + index if field == "params" else index  # in the positional list
+        following = [p.name.value for p in [*params.posonly_params, *params.params][before:]]
+        if not following:
+            return
+        cls = next((n for n in reversed(fpath[:-1]) if isinstance(n, cst.ClassDef)), None)
+        method = cls is not None and not any(isinstance(d.decorator, cst.Name) and d.decorator.value == "staticmethod"
+                                             for d in fn.decorators)
+        name = fn.name.value
+        for call in _calls(module):
+            func = call.func
+            if cls is None:
+                hit = isinstance(func, cst.Name) and func.value == name and len(fpath) == 2
+            elif name == "__init__":
+                hit = isinstance(func, cst.Name) and func.value == cls.name.value
+            else:
+                hit = isinstance(func, cst.Attribute) and func.attr.value == name and isinstance(func.value, cst.Name) \
+                    and func.value.value in ("self", cls.name.value)
+            if not hit or any(a.star for a in call.args):
+                continue
+            positional = sum(1 for a in call.args if a.keyword is None) + (1 if method else 0)
+            if positional > before:
+                text = line_text(module.code_for_node(call))
+                raise Conflict(f"`{text}` passes `{following[0]}` by position: put before it, the new parameter would "
+                               f"take its argument", candidates=[Candidate(f"`{text}`", node=call)])
+
     @attempt
     def apply(self, module: cst.Module) -> Outcome:
         new = _parameter(self.code)
@@ -111,6 +141,8 @@ class AddParameter(Operation):
                     comma=before if isinstance(before, cst.Comma) else cst.Comma(
                         whitespace_after=cst.SimpleWhitespace(" "))))
         else:
+            if field in ("posonly_params", "params"):
+                self._refuse_shifting_callers(module, fpath, field, index)
             items = insert_item(getattr(params, field), index, new, fn.whitespace_before_params)
         if field == "params" and index == len(params.params) and len(items) > 1 and (
                 params.star_arg is not cst.MaybeSentinel.DEFAULT or params.kwonly_params or params.star_kwarg):
@@ -126,3 +158,14 @@ class AddParameter(Operation):
         from ..anchors import replace_at
 
         return Changed(replace_at(fpath, changed), inserted=(), anchor=fn)
+
+
+def _calls(module: cst.Module) -> list[cst.Call]:
+    found: list[cst.Call] = []
+
+    class _Visitor(cst.CSTVisitor):
+        def visit_Call(self, node: cst.Call) -> None:
+            found.append(node)
+
+    module.visit(_Visitor())
+    return found
