@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import libcst as cst
 import pytest
 from op_helpers import cannot, check, op, unchanged
 
 from patcher.errors import AnchorAmbiguous, AnchorNotFound, Conflict
 from patcher.model import ValidationError
+from patcher.operations.base import Changed
 
 CONFIG = """
     class ModelConfig:
@@ -246,3 +248,12 @@ def test_add_parameter_beside_callers_that_pass_keywords_or_too_few_positions():
     before = "def f(a, b=0):\n    return a\n\n\ndef g():\n    return f(1, b=2)\n"
     check(op("add_parameter", function="f", after="a", code="mode=None"), before,
           before.replace("def f(a, b=0)", "def f(a, mode=None, b=0)"))
+
+
+def test_add_parameter_in_the_middle_applies_where_the_recipe_rewrites_the_callers_too():
+    # the team's own patch: a parameter in the middle, and its callers updated by another step of the recipe
+    before = "def f(a, b):\n    return a\n\n\ndef g():\n    return f(1, 2)\n"
+    param = op("add_parameter", function="f", after="a", code="mode=None")
+    caller = op("replace_expression", match="f(1, 2)", code="f(1, None, 2)")
+    outcome = param.among([param, caller]).apply(cst.parse_module(before))
+    assert isinstance(outcome, Changed), outcome

@@ -62,6 +62,18 @@ class AddParameter(Operation):
     def anchor(self) -> str:
         return f"{self.function}({self.after or ''})"
 
+    #: set by `among`, not by recipes: another step of the recipe, in this file, writes a call of the function (the
+    #: recipe moves its callers' arguments itself)
+    callers_changed: bool = option(default=False, exclude=True)
+
+    def among(self, steps) -> "AddParameter":
+        from dataclasses import replace
+
+        name = self.function.rsplit(".", 1)[-1]
+        name = self.function.rsplit(".", 2)[-2] if name == "__init__" and "." in self.function else name
+        touched = any(s is not self and f"{name}(" in (getattr(s, "code", None) or "") for s in steps)
+        return replace(self, callers_changed=True) if touched else self
+
     def _refuse_shifting_callers(self, module: cst.Module, fpath, field: str, index: int) -> None:
         """A plain parameter put before others moves them one place right: a call in this module that passes
         them by position would bind its arguments to the wrong parameters (a TypeError at best)."""
@@ -141,7 +153,7 @@ class AddParameter(Operation):
                     comma=before if isinstance(before, cst.Comma) else cst.Comma(
                         whitespace_after=cst.SimpleWhitespace(" "))))
         else:
-            if field in ("posonly_params", "params"):
+            if field in ("posonly_params", "params") and not self.callers_changed:
                 self._refuse_shifting_callers(module, fpath, field, index)
             items = insert_item(getattr(params, field), index, new, fn.whitespace_before_params)
         if field == "params" and index == len(params.params) and len(items) > 1 and (
