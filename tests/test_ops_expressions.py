@@ -253,7 +253,7 @@ def test_add_parameter_beside_callers_that_pass_keywords_or_too_few_positions():
 def test_add_parameter_in_the_middle_applies_where_the_recipe_rewrites_the_callers_too():
     # the team's own patch: a parameter in the middle, and its callers updated by another step of the recipe
     before = "def f(a, b):\n    return a\n\n\ndef g():\n    return f(1, 2)\n"
-    param = op("add_parameter", function="f", after="a", code="mode=None")
+    param = op("add_parameter", function="f", after="a", code="mode")
     caller = op("replace_expression", match="f(1, 2)", code="f(1, None, 2)")
     outcome = param.among([param, caller]).apply(cst.parse_module(before))
     assert isinstance(outcome, Changed), outcome
