@@ -62,6 +62,8 @@ def test_replace_expression_wrapping_the_match_is_idempotent():
     ("a + b", "a + b + c", "total = a + b + d\n", "total = a + b + c + d\n"),
     ("n", "n + 1", "f(n, 2)\n", "f(n + 1, 2)\n"),
     ("(a + b)", "a", "total = (a + b) * s\n", "total = a * s\n"),
+    # one `and` chain (slime's `is_channel_group and is_static` -> `... and input_quant_none and ...`)
+    ("x", "x and y", "ok = x and z\n", "ok = x and y and z\n"),
 ])
 def test_replace_expression_keeps_the_new_code_one_expression_where_it_lands(match, code, before, after):
     check(op("replace_expression", match=match, code=code), before, after)

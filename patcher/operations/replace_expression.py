@@ -122,11 +122,27 @@ def _grouped(module: cst.Module, path: tuple[cst.CSTNode, ...], pattern: cst.Bas
     parent = next((n for n in reversed(path[:-1]) if isinstance(n, cst.BaseExpression)), None)
     if parent is None:
         return new
+    grouped = new.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
     try:
-        want = ast.dump(ast.parse("(\n" + module.code_for_node(new) + "\n)", mode="eval").body)
-        got = ast.parse("(\n" + module.code_for_node(parent.deep_replace(old, new)) + "\n)", mode="eval")
+        bare = ast.parse("(\n" + module.code_for_node(parent.deep_replace(old, new)) + "\n)", mode="eval")
+        held = ast.parse("(\n" + module.code_for_node(parent.deep_replace(old, grouped)) + "\n)", mode="eval")
     except (SyntaxError, ValueError, RecursionError):
-        return new.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
-    if any(ast.dump(n) == want for n in ast.walk(got)):
-        return new
-    return new.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+        return grouped
+    # where the parentheses change nothing Python runs (`a and b and c`: `and` is one chain), none are added
+    return new if ast.dump(_flat(bare)) == ast.dump(_flat(held)) else grouped
+
+
+def _flat(tree):
+    """`tree` with nested `and`/`or` chains of the same operator made one (`(a and b) and c` is `a and b and c`)."""
+    import ast
+
+    class Flatten(ast.NodeTransformer):
+        def visit_BoolOp(self, node: ast.BoolOp) -> ast.BoolOp:
+            self.generic_visit(node)
+            values = []
+            for v in node.values:
+                values.extend(v.values if isinstance(v, ast.BoolOp) and type(v.op) is type(node.op) else [v])
+            node.values = values
+            return node
+
+    return Flatten().visit(tree)
