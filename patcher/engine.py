@@ -300,6 +300,8 @@ def _plan_file(result: Plan, rel_pkg: str, file_steps: list[tuple[int, Operation
                 op=owner.op if owner else None, anchor=owner.anchor if owner else None)))
         if tree is not None and not result.errors:
             result.errors.extend(_undefined_names(recipe.id, rel, original_text, text, tree, done))
+        if tree is not None and not result.errors and any(c is not None and r.op in _TAKING for r, c in done):
+            result.errors.extend(_attributes_taken(recipe.id, rel, original_text, text, tree, done))
         if tree is not None and not result.errors:
             deferred.append(lambda planned: _missing_modules(recipe.id, target, rel_pkg, rel, original_text, tree,
                                                              done, planned))
@@ -568,6 +570,67 @@ def _package_imports(tree: ast.Module, package: str, rel_pkg: str) -> list[tuple
 
     visit(tree.body)
     return out
+
+
+def _attributes_taken(recipe_id: str, rel: str, before: str, after: str, tree: ast.Module,
+                      done: list[tuple[StepReport, Changed | None]]) -> list[SpecpatchError]:
+    """A method or attribute a class of the file defined before the recipe and no longer does (a rename, a
+    removal), while a method of that class still reads it on `self` in the patched file: AttributeError at the
+    first call (a hostile round: `A.old` renamed to `A.new`, and the release's `A.user2` calling `self.old()`).
+    Judged only for a class whose bases the file defines too (a base from elsewhere may give it), that takes no
+    attributes by a name read at run time."""
+    from .moved_attributes import _read_class
+
+    try:
+        old_tree = ast.parse(before)
+    except (SyntaxError, ValueError, RecursionError):
+        return []
+    old_classes = {c.name: c for c in old_tree.body if isinstance(c, ast.ClassDef)}
+    new_classes = {c.name: c for c in tree.body if isinstance(c, ast.ClassDef)}
+    lines = after.splitlines()
+    errors: list[SpecpatchError] = []
+    for name, node in new_classes.items():
+        if name not in old_classes:
+            continue
+        chain, ok, seen = [node], True, {name}
+        while ok and chain:
+            here = chain.pop()
+            for b in here.bases:
+                base = b.id if isinstance(b, ast.Name) else None
+                if base in ("object",) or (base in new_classes and base in seen):
+                    continue
+                if base in new_classes:
+                    seen.add(base)
+                    chain.append(new_classes[base])
+                else:
+                    ok = False
+        if not ok:
+            continue
+        was, _, _ = _read_class(old_classes[name])
+        now, dynamic, _ = _read_class(node)
+        for other in seen - {name}:
+            more, more_dynamic, _ = _read_class(new_classes[other])
+            now, dynamic = now | more, dynamic or more_dynamic
+        gone = was - now
+        if not gone or dynamic:
+            continue
+        for fn in node.body:
+            if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) or not fn.args.args:
+                continue
+            me = fn.args.args[0].arg
+            for n in ast.walk(fn):
+                if isinstance(n, ast.Attribute) and n.attr in gone and isinstance(n.ctx, ast.Load) \
+                        and isinstance(n.value, ast.Name) and n.value.id == me:
+                    owner = next((r for r, c in reversed(done) if c is not None and r.op in _TAKING), None)
+                    line = lines[n.lineno - 1].strip() if 0 < n.lineno <= len(lines) else ""
+                    errors.append(UndefinedNameError(
+                        f"`{name}` no longer defines `{n.attr}` once the recipe's code is in, and `{name}.{fn.name}` "
+                        f"still reads `{me}.{n.attr}` (line {n.lineno}: `{line}`): AttributeError when it runs",
+                        location=Location(recipe=recipe_id, step=owner.index if owner else None,
+                                          op=owner.op if owner else None, file=rel,
+                                          anchor=owner.anchor if owner else None, line=n.lineno)))
+                    gone = gone - {n.attr}
+    return errors
 
 
 def _undefined_names(recipe_id: str, rel: str, before: str, after: str, tree: ast.Module,

@@ -557,3 +557,25 @@ def test_code_the_files_declared_encoding_cannot_hold_is_refused_naming_the_step
     [error] = p.errors
     assert error.exit_code == ExitCode.CANNOT_APPLY and "'日本'" in error.message and "iso-8859-1" in error.message
     assert error.location.step == 1
+
+
+@pytest.mark.parametrize("source, refused", [
+    # the release calls `self.old()` in a method the recipe never saw: renamed, AttributeError at the first call
+    ("class A:\n    def old(self):\n        return 1\n\n    def user2(self):\n        return self.old() + 1\n", True),
+    # nothing reads it any more
+    ("class A:\n    def old(self):\n        return 1\n", False),
+    # a base class from elsewhere may define it: not judged
+    ("class A(Base):\n    def old(self):\n        return 1\n\n    def user2(self):\n        return self.old()\n", False),
+])
+def test_a_method_the_recipe_takes_away_while_the_class_still_calls_it_is_refused(tmp_path, source, refused):
+    root = make_target(tmp_path, {"srt/m.py": source.encode()})
+    text = ("id: demo\ntitle: t\ntarget: {package: sglang}\nsteps:\n  - op: replace_statements\n    file: srt/m.py\n"
+            "    within: A\n    match: |\n      def old(self):\n          ...\n    code: |\n      def new(self):\n"
+            "          ...\n")
+    p = plan(recipe(tmp_path, text), find_target(root))
+    if not refused:
+        assert p.ok, [e.message for e in p.errors]
+        return
+    [error] = p.errors
+    assert "`A` no longer defines `old`" in error.message and "`A.user2` still reads `self.old`" in error.message
+    assert error.exit_code == ExitCode.CANNOT_APPLY and error.location.step == 1

@@ -540,3 +540,15 @@ def test_a_property_setter_the_block_already_has_is_not_added_a_second_time():
             def x(self, v):
                 self._x = v
         """)
+
+
+def test_a_removal_from_a_block_whose_statement_another_step_put_elsewhere_in_the_function_is_already_applied():
+    # slime's patch moves `state.last = x` out of `if n > 0:` (removed there, inserted below): on the recipe's own
+    # result, the removal must read as applied (the statement is in its function, not moved to another one)
+    step = op("replace_statements", within="f", inside="if n > 0:", match="state.last = x\n", code="")
+    unchanged(step, """
+        def f(state, n, x):
+            if n > 0:
+                state.n = n
+            state.last = x
+        """)

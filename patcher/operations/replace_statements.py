@@ -164,7 +164,9 @@ class ReplaceStatements(Operation):
                         candidates=edited)
                 if self.within:
                     # upstream may have moved them into a helper the function calls: still run, not removed
-                    elsewhere = _runs(module, list(blocks_under((module,))), old, old_keys)
+                    mine = {id(owner[-1]) for owner, _ in blocks_under(scope)}  # the function's own: moved in it
+                    elsewhere = _runs(module, [(o, b) for o, b in blocks_under((module,)) if id(o[-1]) not in mine],
+                                      old, old_keys)
                     if elsewhere:
                         where = _dotted_owner(elsewhere[0][0])
                         raise AnchorNotFound(
