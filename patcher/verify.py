@@ -52,8 +52,9 @@ standard output:
 
 It passes when it exits 0 and printed no ``PROBE-FAIL`` line; it is ``skipped`` when it exits 0 having printed
 ``PROBE-SKIP`` and no ``PROBE-OK``; it is ``environment`` when it dies, with no ``PROBE-FAIL`` line, on
-``ModuleNotFoundError`` of a module outside the target's package (the interpreter lacks a dependency: no verdict on
-the patch, as the smoke test's pristine comparison would say); any other exit (an uncaught exception exits 1) fails
+``ModuleNotFoundError`` of a module outside the target's package, or on an ``ImportError`` of a name from one
+(``cannot import name 'X' from 'transformers...'``: the interpreter lacks a dependency, or has another version of
+it: no verdict on the patch, as the smoke test's pristine comparison would say); any other exit (an uncaught exception exits 1) fails
 it. The check's message is
 its last ``PROBE-*`` lines, or else the last line of its output. Its working folder is a scratch folder, its
 standard input is empty, and the interpreter exits as soon as the script ends (``atexit`` handlers do not run); a
@@ -495,13 +496,14 @@ def _run_probe(target: Target, stubs: Sequence[str], shims: Sequence[str], folde
     for kind, text in run.marks:
         marks[kind].append(text)
     fallback = _last_line(run.output)
-    missing = re.fullmatch(r"(?:ModuleNotFoundError|ImportError): No module named '([\w.]+)'", fallback or "")
-    if run.returncode != 0 and not marks["FAIL"] and missing \
-            and missing.group(1).split(".")[0] != target.package:
+    missing = re.match(r"(?:ModuleNotFoundError|ImportError): (?:No module named '([\w.]+)'|cannot import name "
+                       r"'\w+' from '([\w.]+)')", fallback or "")
+    module = (missing.group(1) or missing.group(2)) if missing else None
+    if run.returncode != 0 and not marks["FAIL"] and module and module.split(".")[0] != target.package:
         # the probe died importing a third-party module this interpreter lacks (as the smoke test's pristine
         # comparison would say): the environment cannot run it, which is not a verdict on the patch
-        return Check(PROBE, name, ENVIRONMENT, f"this environment lacks `{missing.group(1)}` ({fallback}): the "
-                     "probe could not run", details, run.seconds, data)
+        return Check(PROBE, name, ENVIRONMENT, f"this environment lacks `{module}` as the package needs it "
+                     f"({fallback}): the probe could not run", details, run.seconds, data)
     if run.returncode != 0 or marks["FAIL"]:
         text = "; ".join(marks["FAIL"][-3:]) or fallback or "no output"
         if run.returncode != 0:

@@ -363,10 +363,16 @@ def test_a_probe_that_dies_importing_a_module_the_environment_lacks_is_environme
         "lacks_sub.py": "import json\nfrom cbor2_not_installed_here.types import Tag\n",
         "own.py": "import fakepkg.not_there\n",
         "says_no.py": "print('PROBE-FAIL: no')\nimport cbor2_not_installed_here\n",
+        # a newcomer's find: another version of a dependency (transformers without `PreTrainedConfig`), the error
+        # the pristine imports fail with too, failed the probe and rolled the apply back
+        "other_version.py": "from json import NoSuchNameHere\n",
+        "own_name.py": "from fakepkg.flags import NOT_THERE\n",
     })
     checks = by_name(verify.run_probes(target, spec, folder, python=sys.executable, params={}))
     assert checks["lacks.py"].status == "environment" and "`cbor2_not_installed_here`" in checks["lacks.py"].message
     assert checks["lacks_sub.py"].status == "environment"
+    assert checks["other_version.py"].status == "environment" and "`json`" in checks["other_version.py"].message
+    assert checks["own_name.py"].status == "failed"
     assert checks["own.py"].status == "failed"
     assert checks["says_no.py"].status == "failed"
 
