@@ -308,8 +308,8 @@ def reads(code: str, match: str | None) -> tuple[set[tuple[str | None, str]], se
     return {(x, b) for x, b in found if b not in known}, own
 
 
-def _function_at(tree: ast.Module | None, dotted: str) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
-    """The function `dotted` (`f`, `C.f`, `C.f.inner`) of a module, else None."""
+def _def_at(tree: ast.Module | None, dotted: str) -> ast.stmt | None:
+    """The class or function `dotted` (`f`, `C`, `C.f`, `C.f.inner`) of a module, else None."""
     body: list[ast.stmt] = tree.body if tree is not None else []
     node: ast.stmt | None = None
     for part in dotted.split("."):
@@ -318,6 +318,11 @@ def _function_at(tree: ast.Module | None, dotted: str) -> ast.FunctionDef | ast.
         if node is None:
             return None
         body = node.body
+    return node
+
+
+def _function_at(tree: ast.Module | None, dotted: str) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+    node = _def_at(tree, dotted)
     return node if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else None
 
 
@@ -493,46 +498,34 @@ class Overlay:
                                                                 for c in (self.tree(rel) or ast.Module([], [])).body)]
 
 
+def _snippet(text: str | None) -> ast.Module | None:
+    """A step's `match` or `code` parsed alone; None when there is none or it does not parse alone."""
+    if not isinstance(text, str) or not text.strip():
+        return None
+    try:
+        return ast.parse(textwrap.dedent(text).strip("\n"))
+    except (SyntaxError, ValueError, RecursionError):
+        return None
+
+
 def removed_attributes(match: str | None, code: str | None) -> set[str]:
     """The attributes of `self` that a step's `match` assigns and its `code` does not: what applying it takes
     away from the object."""
-    def stored(text: str | None) -> set[str]:
-        if not isinstance(text, str) or not text.strip():
-            return set()
-        try:
-            tree = ast.parse(textwrap.dedent(text).strip("\n"))
-        except (SyntaxError, ValueError, RecursionError):
-            return set()
+    def stored(tree: ast.Module | None) -> set[str]:
         return {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Store)
-                and isinstance(n.value, ast.Name) and n.value.id == "self"}
+                and isinstance(n.value, ast.Name) and n.value.id == "self"} if tree else set()
 
-    return stored(match) - stored(code)
-
-
-def _class_at(tree: ast.Module | None, dotted: str) -> bool:
-    body: list[ast.stmt] = tree.body if tree is not None else []
-    node: ast.stmt | None = None
-    for part in dotted.split("."):
-        node = next((s for s in _class_level(body) if isinstance(s, ast.ClassDef) and s.name == part), None)
-        if node is None:
-            return False
-        body = node.body
-    return True
+    return stored(_snippet(match)) - stored(_snippet(code))
 
 
 def class_level_names(match: str | None, code: str | None) -> set[str]:
     """The names a step at a class's own level (`within: Class`) defines in its `match` (`def B`, `B = ...`,
     `B: T`) and not in its `code`: a method renamed or removed, a class attribute taken away."""
-    def names(text: str | None) -> set[str]:
-        if not isinstance(text, str) or not text.strip():
-            return set()
-        try:
-            tree = ast.parse(textwrap.dedent(text).strip("\n"))
-        except (SyntaxError, ValueError, RecursionError):
-            return set()
-        return _read_class(ast.ClassDef(name="_", bases=[], keywords=[], body=tree.body, decorator_list=[]))[0]
+    def names(tree: ast.Module | None) -> set[str]:
+        return _read_class(ast.ClassDef(name="_", bases=[], keywords=[], body=tree.body,
+                                        decorator_list=[]))[0] if tree else set()
 
-    return names(match) - names(code)
+    return names(_snippet(match)) - names(_snippet(code))
 
 
 class _Uses:
@@ -690,7 +683,7 @@ def removed_under_readers(ops: list[tuple[int, Any]], applied: set[int], planned
         anchor = next((getattr(op, f) for f in ("within", "cls", "function") if isinstance(getattr(op, f, None), str)),
                       None)
         tree = release.tree(op.file) if op.file in release.texts() else None
-        if anchor and _function_at(tree, anchor) is None and _class_at(tree, anchor):
+        if anchor and isinstance(_def_at(tree, anchor), ast.ClassDef):
             attrs |= class_level_names(getattr(op, "match", None), getattr(op, "code", None))
         if attrs:
             todo[i] = attrs
