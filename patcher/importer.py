@@ -813,10 +813,27 @@ def _express(old: cst.Module, new: cst.Module, new_text: str, *, final: cst.Modu
     else:
         top = range(list(old.body).index(site.mpath[1]), list(old.body).index(site.mpath[1]) + 1)
     for candidate in _candidates(old, new, site):
+        candidate = [_with_role(step, old) for step in candidate]
         result = _try(candidate, old, new, new_text, top, final)
         if result is not None:
             return candidate, result
     return None
+
+
+def _with_role(step: dict, module: cst.Module) -> dict:
+    """A `replace_expression` step with what the statement holding its expression does in the release the patch
+    was made on (`statement:`): applied on a release where the expression sits in a statement of another kind, it
+    refuses instead of editing that statement (`port` compares with the base release too; `apply` has only this)."""
+    if step.get("op") != "replace_expression" or "statement" in step:
+        return step
+    from .operations.replace_expression import ReplaceExpression
+
+    try:
+        role = ReplaceExpression(op="replace_expression", file="-", match=step["match"], code=step["code"],
+                                 within=step.get("within")).statement_role(module)
+    except Exception:  # noqa: BLE001 - a candidate that does not even build: `_try` refuses it
+        return step
+    return {**step, "statement": role} if role else step
 
 
 def _leading_comments(old: cst.Module, new: cst.Module, new_text: str) -> tuple[list[dict], cst.Module] | None:

@@ -2389,11 +2389,14 @@ def test_port_refuses_an_expression_now_in_a_statement_of_another_kind(tmp_path)
     _, out = lift_and_write(tmp_path, base, git_diff(before, after, "srt/n.py"))
     [step] = load_recipe(out).steps
     assert step.op == "replace_expression" and " ".join(step.match.split()) == "( args.draft_quant )", step
+    # the lifter writes what the statement does: the step itself refuses another kind, with or without a base
+    assert step.statement == "an assignment to needs", step
     later = ("def init(args, q):\n    needs = True\n    if is_npu() and args.draft_quant is None:\n"
              "        needs = False\n    return needs\n")
-    ported = importer.port(load_recipe(out), package(tmp_path / "later", {"srt/n.py": later}), base_dir=base)
-    [only] = ported.steps
-    assert only.status == "refused" and "is in an `if` statement in this release" in only.message, only.message
+    for base_dir in (base, None):
+        ported = importer.port(load_recipe(out), package(tmp_path / "later", {"srt/n.py": later}), base_dir=base_dir)
+        [only] = ported.steps
+        assert only.status == "refused" and "is in an `if` statement" in only.message, only.message
     # where the statement is the same kind (upstream only reformatted it), the edit lands
     same = package(tmp_path / "same", {"srt/n.py": before.replace("    needs = (\n        args.draft_quant\n    )\n",
                                                                    "    needs = args.draft_quant\n")})

@@ -259,3 +259,14 @@ def test_add_parameter_in_the_middle_applies_where_the_recipe_rewrites_the_calle
     caller = op("replace_expression", match="f(1, 2)", code="f(1, None, 2)")
     outcome = param.among([param, caller]).apply(cst.parse_module(before))
     assert isinstance(outcome, Changed), outcome
+
+
+def test_replace_expression_with_its_statements_kind_refuses_one_in_a_statement_of_another_kind():
+    # a hostile round: `x.a` -> `(x.a, x.b)` in `items.sort(key=lambda x: x.a)`; the release renamed the lambda's
+    # parameter and reads `x.a` in a new `print(x.a)`: `apply` rewrote the print. The lifter now writes what the
+    # statement does (`statement:`), and the step refuses another kind
+    step = op("replace_expression", within="f", match="x.a", code="(x.a, x.b)", statement="a call of items.sort")
+    cannot(step, "def f(items):\n    items.sort(key=lambda it: it.a)\n    for x in items:\n        print(x.a)\n",
+           AnchorNotFound, mentions=("is in a call of print here", "a call of items.sort"))
+    check(step, "def f(items):\n    items.sort(key=lambda x: x.a)\n",
+          "def f(items):\n    items.sort(key=lambda x: (x.a, x.b))\n")

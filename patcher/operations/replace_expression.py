@@ -11,7 +11,11 @@ Example (sglang 0.5.9, `ModelConfig.__init__`)::
 `match` is one expression, compared as an AST (formatting, parentheses and comments do not matter) with every
 expression under `within`, at any depth (nested functions included); names that are not expressions (the `attr` of
 `a.attr`, a keyword's name, a parameter's name, imports) are not compared. It must match exactly one expression.
-`code`, one expression, replaces it where it stands. This is the general expression edit; the narrower ones
+`code`, one expression, replaces it where it stands, in parentheses where the code around would otherwise read it
+differently. `statement` (what `specpatch import` writes: `an assignment to x`, `a call of f`, `an `if` statement`)
+says what the statement holding the expression did where the recipe was made; one now in a statement of another kind
+is refused (the same expression, moved by upstream into an `if` test, would take an edit meant for an assignment).
+This is the general expression edit; the narrower ones
 (`add_keyword_argument`, `add_element`, `add_parameter`) survive upstream changes around the edit better, and the
 importer prefers them when they express a change.
 
@@ -45,6 +49,10 @@ class ReplaceExpression(Operation):
     match: str = option(check=check_expression, description="the expression to replace, compared as code")
     code: str = option(check=check_expression, description="the expression that replaces it")
     within: str | None = option(default=None, description=WITHIN)
+    statement: str | None = option(default=None, description=(
+        "what the statement holding the expression does where the recipe was made (`an assignment to x`, `a call "
+        "of f`, `an `if` statement`: what `specpatch import` writes): an expression now in a statement of another "
+        "kind is refused, the edit would land somewhere it was never meant for"))
 
     def describe(self) -> str:
         return f"replace `{line_text(self.match)}` by `{line_text(self.code)}`" + (
@@ -73,6 +81,13 @@ class ReplaceExpression(Operation):
             raise AnchorAmbiguous(f"{len(anchors)} expressions match `{line_text(self.match)}`",
                                   candidates=[Candidate(f"`{line_text(module.code_for_node(n))}`", node=n)
                                               for n in anchors])
+        if self.statement is not None:
+            role = _role(module, candidates._paths[id(anchors[0])])
+            if role is not None and role != self.statement:
+                raise AnchorNotFound(
+                    f"`{line_text(self.match)}` is in {role} here; the recipe was made with it in {self.statement}: "
+                    f"upstream rewrote the statement around it, and the edit would land in another one",
+                    candidates=[Candidate(f"`{line_text(module.code_for_node(anchors[0]))}`", node=anchors[0])])
         new = _grouped(module, candidates._paths[id(anchors[0])], old, anchors[0], new)
         return Changed(candidates.replace(anchors[0], new), inserted=(), anchor=anchors[0])
 
@@ -91,19 +106,23 @@ class ReplaceExpression(Operation):
         found = [n for n in candidates if node_key(module, n) == old_key]
         if len(found) != 1:
             return None
-        path = candidates._paths[id(found[0])]
-        for node in reversed(path):
-            if isinstance(node, (cst.Assign, cst.AnnAssign, cst.AugAssign)):
-                targets = node.targets if isinstance(node, cst.Assign) else [node]
-                return "an assignment to " + ", ".join(module.code_for_node(t.target).strip() for t in targets)
-            if isinstance(node, cst.Expr):
-                value = node.value
-                return f"a call of {module.code_for_node(value.func).strip()}" if isinstance(value, cst.Call) \
-                    else "an expression statement"
-            if isinstance(node, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
-                kind = type(node).__name__.lower()
-                return f"{'an' if kind[0] in 'aeiou' else 'a'} `{kind}` statement"
-        return None
+        return _role(module, candidates._paths[id(found[0])])
+
+
+def _role(module: cst.Module, path: tuple[cst.CSTNode, ...]) -> str | None:
+    """What the statement holding the expression at the end of `path` does (`ReplaceExpression.statement_role`)."""
+    for node in reversed(path):
+        if isinstance(node, (cst.Assign, cst.AnnAssign, cst.AugAssign)):
+            targets = node.targets if isinstance(node, cst.Assign) else [node]
+            return "an assignment to " + ", ".join(module.code_for_node(t.target).strip() for t in targets)
+        if isinstance(node, cst.Expr):
+            value = node.value
+            return f"a call of {module.code_for_node(value.func).strip()}" if isinstance(value, cst.Call) \
+                else "an expression statement"
+        if isinstance(node, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
+            kind = type(node).__name__.lower()
+            return f"{'an' if kind[0] in 'aeiou' else 'a'} `{kind}` statement"
+    return None
 
 
 def _grouped(module: cst.Module, path: tuple[cst.CSTNode, ...], pattern: cst.BaseExpression, old: cst.CSTNode,
