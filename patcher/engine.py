@@ -300,12 +300,13 @@ def _plan_file(result: Plan, rel_pkg: str, file_steps: list[tuple[int, Operation
                 op=owner.op if owner else None, anchor=owner.anchor if owner else None)))
         if tree is not None and not result.errors:
             result.errors.extend(_undefined_names(recipe.id, rel, original_text, text, tree, done))
-        if tree is not None and not result.errors and any(c is not None and r.op in _TAKING for r, c in done):
+        taking = any(c is not None and r.op in _TAKING for r, c in done)  # a step that may take a name away
+        if tree is not None and not result.errors and taking:
             result.errors.extend(_attributes_taken(recipe.id, rel, original_text, text, tree, done))
         if tree is not None and not result.errors:
             deferred.append(lambda planned: _missing_modules(recipe.id, target, rel_pkg, rel, original_text, tree,
                                                              done, planned))
-            if any(c is not None and r.op in _TAKING for r, c in done):
+            if taking:
                 deferred.append(lambda planned: _names_taken(recipe.id, target, rel_pkg, rel, path, done, planned))
     result.files.append(FilePlan(path, rel, before, after, mode))
 
@@ -433,13 +434,12 @@ def importers_of(package: str, package_dir: Path, rel_pkg: str, path: Path,
     parts = PurePosixPath(rel_pkg).with_suffix("").parts
     dotted = ".".join([package, *(parts[:-1] if parts[-1] == "__init__" else parts)])
     leaf = dotted.rsplit(".", 1)[-1]
-    by_path = {p: b for p, b in planned.items()}
     out: list[tuple[str, int, str, str]] = []
     for other in sorted(package_dir.rglob("*.py")):
         if other == path:
             continue
         try:
-            data = by_path[other] if other in by_path else other.read_bytes()
+            data = planned[other] if other in planned else other.read_bytes()
         except OSError:
             continue
         if not any(n.encode() in data for n in gone) or (leaf.encode() not in data and b"from ." not in data):
