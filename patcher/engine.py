@@ -21,7 +21,7 @@ from .anchors import code_of, line_of_text, lines_of, too_deep
 from .diff import unified_diff
 from .errors import (AnchorNotFound, Candidate, Location, MissingModuleError, NameTakenError, NotIdempotent,
                      RenderError, SpecpatchError, TargetError, TargetSyntaxError, UndefinedNameError)
-from .operations._code import type_checking_test
+from .operations._code import imported_module, type_checking_test
 from .operations.base import CannotApply, Changed, Operation
 from .recipe import Recipe, Selection
 from .results import StepStatus, VariantKind
@@ -525,7 +525,6 @@ def _defined_names(module: Path, planned: dict[Path, bytes]) -> set[str] | None:
 def _package_imports(tree: ast.Module, package: str, rel_pkg: str) -> list[tuple[ast.stmt, str]]:
     """(import statement, dotted module) for each import of `package`'s own modules the file runs, relative ones
     resolved against the file's place (`rel_pkg`, relative to the package folder)."""
-    here = [package, *PurePosixPath(rel_pkg).parent.parts]  # the file's package (an __init__.py's own)
     out: list[tuple[ast.stmt, str]] = []
 
     def guarded(handlers: list[ast.ExceptHandler]) -> bool:
@@ -539,12 +538,9 @@ def _package_imports(tree: ast.Module, package: str, rel_pkg: str) -> list[tuple
             if isinstance(node, ast.Import):
                 out.extend((node, a.name) for a in node.names if a.name.split(".")[0] == package)
             elif isinstance(node, ast.ImportFrom):
-                if node.level:
-                    base = here[:len(here) - (node.level - 1)] if node.level - 1 < len(here) else []
-                    if base:
-                        out.append((node, ".".join(base + ([node.module] if node.module else []))))
-                elif node.module and node.module.split(".")[0] == package:
-                    out.append((node, node.module))
+                module = imported_module(node, package, rel_pkg)
+                if module is not None:
+                    out.append((node, module))
             elif isinstance(node, ast.If) and type_checking_test(node.test):
                 visit(node.orelse)
             elif isinstance(node, (ast.With, ast.AsyncWith)) and any(

@@ -22,6 +22,8 @@ import re
 import textwrap
 from typing import Any, Iterator
 
+from .operations._code import imported_module
+
 _CLASS_HEAD = re.compile(r"^[ \t]*class\s+(\w+)\s*\(([^)]*)\)", re.M)
 _FAMILY_CAP = 80  #: a family larger than this (a base class of every model) is not judged
 _HARMLESS = frozenset({"object", "ABC", "Generic", "Protocol", "Enum", "IntEnum", "str", "int", "NamedTuple",
@@ -540,15 +542,13 @@ class _Uses:
         self._returns: dict[tuple[str, str], ClassKey | None] = {}
 
     def _module_file(self, rel: str, node: ast.ImportFrom) -> str | None:
-        if node.level:
-            parts = rel.split("/")[:-node.level]
-            mod = "/".join(parts + (node.module.split(".") if node.module else []))
-        elif node.module and node.module.split(".")[0] == self.package:
-            mod = "/".join(node.module.split(".")[1:])
-        else:
+        dotted = imported_module(node, self.package, rel)
+        if dotted is None:
             return None
+        parts = dotted.split(".")[1:]
         texts = self.classes.index.texts()
-        return next((f for f in (f"{mod}.py", f"{mod}/__init__.py") if f in texts), None)
+        files = ("/".join(parts) + ".py", "/".join([*parts, "__init__.py"])) if parts else ("__init__.py",)
+        return next((f for f in files if f in texts), None)
 
     def resolve(self, rel: str, name: str, want: str = "class") -> tuple[str, ast.AST] | None:
         """The (file, node) a name of file `rel` stands for: its own top-level class or function, else the one a

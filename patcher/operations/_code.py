@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import contextlib
 import textwrap
+from pathlib import PurePosixPath
 from typing import Any, Iterator, Sequence
 
 import libcst as cst
@@ -378,3 +379,17 @@ def type_checking_test(test: Any) -> bool:
     if isinstance(test, ast.Attribute):
         return test.attr == "TYPE_CHECKING"
     return isinstance(test, cst.Attribute) and test.attr.value == "TYPE_CHECKING"
+
+
+def imported_module(node: Any, package: str, rel_pkg: str) -> str | None:
+    """The dotted module an `ast` import-from of the file `rel_pkg` (relative to `package`'s folder) reads, when it
+    is one of `package`'s own (relative levels resolved against the file's place: an `__init__.py` is its folder's
+    own package); None for another package's module, or a relative import that climbs above `package`."""
+    if node.level:
+        here = [package, *PurePosixPath(rel_pkg).parent.parts]
+        if node.level - 1 >= len(here):
+            return None
+        return ".".join(here[:len(here) - (node.level - 1)] + ([node.module] if node.module else []))
+    if node.module and node.module.split(".")[0] == package:
+        return node.module
+    return None
