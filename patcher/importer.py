@@ -1968,9 +1968,10 @@ def _port(recipe, package_dir: Path, skip: tuple[str, ...], base_dir: Path | Non
     pristine: dict[str, str] = {}
     planned: dict[str, tuple[list[PortedStep], bytes | None]] = {}
     todo = set(by_file)
+    standing: set[int] = set()
     for _ in range(8):
         for rel in todo:
-            planned[rel] = _plan_file(recipe, rel, by_file[rel], package_dir, held, pristine)
+            planned[rel] = _plan_file(recipe, rel, by_file[rel], package_dir, held, pristine, standing)
         steps = sorted((s for rel in planned for s in planned[rel][0]), key=lambda s: s.index)
         if not hold_together:
             break
@@ -1986,6 +1987,9 @@ def _port(recipe, package_dir: Path, skip: tuple[str, ...], base_dir: Path | Non
             more.setdefault(index, why)
         for index, why in expressions_moved(ops, steps, pristine, base_texts).items():
             more.setdefault(index, why)
+        for index, why in removals_moved(ops, steps, release, base).items():
+            more.setdefault(index, why)
+            standing.add(index)  # its "already applied" is the very answer the rule refutes
         changed = {rel: text for rel, text, _ in _changed_by_applied(ops, steps, planned, pristine)}
         for index, why in moved_attributes.removed_under_readers(
                 ops, {s.index for s in steps if s.status == "applied"}, changed, release, base,
@@ -2340,8 +2344,11 @@ class _ReleaseIndex:
 
 
 def _plan_file(recipe, rel: str, ops: list[tuple[int, Operation]], package_dir: Path,
-               held: dict[int, tuple[str, str]], pristine: dict[str, str]) -> tuple[list[PortedStep], bytes | None]:
-    """One file's steps planned in order on the pristine file, leaving out the `held` ones."""
+               held: dict[int, tuple[str, str]], pristine: dict[str, str],
+               standing: set[int] | frozenset[int] = frozenset()) -> tuple[list[PortedStep], bytes | None]:
+    """One file's steps planned in order on the pristine file, leaving out the `held` ones. A held refusal of a step
+    that answers "already applied" reads as upstream's code, except for the `standing` ones (a rule said why that
+    answer is wrong there)."""
     from .anchors import lines_of
     from .errors import Candidate, Location
     from .operations.base import CannotApply
@@ -2359,7 +2366,7 @@ def _plan_file(recipe, rel: str, ops: list[tuple[int, Operation]], package_dir: 
     for index, op in ops:
         if index in held:
             status, why = held[index]
-            if status == "refused" and _already_there(op, module):
+            if status == "refused" and index not in standing and _already_there(op, module):
                 # a rule read the step's code as unsafe here, but the release already has that code: upstream's
                 status, why = "already_upstream", ""
             steps.append(PortedStep(index, op.name, op.op, rel, status, why))
@@ -2394,7 +2401,7 @@ def _plan_file(recipe, rel: str, ops: list[tuple[int, Operation]], package_dir: 
         culprit = _first_breaking(recipe, rel, ops, raw, held)
         if culprit is not None:
             held[culprit[0]] = ("refused", f"once applied, `{rel}` does not compile: {culprit[1]}")
-            return _plan_file(recipe, rel, ops, package_dir, held, pristine)
+            return _plan_file(recipe, rel, ops, package_dir, held, pristine, standing)
     try:
         return steps, module.bytes
     except UnicodeEncodeError as exc:  # code the file's declared encoding cannot hold: nothing of it is planned
@@ -2785,6 +2792,39 @@ def expressions_moved(ops: Sequence[tuple[int, Operation]], steps: Sequence[Port
             out[index] = ("refused", f"`{match}` is in {now} in this release, in {then} in the base "
                                      f"release: upstream rewrote the statement around it, and the edit would land "
                                      f"in another one; not applied (anchor: {op.anchor()})")
+    return out
+
+
+def removals_moved(ops: Sequence[tuple[int, Operation]], steps: Sequence[PortedStep], release: "_ReleaseIndex",
+                   base: "_ReleaseIndex | None") -> dict[int, tuple[str, str]]:
+    """The removals (`replace_statements` with empty `code`) that answer "already upstream" while their statements,
+    gone from the step's file, stand in another file of the release more often than in that file of the base
+    release: upstream moved them into another module (a helper the function now calls), where they still run.
+    (Moved within the file, the operation itself refuses.) Only statements that say something by themselves count
+    (`_statement_key`: not `x = 1` or `return x`). Index -> (status, why)."""
+    if base is None:
+        return {}
+    upstream = {s.index for s in steps if s.status == "already_upstream"}
+    out: dict[int, tuple[str, str]] = {}
+    for index, op in ops:
+        if index not in upstream or op.op != "replace_statements" or (op.code or "").strip():
+            continue
+        keys = [key for key, _ in _statements_of(op.match) or ()]
+        if not keys:
+            continue
+        words = set(re.findall(r"[A-Za-z_]\w*", op.match))
+        for rel, text in release.texts().items():
+            if rel == op.file or not all(w in text for w in words):
+                continue
+            now = _statement_index(text)
+            then = _statement_index(base.texts().get(rel, ""))
+            if all(len(now.get(k, ())) > len(then.get(k, ())) for k in keys):
+                first = " ".join(op.match.strip().splitlines()[0].split())
+                out[index] = ("refused", f"`{first}` is gone from `{op.file}`, but `{rel}` has it (line "
+                                         f"{now[keys[0]][0]}), which the base release's does not: upstream moved "
+                                         f"it there, where it still runs; not taken as already upstream (anchor: "
+                                         f"{op.anchor()})")
+                break
     return out
 
 

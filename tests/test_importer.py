@@ -2575,3 +2575,25 @@ def test_a_port_whose_planned_file_python_refuses_leaves_the_step_out(tmp_path):
     assert refused and any("does not compile: name 'COUNT' is used prior to global declaration" in s.message
                            for s in refused), [(s.name, s.status, s.message) for s in ported.steps]
     assert "srt/c.py" not in ported.files or b"global COUNT" not in ported.files["srt/c.py"]
+
+
+def test_port_does_not_take_a_removal_upstream_moved_into_another_module_as_already_upstream(tmp_path):
+    # a hostile round: `del d["y"]` removed by the patch; upstream moved it into a helper of another module that the
+    # function now calls, so it still runs. "Already upstream" would drop the team's change in silence
+    before = 'def run(d):\n    d["x"] = 1\n    del d["y"]\n    return d\n'
+    after = 'def run(d):\n    d["x"] = 1\n    return d\n'
+    base = package(tmp_path / "base", {"srt/w.py": before, "srt/h.py": "def other():\n    pass\n"})
+    _, out = lift_and_write(tmp_path, base, git_diff(before, after, "srt/w.py"))
+    moved = package(tmp_path / "moved", {
+        "srt/w.py": 'from sglang.srt.h import clean\n\n\ndef run(d):\n    d["x"] = 1\n    clean(d)\n    return d\n',
+        "srt/h.py": 'def other():\n    pass\n\n\ndef clean(d):\n    del d["y"]\n'})
+    [only] = importer.port(load_recipe(out), moved, base_dir=base).steps
+    assert only.status == "refused" and "`srt/h.py` has it (line 6)" in only.message, (only.status, only.message)
+    # really gone upstream: already upstream, as before; and a module that had the statement in the base too
+    # (another function's own) is no evidence
+    gone = package(tmp_path / "gone", {"srt/w.py": after, "srt/h.py": "def other():\n    pass\n"})
+    assert [s.status for s in importer.port(load_recipe(out), gone, base_dir=base).steps] == ["already_upstream"]
+    base2 = package(tmp_path / "base2", {"srt/w.py": before, "srt/h.py": 'def other(d):\n    del d["y"]\n'})
+    _, out2 = lift_and_write(tmp_path / "2", base2, git_diff(before, after, "srt/w.py"))
+    kept = package(tmp_path / "kept", {"srt/w.py": after, "srt/h.py": 'def other(d):\n    del d["y"]\n'})
+    assert [s.status for s in importer.port(load_recipe(out2), kept, base_dir=base2).steps] == ["already_upstream"]
