@@ -1987,7 +1987,8 @@ def _port(recipe, package_dir: Path, skip: tuple[str, ...], base_dir: Path | Non
             more.setdefault(index, why)
         for index, why in expressions_moved(ops, steps, pristine, base_texts).items():
             more.setdefault(index, why)
-        for index, why in removals_moved(ops, steps, release, base).items():
+        for index, why in (*removals_moved(ops, steps, release, base).items(),
+                           *replacements_elsewhere(ops, steps, pristine, base_texts).items()):
             more.setdefault(index, why)
             standing.add(index)  # its "already applied" is the very answer the rule refutes
         changed = {rel: text for rel, text, _ in _changed_by_applied(ops, steps, planned, pristine)}
@@ -2792,6 +2793,41 @@ def expressions_moved(ops: Sequence[tuple[int, Operation]], steps: Sequence[Port
             out[index] = ("refused", f"`{match}` is in {now} in this release, in {then} in the base "
                                      f"release: upstream rewrote the statement around it, and the edit would land "
                                      f"in another one; not applied (anchor: {op.anchor()})")
+    return out
+
+
+def replacements_elsewhere(ops: Sequence[tuple[int, Operation]], steps: Sequence[PortedStep],
+                           pristine: dict[str, str], base: dict[str, str] | None) -> dict[int, tuple[str, str]]:
+    """The `replace_statements` steps that answer "already upstream" because their `code` stands somewhere under
+    `within`, while the block that held `match` in the base release (an `if` arm, a loop, a `with`: by its header)
+    is still there in the release and does not hold it: the code found is another block's own (`x = 5` of a new
+    `elif` arm, where the patch set `x = 5` in the `if` arm), and the change is not there. A block upstream
+    rewrote (its header gone) says nothing. Index -> (status, why)."""
+    from .operations._code import line_text
+
+    if not base:
+        return {}
+    upstream = {s.index for s in steps if s.status == "already_upstream"}
+    out: dict[int, tuple[str, str]] = {}
+    for index, op in ops:
+        if (index not in upstream or op.op != "replace_statements" or not op.code.strip() or op.inside is not None
+                or op.file not in pristine or not base.get(op.file)):
+            continue
+        try:
+            then, now = cst.parse_module(base[op.file]), cst.parse_module(pristine[op.file])
+        except (cst.ParserSyntaxError, RecursionError):
+            continue
+        was = op.homes(then, "match")
+        if len(was) != 1 or not was[0]:
+            continue  # not one run in the base, or in the function's own body (always there)
+        homes = op.homes(now, "code")
+        if homes and was[0] not in homes and was[0] in op.headers(now):
+            shown = ", ".join(f"`{h}`" if h else "the body of `" + (op.within or "the module") + "`"
+                              for h in dict.fromkeys(homes))
+            out[index] = ("refused", f"`{line_text(op.code)}` stands in {shown} in this release, not in `{was[0]}`, "
+                                     f"the block that held `{line_text(op.match)}` in the base release (still "
+                                     f"there): another block's own code, not this change; not taken as already "
+                                     f"upstream (anchor: {op.anchor()})")
     return out
 
 

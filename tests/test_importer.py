@@ -2597,3 +2597,26 @@ def test_port_does_not_take_a_removal_upstream_moved_into_another_module_as_alre
     _, out2 = lift_and_write(tmp_path / "2", base2, git_diff(before, after, "srt/w.py"))
     kept = package(tmp_path / "kept", {"srt/w.py": after, "srt/h.py": 'def other(d):\n    del d["y"]\n'})
     assert [s.status for s in importer.port(load_recipe(out2), kept, base_dir=base2).steps] == ["already_upstream"]
+
+
+def test_port_does_not_take_a_replacement_another_block_holds_as_already_upstream(tmp_path):
+    # a hostile round: `x = 1` -> `x = 5` in the `if mode == "a":` arm; the later release has `x = 3` there and a new
+    # `elif mode == "b":` arm that happens to hold `x = 5`. "Already upstream" dropped the change: f("a") gave 3
+    before = 'def f(mode):\n    if mode == "a":\n        x = 1\n    else:\n        x = 2\n    return x\n'
+    after = before.replace("x = 1", "x = 5")
+    base = package(tmp_path / "base", {"srt/m.py": before})
+    _, out = lift_and_write(tmp_path, base, git_diff(before, after, "srt/m.py"))
+    [step] = load_recipe(out).steps
+    assert (step.op, step.match, step.code) == ("replace_statements", "x = 1", "x = 5"), step
+    other = package(tmp_path / "other", {"srt/m.py": 'def f(mode):\n    if mode == "a":\n        x = 3\n'
+                                                     '    elif mode == "b":\n        x = 5\n    else:\n        x = 2\n'
+                                                     '    return x\n'})
+    [only] = importer.port(load_recipe(out), other, base_dir=base).steps
+    assert only.status == "refused" and "not in `if mode == 'a':`" in only.message, (only.status, only.message)
+    # upstream's own change in that block, and a block upstream rewrote (its header gone): already upstream
+    adopted = package(tmp_path / "adopted", {"srt/m.py": after.replace("    return x\n", "    log(x)\n    return x\n")})
+    rewritten = package(tmp_path / "rewritten", {"srt/m.py": before.replace('mode == "a"', 'mode in ("a", "c")')
+                                                 .replace("x = 1", "x = 5")})
+    for release in (adopted, rewritten):
+        assert [s.status for s in importer.port(load_recipe(out), release, base_dir=base).steps] == \
+            ["already_upstream"], release

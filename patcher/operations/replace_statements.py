@@ -65,8 +65,8 @@ import libcst as cst
 from ..anchors import NodePath, body_of, fit, indent_of, near, set_block_body
 from ..errors import AnchorAmbiguous, AnchorNotFound, Candidate, Conflict, RecipeError
 from ..model import option
-from ._code import (WITHIN, INSIDE_ELSE, blocks_under, check_inside, contains, fingerprint, first_line, inside_block,
-                    inside_words, line_text, parse_block, scope_path)
+from ._code import (WITHIN, INSIDE_ELSE, blocks_under, check_inside, contains, fingerprint, first_line, header_text,
+                    inside_block, inside_words, line_text, parse_block, scope_path)
 from .base import AlreadyApplied, Changed, Operation, Outcome, attempt, register
 
 #: statements too common to say anything about where they are (`return`, `pass`, ...): never a conflict
@@ -113,6 +113,33 @@ class ReplaceStatements(Operation):
         where = f"`{self.within}`" if self.within else "the module"
         block = inside_block(module, scope, self.inside, else_arm=self.inside_else, where=where)
         return [(block, body_of(block[-1]))]
+
+    def homes(self, module: cst.Module, of: Literal["match", "code"]) -> list[str]:
+        """The header (`header_text`; "" for `within`'s own body or an `else:`) of the block holding each run of
+        `match` or of `code` under `within` (`port` asks where a replacement upstream seems to have stands, beside
+        where `match` stood in the base release); [] when there is none or the step cannot be read there."""
+        from ..errors import SpecpatchError
+
+        try:
+            stmts = parse_block(self.match if of == "match" else self.code, module)
+            keys = [fingerprint(module, s) for s in stmts]
+            if not stmts or None in keys:
+                return []
+            scope = scope_path(module, self.within)
+            return ["" if owner[-1] is scope[-1] else header_text(owner[-1])
+                    for owner, _ in _runs(module, self._blocks(module, scope), stmts, keys)]
+        except SpecpatchError:
+            return []
+
+    def headers(self, module: cst.Module) -> set[str]:
+        """The headers of the blocks under `within` (`header_text`)."""
+        from ..errors import SpecpatchError
+
+        try:
+            scope = scope_path(module, self.within)
+        except SpecpatchError:
+            return set()
+        return {header_text(owner[-1]) for owner, _ in blocks_under(scope) if owner[-1] is not scope[-1]} - {""}
 
     def _where(self) -> str:
         where = f"`{self.within}`" if self.within else "the module"
