@@ -81,6 +81,8 @@ class Plan:
     files: list[FilePlan] = field(default_factory=list)
     steps: list[StepReport] = field(default_factory=list)
     errors: list[SpecpatchError] = field(default_factory=list)
+    #: the package's Python files as read for the error path (`moved_elsewhere`), once per plan
+    package_texts: dict[str, str] | None = field(default=None, repr=False, compare=False)
 
     @property
     def ok(self) -> bool:
@@ -238,6 +240,11 @@ def _plan_file(result: Plan, rel_pkg: str, file_steps: list[tuple[int, Operation
             report.anchor_line = _line(original_text, original, outcome.anchor, anchor_lines)
         elif isinstance(outcome, CannotApply):
             report.error = _with_candidate_lines(outcome.error.at(loc), module, original)
+            if isinstance(report.error, AnchorNotFound):
+                if result.package_texts is None:
+                    result.package_texts = package_texts(target.package_dir)
+                report.error.candidates = (*report.error.candidates, *moved_elsewhere(
+                    op, target.package_dir, rel_pkg, original_text, result.package_texts))
             if isinstance(report.error, AnchorNotFound) and module is not original \
                     and not isinstance(op.among(siblings).apply(original), CannotApply):
                 # the release has the anchor: the recipe's own earlier steps took it away
@@ -439,7 +446,7 @@ def importers_of(package: str, package_dir: Path, rel_pkg: str, path: Path,
         if other == path:
             continue
         try:
-            data = planned[other] if other in planned else other.read_bytes()
+            data = planned[other] if other in planned else other.read_bytes() if _source_file(other) else b""
         except OSError:
             continue
         if not any(n.encode() in data for n in gone) or (leaf.encode() not in data and b"from ." not in data):
@@ -856,3 +863,64 @@ def _with_candidate_lines(err: SpecpatchError, module: cst.Module, original: cst
             lines.update(zip(map(id, rest), lines_of(module, rest)))
         err.candidates = tuple(Candidate(c.text, lines.get(id(c.node), c.line), c.node) for c in err.candidates)
     return err
+
+def moved_elsewhere(op: Operation, package_dir: Path, rel_pkg: str, text: str,
+                    texts: dict[str, str] | None = None) -> list[Candidate]:
+    """Where the names a step anchors on stand in other files of the package, when its own file (`text`) no longer
+    has them: a class, a function or method, a dataclass field (`after` of `add_dataclass_field`), an argparse flag.
+    Asked only when a step's anchor is not found (it reads the package's files): upstream moved a field into a
+    namespace class of another module, a method into a mixin. A name found in more than three other files says
+    nothing (`forward`), nor does one the file still has. `texts`: the package's files already read (file -> text,
+    relative to `package_dir`)."""
+    import re
+
+    wanted: list[tuple[str, str, str]] = []  # (what, name, pattern of a line that defines it)
+    for option in ("cls", "function", "within"):
+        value = getattr(op, option, None)
+        if isinstance(value, str) and value:
+            parts = value.split(".")
+            for i, part in enumerate(parts):
+                kind = "class" if option == "cls" or i < len(parts) - 1 else "function"
+                wanted.append((kind, part, rf"^\s*class\s+{re.escape(part)}\b" if kind == "class"
+                               else rf"^\s*(?:async\s+)?def\s+{re.escape(part)}\b"))
+    if op.op == "add_dataclass_field" and isinstance(getattr(op, "after", None), str):
+        wanted.append(("field", op.after, rf"^[ \t]+{re.escape(op.after)}\s*:"))
+    if op.op == "add_method" and isinstance(getattr(op, "after", None), str):
+        wanted.append(("function", op.after, rf"^\s*(?:async\s+)?def\s+{re.escape(op.after)}\b"))
+    flag = getattr(op, "after_flag", None)
+    if isinstance(flag, str) and flag:
+        wanted.append(("flag", flag, rf"""["']{re.escape(flag)}["']"""))
+    wanted = [(k, n, p) for k, n, p in dict.fromkeys(wanted) if not re.search(p, text, re.M)]
+    if not wanted:
+        return []
+    found: dict[str, list[str]] = {}
+    for other, data in (texts if texts is not None else package_texts(package_dir)).items():
+        if other == rel_pkg:
+            continue
+        for kind, name, pattern in wanted:
+            if name not in data:
+                continue
+            hit = re.search(pattern, data, re.M)
+            if hit:
+                line = data.count("\n", 0, hit.start()) + 1
+                found.setdefault(f"{kind} `{name}`", []).append(f"`{other}` line {line}")
+    return [Candidate(f"{what} is in {', '.join(places)} (moved there?)")
+            for what, places in found.items() if len(places) <= 3]
+
+
+def package_texts(package_dir: Path) -> dict[str, str]:
+    """Every Python file under `package_dir` (relative path -> text, undecodable bytes replaced); unreadable ones
+    left out."""
+    texts: dict[str, str] = {}
+    for path in sorted(package_dir.rglob("*.py")):
+        with contextlib.suppress(OSError):
+            if _source_file(path):
+                texts[path.relative_to(package_dir).as_posix()] = path.read_text(encoding="utf-8", errors="replace")
+    return texts
+
+
+def _source_file(path: Path) -> bool:
+    """A regular file of at most 16 MiB: what the checks that read the whole package open (a FIFO or a device named
+    `x.py` would hang or never end)."""
+    info = os.stat(path)
+    return stat.S_ISREG(info.st_mode) and info.st_size <= 16 << 20

@@ -1971,7 +1971,7 @@ def _port(recipe, package_dir: Path, skip: tuple[str, ...], base_dir: Path | Non
     standing: set[int] = set()
     for _ in range(8):
         for rel in todo:
-            planned[rel] = _plan_file(recipe, rel, by_file[rel], package_dir, held, pristine, standing)
+            planned[rel] = _plan_file(recipe, rel, by_file[rel], package_dir, held, pristine, standing, release)
         steps = sorted((s for rel in planned for s in planned[rel][0]), key=lambda s: s.index)
         if not hold_together:
             break
@@ -2346,12 +2346,14 @@ class _ReleaseIndex:
 
 def _plan_file(recipe, rel: str, ops: list[tuple[int, Operation]], package_dir: Path,
                held: dict[int, tuple[str, str]], pristine: dict[str, str],
-               standing: set[int] | frozenset[int] = frozenset()) -> tuple[list[PortedStep], bytes | None]:
+               standing: set[int] | frozenset[int] = frozenset(), release: "_ReleaseIndex | None" = None,
+               ) -> tuple[list[PortedStep], bytes | None]:
     """One file's steps planned in order on the pristine file, leaving out the `held` ones. A held refusal of a step
     that answers "already applied" reads as upstream's code, except for the `standing` ones (a rule said why that
     answer is wrong there)."""
     from .anchors import lines_of
-    from .errors import Candidate, Location
+    from .engine import moved_elsewhere
+    from .errors import AnchorNotFound, Candidate, Location
     from .operations.base import CannotApply
 
     path = package_dir / rel
@@ -2384,6 +2386,9 @@ def _plan_file(recipe, rel: str, ops: list[tuple[int, Operation]], package_dir: 
             err = outcome.error
             nodes = [c.node for c in err.candidates if c.node is not None]
             lines = dict(zip(map(id, nodes), lines_of(module, nodes))) if nodes else {}
+            if isinstance(err, AnchorNotFound):
+                err.candidates = (*err.candidates, *moved_elsewhere(
+                    op, package_dir, rel, pristine[rel], release.texts() if release is not None else None))
             cands = tuple(Candidate(c.text, lines.get(id(c.node), c.line)).render() for c in err.candidates)
             err.at(Location(recipe=recipe.id, step=index, op=op.op, file=rel, anchor=op.anchor()))
             message = f"{err.title}: {err.message}"
@@ -2402,7 +2407,7 @@ def _plan_file(recipe, rel: str, ops: list[tuple[int, Operation]], package_dir: 
         culprit = _first_breaking(recipe, rel, ops, raw, held)
         if culprit is not None:
             held[culprit[0]] = ("refused", f"once applied, `{rel}` does not compile: {culprit[1]}")
-            return _plan_file(recipe, rel, ops, package_dir, held, pristine, standing)
+            return _plan_file(recipe, rel, ops, package_dir, held, pristine, standing, release)
     try:
         return steps, module.bytes
     except UnicodeEncodeError as exc:  # code the file's declared encoding cannot hold: nothing of it is planned

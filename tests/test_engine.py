@@ -315,6 +315,27 @@ def test_ambiguous_anchor(tmp_path):
     assert [c.line for c in p.errors[0].candidates] == [6, 8]
 
 
+def test_an_anchor_moved_to_another_file_is_named_with_its_file_and_line(tmp_path):
+    # a newcomer's round: the field and the flag moved into a namespace class of another module (sglang 0.5.20's
+    # arg_groups/fields/), the error said "no field in class ServerArgs" and no more
+    flag = SERVER_ARGS[SERVER_ARGS.index("        parser.add_argument(\n"):SERVER_ARGS.index("        parser.add_argument(\"--speculative-token-map")]
+    moved = SERVER_ARGS.replace("    speculative_accept_threshold_acc: float = 1.0\n", "").replace(flag, "")
+    spec = ("import dataclasses\n\n\n@dataclasses.dataclass\nclass Spec:\n"
+            "    speculative_accept_threshold_acc: float = 1.0\n\n    def flags(self, parser):\n"
+            "        parser.add_argument(\"--speculative-accept-threshold-acc\", type=float)\n")
+    root = make_target(tmp_path, {"srt/server_args.py": moved.encode(), "srt/fields/spec.py": spec.encode()})
+    p = plan(recipe(tmp_path), find_target(root))
+    said = [e.candidates[-1].render() for e in p.errors]  # after the near names of the file itself
+    assert not p.ok and said == [
+        "field `speculative_accept_threshold_acc` is in `srt/fields/spec.py` line 6 (moved there?)",
+        "flag `--speculative-accept-threshold-acc` is in `srt/fields/spec.py` line 9 (moved there?)"], said
+    # a name found in more than three other files names nothing
+    for i in range(4):
+        (root / "sglang" / f"m{i}.py").write_text(spec)
+    p = plan(recipe(tmp_path), find_target(root))
+    assert len(p.errors) == 2 and not any("moved there" in c.text for e in p.errors for c in e.candidates)
+
+
 def test_missing_file(tmp_path):
     root = make_target(tmp_path, {})
     p = plan(recipe(tmp_path), find_target(root))

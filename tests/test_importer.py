@@ -2620,3 +2620,18 @@ def test_port_does_not_take_a_replacement_another_block_holds_as_already_upstrea
     for release in (adopted, rewritten):
         assert [s.status for s in importer.port(load_recipe(out), release, base_dir=base).steps] == \
             ["already_upstream"], release
+
+
+def test_port_names_the_file_a_method_moved_to(tmp_path):
+    # a hostile round: upstream moved `Worker.prepare_batch` into a base class of a new module; the refusal named
+    # nothing near
+    before = "class Worker:\n    def prepare_batch(self, b):\n        b.sort()\n        return b\n"
+    after = before.replace("        b.sort()\n", "        b.sort()\n        b.reverse()\n")
+    base = package(tmp_path / "base", {"srt/w.py": before})
+    _, out = lift_and_write(tmp_path, base, git_diff(before, after, "srt/w.py"))
+    later = package(tmp_path / "later", {
+        "srt/w.py": "from sglang.srt.base_worker import BaseWorker\n\n\nclass Worker(BaseWorker):\n    pass\n",
+        "srt/base_worker.py": "class BaseWorker:\n    def prepare_batch(self, b):\n        b.sort()\n        return b\n"})
+    [only] = importer.port(load_recipe(out), later, base_dir=base).steps
+    assert only.status == "refused", only
+    assert "function `prepare_batch` is in `srt/base_worker.py` line 2 (moved there?)" in only.candidates, only
