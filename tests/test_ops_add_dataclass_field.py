@@ -113,3 +113,23 @@ def test_nested_class_with_tabs():
                     disable_batch_threshold: int = 0
                 other: str = "x"
         """, tabs=True)
+
+
+def test_an_enum_member_of_a_value_another_member_has_is_a_conflict():
+    # a hostile round: the patch's `IDLE = 3` over upstream's new `MIXED = 3` made MIXED an alias of IDLE
+    # (Mode.MIXED.name == "IDLE"); applied, with exit 0
+    idle = op("add_dataclass_field", **{"class": "Mode", "after": "DECODE", "code": "IDLE = 3"})
+    err = cannot(idle, """
+        class Mode(enum.IntEnum):
+            EXTEND = 1
+            DECODE = 2
+            MIXED = 3.0
+        """, Conflict)
+    assert "member `MIXED` already has the value" in err.message
+    # another value, auto(), or a plain class: as before
+    check(idle, "class Mode(Enum):\n    DECODE = 2\n    MIXED = 4\n",
+          "class Mode(Enum):\n    DECODE = 2\n    IDLE = 3\n    MIXED = 4\n")
+    check(op("add_dataclass_field", **{"class": "Mode", "after": "DECODE", "code": "IDLE = auto()"}),
+          "class Mode(Enum):\n    DECODE = auto()\n    MIXED = auto()\n",
+          "class Mode(Enum):\n    DECODE = auto()\n    IDLE = auto()\n    MIXED = auto()\n")
+    check(idle, "class Mode:\n    DECODE = 2\n    MIXED = 3\n", "class Mode:\n    DECODE = 2\n    IDLE = 3\n    MIXED = 3\n")

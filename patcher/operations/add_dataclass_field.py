@@ -78,6 +78,12 @@ class AddDataclassField(Operation):
         if other is not None:  # a method or nested class of that name: the field would replace it
             raise Conflict(f"`{self.cls}` already binds `{name}` (not as a field): the field would replace it",
                            candidates=[Candidate(code_of(module, other).strip().splitlines()[0], node=other)])
+        alias = _enum_alias(module, cpath[-1], new, fields)
+        if alias is not None:  # Python would make the new member another name of that one, not a member
+            raise Conflict(f"`{self.cls}` is an Enum whose member `{field_name(alias)}` already has the value the new "
+                           f"member `{name}` gives: it would be an alias of it, and `{field_name(alias)}` would "
+                           f"read as `{name}` (upstream added a member of that value?)",
+                           candidates=[Candidate(code_of(module, alias).strip(), node=alias)])
         anchors = [p for p in fields if ident(field_name(p[-1])) == ident(self.after)]
         if not anchors:
             by_name = {field_name(p[-1]): p[-1] for p in fields}
@@ -89,3 +95,39 @@ class AddDataclassField(Operation):
             raise AnchorAmbiguous(f"field `{self.after}` is declared {len(anchors)} times in `{self.cls}`",
                                   candidates=[Candidate(code_of(module, p[-1]).strip(), node=p[-1]) for p in anchors])
         return Changed(insert_after(anchors[0], [new]), inserted=(new,), anchor=anchors[0][-1])
+
+
+def _enum_alias(module: cst.Module, cls: cst.ClassDef, new: cst.SimpleStatementLine,
+                fields: list) -> cst.CSTNode | None:
+    """The member of an Enum class (a base named `...Enum` or `...Flag`) whose literal value the new member's equals
+    (an alias to be: `Enum` keeps one member per value), else None."""
+    import ast
+
+    def base_name(arg: cst.Arg) -> str:
+        node = arg.value
+        return node.attr.value if isinstance(node, cst.Attribute) else node.value if isinstance(node, cst.Name) else ""
+
+    if not any(base_name(b).endswith(("Enum", "Flag")) for b in cls.bases):
+        return None
+
+    def value(stmt: cst.CSTNode) -> object:
+        small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
+        if not isinstance(small, cst.Assign):
+            return None
+        try:
+            return ("value", ast.literal_eval(module.code_for_node(small.value)))
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            return None
+
+    mine = value(new)
+    if mine is None:
+        return None
+    for path in fields:
+        theirs = value(path[-1])
+        try:
+            if theirs is not None and theirs == mine and hash(theirs) == hash(mine):
+                return path[-1]
+        except TypeError:  # an unhashable value (a list): Enum compares it by ==, as here
+            if theirs == mine:
+                return path[-1]
+    return None
