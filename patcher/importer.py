@@ -1961,6 +1961,8 @@ def _port(recipe, package_dir: Path, skip: tuple[str, ...], base_dir: Path | Non
         added = {_bare(n) for _, op in ops for n in step_names(op)[0]}
         for index, why in moved_attributes.moved_upstream(before, ops, release, base, added).items():
             held.setdefault(index, ("refused", why))
+        for index, why in moved_attributes.overrides_upstream(before, ops, release, base).items():
+            held.setdefault(index, ("refused", why))
     renamed = {op.file: was[i] for i, op in ops if i in moved}  #: the file in the release -> in the base
     by_file: dict[str, list[tuple[int, Operation]]] = {}
     for index, op in ops:

@@ -444,6 +444,72 @@ def moved_upstream(before: dict[int, Any], ops: list[tuple[int, Any]], release: 
     return out
 
 
+def _class_level_names(node: ast.ClassDef) -> set[str]:
+    """The names a class body binds at its own level: methods, nested classes, fields and class attributes."""
+    out: set[str] = set()
+    for stmt in _class_level(node.body):
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.add(stmt.name)
+        elif isinstance(stmt, ast.Assign):
+            out |= {t.id for t in stmt.targets if isinstance(t, ast.Name)}
+        elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+            out.add(stmt.target.id)
+    return out
+
+
+def _ancestors(classes: Classes, key: ClassKey) -> list[ClassKey]:
+    """The package's classes the class `key` inherits from, nearest first (itself left out)."""
+    out: list[ClassKey] = []
+    todo = [key]
+    while todo and len(out) <= _FAMILY_CAP:
+        for base in classes.bases(todo.pop(0)):
+            for found in classes.named(base, key[0])[:1]:
+                if found not in out and found != key:
+                    out.append(found)
+                    todo.append(found)
+    return out
+
+
+def overrides_upstream(before: dict[int, Any], ops: list[tuple[int, Any]], release: Any,
+                       base: Any) -> dict[int, str]:
+    """Steps that add a method or a field (`add_method`, `add_dataclass_field`) to a class whose base class in the
+    release defines that name while none of its base classes did in the base release: upstream added it there, and
+    the step's member would override it for the class, with the callers upstream wrote for its own
+    (`self.reset(hard=True)` from the base class's `start()` reaching the patch's `reset(self)`; a field's default
+    over upstream's). An override the base release already had is the patch's own choice. Index -> why."""
+    then, now = Classes(base), Classes(release)
+    out: dict[int, str] = {}
+    for index, op in ops:
+        if op.op not in ("add_method", "add_dataclass_field") or "." in op.cls:
+            continue
+        tree = _snippet(op.code)
+        names = _class_level_names(ast.ClassDef(name="_", bases=[], keywords=[], body=tree.body, decorator_list=[])) \
+            if tree is not None else set()
+        if len(names) != 1:
+            continue
+        [name] = names
+        old = before.get(index, op)
+        mine = now.named(op.cls, op.file)
+        if len(mine) != 1:
+            continue
+        had: set[str] = set()
+        for key in then.named(old.cls, old.file)[:1]:
+            for up in _ancestors(then, key):
+                node = then.node(up)
+                had |= _class_level_names(node) if node is not None else set()
+        if name in had:
+            continue
+        for up in _ancestors(now, mine[0]):
+            node = now.node(up)
+            if node is not None and name in _class_level_names(node):
+                out[index] = (f"it adds `{name}` to `{op.cls}`, whose base class `{up[1]}` (`{up[0]}`) defines "
+                              f"`{name}` in this release, and no base class did in the base release: upstream "
+                              f"added it, and the step's `{name}` would override it for `{op.cls}`, under the "
+                              f"callers upstream wrote for its own")
+                break
+    return out
+
+
 def _parameter_whys(then: Classes, now: Classes, old: Any, op: Any, code: str, anchors: list[tuple[str, str]],
                     added: set[str]) -> list[str]:
     """`moved_upstream` for reads on annotated parameters (`batch.B` where `batch: ScheduleBatch`): those of the

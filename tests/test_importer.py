@@ -2635,3 +2635,28 @@ def test_port_names_the_file_a_method_moved_to(tmp_path):
     [only] = importer.port(load_recipe(out), later, base_dir=base).steps
     assert only.status == "refused", only
     assert "function `prepare_batch` is in `srt/base_worker.py` line 2 (moved there?)" in only.candidates, only
+
+
+def test_port_refuses_a_member_that_would_override_one_upstream_added_to_a_base_class(tmp_path):
+    # a hostile round: the patch adds `Worker.reset(self)`; upstream added `BaseWorker.reset(self, hard=False)` in
+    # another module and calls `self.reset(hard=True)`: applied, Worker().start() raised TypeError. The same for a
+    # dataclass field over upstream's field of the base class (a 600 s timeout cut to 5)
+    base_worker = "class BaseWorker:\n    def start(self):\n        return 1\n"
+    before = ("from sglang.srt.bw import BaseWorker\n\n\nclass Worker(BaseWorker):\n    timeout: int = 1\n\n"
+              "    def run(self):\n        return 0\n")
+    after = (before.replace("    timeout: int = 1\n", "    timeout: int = 1\n    limit: int = 5\n")
+             + "\n    def reset(self):\n        return 2\n")
+    base = package(tmp_path / "base", {"srt/bw.py": base_worker, "srt/w.py": before})
+    _, out = lift_and_write(tmp_path, base, git_diff(before, after, "srt/w.py"))
+    assert {s.op for s in load_recipe(out).steps} == {"add_method", "add_dataclass_field"}
+    grown = ("class BaseWorker:\n    limit: float = 600.0\n\n    def start(self):\n        self.reset(hard=True)\n"
+             "        return 1\n\n    def reset(self, hard=False):\n        return 3\n")
+    later = package(tmp_path / "later", {"srt/bw.py": grown, "srt/w.py": before})
+    said = {s.op: (s.status, s.message) for s in importer.port(load_recipe(out), later, base_dir=base).steps}
+    assert said["add_method"][0] == "refused" and "base class `BaseWorker` (`srt/bw.py`) defines `reset`" in \
+        said["add_method"][1], said
+    assert said["add_dataclass_field"][0] == "refused" and "defines `limit`" in said["add_dataclass_field"][1], said
+    # an override the base release already had is the patch's own choice
+    base2 = package(tmp_path / "base2", {"srt/bw.py": grown, "srt/w.py": before})
+    _, out2 = lift_and_write(tmp_path / "2", base2, git_diff(before, after, "srt/w.py"))
+    assert {s.status for s in importer.port(load_recipe(out2), later, base_dir=base2).steps} == {"applied"}
