@@ -28,6 +28,7 @@ but every line it adds is already in the file: `upstream_evidence`), or refused,
 from __future__ import annotations
 
 import ast
+import contextlib
 import difflib
 import functools
 from collections import Counter
@@ -1963,6 +1964,8 @@ def _port(recipe, package_dir: Path, skip: tuple[str, ...], base_dir: Path | Non
             held.setdefault(index, ("refused", why))
         for index, why in moved_attributes.overrides_upstream(before, ops, release, base).items():
             held.setdefault(index, ("refused", why))
+        for index, why in locals_taken(before, ops, release, base).items():
+            held.setdefault(index, ("refused", why))
     renamed = {op.file: was[i] for i, op in ops if i in moved}  #: the file in the release -> in the base
     by_file: dict[str, list[tuple[int, Operation]]] = {}
     for index, op in ops:
@@ -1988,6 +1991,8 @@ def _port(recipe, package_dir: Path, skip: tuple[str, ...], base_dir: Path | Non
                                                 recipe.target.package, base_dir).items():
             more.setdefault(index, why)
         for index, why in expressions_moved(ops, steps, pristine, base_texts).items():
+            more.setdefault(index, why)
+        for index, why in keywords_without_parameter(ops, steps).items():
             more.setdefault(index, why)
         for index, why in (*removals_moved(ops, steps, release, base).items(),
                            *replacements_elsewhere(ops, steps, pristine, base_texts).items()):
@@ -2160,6 +2165,38 @@ def removed_upstream(ops: Sequence[tuple[int, Operation]], release: "_ReleaseInd
             shown = ", ".join(f"`{n}` ({where})" for n, where in gone.items())
             out[index] = (f"it uses {shown}, which the base release defines and the release mentions nowhere: "
                           f"upstream removed or renamed {'it' if len(gone) == 1 else 'them'}")
+    return out
+
+
+def locals_taken(before: dict[int, Operation], ops: Sequence[tuple[int, Operation]], release: "_ReleaseIndex",
+                 base: "_ReleaseIndex") -> dict[int, str]:
+    """`insert_statements` steps whose code binds a name that the function binds in the release (a parameter, a
+    local) and did not in the base release: upstream's own variable now, which the step's assignment would
+    overwrite (`limit = n + 1` over upstream's new parameter `limit`, the caller's value lost). Index -> why."""
+    from .moved_attributes import _function_at, _stored
+
+    out: dict[int, str] = {}
+    for index, op in ops:
+        if op.op != "insert_statements" or not op.function:
+            continue
+        code = _parsed(textwrap.dedent(op.code))
+        old = before.get(index, op)
+        now = _function_at(release.tree(op.file) if op.file in release.texts() else None, op.function)
+        then = _function_at(base.tree(old.file) if old.file in base.texts() else None, old.function)
+        if code is None or now is None or then is None:
+            continue
+
+        def bound(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
+            a = fn.args
+            params = {p.arg for p in (*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg) if p is not None}
+            return params | {n for stmt in fn.body for n in _stored(stmt)}
+
+        taken = sorted((_stored(code) & bound(now)) - bound(then))
+        if taken:
+            shown = ", ".join(f"`{n}`" for n in taken)
+            out[index] = (f"it assigns {shown}, which `{op.function}` binds in this release (a parameter or a local "
+                          f"upstream added) and did not in the base release: the step would overwrite upstream's "
+                          f"value")
     return out
 
 
@@ -2835,6 +2872,40 @@ def replacements_elsewhere(ops: Sequence[tuple[int, Operation]], steps: Sequence
                                      f"the block that held `{line_text(op.match)}` in the base release (still "
                                      f"there): another block's own code, not this change; not taken as already "
                                      f"upstream (anchor: {op.anchor()})")
+    return out
+
+
+def keywords_without_parameter(ops: Sequence[tuple[int, Operation]],
+                               steps: Sequence[PortedStep]) -> dict[int, tuple[str, str]]:
+    """The applied `add_keyword_argument` steps that pass a keyword to a function whose parameter of that name an
+    `add_parameter` step of the recipe adds, while that step is refused or skipped: the release's function has no
+    such parameter, or one of that name with another meaning (why the parameter step refused), and the keyword
+    would reach it (`scale=3` into upstream's `scale="linear"`). Index -> (status, why)."""
+    from .operations.add_keyword_argument import _keyword
+    from .operations.add_parameter import _parameter
+
+    status = {s.index: s.status for s in steps}
+    adds: dict[tuple[str, str], tuple[int, Operation]] = {}
+    for index, op in ops:
+        if op.op == "add_parameter":
+            with contextlib.suppress(SpecpatchError):
+                adds[(op.function.split(".")[-1], _parameter(op.code).name.value)] = (index, op)
+    out: dict[int, tuple[str, str]] = {}
+    for index, op in ops:
+        if op.op != "add_keyword_argument" or status.get(index) != "applied":
+            continue
+        try:
+            keyword = _keyword(op.code).keyword.value
+        except SpecpatchError:
+            continue
+        called = op.call.split("(", 1)[0].strip().split(".")[-1]
+        found = adds.get((called, keyword))
+        if found is not None and status.get(found[0]) in ("refused", "skipped"):
+            j, param = found
+            out[index] = ("refused", f"it passes `{keyword}` to `{called}`, whose parameter `{keyword}` step {j} "
+                                     f"(`{param.name or param.op}`) adds, which is {status[j]}: the keyword would "
+                                     f"reach the release's `{called}` without it, or its own `{keyword}` of "
+                                     f"another meaning; not applied (anchor: {op.anchor()})")
     return out
 
 

@@ -2660,3 +2660,42 @@ def test_port_refuses_a_member_that_would_override_one_upstream_added_to_a_base_
     base2 = package(tmp_path / "base2", {"srt/bw.py": grown, "srt/w.py": before})
     _, out2 = lift_and_write(tmp_path / "2", base2, git_diff(before, after, "srt/w.py"))
     assert {s.status for s in importer.port(load_recipe(out2), later, base_dir=base2).steps} == {"applied"}
+
+
+def test_port_refuses_an_insertion_that_assigns_a_name_upstream_added_to_the_function(tmp_path):
+    # a hostile round: the patch inserts `limit = n + 1`; upstream added a parameter `limit` and reads it below:
+    # applied, the caller's limit was silently replaced
+    before = "def f(req):\n    n = len(req)\n    total = n * 2\n    return total\n"
+    after = before.replace("    total = n * 2\n", "    limit = n + 1\n    total = n * 2\n    print(limit)\n")
+    base = package(tmp_path / "base", {"srt/m.py": before})
+    _, out = lift_and_write(tmp_path, base, git_diff(before, after, "srt/m.py"))
+    assert {s.op for s in load_recipe(out).steps} == {"insert_statements"}
+    for name, later in (("a parameter", before.replace("def f(req):", "def f(req, limit=100):")),
+                        ("a local", before.replace("    total = n * 2\n", "    limit = 7\n    total = n * 2\n"))):
+        ported = importer.port(load_recipe(out), package(tmp_path / name.replace(" ", "-"), {"srt/m.py": later}),
+                               base_dir=base)
+        assert any(s.status == "refused" and "it assigns `limit`, which `f` binds in this release" in s.message
+                   for s in ported.steps), (name, [(s.status, s.message) for s in ported.steps])
+    # a release whose function does not bind it: applied
+    other = package(tmp_path / "other", {"srt/m.py": before.replace("return total", "return total + 0")})
+    assert {s.status for s in importer.port(load_recipe(out), other, base_dir=base).steps} == {"applied"}
+
+
+def test_port_refuses_a_keyword_whose_parameter_step_is_refused_or_skipped(tmp_path):
+    # a hostile round: `scale=1` added to A.f and `scale=3` passed by A.g; the release has its own `scale="linear"`
+    # (a mode): the parameter step refused, the keyword step "applied" and passed 3 as upstream's mode
+    before = "class A:\n    def f(self, n):\n        return n + 1\n\n    def g(self):\n        return self.f(1)\n"
+    after = ("class A:\n    def f(self, n, scale=1):\n        return (n + 1) * scale\n\n    def g(self):\n"
+             "        return self.f(1, scale=3)\n")
+    base = package(tmp_path / "base", {"srt/m.py": before})
+    _, out = lift_and_write(tmp_path, base, git_diff(before, after, "srt/m.py"))
+    ops = {s.op: s.name for s in load_recipe(out).steps}
+    assert {"add_parameter", "add_keyword_argument"} <= set(ops), ops
+    later = package(tmp_path / "later", {"srt/m.py": before.replace("def f(self, n):", 'def f(self, n, scale="linear"):')})
+    for skip in ((), (ops["add_parameter"],)):
+        said = {s.op: (s.status, s.message) for s in importer.port(load_recipe(out), later, base_dir=base,
+                                                                    skip=skip).steps}
+        assert said["add_keyword_argument"][0] == "refused" and "it passes `scale` to `f`" in \
+            said["add_keyword_argument"][1], (skip, said)
+    # the parameter applied (or upstream's own): the keyword goes with it
+    assert {s.status for s in importer.port(load_recipe(out), base, base_dir=base).steps} == {"applied"}
