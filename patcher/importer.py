@@ -2390,9 +2390,8 @@ def _plan_file(recipe, rel: str, ops: list[tuple[int, Operation]], package_dir: 
     """One file's steps planned in order on the pristine file, leaving out the `held` ones. A held refusal of a step
     that answers "already applied" reads as upstream's code, except for the `standing` ones (a rule said why that
     answer is wrong there)."""
-    from .anchors import lines_of
-    from .engine import moved_elsewhere
-    from .errors import AnchorNotFound, Candidate, Location
+    from .engine import _with_candidate_lines, moved_elsewhere
+    from .errors import AnchorNotFound, Location
     from .operations.base import CannotApply
 
     path = package_dir / rel
@@ -2405,6 +2404,7 @@ def _plan_file(recipe, rel: str, ops: list[tuple[int, Operation]], package_dir: 
     except cst.ParserSyntaxError as exc:
         return [PortedStep(i, op.name, op.op, rel, "refused", f"does not parse: {exc.message}") for i, op in ops], None
     pristine.setdefault(rel, module.code)
+    original = module
     for index, op in ops:
         if index in held:
             status, why = held[index]
@@ -2422,13 +2422,13 @@ def _plan_file(recipe, rel: str, ops: list[tuple[int, Operation]], package_dir: 
             module = outcome.module
             steps.append(PortedStep(index, op.name, op.op, rel, status))
         elif isinstance(outcome, CannotApply):
-            err = outcome.error
-            nodes = [c.node for c in err.candidates if c.node is not None]
-            lines = dict(zip(map(id, nodes), lines_of(module, nodes))) if nodes else {}
+            # lines of the release's file where the candidate is the release's own code, not counting the lines
+            # earlier steps inserted above it
+            err = _with_candidate_lines(outcome.error, module, original)
             if isinstance(err, AnchorNotFound):
                 err.candidates = (*err.candidates, *moved_elsewhere(
                     op, package_dir, rel, pristine[rel], release.texts() if release is not None else None))
-            cands = tuple(Candidate(c.text, lines.get(id(c.node), c.line)).render() for c in err.candidates)
+            cands = tuple(c.render() for c in err.candidates)
             err.at(Location(recipe=recipe.id, step=index, op=op.op, file=rel, anchor=op.anchor()))
             message = f"{err.title}: {err.message}"
             # the release's own lines, not those earlier steps of the recipe just added (a decorator added twice)
@@ -2527,6 +2527,8 @@ def step_names(op: Operation) -> tuple[set[str], set[str]]:
     those of the code it matches; (set(), set()) when its code does not parse. A method that calls the method of
     the same name on another object (a layer of a call chain) uses that name."""
     code, match = getattr(op, "code", None), getattr(op, "match", None)
+    if op.op == "add_branch":  # the guard it writes: `if <condition>: return <call>`
+        code = f"if {op.condition}:\n    return {op.call}\n"
     if op.op == "unexpressed_hunk":  # what its `+` lines would add (a field, a helper) is not there either
         code = "\n".join(ln[1:] for ln in op.diff.splitlines() if ln[:1] == "+")
         match = "\n".join(ln[1:] for ln in op.diff.splitlines() if ln[:1] == "-")

@@ -2699,3 +2699,37 @@ def test_port_refuses_a_keyword_whose_parameter_step_is_refused_or_skipped(tmp_p
             said["add_keyword_argument"][1], (skip, said)
     # the parameter applied (or upstream's own): the keyword goes with it
     assert {s.status for s in importer.port(load_recipe(out), base, base_dir=base).steps} == {"applied"}
+
+
+def test_port_reads_the_names_an_add_branch_guard_uses(tmp_path):
+    # a newcomer's round: the flagship's route guard (add_branch) was "applied" on a release where the step adding
+    # the method its `call:` names refused; written as insert_statements, the same guard was refused
+    release = package(tmp_path / "rel", {"srt/w.py": "class Worker:\n    def __init__(self):\n        self.n = 0\n\n"
+                                                     "    def forward(self, batch):\n        if batch.is_extend():\n"
+                                                     "            return 1\n        else:\n            return 2\n"})
+    path = tmp_path / "guard.yaml"
+    path.write_text('id: guard\nversion: 1\ntitle: t\ntarget: {package: sglang, versions: ">=0"}\nsteps:\n'
+                    '  - {name: fallback, op: add_method, file: srt/w.py, class: Worker, after: init_graphs,\n'
+                    '     code: "def _fallback_forward(self, batch):\\n    return 0\\n"}\n'
+                    '  - {name: guard, op: add_branch, file: srt/w.py, function: Worker.forward,\n'
+                    '     branch_if: batch.is_extend(), arm: else, condition: batch.size > 4,\n'
+                    '     call: self._fallback_forward(batch)}\n')
+    said = {s.name: (s.status, s.message) for s in importer.port(load_recipe(path), release).steps}
+    assert said["fallback"][0] == "refused", said
+    assert said["guard"][0] == "refused" and "_fallback_forward" in said["guard"][1], said
+
+
+def test_port_gives_near_candidates_the_line_of_the_release_not_of_the_planned_file(tmp_path):
+    # a newcomer's round: after a step that inserted 100 lines above it, port said `setup_graphs (line 1495)` for a
+    # method at line 1387 of the release (apply said 1387)
+    release = package(tmp_path / "rel", {"srt/w.py": "class Worker:\n    def __init__(self):\n        self.n = 0\n\n"
+                                                     "    def setup_graphs(self):\n        pass\n"})
+    path = tmp_path / "r.yaml"
+    path.write_text('id: r\nversion: 1\ntitle: t\ntarget: {package: sglang, versions: ">=0"}\nsteps:\n'
+                    '  - {name: big, op: add_method, file: srt/w.py, class: Worker, after: __init__,\n'
+                    '     code: "def helper(self):\\n' + "    x = 1\\n" * 20 + '    return x\\n"}\n'
+                    '  - {name: late, op: insert_statements, file: srt/w.py, function: Worker.setup_graph,\n'
+                    '     at: end, code: "self.n = 1"}\n')
+    said = {s.name: s for s in importer.port(load_recipe(path), release).steps}
+    assert said["big"].status == "applied" and said["late"].status == "refused", said
+    assert any("setup_graphs" in c and "(line 5)" in c for c in said["late"].candidates), said["late"].candidates
