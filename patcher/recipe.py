@@ -174,6 +174,13 @@ def _check_semantics(recipe: Recipe, fail) -> None:
         if not variant.refuse and not (variant.steps or recipe.steps):
             raise fail(("variants", vi), f"variant `{variant.name}` has no steps (and the recipe none to inherit); "
                                          f"give it steps or `refuse`")
+    for vi, earlier in _shadowed(recipe.variants):
+        variant = recipe.variants[vi]
+        raise fail(("variants", vi, "versions"), f"variant `{variant.name}` ({variant.versions}) can never be "
+                                                 f"selected: every release it admits is admitted by "
+                                                 f"{', '.join(f'`{e}`' for e in earlier)} before it (the first variant "
+                                                 f"that admits a release is the one used); narrow that range, or "
+                                                 f"give this variant `versions: \"<0\"` if it is only a base")
     for name, param in recipe.params.items():
         try:
             check_value(name, param.type, param.default)
@@ -195,3 +202,31 @@ def _check_semantics(recipe: Recipe, fail) -> None:
             raise fail(loc, f"{kind} `{path}` leaves the recipe's folder")
         if not real.is_file():
             raise fail(loc, f"{kind} `{path}` not found in {recipe.folder}")
+
+
+def _shadowed(variants) -> list[tuple[int, list[str]]]:
+    """(index, earlier variants' names) of each variant that admits releases, all of which an earlier variant admits
+    too: `select` takes the first that admits a release, so it is never chosen. Judged on sample releases: every
+    version its specifiers name, the same with `.post1` (inside the range above it), and one below them all and one
+    above."""
+    from packaging.specifiers import SpecifierSet
+    from packaging.version import InvalidVersion, Version
+
+    named: set[Version] = {Version("0"), Version("0.0.0.post1")}
+    for variant in variants:
+        for spec in SpecifierSet(variant.versions):
+            try:
+                v = Version(spec.version.rstrip(".*"))
+            except InvalidVersion:
+                continue
+            named |= {v, Version(f"{v.base_version}.post1"), Version(f"{v.base_version}.1"),
+                      Version(f"{v.major + 1}")}
+    out = []
+    for i, variant in enumerate(variants):
+        mine = [v for v in named if variant.admits(v)]
+        if not mine:
+            continue  # admits no release: a base for overlays (`versions: "<0"`)
+        covering = [e for e in variants[:i] if any(e.admits(v) for v in mine)]
+        if all(any(e.admits(v) for e in variants[:i]) for v in mine):
+            out.append((i, [e.name for e in covering]))
+    return out

@@ -248,6 +248,25 @@ def test_a_bad_step_change_is_refused_at_its_line(tmp_path, change, message, lin
     assert message in err.message and err.location.line == line, (err.message, err.location.line)
 
 
+@pytest.mark.parametrize("new, shadowed", [
+    # a newcomer's round: `fallback-0.5.24` appended after an alias of `>=0.5.24` loaded, showed, and was never used
+    ('    versions: ">=0.5.9"\n  - name: newer\n    versions: ">=0.5.24,<0.5.25"\n', "newer"),
+    ('    versions: ">=0.5.9"\n  - name: newer\n    versions: ">=0.5.9.post1,<0.6"\n', "newer"),
+    ('    versions: ">=0.5.9"\n  - name: newer\n    versions: "==0.5.8"\n', "newer"),
+    ('    versions: ">=0.5.9,<0.5.10"\n  - name: newer\n    versions: ">=0.5.10"\n', None),
+    ('    versions: ">=0.5.9"\n  - name: newer\n    versions: "<0"\n', None),  # a base for overlays
+])
+def test_a_variant_no_release_can_select_is_refused(tmp_path, new, shadowed):
+    (tmp_path / "demo").mkdir()
+    (tmp_path / "demo" / "old_field.py").write_text("b: str = 'x'\n")
+    text = CHANGING.replace('    versions: ">=0.5.9"\n', new)
+    if shadowed is None:
+        assert load_recipe(write(tmp_path, text)).variants
+        return
+    err = refused(tmp_path, text)
+    assert f"variant `{shadowed}`" in err.message and "can never be selected" in err.message, err.message
+
+
 def test_a_variant_has_steps_or_change_steps_not_both(tmp_path):
     (tmp_path / "demo").mkdir()
     text = CHANGING.replace("    change_steps:\n", "    steps: []\n    change_steps:\n").replace(
