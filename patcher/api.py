@@ -75,7 +75,8 @@ def describe_recipe(recipe: Recipe) -> dict[str, Any]:
 
 
 def _refusal(p: Plan) -> VersionUnsupported:
-    return VersionUnsupported(p.selection.refuse or "", hint="the message above gives the equivalent configuration")
+    return VersionUnsupported(p.selection.refuse or "", hint="the recipe refuses this release: the message above says "
+                              "why, and what to use instead")
 
 
 @_system_errors("apply")

@@ -110,8 +110,10 @@ class Plan:
         return VariantKind(self.selection.kind)
 
 
-def plan(recipe: Recipe, target: Target, params: dict[str, str] | None = None) -> Plan:
-    """Plan `recipe` on `target` in memory. Raises only for bad input; target-side problems land in `Plan.errors`."""
+def plan(recipe: Recipe, target: Target, params: dict[str, str] | None = None, *, variant: str | None = None) -> Plan:
+    """Plan `recipe` on `target` in memory. Raises only for bad input; target-side problems land in `Plan.errors`.
+    `variant`: that variant's steps, whichever releases its range admits (a fixture case of a variant no published
+    release selects), instead of the one the release selects."""
     if recipe.target.package != target.package:
         raise TargetError(f"recipe `{recipe.id}` patches the package `{recipe.target.package}`; the target is "
                           f"`{target.package}` ({target.package_dir})", location=Location(recipe=recipe.id),
@@ -121,7 +123,7 @@ def plan(recipe: Recipe, target: Target, params: dict[str, str] | None = None) -
         raise TargetError(target.version_problem, location=Location(recipe=recipe.id),
                           hint="a wrong release would pick the wrong variant: pass --assume-version V")
     values = recipe.resolve_params(params or {})
-    if target.version is None and (recipe.variants or recipe.target.versions):
+    if target.version is None and (recipe.variants or recipe.target.versions) and variant is None:
         # a recipe written for some releases, on files of an unknown one: nothing says they are of those releases
         ranges = recipe.target.versions or ", ".join(v.versions for v in recipe.variants)
         raise TargetError(f"the target's release cannot be read (no version in "
@@ -129,7 +131,7 @@ def plan(recipe: Recipe, target: Target, params: dict[str, str] | None = None) -
                           f"{recipe.target.package} {ranges}",
                           hint="pass --assume-version V, the release these files are from",
                           location=Location(recipe=recipe.id))
-    selection = recipe.select(target.version)
+    selection = recipe.select_variant(variant) if variant is not None else recipe.select(target.version)
     result = Plan(recipe, target, selection, values)
     if selection.refuse:
         return result

@@ -1924,8 +1924,11 @@ def port_selection(recipe, release: str, variant: str | None = None):
                   "name the variant whose steps to plan there: --variant NAME (`specpatch show` lists them)")) \
             from None
     if selection.refuse:
+        nearest = recipe.nearest_variant(version)
         raise VersionUnsupported(f"variant `{selection.variant}` refuses {recipe.target.package} {release}: "
-                                 f"{selection.refuse}", location=Location(recipe=recipe.id))
+                                 f"{selection.refuse}", location=Location(recipe=recipe.id),
+                                 hint=f"to see how a variant's steps carry over to {release}, name it: --variant "
+                                      f"{nearest.name}" if nearest else None)
     return selection
 
 

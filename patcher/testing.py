@@ -4,7 +4,8 @@ A case is a folder `fixtures/<recipe-id>/<case>/` with:
 
 - `before/`: a target tree (for example `before/sglang/srt/server_args.py`, with `__init__.py` files);
 - `after/`: the expected tree after applying the recipe; absent means "must stay unchanged";
-- `case.yaml` (optional): `assume_version: "0.5.9"`, `params: {name: value}`, `description: ...`;
+- `case.yaml` (optional): `assume_version: "0.5.9"`, `params: {name: value}`, `description: ...`, `variant: NAME`
+  (that variant's steps, whichever releases it admits: one that no published release selects);
 - `expect.yaml` (optional): the expected error instead of a change: `error: AnchorNotFound` (the error class),
   optionally `step: 2`, `file: sglang/srt/server_args.py`, `message: substring`.
 
@@ -37,7 +38,7 @@ def _shipped_fixtures() -> Path:
 
 
 FIXTURES_DIR = _shipped_fixtures()
-CASE_KEYS = {"description", "assume_version", "params"}  #: what case.yaml may say
+CASE_KEYS = {"description", "assume_version", "params", "variant"}  #: what case.yaml may say
 EXPECT_KEYS = {"error", "step", "file", "message"}  #: what expect.yaml may say
 
 
@@ -122,11 +123,13 @@ def run_case(case: Case, recipe: Recipe, *, update: bool = False) -> CaseResult:
                           description=description, bad_input=True)
     params = {str(k): str(v) for k, v in (conf.get("params") or {}).items()}
     version = str(conf["assume_version"]) if conf.get("assume_version") is not None else None
+    variant = str(conf["variant"]) if conf.get("variant") is not None else None
     with tempfile.TemporaryDirectory(prefix="specpatch-case-") as tmp:
         work = Path(tmp) / "t"
         shutil.copytree(case.folder / "before", work, symlinks=True)
         try:
-            p = plan(recipe, find_target(work, package=recipe.target.package, assume_version=version), params)
+            p = plan(recipe, find_target(work, package=recipe.target.package, assume_version=version), params,
+                     variant=variant)
         except SpecpatchError as exc:  # refused before planning: release out of range, bad parameter, no package
             if expect:
                 return _check_error(case, [exc], expect, description=description)
@@ -158,7 +161,8 @@ def run_case(case: Case, recipe: Recipe, *, update: bool = False) -> CaseResult:
                 return CaseResult(case, False, "after/ not rewritten", [problem], description=description,
                                   bad_input=True)
             updated = True
-        again = plan(recipe, find_target(work, package=recipe.target.package, assume_version=version), params)
+        again = plan(recipe, find_target(work, package=recipe.target.package, assume_version=version), params,
+                     variant=variant)
         if not again.ok or again.changed_files:
             return CaseResult(case, False, "a second run is not a no-op",
                               [str(e) for e in again.errors] + [again.diff()], updated=updated,

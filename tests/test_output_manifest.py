@@ -30,7 +30,7 @@ def test_the_manifest_covers_the_matrix_and_the_post_releases():
 
 @pytest.mark.sglang  # the script fetches the releases
 def test_an_old_and_the_newest_fallback_port_write_the_recorded_bytes():
-    # no published release gets the alias now (0.5.24+); fixtures/dynamic-spec-disable/release-0.5.24 covers its bytes
+    # no release gets the alias (0.5.24+ is refused); fixtures/dynamic-spec-disable/release-0.5.24 covers its bytes
     done = run("--versions", "0.5.5,0.5.23")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "0.5.5: identical (fallback-0.5.5, 6 files)" in done.stdout

@@ -346,8 +346,15 @@ def test_try_says_not_verified_when_the_checks_could_not_run(sglang_release):
 
 def test_apply_says_what_the_variant_does_on_the_release(tmp_path, sglang_release):
     site = tmp_path / "site-packages"
-    shutil.copytree(sglang_release("0.5.23"), site)  # the newest shape, taken as 0.5.24 (the alias's first release)
-    done = specpatch("apply", FLAGSHIP, "--target", str(site), "--dry-run", "--assume-version", "0.5.24")
+    shutil.copytree(sglang_release("0.5.23"), site)
+    done = specpatch("apply", FLAGSHIP, "--target", str(site), "--dry-run")
     assert done.returncode == OK, done.stderr
-    assert "variant alias-0.5.20-msgspec" in done.stderr
-    assert "Alias to upstream adaptive speculation." in done.stderr  # not only the variant's name
+    assert "variant fallback-0.5.23" in done.stderr
+    assert "0.5.22's fallback on 0.5.23" in done.stderr  # not only the variant's name
+    # taken as a release after the measured ports: refused, nothing written, naming the port to carry
+    worker = site / "sglang" / "srt" / "speculative" / "eagle_worker_v2.py"
+    was = worker.read_bytes()
+    done = specpatch("apply", FLAGSHIP, "--target", str(site), "--assume-version", "0.5.24")
+    assert done.returncode == 3, done.stderr
+    assert "variant newer-than-measured" in done.stderr and "--variant fallback-0.5.23" in done.stderr
+    assert worker.read_bytes() == was

@@ -45,14 +45,19 @@ def test_each_release_gets_its_variant(recipe, version):
     assert selection.variant == EXPECTED[version], selection.reason
 
 
-@pytest.mark.parametrize("version", ["0.5.4.post3", "0.5.13.post1", "0.5.15.post1", "0.5.24"])
-def test_post_releases_and_newer_fall_in_the_ranges(recipe, version):
+@pytest.mark.parametrize("version", ["0.5.4.post3", "0.5.13.post1", "0.5.15.post1"])
+def test_post_releases_fall_in_the_ranges(recipe, version):
     assert recipe.select(Version(version)).variant
 
 
-def test_releases_after_0_5_23_get_the_alias(recipe):
-    # 0.5.24 is not published: the alias is the newest variant, for releases after the newest fallback port
-    assert recipe.select(Version("0.5.24")).variant == "alias-0.5.20-msgspec"
+@pytest.mark.parametrize("version", ["0.5.24", "0.5.24.post1", "0.6.0"])
+def test_releases_after_0_5_23_are_refused_naming_the_port_to_carry(recipe, version):
+    # a newcomer's round: 0.5.24+ took the alias to upstream's adaptive speculation, "applied and verified", whose
+    # 0-step path measured 0.35x - 0.50x a server without speculation: a release past the measured ports is refused
+    selection = recipe.select(Version(version))
+    assert selection.variant == "newer-than-measured" and selection.refuse
+    assert "--variant fallback-0.5.23" in selection.refuse and "0.35x - 0.50x" in selection.refuse
+    assert recipe.nearest_variant(Version(version)).name == "fallback-0.5.23"
 
 
 def test_a_post_release_of_0_5_13_gets_the_0_5_13_port(recipe):
