@@ -507,7 +507,8 @@ def test(
     recipe: Annotated[Optional[str], typer.Argument(help="a recipe (default: every recipe with fixtures)",
                                                     autocompletion=_complete_recipe)] = None,
     fixtures: Annotated[Optional[Path], typer.Option(
-        "--fixtures", help="fixture root: <root>/<recipe-id>/<case>/{before,after}/ (default: the shipped ones)")]
+        "--fixtures", help="fixture root: <root>/<recipe-id>/<case>/{before,after}/ (default: the `fixtures/` "
+        "folder beside a --recipe-path folder, else the shipped ones)")]
     = None,
     update: Annotated[bool, typer.Option("--update", help="rewrite after/ from the current output (review with "
                                                           "`git diff`)")] = False,
@@ -518,11 +519,18 @@ def test(
     from .report import render_fixture_result, render_fixture_summary
 
     ui = _ui()
-    root = fixtures or testing.FIXTURES_DIR
+    # the recipes of another checkout are tested against that checkout's cases (`recipes/` beside `fixtures/`), and
+    # never update the shipped ones
+    extra = _recipe_folders(recipe_path)[:-1]  # --recipe-path, then $SPECPATCH_RECIPE_PATH
+    beside = [d.parent / "fixtures" for d in extra if (d.parent / "fixtures").is_dir()]
+    root = fixtures or (beside[0] if beside else testing.FIXTURES_DIR)
     results = []
     with reported_errors(ui):
         if fixtures is not None and not fixtures.is_dir():
             raise UsageError(f"--fixtures {fixtures}: no such folder")
+        if update and extra and fixtures is None and not beside:
+            raise UsageError(f"--update with --recipe-path and no `fixtures/` folder beside it would rewrite the "
+                             f"shipped cases ({testing.FIXTURES_DIR}) from another tree's recipes: pass --fixtures DIR")
         with ui.status("running fixture cases") as say:
             for result in testing.iter_results(recipe, fixtures_root=root, update=update, recipe_dirs=recipe_path):
                 results.append(result)

@@ -145,6 +145,20 @@ def test_team_recipes_and_fixtures_run_through_the_recipe_path():
     assert "FAIL toy-greeting/baseline: cannot load recipe `toy-greeting`: recipe not found" in env.stdout
 
 
+def test_recipes_of_another_checkout_are_tested_against_its_own_fixtures(tmp_path):
+    # a newcomer's round: `specpatch test NAME --recipe-path CLONE/recipes` ran the clone's recipe on the shipped
+    # cases, and `--update` would have rewritten them from another tree's recipe
+    clone = tmp_path / "clone"
+    shutil.copytree(RECIPES, clone / "recipes", ignore=shutil.ignore_patterns("fixtures"))
+    shutil.copytree(TEAM_FIXTURES, clone / "fixtures")
+    done = specpatch("test", "toy-greeting", "--recipe-path", str(clone / "recipes"))
+    assert done.returncode == 0 and "PASS toy-greeting/baseline: ok" in done.stdout, done.stdout + done.stderr
+    # without a fixtures folder beside it, --update refuses to touch the shipped cases
+    shutil.rmtree(clone / "fixtures")
+    done = specpatch("test", "toy-greeting", "--update", "--recipe-path", str(clone / "recipes"))
+    assert done.returncode == 2 and "pass --fixtures DIR" in done.stderr, done.stdout + done.stderr
+
+
 # --------------------------------------------------------------------------------------------------- pytest plugin
 
 
