@@ -479,11 +479,13 @@ def is_docstring(stmt: cst.CSTNode) -> bool:
             and isinstance(stmt.body[0].value, (cst.SimpleString, cst.ConcatenatedString)))
 
 
-def statements_matching(module: cst.Module, path: NodePath, pattern: "Pattern") -> list[NodePath]:
-    """Statements under `path[-1]` (any block depth, not inside nested defs) that match a code pattern."""
+def statements_matching(module: cst.Module, path: NodePath, pattern: "Pattern", *,
+                        into_defs: bool = False) -> list[NodePath]:
+    """Statements under `path[-1]` (any block depth, not inside nested defs unless `into_defs`) that match a code
+    pattern."""
     want = cst.BaseCompoundStatement if pattern.is_compound else cst.SimpleStatementLine
     out: list[NodePath] = []
-    for spath in walk_statements(path):
+    for spath in walk_statements(path, into_defs=into_defs):
         stmt = spath[-1]
         if isinstance(stmt, want) and not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) != 1):
             tree = statement_ast(module, stmt)

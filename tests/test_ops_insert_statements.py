@@ -724,3 +724,20 @@ def test_code_that_calls_a_function_nested_above_it_is_inserted():
     step = op("insert_statements", function="f", at="after", match="x = 1", code="helper(x)")
     before = "def f():\n    def helper(v):\n        return v\n\n    x = 1\n    helper(2)\n"
     assert isinstance(step.apply(cst.parse_module(before)), Changed)
+
+
+def test_an_anchor_statement_upstream_moved_to_another_function_is_named_there():
+    # a hostile round: upstream split `step` and the anchor now lives in `_after_forward`: "no statement matching"
+    # named nothing near
+    err = cannot(op("insert_statements", function="Sched.step", at="after", match="self.tokens += out.num_tokens",
+                    code="self.metrics.record(out)"), """
+        class Sched:
+            def step(self, batch):
+                out = self.run(batch)
+                self._after_forward(out)
+
+            def _after_forward(self, out):
+                self.tokens += out.num_tokens
+        """, AnchorNotFound)
+    assert "`self.tokens += out.num_tokens` in `Sched._after_forward`" in [c.text for c in err.candidates], \
+        err.candidates

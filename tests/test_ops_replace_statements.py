@@ -552,3 +552,18 @@ def test_a_removal_from_a_block_whose_statement_another_step_put_elsewhere_in_th
                 state.n = n
             state.last = x
         """)
+
+
+def test_statements_upstream_moved_to_another_function_are_named_there():
+    err = cannot(op("replace_statements", within="Sched.step", match="self.tokens += out.num_tokens",
+                    code="self.tokens += out.num_tokens + 1"), """
+        class Sched:
+            def step(self, batch):
+                out = self.run(batch)
+                self._after_forward(out)
+
+            def _after_forward(self, out):
+                self.tokens += out.num_tokens
+        """, AnchorNotFound)
+    assert "`self.tokens += out.num_tokens` in `Sched._after_forward`" in [c.text for c in err.candidates], \
+        err.candidates

@@ -393,3 +393,9 @@ def imported_module(node: Any, package: str, rel_pkg: str) -> str | None:
     if node.module and node.module.split(".")[0] == package:
         return node.module
     return None
+
+
+def dotted_owner(path: NodePath) -> str:
+    """`A.f` (in backquotes) for a block in method `f` of class `A`; `the module` at its top."""
+    names = [n.name.value for n in path if isinstance(n, (cst.FunctionDef, cst.ClassDef))]
+    return f"`{'.'.join(names)}`" if names else "the module"

@@ -95,7 +95,7 @@ from ..errors import (AnchorAmbiguous, AnchorNotFound, Candidate, Conflict, Read
                       Unreachable)
 from ..model import option
 from ..patterns import Pattern
-from ._code import INSIDE_ELSE, check_inside, inside_block, inside_words
+from ._code import INSIDE_ELSE, check_inside, dotted_owner, inside_block, inside_words
 from .base import AlreadyApplied, Changed, Operation, Outcome, attempt, register
 
 
@@ -410,8 +410,13 @@ class InsertStatements(Operation):
         ours = {id(s) for run, skipped in sides.values() for s in (*(run or ()), *skipped)}
         anchors = [m for m in matches if id(m[-1]) not in ours]
         if not anchors:
+            # the statement elsewhere in the module (upstream split the function, moved the code to a helper)
+            moved = [m for m in statements_matching(module, (module,), pattern, into_defs=True)
+                     if not any(n is fpath[-1] for n in m)]
             raise AnchorNotFound(f"no statement matching `{pattern}` in {where}",
-                                 candidates=near_statements(module, block, pattern))
+                                 candidates=[*near_statements(module, block, pattern), *(
+                                     Candidate(f"`{code_of(module, m[-1]).strip().splitlines()[0]}` in "
+                                               f"{dotted_owner(m)}", node=m[-1]) for m in moved[:3])])
         if len(anchors) > 1:
             raise AnchorAmbiguous(
                 f"{len(anchors)} statements match `{pattern}` in {where}",

@@ -65,8 +65,8 @@ import libcst as cst
 from ..anchors import NodePath, body_of, fit, indent_of, near, set_block_body
 from ..errors import AnchorAmbiguous, AnchorNotFound, Candidate, Conflict, RecipeError
 from ..model import option
-from ._code import (WITHIN, INSIDE_ELSE, blocks_under, check_inside, contains, fingerprint, first_line, header_text,
-                    inside_block, inside_words, line_text, parse_block, scope_path)
+from ._code import (WITHIN, INSIDE_ELSE, blocks_under, check_inside, contains, dotted_owner, fingerprint, first_line,
+                    header_text, inside_block, inside_words, line_text, parse_block, scope_path)
 from .base import AlreadyApplied, Changed, Operation, Outcome, attempt, register
 
 #: statements too common to say anything about where they are (`return`, `pass`, ...): never a conflict
@@ -195,7 +195,7 @@ class ReplaceStatements(Operation):
                     elsewhere = _runs(module, [(o, b) for o, b in blocks_under((module,)) if id(o[-1]) not in mine],
                                       old, old_keys)
                     if elsewhere:
-                        where = _dotted_owner(elsewhere[0][0])
+                        where = dotted_owner(elsewhere[0][0])
                         raise AnchorNotFound(
                             f"no statements matching `{line_text(self.match)}` in {self._where()}, which the step "
                             f"removes; the module has them in {where} (upstream moved them there?): not taken as "
@@ -203,8 +203,12 @@ class ReplaceStatements(Operation):
                             candidates=[Candidate(f"`{first_line(module, r[1][0])}`", node=r[1][0])
                                         for r in elsewhere])
                 return AlreadyApplied(None)
+            mine = {id(owner[-1]) for owner, _ in blocks_under(scope)}
+            moved = _runs(module, [(o, b) for o, b in blocks_under((module,)) if id(o[-1]) not in mine], old, old_keys)
             raise AnchorNotFound(f"no statements matching `{line_text(self.match)}` in {self._where()}",
-                                 candidates=_near(module, blocks, old[0]))
+                                 candidates=[*_near(module, blocks, old[0]), *(
+                                     Candidate(f"`{first_line(module, r[1][0])}` in {dotted_owner(r[0])}",
+                                               node=r[1][0]) for r in moved[:3])])
         if len(anchors) > 1:
             raise AnchorAmbiguous(f"{len(anchors)} runs of statements match `{line_text(self.match)}` in "
                                   f"{self._where()}",
@@ -503,12 +507,6 @@ def _near(module: cst.Module, blocks: Sequence, first: cst.CSTNode) -> list[Cand
         for stmt in statements:
             by_text.setdefault(first_line(module, stmt), stmt)
     return [Candidate(f"`{t}`", node=by_text[t]) for t in near(want, list(by_text))]
-
-
-def _dotted_owner(path: NodePath) -> str:
-    """`A.f` for a block in method `f` of class `A`; `the module` at its top."""
-    names = [n.name.value for n in path if isinstance(n, (cst.FunctionDef, cst.ClassDef))]
-    return f"`{'.'.join(names)}`" if names else "the module"
 
 
 def _def_key(module: cst.Module, node: cst.FunctionDef | cst.ClassDef) -> tuple[str, str]:
