@@ -567,3 +567,19 @@ def test_statements_upstream_moved_to_another_function_are_named_there():
         """, AnchorNotFound)
     assert "`self.tokens += out.num_tokens` in `Sched._after_forward`" in [c.text for c in err.candidates], \
         err.candidates
+
+
+def test_a_header_upstream_decorated_is_named_by_its_def_line():
+    # a hostile round: `def f(self, n):` -> `async def f(self, n) -> int:` on a release that decorated f: the near
+    # candidate was `def g(self):`, the decorator line of f not looking like a header
+    err = cannot(op("replace_statements", within="A", match="def f(self, n): ...",
+                    code="async def f(self, n) -> int: ..."), """
+        class A:
+            @functools.lru_cache(maxsize=None)
+            def f(self, n):
+                return n
+
+            def g(self):
+                return self.f(1)
+        """, AnchorNotFound)
+    assert [c.text for c in err.candidates][0] == "`def f(self, n):`", err.candidates

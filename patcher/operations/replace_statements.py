@@ -501,11 +501,17 @@ def _edited_upstream(module: cst.Module, blocks: Sequence, first: cst.CSTNode) -
 
 
 def _near(module: cst.Module, blocks: Sequence, first: cst.CSTNode) -> list[Candidate]:
-    want = first_line(cst.Module(body=[first]), first) if isinstance(first, cst.BaseStatement) else ""
+    def head(mod: cst.Module, stmt: cst.CSTNode) -> str:
+        # a def or class by its own line, not its first decorator's (upstream decorated it)
+        if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)) and stmt.decorators:
+            stmt = stmt.with_changes(decorators=(), leading_lines=())
+        return first_line(mod, stmt)
+
+    want = head(cst.Module(body=[first]), first) if isinstance(first, cst.BaseStatement) else ""
     by_text: dict[str, cst.CSTNode] = {}
     for _, statements in blocks:
         for stmt in statements:
-            by_text.setdefault(first_line(module, stmt), stmt)
+            by_text.setdefault(head(module, stmt), stmt)
     return [Candidate(f"`{t}`", node=by_text[t]) for t in near(want, list(by_text))]
 
 
