@@ -11,6 +11,7 @@ import contextlib
 import gc
 import os
 import stat
+import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any, Iterator, Sequence
@@ -19,8 +20,8 @@ import libcst as cst
 
 from .anchors import code_of, line_of_text, lines_of, too_deep
 from .diff import unified_diff
-from .errors import (AnchorNotFound, Candidate, Location, MissingModuleError, NameTakenError, NotIdempotent,
-                     RenderError, SpecpatchError, TargetError, TargetSyntaxError, UndefinedNameError)
+from .errors import (AnchorNotFound, Candidate, Conflict, Location, MissingModuleError, NameTakenError,
+                     NotIdempotent, RenderError, SpecpatchError, TargetError, TargetSyntaxError, UndefinedNameError)
 from .operations._code import imported_module, type_checking_test
 from .operations.base import CannotApply, Changed, Operation
 from .recipe import Recipe, Selection
@@ -317,6 +318,10 @@ def _plan_file(result: Plan, rel_pkg: str, file_steps: list[tuple[int, Operation
                                                              done, planned))
             if taking:
                 deferred.append(lambda planned: _names_taken(recipe.id, target, rel_pkg, rel, path, done, planned))
+            methods = [(r, op) for (r, c), (_, op) in zip(done, file_steps) if c is not None and op.op == "add_method"]
+            if methods:
+                deferred.append(lambda planned: _overrides_unfit(recipe.id, target, rel_pkg, rel, tree, methods,
+                                                                 planned))
     result.files.append(FilePlan(path, rel, before, after, mode))
 
 
@@ -575,6 +580,115 @@ def _package_imports(tree: ast.Module, package: str, rel_pkg: str) -> list[tuple
 
     visit(tree.body)
     return out
+
+
+def _overrides_unfit(recipe_id: str, target: Target, rel_pkg: str, rel: str, tree: ast.Module,
+                     methods: list[tuple[StepReport, Operation]], planned: dict[Path, bytes]) -> list[SpecpatchError]:
+    """A method a step adds that overrides a method of a base class of the package (in the file or a module it
+    imports the base from), while a call `self.name(...)` in that base class or in the class itself passes what the
+    new method does not take: TypeError when it runs (a hostile round: the patch's `Worker.reset(self)` over the
+    `BaseWorker.reset(self, hard=False)` upstream added, whose `start()` calls `self.reset(hard=True)`)."""
+    errors: list[SpecpatchError] = []
+    for report, op in methods:
+        try:
+            new = next(n for n in ast.parse(textwrap.dedent(op.code)).body
+                       if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))
+        except (StopIteration, SyntaxError, ValueError, RecursionError):
+            continue
+        if any(ast.unparse(d).split(".")[-1] in ("staticmethod", "classmethod") for d in new.decorator_list):
+            continue
+        cls = next((c for c in tree.body if isinstance(c, ast.ClassDef) and c.name == op.cls), None)
+        if cls is None:
+            continue
+        for base_rel, base in _package_bases(target, rel_pkg, tree, cls, planned):
+            if not any(isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and f.name == new.name
+                       for f in base.body):
+                continue
+            for owner, caller, call in _self_calls((base, cls), new.name):
+                why = _misfit(call, new)
+                if why:
+                    errors.append(Conflict(
+                        f"the new `{op.cls}.{new.name}` overrides `{base.name}.{new.name}` (`{base_rel}`), and "
+                        f"`{owner.name}.{caller.name}` calls `{ast.unparse(call)}` (line {call.lineno}), which it "
+                        f"does not take: {why}; TypeError when it runs (upstream added or changed the base's method?)",
+                        location=Location(recipe=recipe_id, step=report.index, op=report.op, file=rel,
+                                          anchor=report.anchor)))
+                    break
+            break  # the nearest base that defines it is the one overridden
+    return errors
+
+
+def _package_bases(target: Target, rel_pkg: str, tree: ast.Module, cls: ast.ClassDef,
+                   planned: dict[Path, bytes]) -> list[tuple[str, ast.ClassDef]]:
+    """The base classes of `cls` that the package defines, nearest first (three levels at most): those of the same
+    file, and those a `from M import B` of the package brings, as the recipe leaves them (`planned`)."""
+    out: list[tuple[str, ast.ClassDef]] = []
+    todo = [(rel_pkg, tree, cls, 0)]
+    while todo:
+        here, module, node, depth = todo.pop(0)
+        if depth >= 3:
+            continue
+        for b in node.bases:
+            name = b.id if isinstance(b, ast.Name) else None
+            found = next(((here, module, c) for c in module.body if isinstance(c, ast.ClassDef) and c.name == name),
+                         None) if name else None
+            if found is None and name:
+                imp = next((i for i in module.body if isinstance(i, ast.ImportFrom)
+                            and any((a.asname or a.name) == name for a in i.names)), None)
+                dotted = imported_module(imp, target.package, here) if imp is not None else None
+                where = _module_path(target.package_dir, dotted) if dotted else None
+                if isinstance(where, Path) and where.is_dir():
+                    where = where / "__init__.py"
+                if isinstance(where, Path) and where.suffix == ".py" and where.is_file() and _source_file(where):
+                    real = next(a.name for a in imp.names if (a.asname or a.name) == name)
+                    try:
+                        other = ast.parse(planned.get(where) or where.read_bytes())
+                    except (OSError, SyntaxError, ValueError, RecursionError):
+                        other = None
+                    other_rel = where.relative_to(target.package_dir).as_posix()
+                    found = next(((other_rel, other, c) for c in (other.body if other else [])
+                                  if isinstance(c, ast.ClassDef) and c.name == real), None)
+            if found is not None and all(found[2] is not c for _, c in out):
+                out.append((found[0], found[2]))
+                todo.append((*found, depth + 1))
+    return out
+
+
+def _self_calls(classes: tuple[ast.ClassDef, ...], name: str) -> Iterator[tuple[ast.ClassDef, ast.AST, ast.Call]]:
+    """(class, method, call) for each `self.name(...)` in the classes' own methods."""
+    for owner in classes:
+        for fn in owner.body:
+            if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) or not fn.args.args:
+                continue
+            me = fn.args.args[0].arg
+            for n in ast.walk(fn):
+                if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == name \
+                        and isinstance(n.func.value, ast.Name) and n.func.value.id == me:
+                    yield owner, fn, n
+
+
+def _misfit(call: ast.Call, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> str | None:
+    """Why the method `fn` (its first parameter the instance) cannot take the call, or None when it can (or when
+    the call unpacks `*args`/`**kwargs`: not told)."""
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+        return None
+    a = fn.args
+    positional = [p.arg for p in (*a.posonlyargs, *a.args)][1:]
+    posonly = {p.arg for p in a.posonlyargs}
+    kwonly = [p.arg for p in a.kwonlyargs]
+    if len(call.args) > len(positional) and a.vararg is None:
+        return f"{len(call.args)} positional argument(s), where it takes {len(positional)}"
+    bound = set(positional[:len(call.args)])
+    given = {k.arg for k in call.keywords}
+    for k in call.keywords:
+        if k.arg in bound:
+            return f"`{k.arg}` given twice"
+        if (k.arg not in positional or k.arg in posonly) and k.arg not in kwonly and a.kwarg is None:
+            return f"the keyword `{k.arg}`"
+    required = positional[len(call.args):len(positional) - len(a.defaults)]
+    missing = [p for p in required if p not in given]
+    missing += [p.arg for p, d in zip(a.kwonlyargs, a.kw_defaults) if d is None and p.arg not in given]
+    return f"no value for `{missing[0]}`" if missing else None
 
 
 def _attributes_taken(recipe_id: str, rel: str, before: str, after: str, tree: ast.Module,

@@ -318,7 +318,8 @@ def test_ambiguous_anchor(tmp_path):
 def test_an_anchor_moved_to_another_file_is_named_with_its_file_and_line(tmp_path):
     # a newcomer's round: the field and the flag moved into a namespace class of another module (sglang 0.5.20's
     # arg_groups/fields/), the error said "no field in class ServerArgs" and no more
-    flag = SERVER_ARGS[SERVER_ARGS.index("        parser.add_argument(\n"):SERVER_ARGS.index("        parser.add_argument(\"--speculative-token-map")]
+    start = SERVER_ARGS.index("        parser.add_argument(\n")
+    flag = SERVER_ARGS[start:SERVER_ARGS.index('        parser.add_argument("--speculative-token-map')]
     moved = SERVER_ARGS.replace("    speculative_accept_threshold_acc: float = 1.0\n", "").replace(flag, "")
     spec = ("import dataclasses\n\n\n@dataclasses.dataclass\nclass Spec:\n"
             "    speculative_accept_threshold_acc: float = 1.0\n\n    def flags(self, parser):\n"
@@ -334,6 +335,24 @@ def test_an_anchor_moved_to_another_file_is_named_with_its_file_and_line(tmp_pat
         (root / "sglang" / f"m{i}.py").write_text(spec)
     p = plan(recipe(tmp_path), find_target(root))
     assert len(p.errors) == 2 and not any("moved there" in c.text for e in p.errors for c in e.candidates)
+
+
+def test_an_added_method_that_a_base_class_calls_with_what_it_does_not_take_is_refused(tmp_path):
+    # a hostile round: the patch's `Worker.reset(self)` over upstream's `BaseWorker.reset(self, hard=False)` (another
+    # module), whose `start()` calls `self.reset(hard=True)`: applied, and Worker().start() raised TypeError
+    base = ("class BaseWorker:\n    def start(self):\n        self.reset(hard=True)\n        return 1\n\n"
+            "    def reset(self, hard=False):\n        return 2\n")
+    worker = ("from sglang.srt.bw import BaseWorker\n\n\nclass Worker(BaseWorker):\n    def run(self):\n"
+              "        return 0\n")
+    text = ('id: demo\ntitle: Demo\ntarget: {package: sglang, versions: "==0.5.9"}\nsteps:\n'
+            '  - {op: add_method, file: srt/w.py, class: Worker, code: "def reset(self%s):\\n    return 3\\n"}\n')
+    root = make_target(tmp_path, {"srt/bw.py": base.encode(), "srt/w.py": worker.encode()})
+    p = plan(recipe(tmp_path, text % ""), find_target(root))
+    assert not p.ok and p.errors[0].title == "conflicting definition", p.errors
+    assert "`BaseWorker.start` calls `self.reset(hard=True)`" in p.errors[0].message, p.errors[0].message
+    # a method that takes the call overrides it, as the patch may mean to
+    assert plan(recipe(tmp_path, text % ", hard=False"), find_target(root)).ok
+    assert plan(recipe(tmp_path, text % ", **kwargs"), find_target(root)).ok
 
 
 def test_missing_file(tmp_path):

@@ -2631,7 +2631,8 @@ def test_port_names_the_file_a_method_moved_to(tmp_path):
     _, out = lift_and_write(tmp_path, base, git_diff(before, after, "srt/w.py"))
     later = package(tmp_path / "later", {
         "srt/w.py": "from sglang.srt.base_worker import BaseWorker\n\n\nclass Worker(BaseWorker):\n    pass\n",
-        "srt/base_worker.py": "class BaseWorker:\n    def prepare_batch(self, b):\n        b.sort()\n        return b\n"})
+        "srt/base_worker.py": ("class BaseWorker:\n    def prepare_batch(self, b):\n        b.sort()\n"
+                               "        return b\n")})
     [only] = importer.port(load_recipe(out), later, base_dir=base).steps
     assert only.status == "refused", only
     assert "function `prepare_batch` is in `srt/base_worker.py` line 2 (moved there?)" in only.candidates, only
@@ -2691,7 +2692,8 @@ def test_port_refuses_a_keyword_whose_parameter_step_is_refused_or_skipped(tmp_p
     _, out = lift_and_write(tmp_path, base, git_diff(before, after, "srt/m.py"))
     ops = {s.op: s.name for s in load_recipe(out).steps}
     assert {"add_parameter", "add_keyword_argument"} <= set(ops), ops
-    later = package(tmp_path / "later", {"srt/m.py": before.replace("def f(self, n):", 'def f(self, n, scale="linear"):')})
+    later = package(tmp_path / "later",
+                    {"srt/m.py": before.replace("def f(self, n):", 'def f(self, n, scale="linear"):')})
     for skip in ((), (ops["add_parameter"],)):
         said = {s.op: (s.status, s.message) for s in importer.port(load_recipe(out), later, base_dir=base,
                                                                     skip=skip).steps}
