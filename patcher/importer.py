@@ -2280,14 +2280,7 @@ def _self_attributes(path: Path, cls: str) -> set[str] | None:
     node = next((c for c in tree.body if isinstance(c, ast.ClassDef) and c.name == cls), None)
     if node is None or any(not (isinstance(b, ast.Name) and b.id == "object") for b in node.bases):
         return None
-    have = set()
-    for item in node.body:
-        if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            have.add(item.name)
-        elif isinstance(item, ast.Assign):
-            have |= {t.id for t in item.targets if isinstance(t, ast.Name)}
-        elif isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
-            have.add(item.target.id)
+    have = moved_attributes._class_level_names(node)
     for sub in ast.walk(node):
         if isinstance(sub, ast.Attribute) and isinstance(sub.value, ast.Name) and sub.value.id == "self":
             have.add(sub.attr)

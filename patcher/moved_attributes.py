@@ -200,21 +200,28 @@ def _named_setter(call: ast.Call, me: str | None) -> ast.expr | None:
     return None
 
 
-def _read_class(node: ast.ClassDef) -> tuple[frozenset[str], bool, dict[str, set[str | None]]]:
-    """What a class defines, whether it takes attributes by a name read at run time, and per attribute of `self`
-    what its assignments say of its class: a class name (an annotation, a parameter annotated), `call:T` (a call
-    `T(...)`, a class only when the package has one called so), None (another value; `= None` says nothing)."""
+def _class_level_names(node: ast.ClassDef) -> set[str]:
+    """The names a class body binds at its own level: methods, nested classes, fields and class attributes."""
     out: set[str] = set()
-    dynamic = False
-    types: dict[str, set[str | None]] = {}
     for stmt in _class_level(node.body):
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             out.add(stmt.name)
-            dynamic |= stmt.name in ("__getattr__", "__getattribute__")
         elif isinstance(stmt, ast.Assign):
             out |= {t.id for t in stmt.targets if isinstance(t, ast.Name)}
         elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
             out.add(stmt.target.id)
+    return out
+
+
+def _read_class(node: ast.ClassDef) -> tuple[frozenset[str], bool, dict[str, set[str | None]]]:
+    """What a class defines, whether it takes attributes by a name read at run time, and per attribute of `self`
+    what its assignments say of its class: a class name (an annotation, a parameter annotated), `call:T` (a call
+    `T(...)`, a class only when the package has one called so), None (another value; `= None` says nothing)."""
+    out = _class_level_names(node)
+    dynamic = bool(out & {"__getattr__", "__getattribute__"})
+    types: dict[str, set[str | None]] = {}
+    for stmt in _class_level(node.body):
+        if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
             types.setdefault(stmt.target.id, set()).add(_type_name(stmt.annotation))
     for fn in _methods(node):
         me = _self_of(fn)
@@ -441,19 +448,6 @@ def moved_upstream(before: dict[int, Any], ops: list[tuple[int, Any]], release: 
             followed = f" (in `{head[1]}`, followed from `{head[0]}`)" if head and head[0] != head[1] else ""
             out[index] = (f"it reads{followed} " + "; ".join(whys) + ": upstream moved or removed "
                           + ("it" if len(whys) == 1 else "them") + ", and the code would raise `AttributeError`")
-    return out
-
-
-def _class_level_names(node: ast.ClassDef) -> set[str]:
-    """The names a class body binds at its own level: methods, nested classes, fields and class attributes."""
-    out: set[str] = set()
-    for stmt in _class_level(node.body):
-        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            out.add(stmt.name)
-        elif isinstance(stmt, ast.Assign):
-            out |= {t.id for t in stmt.targets if isinstance(t, ast.Name)}
-        elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
-            out.add(stmt.target.id)
     return out
 
 
