@@ -229,8 +229,8 @@ class ChangedDuringApply(SpecpatchError):
     """A file of the plan changed between planning and writing, under specpatch's lock: another program's edit."""
 
     title = "a file changed while specpatch was applying"
-    hint = ("another program (an editor, a package manager) wrote it during the apply; nothing was written: run the "
-            "command again once it is done")
+    hint = ("another program (an editor, a package manager) wrote it during the apply, and the apply was not made: "
+            "run the command again once that program is done")
     exit_code = ExitCode.LOCKED
 
 

@@ -385,10 +385,22 @@ def commit(plan: Plan, lock: TargetLock, *, verifying: bool = False) -> AppliedR
         state.write_journal(Journal(Transaction.APPLY, record.applied_at, os.getpid(), record, verifying=verifying))
         _step("apply:journal-written")
         for fp, fr in zip(changed, files):
+            # looked at again right before its replace: another program (an upgrade, which takes no lock) may have
+            # rewritten it since the check above, while the backups and the journal were written; the undo leaves
+            # what it wrote as found
+            if _read(fp.path) != fp.before:
+                raise ChangedDuringApply(f"`{fp.rel}` changed while the apply was writing (another program, an "
+                                         f"upgrade?): the files already written were put back, the others left as "
+                                         f"found", location=Location(recipe=recipe.id, file=fp.rel))
             atomic_write(fp.path, fp.after, fr.mode, owner=_owner(fp.path),
                          before_replace=lambda rel=fr.rel: _step(f"apply:temp-written:{rel}"))
             _remove_bytecode(fp.path)  # an unchecked-hash .pyc would otherwise keep running the old code
             _step(f"apply:after-write:{fr.rel}")
+        moved = _release_moved(target)
+        if moved:
+            raise ChangedDuringApply(f"the release changed while the apply was writing ({moved}): the files were put "
+                                     f"back where they still held what the apply wrote, the others left as found",
+                                     location=Location(recipe=recipe.id))
         state.write_ledger(ledger.with_record(record))  # the commit point
     except BaseException as exc:
         try:
@@ -409,6 +421,18 @@ def commit(plan: Plan, lock: TargetLock, *, verifying: bool = False) -> AppliedR
         state.remove_journal()
         _step("apply:journal-removed")
     return record
+
+
+def _release_moved(target: Target) -> str | None:
+    """What says the target's release is no longer the one it was planned for (an upgrade under the apply), read as
+    the target read it (a release given with --assume-version, or read from git, is not read again)."""
+    from .target import _read_version
+
+    if target.version is None or target.version_source in ("--assume-version", "unknown") \
+            or target.version_source.startswith("git "):
+        return None
+    now, source = _read_version(target.root, target.package_dir, target.package)
+    return None if now == target.version else f"{source} now says {now}, the plan was for {target.version}"
 
 
 def verified(target: Target, lock: TargetLock) -> None:

@@ -168,6 +168,48 @@ def test_a_plan_made_before_a_change_is_refused(root, target, three):
     assert transaction.applied_records(target) == []
 
 
+def test_a_file_another_program_rewrites_while_the_apply_writes_is_left_as_found(root, target, three):
+    # a hostile round: `pip install` of another release landed between commit's check and its writes; the apply put
+    # 0.5.9's patched bytes over 0.5.10's files (exit 0), and rollback then wrote 0.5.9's originals there
+    def upgrade(step):
+        if step == "apply:after-write:pkg/a.py":
+            upgrade.b = edit(root / "pkg" / "b.py", b"# the new release\n")
+
+    transaction._fault = upgrade
+    try:
+        with transaction.target_lock(target) as lock:
+            with pytest.raises(ChangedDuringApply, match="pkg/b.py.*changed while the apply was writing") as info:
+                transaction.commit(engine.plan(three, target), lock)
+    finally:
+        transaction._fault = None
+    assert info.value.exit_code == ExitCode.LOCKED
+    now = snapshot(root)
+    assert now["pkg/b.py"][0] == upgrade.b  # the other program's bytes, as it left them
+    assert now["pkg/a.py"] == ORIGINAL["pkg/a.py"] and now["pkg/c.py"] == ORIGINAL["pkg/c.py"]
+    assert transaction.applied_records(target) == [] and transaction.status(target).pending is None
+
+
+def test_a_release_that_changes_while_the_apply_writes_undoes_it(root, three):
+    (root / "pkg" / "_version.py").write_text('__version__ = "1.0"\n')
+    target = target_of(root)
+    assert str(target.version) == "1.0"
+
+    def upgrade(step):
+        if step == "apply:after-write:pkg/c.py":
+            (root / "pkg" / "_version.py").write_text('__version__ = "1.1"\n')
+
+    transaction._fault = upgrade
+    try:
+        with transaction.target_lock(target) as lock:
+            with pytest.raises(ChangedDuringApply, match="_version.py now says 1.1, the plan was for 1.0"):
+                transaction.commit(engine.plan(three, target), lock)
+    finally:
+        transaction._fault = None
+    now = snapshot(root)
+    assert all(now[rel] == ORIGINAL[rel] for rel in FILES)
+    assert transaction.applied_records(target) == []
+
+
 def test_commit_refuses_without_the_lock(root, target, three):
     with transaction.target_lock(target) as lock:
         plan_ = engine.plan(three, target)
