@@ -761,8 +761,8 @@ def _undefined_names(recipe_id: str, rel: str, before: str, after: str, tree: as
 
     lines = after.splitlines()
     errors: list[SpecpatchError] = []
-    for name, lineno in undefined_names_added(before, after, tree=tree, new=_new_lines(before, lines, done),
-                                              filename=rel):
+    for name, lineno, local in undefined_names_added(before, after, tree=tree, new=_new_lines(before, lines, done),
+                                                     filename=rel):
         word = re.compile(rf"(?<![\w.]){re.escape(name)}\b")
         owner = next((r for r, c in done if c is not None and c.inserted and r.lines
                       and r.lines[0] <= lineno <= r.lines[1]), None) \
@@ -770,19 +770,25 @@ def _undefined_names(recipe_id: str, rel: str, before: str, after: str, tree: as
                                                                             for n in c.inserted)), None) \
             or next((r for r, c in reversed(done) if c is not None), None)
         line = lines[lineno - 1].strip() if 0 < lineno <= len(lines) else ""
+        said = (f"`{name}` is read before the function assigns it once the recipe's code is in (line {lineno}: "
+                f"`{line}`): an assignment anywhere in a function (or a `global` taken away) makes the name local "
+                f"throughout, and the read raises UnboundLocalError") if local else \
+            f"`{name}` is not defined in `{rel}` once the recipe's code is in (line {lineno}: `{line}`)"
         errors.append(UndefinedNameError(
-            f"`{name}` is not defined in `{rel}` once the recipe's code is in (line {lineno}: `{line}`)",
+            said,
             location=Location(recipe=recipe_id, step=owner.index if owner else None, op=owner.op if owner else None,
                               file=rel, anchor=owner.anchor if owner else None, line=lineno)))
     return errors
 
 
 def undefined_names_added(before: str, after: str, *, tree: ast.Module | None = None, new: set[int] | None = None,
-                          filename: str = "<patched>") -> list[tuple[str, int]]:
+                          filename: str = "<patched>") -> list[tuple[str, int, bool]]:
     """The names the patched text `after` reads at run time and does not define (pyflakes' "undefined name", as at
     import and at the first call of a function, and a name `__all__` lists that the module does not bind, unless it
-    serves names through a module `__getattr__`) that the original `before` did not already read undefined, each
-    once, with the line of its first use in `after`.
+    serves names through a module `__getattr__`; and its "local variable referenced before assignment": a function
+    that assigns a name anywhere reads it as its own local everywhere, so a read above the assignment raises
+    UnboundLocalError) that the original `before` did not already read undefined, each once, with the line of its
+    first use in `after` and whether it is such a local.
     `apply` refuses them; `port` refuses the steps that read them.
 
     Both texts are read as they run (`_as_run`): what `if TYPE_CHECKING:` imports is not bound, and annotations the
@@ -799,7 +805,7 @@ def undefined_names_added(before: str, after: str, *, tree: ast.Module | None = 
 
     def undefined(module: ast.Module) -> list[messages.Message]:
         found = [m for m in checker.Checker(module, filename=filename).messages
-                 if isinstance(m, (messages.UndefinedName, messages.UndefinedExport))]
+                 if isinstance(m, (messages.UndefinedName, messages.UndefinedExport, messages.UndefinedLocal))]
         if any(isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and s.name == "__getattr__"
                for s in module.body):  # a module that serves names on demand (PEP 562): `__all__` may list them
             found = [m for m in found if not isinstance(m, messages.UndefinedExport)]
@@ -822,11 +828,11 @@ def undefined_names_added(before: str, after: str, *, tree: ast.Module | None = 
         known = {m.message_args[0] for m in undefined(_as_run(ast.parse(before)))}
     except (SyntaxError, ValueError):
         known = set()
-    out: list[tuple[str, int]] = []
+    out: list[tuple[str, int, bool]] = []
     for m in found:
         name = m.message_args[0]
-        if name not in known and all(name != n for n, _ in out):
-            out.append((name, m.lineno))
+        if name not in known and all(name != n for n, _, _ in out):
+            out.append((name, m.lineno, isinstance(m, messages.UndefinedLocal)))
     return out
 
 

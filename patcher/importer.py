@@ -2788,7 +2788,7 @@ def undefined_after(ops: Sequence[tuple[int, Operation]], steps: Sequence[Ported
             found = undefined_names_added(pristine[rel], text, filename=rel)
         except (SyntaxError, ValueError, RecursionError):
             continue  # the file's own checks say what is wrong with it
-        for name, _ in found:
+        for name, _, local in found:
             word = re.compile(rf"(?<![\w.]){re.escape(name)}\b")
             # the steps whose code reads it; else those whose `match` took away what bound it (the release's own
             # code still reads it: a hunk that removed `x = ...` because another hunk, not applied, rewrote x's
@@ -2800,6 +2800,12 @@ def undefined_after(ops: Sequence[tuple[int, Operation]], steps: Sequence[Ported
                 _module_bindings(base[rel]) is not None else None
             was = f"`{rel}` had it in the base release (`{had}`), this release does not" if had else \
                 f"`{rel}` does not define it in this release"
+            if local:  # the name is bound, in the function: a read above its assignment
+                for i in readers or list(mine):
+                    out.setdefault(i, ("refused", f"with it applied, a function reads `{name}` before it assigns it "
+                                                  f"(an assignment anywhere in a function makes the name local): "
+                                                  f"UnboundLocalError; not applied (anchor: {op_of[i].anchor()})"))
+                continue
             for i in readers:
                 out.setdefault(i, ("refused", f"it uses `{name}`: {was}, and no applied step adds it (applied, the "
                                               f"code would raise NameError); not applied (anchor: {op_of[i].anchor()})"))

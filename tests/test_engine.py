@@ -355,6 +355,39 @@ def test_an_added_method_that_a_base_class_calls_with_what_it_does_not_take_is_r
     assert plan(recipe(tmp_path, text % ", **kwargs"), find_target(root)).ok
 
 
+UNBOUND = """\
+MAX_BATCH = 8
+_calls = 0
+
+
+def clamp(n):
+    if n > MAX_BATCH:
+        n = MAX_BATCH
+    return n
+
+
+def count():
+    global _calls
+    _calls += 1
+    return _calls
+"""
+
+
+@pytest.mark.parametrize("step", [
+    "op: insert_statements\n    function: clamp\n    at: before\n    match: return n\n    code: 'MAX_BATCH = max(MAX_BATCH, n)'",
+    "op: replace_statements\n    within: count\n    match: global _calls\n    code: ''",
+])
+def test_a_name_a_step_makes_local_to_a_function_that_reads_it_first_is_refused(tmp_path, step):
+    # a hostile round: an assignment added below a read of the module's MAX_BATCH (or a `global` taken away) made
+    # the name local to the whole function: UnboundLocalError at the first call, "applied" with exit 0
+    root = make_target(tmp_path, {"srt/m.py": UNBOUND.encode()})
+    text = ('id: demo\ntitle: Demo\ntarget: {package: sglang, versions: "==0.5.9"}\nsteps:\n'
+            f'  - file: srt/m.py\n    {step}\n')
+    p = plan(recipe(tmp_path, text), find_target(root))
+    assert not p.ok and "is read before the function assigns it" in p.errors[0].message, p.errors
+    assert "UnboundLocalError" in p.errors[0].message
+
+
 def test_missing_file(tmp_path):
     root = make_target(tmp_path, {})
     p = plan(recipe(tmp_path), find_target(root))
