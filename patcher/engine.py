@@ -310,6 +310,8 @@ def _plan_file(result: Plan, rel_pkg: str, file_steps: list[tuple[int, Operation
                 op=owner.op if owner else None, anchor=owner.anchor if owner else None)))
         if tree is not None and not result.errors:
             result.errors.extend(_undefined_names(recipe.id, rel, original_text, text, tree, done))
+        if tree is not None and not result.errors:
+            result.errors.extend(_flow_changed(recipe.id, rel, original_text, text, tree, done))
         taking = any(c is not None and r.op in _TAKING for r, c in done)  # a step that may take a name away
         if tree is not None and not result.errors and taking:
             result.errors.extend(_attributes_taken(recipe.id, rel, original_text, text, tree, done))
@@ -689,6 +691,99 @@ def _misfit(call: ast.Call, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> str |
     missing = [p for p in required if p not in given]
     missing += [p.arg for p, d in zip(a.kwonlyargs, a.kw_defaults) if d is None and p.arg not in given]
     return f"no value for `{missing[0]}`" if missing else None
+
+
+def _flow_changed(recipe_id: str, rel: str, before: str, after: str, tree: ast.Module,
+                  done: list[tuple[StepReport, Changed | None]]) -> list[SpecpatchError]:
+    """What the recipe's code does to how a function of the file runs that Python accepts and nobody meant: a
+    `yield` that makes a plain function a generator (its callers get a generator object) or the last one taken out
+    of a generator; a `return VALUE` added to a generator (the value never reaches a `for` loop); statements added
+    right after a `return`, `raise`, `continue` or `break` of their block (they never run). Each is judged against
+    the original function of the same name, so what the release already does is not charged."""
+    try:
+        old_tree = ast.parse(before)
+    except (SyntaxError, ValueError, RecursionError):
+        return []
+    was = dict(_functions(old_tree))
+    lines = after.splitlines()
+    errors: list[SpecpatchError] = []
+    for name, fn in _functions(tree):
+        old = was.get(name)
+        if old is None:
+            continue
+        found: list[tuple[int, str]] = []
+        gen_then, gen_now = _is_generator(old), _is_generator(fn)
+        if gen_now != gen_then:
+            line = next((n.lineno for n in _own_nodes(fn) if isinstance(n, (ast.Yield, ast.YieldFrom))), fn.lineno)
+            found.append((line, f"makes `{name}` a generator (a `yield` in its body): its callers would get a "
+                                f"generator object, not what it returns" if gen_now else
+                                f"takes the last `yield` out of `{name}`: it is no longer a generator, and its "
+                                f"callers iterate what it returns"))
+        elif gen_now:
+            returns = [n for n in _own_nodes(fn) if isinstance(n, ast.Return) and n.value is not None
+                       and not (isinstance(n.value, ast.Constant) and n.value.value is None)]
+            if len(returns) > sum(1 for n in _own_nodes(old) if isinstance(n, ast.Return) and n.value is not None
+                                  and not (isinstance(n.value, ast.Constant) and n.value.value is None)):
+                found.append((returns[-1].lineno, f"returns a value from the generator `{name}`: it ends the "
+                                                  f"iteration, and a `for` loop or `list()` never sees the value"))
+        dead_then, dead_now = _dead_statements(old), _dead_statements(fn)
+        if len(dead_now) > len(dead_then):
+            line = dead_now[-1]
+            found.append((line, f"puts code in `{name}` right after a `return`, `raise`, `continue` or `break` of "
+                                f"its block: it never runs"))
+        for lineno, why in found[:1]:
+            owner = next((r for r, c in done if c is not None and r.lines and r.lines[0] <= lineno <= r.lines[1]),
+                         None) or next((r for r, c in reversed(done) if c is not None), None)
+            text = lines[lineno - 1].strip() if 0 < lineno <= len(lines) else ""
+            errors.append(Conflict(f"once patched, `{rel}` {why} (line {lineno}: `{text}`)", location=Location(
+                recipe=recipe_id, step=owner.index if owner else None, op=owner.op if owner else None, file=rel,
+                anchor=owner.anchor if owner else None, line=lineno)))
+    return errors
+
+
+def _functions(tree: ast.Module) -> Iterator[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]:
+    """(dotted name, node) of every function and method of a module, nested ones included."""
+    stack: list[tuple[str, ast.AST]] = [("", tree)]
+    while stack:
+        here, node = stack.pop()
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                name = f"{here}.{child.name}" if here else child.name
+                if not isinstance(child, ast.ClassDef):
+                    yield name, child
+                stack.append((name, child))
+            elif not isinstance(child, ast.expr):
+                stack.append((here, child))
+
+
+def _own_nodes(fn: ast.AST) -> Iterator[ast.AST]:
+    """The nodes of a function's own body: not those of the functions, classes and lambdas it defines."""
+    todo = list(ast.iter_child_nodes(fn))
+    while todo:
+        node = todo.pop()
+        yield node
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            todo.extend(ast.iter_child_nodes(node))
+
+
+def _is_generator(fn: ast.AST) -> bool:
+    return any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in _own_nodes(fn))
+
+
+def _dead_statements(fn: ast.AST) -> list[int]:
+    """The lines of the statements of a function's own blocks that follow a `return`, `raise`, `continue` or `break`
+    of the same block."""
+    out: list[int] = []
+    for node in (fn, *_own_nodes(fn)):
+        for field in ("body", "orelse", "finalbody"):
+            block = getattr(node, field, None)
+            if not isinstance(block, list) or not block or not isinstance(block[0], ast.stmt):
+                continue
+            ends = [i for i, st in enumerate(block) if isinstance(st, (ast.Return, ast.Raise, ast.Continue,
+                                                                          ast.Break))]
+            if ends:
+                out.extend(st.lineno for st in block[ends[0] + 1:])
+    return sorted(out)
 
 
 def _attributes_taken(recipe_id: str, rel: str, before: str, after: str, tree: ast.Module,

@@ -388,6 +388,45 @@ def test_a_name_a_step_makes_local_to_a_function_that_reads_it_first_is_refused(
     assert "UnboundLocalError" in p.errors[0].message
 
 
+FLOW = """\
+events = []
+
+
+def total(xs):
+    s = sum(xs)
+    return s
+
+
+def chunks(items, n):
+    for i in range(0, len(items), n):
+        yield items[i:i + n]
+
+
+def handle(req):
+    if req is None:
+        return "empty"
+    return "ok"
+"""
+
+
+@pytest.mark.parametrize("step, says", [
+    ("op: insert_statements\n    function: total\n    at: after\n    match: s = sum(xs)\n    code: yield s",
+     "makes `total` a generator"),
+    ("op: insert_statements\n    function: chunks\n    at: start\n    code: \"if n <= 0:\\n    return [items]\"",
+     "returns a value from the generator `chunks`"),
+    ("op: insert_statements\n    function: handle\n    at: after\n    match: return \"empty\"\n"
+     "    code: events.append(req)", "right after a `return`"),
+])
+def test_code_that_changes_how_a_function_runs_in_a_way_python_accepts_is_refused(tmp_path, step, says):
+    # a hostile round: each answered "changed", exit 0: total() returned a generator object, list(chunks(x, 0)) was
+    # [], and the event after `return "empty"` never ran
+    root = make_target(tmp_path, {"srt/m.py": FLOW.encode()})
+    text = ('id: demo\ntitle: Demo\ntarget: {package: sglang, versions: "==0.5.9"}\nsteps:\n'
+            f'  - file: srt/m.py\n    {step}\n')
+    p = plan(recipe(tmp_path, text), find_target(root))
+    assert not p.ok and says in p.errors[0].message, p.errors
+
+
 def test_missing_file(tmp_path):
     root = make_target(tmp_path, {})
     p = plan(recipe(tmp_path), find_target(root))
