@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from op_helpers import cannot, check, op, unchanged
 
 from patcher.errors import AnchorAmbiguous, AnchorNotFound, Conflict
@@ -133,3 +134,31 @@ def test_an_enum_member_of_a_value_another_member_has_is_a_conflict():
           "class Mode(Enum):\n    DECODE = auto()\n    MIXED = auto()\n",
           "class Mode(Enum):\n    DECODE = auto()\n    IDLE = auto()\n    MIXED = auto()\n")
     check(idle, "class Mode:\n    DECODE = 2\n    MIXED = 3\n", "class Mode:\n    DECODE = 2\n    IDLE = 3\n    MIXED = 3\n")
+
+
+@pytest.mark.parametrize("code, before, says", [
+    # a hostile round: each was "changed", exit 0, and broke the class's generated __init__
+    ("tenant: str", "@dataclass\nclass ServerArgs:\n    host: str\n    port: int = 30000\n    log: str = 'x'\n",
+     "has no default and would follow `port`"),
+    ("extra: int = 1", "@dataclasses.dataclass\nclass ServerArgs:\n    host: str\n    port: str\n    log: str\n",
+     "the field `log` of the dataclass `ServerArgs` has no default and would follow `extra`"),
+    ("z: int", "class ServerArgs(NamedTuple):\n    x: int\n    port: int = 0\n", "namedtuple `ServerArgs`"),
+    ("burst = 5", "@dataclass\nclass ServerArgs:\n    port: int = 1\n", "is not a field of the dataclass"),
+    ("hosts: list = []", "@dataclass\nclass ServerArgs:\n    port: int = 1\n", "mutable default"),
+    ("window: int = 0", "@dataclass\nclass ServerArgs:\n    port: int = 1\n    burst: int = 2\n\n\n"
+                        "DEFAULT = ServerArgs(10, 20)\n", "passes 2 arguments by position"),
+])
+def test_a_field_that_breaks_the_generated_init_is_a_conflict(code, before, says):
+    step = op("add_dataclass_field", **{"class": "ServerArgs", "after": "port", "code": code})
+    err = cannot(step, before, Conflict)
+    assert says in err.message, err.message
+
+
+def test_fields_the_generated_init_takes_by_keyword_only_or_plain_classes_are_not_judged():
+    late = op("add_dataclass_field", **{"class": "ServerArgs", "after": "port", "code": "tenant: str"})
+    check(late, "@dataclass(kw_only=True)\nclass ServerArgs:\n    port: int = 1\n",
+          "@dataclass(kw_only=True)\nclass ServerArgs:\n    port: int = 1\n    tenant: str\n")
+    check(late, "class ServerArgs:\n    port: int = 1\n", "class ServerArgs:\n    port: int = 1\n    tenant: str\n")
+    after_kw = op("add_dataclass_field", **{"class": "ServerArgs", "after": "x", "code": "tenant: str"})
+    check(after_kw, "@dataclass\nclass ServerArgs:\n    port: int = 1\n    _: KW_ONLY\n    x: int = 0\n",
+          "@dataclass\nclass ServerArgs:\n    port: int = 1\n    _: KW_ONLY\n    x: int = 0\n    tenant: str\n")

@@ -20,8 +20,8 @@ from typing import Literal
 
 import libcst as cst
 
-from ..anchors import (class_members, code_of, find_class, ident, insert_after, near, parse_statements, same_code,
-                       walk_statements)
+from ..anchors import (body_of, class_members, code_of, find_class, ident, insert_after, near, parse_statements,
+                       same_code, walk_statements)
 from ..errors import AnchorAmbiguous, AnchorNotFound, Candidate, Conflict, RecipeError
 from ..model import option
 from .base import AlreadyApplied, Changed, Operation, Outcome, attempt, register
@@ -85,6 +85,8 @@ class AddDataclassField(Operation):
                            f"read as `{name}` (upstream added a member of that value?)",
                            candidates=[Candidate(code_of(module, alias).strip(), node=alias)])
         anchors = [p for p in fields if ident(field_name(p[-1])) == ident(self.after)]
+        if len(anchors) == 1:
+            _refuse_bad_init(module, cpath, new, name, anchors[0][-1], self.cls)
         if not anchors:
             by_name = {field_name(p[-1]): p[-1] for p in fields}
             raise AnchorNotFound(
@@ -131,3 +133,99 @@ def _enum_alias(module: cst.Module, cls: cst.ClassDef, new: cst.SimpleStatementL
             if theirs == mine:
                 return path[-1]
     return None
+
+
+def _init_kind(module: cst.Module, cls: cst.ClassDef) -> str | None:
+    """"dataclass" for a class whose fields make a positional `__init__` (`@dataclass`, not `kw_only=True`),
+    "namedtuple" for a `NamedTuple`, else None (a plain class, an Enum, a model class of another library)."""
+    for d in cls.decorators:
+        text = module.code_for_node(d.decorator).strip()
+        head = text.split("(", 1)[0].split(".")[-1]
+        if head == "dataclass":
+            return None if "kw_only=True" in text.replace(" ", "") else "dataclass"
+    if any(module.code_for_node(b.value).strip().split(".")[-1] == "NamedTuple" for b in cls.bases):
+        return "namedtuple"
+    return None
+
+
+def _has_default(module: cst.Module, stmt: cst.CSTNode) -> bool | None:
+    """Whether a field statement gives a default (`= value`, `field(default=...)`/`default_factory`), None for what
+    makes no parameter of the `__init__` (a `ClassVar`, `KW_ONLY`, `field(init=False)`, an assignment without an
+    annotation)."""
+    small = stmt.body[0]
+    if not isinstance(small, cst.AnnAssign):
+        return None
+    note = module.code_for_node(small.annotation.annotation)
+    if "ClassVar" in note or "KW_ONLY" in note:
+        return None
+    value = small.value
+    if isinstance(value, cst.Call) and module.code_for_node(value.func).split(".")[-1] == "field":
+        keys = {a.keyword.value: module.code_for_node(a.value) for a in value.args if a.keyword is not None}
+        if keys.get("init") == "False":
+            return None
+        return "default" in keys or "default_factory" in keys
+    return value is not None
+
+
+def _refuse_bad_init(module: cst.Module, cpath, new: cst.SimpleStatementLine, name: str, anchor: cst.CSTNode,
+                     cls_name: str) -> None:
+    """Refuse a field that would break the class's generated `__init__` (a dataclass's, a NamedTuple's): one
+    without an annotation (not a field at all), a mutable default, a field without a default among defaulted ones
+    in either order (TypeError when the class is created), or one that shifts the arguments a call of the module
+    passes by position (`Limits(10, 20)` would fill the new field)."""
+    kind = _init_kind(module, cpath[-1])
+    if kind is None:
+        return
+    small = new.body[0]
+    if not isinstance(small, cst.AnnAssign):
+        raise Conflict(f"`{name} = ...` is not a field of the {kind} `{cls_name}` (no annotation): a class attribute "
+                       f"its `__init__` does not take; write `{name}: <type> = ...`")
+    if kind == "dataclass" and isinstance(small.value, (cst.List, cst.Dict, cst.Set)):
+        raise Conflict(f"the field `{name}` of the dataclass `{cls_name}` has a mutable default "
+                       f"(`{module.code_for_node(small.value)}`): ValueError when the class is created; use "
+                       f"`field(default_factory=...)`")
+    order = []
+    for stmt in body_of(cpath[-1]):
+        if isinstance(stmt, cst.SimpleStatementLine) and field_name(stmt) is not None:
+            if any(isinstance(s, cst.AnnAssign) and "KW_ONLY" in module.code_for_node(s.annotation.annotation)
+                   for s in stmt.body):
+                break  # the fields after `_: KW_ONLY` are keyword-only: no order, no position
+            order.append(stmt)
+            if stmt is anchor:
+                order.append(new)
+    fields = [(s, d) for s in order if (d := _has_default(module, s)) is not None]
+    if not any(s is new for s, _ in fields):
+        return  # keyword-only (after `_: KW_ONLY`), or no field of the `__init__` (a `ClassVar`)
+    seen_default = None
+    for stmt, default in fields:
+        if default:
+            seen_default = seen_default or stmt
+        elif seen_default is not None and (stmt is new or seen_default is new):
+            later = field_name(stmt)
+            raise Conflict(f"the field `{later}` of the {kind} `{cls_name}` has no default and would follow "
+                           f"`{field_name(seen_default)}`, which has one: TypeError when the class is created",
+                           candidates=[Candidate(code_of(module, seen_default if seen_default is not new
+                                                              else stmt).strip(),
+                                                 node=seen_default if seen_default is not new else stmt)])
+    position = next(i for i, (s, _) in enumerate(fields) if s is new)
+    for call in _positional_calls(module, cls_name.split(".")[-1]):
+        if len(call.args) > position and not any(a.star for a in call.args):
+            raise Conflict(f"a call of `{cls_name}` in the module passes {len(call.args)} arguments by position "
+                           f"(`{module.code_for_node(call).strip()}`): the new field `{name}`, number {position + 1} "
+                           f"of its `__init__`, would take one meant for the next field",
+                           candidates=[Candidate(module.code_for_node(call).strip(), node=call)])
+
+
+def _positional_calls(module: cst.Module, name: str) -> list[cst.Call]:
+    """The calls `name(...)` and `<x>.name(...)` of a module with arguments by position."""
+    found: list[cst.Call] = []
+
+    class Calls(cst.CSTVisitor):
+        def visit_Call(self, node: cst.Call) -> None:
+            f = node.func
+            called = f.value if isinstance(f, cst.Name) else f.attr.value if isinstance(f, cst.Attribute) else None
+            if called == name and any(a.keyword is None for a in node.args):
+                found.append(node)
+
+    module.visit(Calls())
+    return found
