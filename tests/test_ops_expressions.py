@@ -270,3 +270,25 @@ def test_replace_expression_with_its_statements_kind_refuses_one_in_a_statement_
            AnchorNotFound, mentions=("is in a call of print here", "a call of items.sort"))
     check(step, "def f(items):\n    items.sort(key=lambda x: x.a)\n",
           "def f(items):\n    items.sort(key=lambda x: (x.a, x.b))\n")
+
+
+@pytest.mark.parametrize("before, says", [
+    # a hostile round: both "changed", exit 0, and TypeError at the call
+    ('def sample(xs, **kw):\n    return kw\n\n\ndef run():\n    return sample([1], **{"temperature": 0.5})\n',
+     "already passes `temperature` in a `**{...}` argument"),
+    ("def sample(xs, top_k=1):\n    return xs\n\n\ndef run():\n    return sample([1])\n",
+     "`sample`, which the module defines, takes no parameter `temperature`"),
+])
+def test_a_keyword_the_call_or_its_callee_cannot_take_is_a_conflict(before, says):
+    step = op("add_keyword_argument", call="sample(...)", code="temperature=0.7", within="run")
+    err = cannot(step, before, Conflict)
+    assert says in err.message, err.message
+
+
+def test_a_keyword_for_a_parameter_another_step_adds_or_kwargs_takes_is_added():
+    step = op("add_keyword_argument", call="sample(...)", code="temperature=0.7", within="run")
+    check(step, "def sample(xs, **kw):\n    return kw\n\n\ndef run():\n    return sample([1])\n",
+          "def sample(xs, **kw):\n    return kw\n\n\ndef run():\n    return sample([1], temperature=0.7)\n")
+    param = op("add_parameter", function="sample", code="temperature=1.0")
+    alone = "def sample(xs):\n    return xs\n\n\ndef run():\n    return sample([1])\n"
+    check(step.among([param, step]), alone, alone.replace("sample([1])", "sample([1], temperature=0.7)"))

@@ -62,6 +62,22 @@ class AddKeywordArgument(Operation):
     code: str = option(check=load_check(_keyword), description="the keyword argument, e.g. enable_profiling=True")
     after: str | None = option(default=None, description="the keyword the new one follows; default: the end")
     within: str | None = option(default=None, description=WITHIN)
+    #: `function:parameter` of the parameters the recipe's add_parameter steps in this file add (set by `among`)
+    parameters_added: tuple[str, ...] = option(default=(), exclude=True)
+
+    def among(self, steps) -> "AddKeywordArgument":
+        from dataclasses import replace
+
+        from .add_parameter import _parameter
+
+        added = []
+        for s in steps:
+            if s.op == "add_parameter":
+                try:
+                    added.append(f"{s.function.rsplit('.', 1)[-1]}:{_parameter(s.code).name.value}")
+                except RecipeError:
+                    continue
+        return replace(self, parameters_added=tuple(added)) if added else self
 
     def describe(self) -> str:
         return f"add `{line_text(self.code)}` to the call `{Pattern.parse(self.call)}`" + (
@@ -104,6 +120,23 @@ class AddKeywordArgument(Operation):
             raise Conflict(f"the call already passes `{name}` with another value: "
                            f"`{line_text(module.code_for_node(have[0]))}`",
                            candidates=[Candidate(f"`{line_text(module.code_for_node(call))}`", node=call)])
+        packed = [module.code_for_node(e.key) for a in args if a.star == "**" and isinstance(a.value, cst.Dict)
+                  for e in a.value.elements if isinstance(e, cst.DictElement)]
+        if any(_string_value(k) == name for k in packed):
+            raise Conflict(f"the call already passes `{name}` in a `**{{...}}` argument: "
+                           f"`{line_text(module.code_for_node(call))}` (adding `{name}=` would raise TypeError)",
+                           candidates=[Candidate(f"`{line_text(module.code_for_node(call))}`", node=call)])
+        target, _ = _callee(module, scope[:-1] + calls._paths[id(call)], call)
+        wrapped = target is not None and any(  # a decorator (a wrapper, a cache) may take other arguments
+            not (isinstance(d.decorator, cst.Name) and d.decorator.value in ("staticmethod", "classmethod"))
+            for d in target.decorators)
+        if target is not None and not wrapped and target.params.star_kwarg is None and \
+                name not in {p.name.value for p in (*target.params.params, *target.params.kwonly_params)} and \
+                f"{target.name.value}:{name}" not in self.parameters_added:
+            raise Conflict(f"`{target.name.value}`, which the module defines, takes no parameter `{name}` (nor "
+                           f"`**kwargs`): the call would raise TypeError (upstream renamed or removed it?)",
+                           candidates=[Candidate(f"`def {target.name.value}("
+                                                 f"{line_text(module.code_for_node(target.params))})`", node=target)])
         if name in _bound_by_position(module, scope[:-1] + calls._paths[id(call)], call):
             raise Conflict(f"the call already passes `{name}` by position: "
                            f"`{line_text(module.code_for_node(call))}` (adding `{name}=` would raise TypeError)",
@@ -122,13 +155,31 @@ class AddKeywordArgument(Operation):
         return Changed(calls.replace(call, changed), inserted=(), anchor=call)
 
 
+def _string_value(code: str) -> str | None:
+    try:
+        value = ast.literal_eval(code)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return None
+    return value if isinstance(value, str) else None
+
+
 def _bound_by_position(module: cst.Module, path: tuple[cst.CSTNode, ...], call: cst.Call) -> set[str]:
-    """The parameters a call's positional arguments bind, where the module defines what it calls: a module-level
-    function or class (its `__init__`) called by name, or a method called on `self` from its class. Nothing when the
-    callee cannot be read, or the call unpacks `*args`."""
+    """The parameters a call's positional arguments bind, where the module defines what it calls (`_callee`).
+    Nothing when the callee cannot be read, or the call unpacks `*args`."""
     positional = [a for a in call.args if a.keyword is None and not a.star]
     if any(a.star == "*" for a in call.args) or not positional:
         return set()
+    target, skip = _callee(module, path, call)
+    if target is None:
+        return set()
+    names = [p.name.value for p in (*target.params.posonly_params, *target.params.params)][skip:]
+    return set(names[:len(positional)])
+
+
+def _callee(module: cst.Module, path: tuple[cst.CSTNode, ...], call: cst.Call) -> tuple[cst.FunctionDef | None, int]:
+    """The function a call runs where the module defines it, and how many of its first parameters the call does not
+    fill (1: `self`): a module-level function or class (its `__init__`) called by name, or a method called on `self`
+    from its class; (None, 0) when it cannot be told."""
     target: cst.FunctionDef | None = None
     skip = 0
     func = call.func
@@ -148,11 +199,10 @@ def _bound_by_position(module: cst.Module, path: tuple[cst.CSTNode, ...], call: 
                            and n.name.value == func.attr.value), None)
             skip = 1
     if target is None:
-        return set()
+        return None, 0
     if any(isinstance(d.decorator, cst.Name) and d.decorator.value == "staticmethod" for d in target.decorators):
         skip = 0
-    names = [p.name.value for p in (*target.params.posonly_params, *target.params.params)][skip:]
-    return set(names[:len(positional)])
+    return target, skip
 
 
 def _class_body(cls: cst.ClassDef) -> list[cst.CSTNode]:
