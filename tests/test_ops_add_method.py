@@ -285,3 +285,22 @@ def test_a_method_the_instances_hide_with_an_attribute_of_that_name_is_a_conflic
             def reset(self):
                 return 0
         """)
+
+
+def test_a_method_whose_mangled_name_the_class_has_is_a_conflict():
+    # a hostile round: `_Cache__evict` added beside `__evict` (both `_Cache__evict` in the class): the later one
+    # silently replaced the release's
+    err = cannot(op("add_method", **{"class": "Cache", "code": "def _Cache__evict(self):\n    return 'recipe'\n"}),
+                 "class Cache:\n    def __evict(self):\n        return 'release'\n", Conflict)
+    assert "already has a method `__evict`" in err.message
+
+
+def test_an_abstract_method_a_subclass_of_the_module_does_not_define_is_a_conflict():
+    step = op("add_method", **{"class": "Backend", "code": "@abc.abstractmethod\ndef warmup(self):\n    ...\n"})
+    before = ("class Backend(abc.ABC):\n    def run(self):\n        return 1\n\n\n"
+              "class TorchBackend(Backend):\n    pass\n")
+    err = cannot(step, before, Conflict)
+    assert "not defined by `TorchBackend`" in err.message
+    defined = before.replace("    pass\n", "    def warmup(self):\n        return 2\n")
+    check(step, defined, defined.replace("        return 1\n", "        return 1\n\n    @abc.abstractmethod\n"
+                                                               "    def warmup(self):\n        ...\n", 1))

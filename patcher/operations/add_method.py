@@ -90,8 +90,10 @@ class AddMethod(Operation):
         name = new.name.value
         cpath = find_class(module, self.cls)
         methods = methods_of(cpath)
-        # names compare as Python compares them (NFKC): `def ｆorward` would replace `forward`
-        existing = [p for p in methods if ident(p[-1].name.value) == ident(name)]
+        # names compare as Python compares them (NFKC: `def ｆorward` would replace `forward`; and mangled: in
+        # `class Cache`, `__evict` is `_Cache__evict`)
+        owner = self.cls.rsplit(".", 1)[-1]
+        existing = [p for p in methods if _mangled(ident(p[-1].name.value), owner) == _mangled(ident(name), owner)]
         for p in existing:
             if same_code(code_of(module, p[-1]), self.code):
                 return AlreadyApplied(p[-1])
@@ -103,6 +105,13 @@ class AddMethod(Operation):
         if other is not None:  # a field, attribute or nested class of that name: the method would replace it
             raise Conflict(f"`{self.cls}` already binds `{name}` (not as a method): the method would replace it",
                            candidates=[Candidate(code_of(module, other).strip().splitlines()[0], node=other)])
+        if any(_decorator_name(module, d) == "abstractmethod" for d in new.decorators):
+            lacking = _concrete_subclasses_lacking(module, owner, name)
+            if lacking:
+                raise Conflict(f"the new abstract method `{name}` of `{self.cls}` is not defined by "
+                               f"`{lacking[0].name.value}`, its subclass in the module: TypeError when that class is "
+                               f"instantiated",
+                               candidates=[Candidate(f"class {lacking[0].name.value}", node=lacking[0])])
         shadow = _instance_binding(module, methods, name)
         if shadow is not None:  # `self.reset = self._reset_cuda` in `__init__`: the instance's wins over the method
             raise Conflict(f"`{self.cls}` sets `self.{name}` on its instances, which hides a method of that name: "
@@ -170,3 +179,38 @@ def walk(fn: cst.FunctionDef):
     for spath in walk_statements((fn,)):
         if isinstance(spath[-1], cst.SimpleStatementLine):
             yield spath[-1]
+
+
+def _mangled(name: str, cls: str) -> str:
+    """The attribute name Python stores for `name` written in class `cls`'s body (`__x` -> `_cls__x`)."""
+    if name.startswith("__") and not name.endswith("__") and cls.strip("_"):
+        return f"_{cls.lstrip('_')}{name}"
+    return name
+
+
+def _decorator_name(module: cst.Module, d: cst.Decorator) -> str:
+    return module.code_for_node(d.decorator).split("(", 1)[0].strip().split(".")[-1]
+
+
+def _concrete_subclasses_lacking(module: cst.Module, cls: str, name: str) -> list[cst.ClassDef]:
+    """The module-level classes that inherit from `cls` (directly or through another such class) and define no
+    `name` along the way: an abstract method `name` added to `cls` makes them abstract."""
+    classes = {n.name.value: n for n in module.body if isinstance(n, cst.ClassDef)}
+
+    def bases(c: cst.ClassDef) -> set[str]:
+        return {module.code_for_node(b.value).split(".")[-1] for b in c.bases if b.keyword is None}
+
+    def defines(c: cst.ClassDef) -> bool:
+        return any(isinstance(n, (cst.FunctionDef, cst.SimpleStatementLine)) and (
+            n.name.value == name if isinstance(n, cst.FunctionDef) else f"{name} =" in module.code_for_node(n)
+            or f"{name}:" in module.code_for_node(n)) for n in body_of(c))
+
+    out, todo = [], [cls]
+    while todo:
+        parent = todo.pop()
+        for c in classes.values():
+            if parent in bases(c) and not defines(c) and c not in out:
+                out.append(c)
+                todo.append(c.name.value)
+    return [c for c in out if not any(_decorator_name(module, d) == "abstractmethod"
+                                      for n in body_of(c) if isinstance(n, cst.FunctionDef) for d in n.decorators)]
