@@ -6,6 +6,7 @@ import argparse
 import textwrap
 
 import libcst as cst
+import pytest
 from op_helpers import cannot, check, op, src, unchanged
 
 from patcher.errors import AnchorAmbiguous, AnchorNotFound, Conflict
@@ -310,3 +311,28 @@ def test_a_new_flag_on_a_group_is_not_a_conflict():
                 exclusive.add_argument("--fast")
                 parser.add_argument("--name")
         """)
+
+
+@pytest.mark.parametrize("code, says", [
+    # a hostile round: both "changed", exit 0: the new default was never read, or the parser refused to build
+    ('parser.add_argument("--limit", type=int, default=9)', "already writes with another default"),
+    ('parser.add_argument("-h", "--host", default="0.0.0.0")', "argparse's own help option"),
+])
+def test_a_flag_argparse_would_shadow_or_refuse_is_a_conflict(code, says):
+    step = op("add_argparse_argument", function="build", after_flag="--port", code=code)
+    before = ("def build():\n    parser = argparse.ArgumentParser()\n"
+              "    parser.add_argument(\"--max-len\", dest=\"limit\", type=int, default=5)\n"
+              "    parser.add_argument(\"--port\", type=int)\n    return parser\n")
+    err = cannot(step, before, Conflict)
+    assert says in err.message, err.message
+
+
+def test_a_flag_that_shares_a_dest_without_a_default_or_help_on_a_parser_without_it_is_added():
+    before = ("def build():\n    parser = argparse.ArgumentParser(add_help=False)\n"
+              "    parser.add_argument(\"--enable-x\", dest=\"x\", action=\"store_true\")\n    return parser\n")
+    off = 'parser.add_argument("--disable-x", dest="x", action="store_false")'
+    check(op("add_argparse_argument", function="build", after_flag="--enable-x", code=off), before,
+          before.replace("    return parser\n", f"    {off}\n    return parser\n"))
+    helps = 'parser.add_argument("-h", "--host")'
+    check(op("add_argparse_argument", function="build", after_flag="--enable-x", code=helps), before,
+          before.replace("    return parser\n", f"    {helps}\n    return parser\n"))

@@ -160,6 +160,22 @@ class AddArgparseArgument(Operation):
                            "second registration when the parser is built",
                            candidates=[Candidate(code_of(module, p[-1]).strip().splitlines()[0], node=p[-1])
                                        for p, _ in existing])
+        if {"-h", "--help"} & mine and not _made_without_help(module, fpath[-1], receiver):
+            raise Conflict(f"`{'`, `'.join(sorted({'-h', '--help'} & mine))}` is argparse's own help option (a parser "
+                           "has it unless made with `add_help=False`): argparse would refuse it when the parser is "
+                           "built")
+        if calls:
+            dest, default = _dest_and_default(module, calls[0])
+            for p, _ in flagged:
+                for call in iter_calls_named(p[-1], "add_argument"):
+                    if parser_of(call, groups) != receiver:
+                        continue
+                    their_dest, their_default = _dest_and_default(module, call)
+                    if their_dest == dest and default is not None and default != their_default:
+                        have = code_of(module, p[-1]).strip().splitlines()[0]
+                        raise Conflict(f"`{new_flag}` writes `args.{dest}`, which `{have}` already writes with another "
+                                       f"default: the first registered default wins, and `{default}` would never be "
+                                       f"read", candidates=[Candidate(have, node=p[-1])])
         anchors = [p for p, flags in flagged if self.after_flag in flags]
         if not anchors:
             by_flag = {f: p[-1] for p, flags in flagged for f in flags}
@@ -171,6 +187,36 @@ class AddArgparseArgument(Operation):
             raise AnchorAmbiguous(f"`{self.after_flag}` is registered {len(anchors)} times in {self.function}",
                                   candidates=[Candidate(f'"{self.after_flag}"', node=p[-1]) for p in anchors])
         return Changed(insert_after(anchors[0], new_stmts), inserted=tuple(new_stmts), anchor=anchors[0][-1])
+
+
+def _made_without_help(module: cst.Module, fn: cst.CSTNode, receiver: str | None) -> bool:
+    """Whether the function makes the parser `receiver` itself with `add_help=False` (a parser made elsewhere, or with
+    the default, has `-h/--help`)."""
+    found = []
+
+    class Made(cst.CSTVisitor):
+        def visit_Assign(self, node: cst.Assign) -> None:
+            if isinstance(node.value, cst.Call) and any(module.code_for_node(t.target).strip() == receiver
+                                                        for t in node.targets):
+                found.append(node.value)
+
+    fn.visit(Made())
+    return any(a.keyword is not None and a.keyword.value == "add_help" and module.code_for_node(a.value) == "False"
+               for call in found for a in call.args)
+
+
+def _dest_and_default(module: cst.Module, call: cst.Call) -> tuple[str | None, str | None]:
+    """The attribute an `add_argument(...)` call writes (`dest=`, else its first long option, else its first option
+    or positional name, as argparse derives it) and its `default=` as code (None when it gives none)."""
+    keys = {a.keyword.value: a.value for a in call.args if a.keyword is not None}
+    dest = string_value(keys["dest"]) if "dest" in keys else None
+    if dest is None:
+        names = [v for a in call.args if a.keyword is None and a.star == "" and (v := string_value(a.value))]
+        long = [n for n in names if n.startswith("--")]
+        first = long[0] if long else names[0] if names else None
+        dest = first.lstrip("-").replace("-", "_") if first else None
+    default = module.code_for_node(keys["default"]).strip() if "default" in keys else None
+    return dest, default
 
 
 @functools.lru_cache(maxsize=256)
