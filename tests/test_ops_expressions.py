@@ -292,3 +292,28 @@ def test_a_keyword_for_a_parameter_another_step_adds_or_kwargs_takes_is_added():
     param = op("add_parameter", function="sample", code="temperature=1.0")
     alone = "def sample(xs):\n    return xs\n\n\ndef run():\n    return sample([1])\n"
     check(step.among([param, step]), alone, alone.replace("sample([1])", "sample([1], temperature=0.7)"))
+
+
+@pytest.mark.parametrize("before, code, says", [
+    # a hostile round: each "changed", exit 0; the module's own calls then bound their arguments wrongly or failed
+    ("class Base:\n    def m(self, x, y=0):\n        return x, y\n\n\nclass Sub(Base):\n    def m(self, x, y=0):\n"
+     "        return super().m(x, y)\n", "z=0", "`super().m(x, y)` passes `y` by position"),
+    ("class Base:\n    @classmethod\n    def m(cls, x, y=0):\n        return x, y\n\n    @classmethod\n"
+     "    def make(cls):\n        return cls.m(1, 2)\n", "z=0", "`cls.m(1, 2)` passes `y` by position"),
+    ("class Base:\n    def m(self, x, y=0):\n        return x, y\n\n\ndef run():\n    return Base().m(1, 2)\n",
+     "z=0", "`Base().m(1, 2)` passes `y` by position"),
+    ("class Base:\n    def m(self, x, y=0):\n        return x, y\n\n\ndef run():\n    return Base().m(1)\n",
+     "budget", "`Base().m(1)` does not pass `budget`"),
+])
+def test_a_parameter_the_module_calls_would_fill_wrongly_or_not_at_all_is_a_conflict(before, code, says):
+    step = op("add_parameter", function="Base.m", code=code, after="x")
+    err = cannot(step, before, Conflict)
+    assert says in err.message, err.message
+
+
+def test_a_parameter_put_last_before_star_args_takes_what_calls_passed_into_them():
+    step = op("add_parameter", function="g", code="c=0")
+    err = cannot(step, "def g(a, b, *rest):\n    return rest\n\n\nX = g(1, 2, 3)\n", Conflict)
+    assert "passes an argument to `*rest` by position" in err.message
+    check(step, "def g(a, b, *rest):\n    return rest\n\n\nX = g(1, 2)\n",
+          "def g(a, b, c=0, *rest):\n    return rest\n\n\nX = g(1, 2)\n")

@@ -22,7 +22,7 @@ Answers: *changed*; *already applied* (the function has a parameter of that name
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Iterator, Literal
 
 import libcst as cst
 
@@ -76,33 +76,38 @@ class AddParameter(Operation):
 
     def _refuse_shifting_callers(self, module: cst.Module, fpath, field: str, index: int) -> None:
         """A plain parameter put before others moves them one place right: a call in this module that passes
-        them by position would bind its arguments to the wrong parameters (a TypeError at best)."""
+        them by position would bind its arguments to the wrong parameters (a TypeError at best). Put last before
+        `*args`, it takes what a call passed into `*args`."""
         fn = fpath[-1]
         params = fn.params
         before = len(params.posonly_params) + index if field == "params" else index  # in the positional list
         following = [p.name.value for p in [*params.posonly_params, *params.params][before:]]
-        if not following:
+        spill = isinstance(params.star_arg, cst.Param)
+        if not following and not spill:
             return
-        cls = next((n for n in reversed(fpath[:-1]) if isinstance(n, cst.ClassDef)), None)
-        method = cls is not None and not any(isinstance(d.decorator, cst.Name) and d.decorator.value == "staticmethod"
-                                             for d in fn.decorators)
-        name = fn.name.value
-        for call in _calls(module):
-            func = call.func
-            if cls is None:
-                hit = isinstance(func, cst.Name) and func.value == name and len(fpath) == 2
-            elif name == "__init__":
-                hit = isinstance(func, cst.Name) and func.value == cls.name.value
-            else:
-                hit = isinstance(func, cst.Attribute) and func.attr.value == name and isinstance(func.value, cst.Name) \
-                    and func.value.value in ("self", cls.name.value)
-            if not hit or any(a.star for a in call.args):
+        for call, offset in _module_calls(module, fpath):
+            if any(a.star for a in call.args):
                 continue
-            positional = sum(1 for a in call.args if a.keyword is None) + (1 if method else 0)
+            positional = sum(1 for a in call.args if a.keyword is None) + offset
             if positional > before:
                 text = line_text(module.code_for_node(call))
-                raise Conflict(f"`{text}` passes `{following[0]}` by position: put before it, the new parameter would "
+                taken = f"`{following[0]}`" if following else f"an argument to `*{params.star_arg.name.value}`"
+                raise Conflict(f"`{text}` passes {taken} by position: put before it, the new parameter would "
                                f"take its argument", candidates=[Candidate(f"`{text}`", node=call)])
+
+    def _refuse_unfilled_callers(self, module: cst.Module, fpath, new: cst.Param, position: int | None) -> None:
+        """A parameter without a default: a call in this module that passes it neither by keyword nor (for a
+        plain one, at `position` of the positional list) by position raises TypeError."""
+        name = new.name.value
+        for call, offset in _module_calls(module, fpath):
+            if any(a.star for a in call.args) or any(a.keyword is not None and a.keyword.value == name
+                                                     for a in call.args):
+                continue
+            positional = sum(1 for a in call.args if a.keyword is None) + offset
+            if position is None or positional <= position:
+                text = line_text(module.code_for_node(call))
+                raise Conflict(f"`{text}` does not pass `{name}`, which the new parameter requires (no default): "
+                               f"TypeError at that call", candidates=[Candidate(f"`{text}`", node=call)])
 
     @attempt
     def apply(self, module: cst.Module) -> Outcome:
@@ -156,6 +161,10 @@ class AddParameter(Operation):
             if field in ("posonly_params", "params") and not self.callers_changed:
                 self._refuse_shifting_callers(module, fpath, field, index)
             items = insert_item(getattr(params, field), index, new, fn.whitespace_before_params)
+        if new.default is None and not self.callers_changed:
+            position = (len(params.posonly_params) + index if field == "params" else index) \
+                if field != "kwonly_params" else None
+            self._refuse_unfilled_callers(module, fpath, new, position)
         if field == "params" and index == len(params.params) and len(items) > 1 and (
                 params.star_arg is not cst.MaybeSentinel.DEFAULT or params.kwonly_params or params.star_kwarg):
             # something follows the plain parameters: the new last one needs its comma
@@ -170,6 +179,33 @@ class AddParameter(Operation):
         from ..anchors import replace_at
 
         return Changed(replace_at(fpath, changed), inserted=(), anchor=fn)
+
+
+def _module_calls(module: cst.Module, fpath) -> Iterator[tuple[cst.Call, int]]:
+    """The calls of the module that run the function at `fpath`, each with how many positional parameters the call
+    fills without an argument (1: a method's `self`): `f(...)` of a module function; `Cls(...)` of an `__init__`;
+    `self.m(...)`, `cls.m(...)`, `Cls.m(...)`, `Cls().m(...)` and `super().m(...)` of a method."""
+    fn = fpath[-1]
+    cls = next((n for n in reversed(fpath[:-1]) if isinstance(n, cst.ClassDef)), None)
+    static = any(isinstance(d.decorator, cst.Name) and d.decorator.value == "staticmethod" for d in fn.decorators)
+    name = fn.name.value
+    for call in _calls(module):
+        func, offset = call.func, 0
+        if cls is None:
+            hit = isinstance(func, cst.Name) and func.value == name and len(fpath) == 2
+        elif name == "__init__":
+            hit, offset = isinstance(func, cst.Name) and func.value == cls.name.value, 1
+        else:
+            owner = func.value if isinstance(func, cst.Attribute) else None
+            hit = isinstance(func, cst.Attribute) and func.attr.value == name and (
+                isinstance(owner, cst.Name) and owner.value in ("self", "cls", cls.name.value)
+                or isinstance(owner, cst.Call) and isinstance(owner.func, cst.Name)
+                and owner.func.value in ("super", cls.name.value))
+            # `Cls.m(x)` passes the instance by position; the others are bound
+            bound = not (isinstance(owner, cst.Name) and owner.value == cls.name.value)
+            offset = 1 if bound and not static else 0
+        if hit:
+            yield call, offset
 
 
 def _calls(module: cst.Module) -> list[cst.Call]:
