@@ -454,4 +454,21 @@ def test_an_import_of_a_name_the_module_defines_is_a_conflict():
 
         def register(fn):
             return fn
-        """, Conflict, mentions=("`register`", "already defined"))
+        """, Conflict, mentions=("`register`", "already bound by the module"))
+
+
+@pytest.mark.parametrize("binding", [
+    # a hostile round: each "changed", exit 0; the module's own code rebound the import when it ran
+    "for time in ('prefill', 'decode'):\n    PHASES.append(time)\n",
+    "with open('x') as time:\n    pass\n",
+    "try:\n    pass\nexcept OSError as time:\n    pass\n",
+    "def init():\n    global time\n    time = 3\n",
+])
+def test_an_import_of_a_name_the_module_rebinds_at_run_time_is_a_conflict(binding):
+    cannot(op("add_import", code="import time"), "import os\n\nPHASES = []\n" + binding, Conflict,
+           mentions=("`time`", "already bound by the module"))
+
+
+def test_a_definition_a_function_rebinds_through_global_is_a_conflict():
+    cannot(op("add_definition", code="def get_cache(k):\n    return k\n"),
+           "def init_cache():\n    global get_cache\n    get_cache = {}\n", Conflict, mentions=("`get_cache`",))

@@ -137,9 +137,10 @@ class AddDefinition(Operation):
                                "rebind it", candidates=[Candidate(f"`{first_line(module, stmt)}`", node=stmt)])
 
 
-def _bound_in(body: Sequence[cst.CSTNode]) -> dict[str, cst.CSTNode]:
+def _bound_in(body: Sequence[cst.CSTNode], *, imports: bool = True) -> dict[str, cst.CSTNode]:
     """`bound_at_module_level` read on a libcst module body: each name with the module-level statement that binds
-    it (walrus targets aside)."""
+    it (walrus targets aside), and the names a function of the module declares `global` and binds (`global cache;
+    cache = {}` rebinds the module's `cache` when it runs). `imports=False`: not the names imports bind."""
     out: dict[str, cst.CSTNode] = {}
 
     def names(target: cst.CSTNode, stmt: cst.CSTNode) -> None:
@@ -156,6 +157,8 @@ def _bound_in(body: Sequence[cst.CSTNode]) -> dict[str, cst.CSTNode]:
             owner = top or stmt
             if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
                 out.setdefault(stmt.name.value, owner)
+                for name in _globals_bound(stmt):
+                    out.setdefault(name, stmt)
             elif isinstance(stmt, cst.SimpleStatementLine):
                 for small in stmt.body:
                     if isinstance(small, cst.Assign):
@@ -163,8 +166,8 @@ def _bound_in(body: Sequence[cst.CSTNode]) -> dict[str, cst.CSTNode]:
                             names(t.target, owner)
                     elif isinstance(small, cst.AnnAssign) and small.value is not None:
                         names(small.target, owner)
-                    elif isinstance(small, (cst.Import, cst.ImportFrom)) and not isinstance(small.names,
-                                                                                             cst.ImportStar):
+                    elif imports and isinstance(small, (cst.Import, cst.ImportFrom)) and \
+                            not isinstance(small.names, cst.ImportStar):
                         for alias in small.names:
                             bound = alias.asname.name if alias.asname else alias.name
                             head = bound
@@ -188,6 +191,8 @@ def _bound_in(body: Sequence[cst.CSTNode]) -> dict[str, cst.CSTNode]:
                             names(item.asname.name, owner)
                 visit(body_of(stmt), owner)
                 for handler in getattr(stmt, "handlers", ()):
+                    if handler.name is not None:  # `except E as x:` binds x, and deletes it after the handler
+                        names(handler.name.name, owner)
                     visit(body_of(handler), owner)
                 for part in (getattr(stmt, "orelse", None), getattr(stmt, "finalbody", None)):
                     if part is not None:
@@ -195,6 +200,39 @@ def _bound_in(body: Sequence[cst.CSTNode]) -> dict[str, cst.CSTNode]:
 
     visit(body, None)
     return out
+
+
+def _globals_bound(node: cst.CSTNode) -> set[str]:
+    """The names functions in `node` (a def, or a class's methods) declare `global` and bind in their body."""
+    declared: set[str] = set()
+    stored: set[str] = set()
+
+    class Visit(cst.CSTVisitor):
+        def visit_Global(self, g: cst.Global) -> None:
+            declared.update(n.name.value for n in g.names)
+
+        def visit_AssignTarget(self, t: cst.AssignTarget) -> None:
+            for sub in _names_in(t.target):
+                stored.add(sub)
+
+        def visit_AugAssign(self, a: cst.AugAssign) -> None:
+            stored.update(_names_in(a.target))
+
+        def visit_FunctionDef(self, f: cst.FunctionDef) -> None:
+            stored.add(f.name.value)
+
+    node.visit(Visit())
+    return declared & stored
+
+
+def _names_in(target: cst.CSTNode) -> list[str]:
+    if isinstance(target, cst.Name):
+        return [target.value]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [n for e in target.elements for n in _names_in(e.value)]
+    if isinstance(target, cst.StarredElement):
+        return _names_in(target.value)
+    return []
 
 
 def bound_at_module_level(stmts: list) -> dict[str, int]:

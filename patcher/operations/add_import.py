@@ -212,15 +212,16 @@ class AddImport(Operation):
             missing.append(want)
         if not missing:
             return AlreadyApplied(found[0] if found else None)
-        from .add_definition import defined_names
+        from .add_definition import _bound_in
 
-        defined = {n: s for s in module.body for n in defined_names(s)}  # a module-level def, class or assignment
+        # a module-level def, class, assignment, loop or `with` target, `except ... as`, or a function's `global`
+        defined = _bound_in(module.body, imports=False)
         for want in missing:
             if want.bound in defined:
                 s = defined[want.bound]
-                raise Conflict(f"`{want.bound}` is already defined in the module: `{_line(module, s)}`; the import "
-                               "would be rebound by it, or rebind it",
-                               candidates=[Candidate(f"`{_line(module, s)}`", node=s)])
+                shown = ast.unparse(ast.parse(textwrap.dedent(code_of(module, s)))).splitlines()[0]
+                raise Conflict(f"`{want.bound}` is already bound by the module: `{shown}`; the import would be "
+                               "rebound by it, or rebind it", candidates=[Candidate(f"`{shown}`", node=s)])
         if self.merge:
             merged = self._merge(module, wanted, missing)
             if merged is not None:
