@@ -20,6 +20,7 @@ import subprocess
 import sys
 import tempfile
 import zipfile
+import zlib
 from pathlib import Path, PurePosixPath
 
 from packaging.version import InvalidVersion, Version
@@ -122,8 +123,9 @@ def _unpack(wheel: Path, final: Path) -> None:
                     mode = (info.external_attr >> 16) & 0o777
                     if mode and not info.is_dir():
                         (temp / rel).chmod(mode | stat.S_IRUSR | stat.S_IWUSR)
-        except zipfile.BadZipFile as exc:
-            wheel.unlink(missing_ok=True)  # a truncated download: fetch again next time
+        except (zipfile.BadZipFile, zlib.error, EOFError) as exc:
+            # a truncated download, or damaged compressed data inside a member: fetch again next time
+            wheel.unlink(missing_ok=True)
             raise FetchError(f"{wheel.name} is not a valid wheel ({exc}); it was removed from the cache") from None
         os.replace(temp, final)
     finally:

@@ -502,6 +502,27 @@ def test_fetch_release_refuses_unsafe_wheels_and_reports_download_failures(tmp_p
         fetch_release("fakedist", "latest", tmp_path)
 
 
+def test_a_cached_wheel_with_damaged_compressed_data_is_bad_input_and_removed(tmp_path):
+    # a hostile round: a flipped byte inside a member's deflate stream raised zlib.error: exit 1 on every later run,
+    # the wheel kept in the cache
+    (tmp_path / "wheels").mkdir()
+    wheel = tmp_path / "wheels" / "fakedist-1.2-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("fakedist/__init__.py", "".join(f"X{i} = {i}\n" for i in range(2000)))
+        archive.writestr("fakedist-1.2.dist-info/METADATA", "Version: 1.2\n")
+    with zipfile.ZipFile(wheel) as archive:
+        info = archive.getinfo("fakedist/__init__.py")
+    data = bytearray(wheel.read_bytes())
+    start = info.header_offset + 30 + len(info.filename) + len(info.extra)
+    for i in range(start + 4, start + 40):
+        data[i] ^= 0x5A
+    wheel.write_bytes(bytes(data))
+    with pytest.raises(FetchError, match="not a valid wheel") as caught:
+        fetch_release("fakedist", "1.2", tmp_path)
+    assert "a bug" not in caught.value.title and caught.value.exit_code != 1
+    assert not wheel.exists() and not (tmp_path / "unpacked" / "fakedist-1.2").exists()
+
+
 def test_cache_dir_follows_the_environment(monkeypatch, tmp_path):
     monkeypatch.setenv("SPECPATCH_CACHE", str(tmp_path / "c"))
     assert cache_dir() == tmp_path / "c"
