@@ -258,6 +258,12 @@ class Ledger:
         applied = sorted([r for r in self.applied if r.seq != record.seq] + [record], key=lambda r: r.seq)
         return Ledger(max(self.next_seq, record.seq + 1), applied, list(self.retired))
 
+    def reviving(self, seq: int) -> "Ledger":
+        """This ledger with the retired entry `seq` applied again (the tree holds what it wrote once more)."""
+        back = [r.record for r in self.retired if r.record.seq == seq]
+        return Ledger(self.next_seq, sorted([*self.applied, *back], key=lambda r: r.seq),
+                      [r for r in self.retired if r.record.seq != seq])
+
     def retiring(self, record: AppliedRecord, reason: str) -> "Ledger":
         """This ledger with `record` moved from the applied entries to the retired ones."""
         return Ledger(self.next_seq, [r for r in self.applied if r.seq != record.seq],

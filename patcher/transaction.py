@@ -862,7 +862,21 @@ def retire_stale(target: Target) -> list[RetiredRecord]:
         if reason is not None:
             ledger = ledger.retiring(record, reason)
             retired.append(ledger.retired[-1])
-    if retired:
+    revived = False
+    for old in reversed(ledger.retired):  # the newest first
+        record = old.record
+        if record.package != target.package or any(r.record.seq == record.seq for r in retired):
+            continue
+        busy = {f.rel for r in ledger.applied for f in r.files}
+        states = file_states(target, record)
+        if (states and all(s.state is FileBytes.INTACT for s in states) and not busy & {f.rel for f in record.files}
+                and stale_reason(target, record) is None
+                and all(state.path(f.backup).is_file() for f in record.files)):
+            # the tree holds again exactly what that apply wrote (`git stash pop` after a verify retired it): the
+            # entry describes it, and its backups are the bytes before it; a rollback restores them
+            ledger = ledger.reviving(record.seq)
+            revived = True
+    if retired or revived:
         state.write_ledger(ledger)
     return retired
 

@@ -210,6 +210,33 @@ def test_a_release_that_changes_while_the_apply_writes_undoes_it(root, three):
     assert transaction.applied_records(target) == []
 
 
+def test_an_entry_retired_while_its_edits_were_away_is_applied_again_when_they_come_back(root, target, three):
+    # a safety round: apply, `git stash` (the files original again), a verify (which retired the entry), `git stash
+    # pop` (the patched bytes back): rollback said "nothing to roll back" and left the tree patched
+    apply(target, three)
+    patched = snapshot(root)
+    for rel in FILES:
+        (root / rel).write_bytes(ORIGINAL[rel][0])
+    with transaction.target_lock(target):
+        assert [r.record.recipe for r in transaction.retire_stale(target)] == ["three-fields"]
+    assert transaction.applied_records(target) == []
+    for rel in FILES:
+        (root / rel).write_bytes(patched[rel][0])
+    report = transaction.rollback(target)
+    assert sorted(report.restored) == sorted(FILES), report
+    assert all(snapshot(root)[rel][0] == ORIGINAL[rel][0] for rel in FILES)
+    # half of them back is not the entry's tree: it stays history
+    apply(target, three)
+    for rel in FILES:
+        (root / rel).write_bytes(ORIGINAL[rel][0])
+    with transaction.target_lock(target):
+        transaction.retire_stale(target)
+    (root / FILES[0]).write_bytes(patched[FILES[0]][0])
+    with transaction.target_lock(target):
+        transaction.retire_stale(target)
+    assert transaction.applied_records(target) == []
+
+
 def test_commit_refuses_without_the_lock(root, target, three):
     with transaction.target_lock(target) as lock:
         plan_ = engine.plan(three, target)
