@@ -604,7 +604,7 @@ def try_recipe(recipe: Recipe, version: str = "0.5.9", *, keep: Path | None = No
 
     check_keep(keep)
     start = time.perf_counter()
-    release = fetch_release(recipe.target.package, version)
+    release = fetch_release(recipe.target.package, version, pristine=True)  # a cached tree edited since: again
     scratch = None if keep is not None else Path(tempfile.mkdtemp(prefix=f"specpatch-try-{version}-"))
     work = keep if keep is not None else scratch / "t"
     try:

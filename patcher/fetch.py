@@ -41,11 +41,13 @@ _default_cache_dir = cache_dir  # fetch_release's parameter of the same name hid
 
 
 def fetch_release(package: str, version: str, cache_dir: Path | None = None, *, python: str = sys.executable,
-                  timeout: float = 900.0) -> Path:
+                  timeout: float = 900.0, pristine: bool = False) -> Path:
     """The folder holding the unpacked wheel of `package==version` (the package folder and its dist-info).
 
     Downloads the wheel with `python -m pip download --no-deps` unless the cache already has it, and unpacks it once;
-    concurrent callers (parallel test workers, two `specpatch try`) wait for each other on a file lock.
+    concurrent callers (parallel test workers, two `specpatch try`) wait for each other on a file lock. With
+    `pristine`, an unpacked folder whose files differ from its wheel's RECORD (edited, truncated, a recipe applied
+    to it) is unpacked again from the wheel first.
     """
     from filelock import FileLock, Timeout
 
@@ -57,14 +59,16 @@ def fetch_release(package: str, version: str, cache_dir: Path | None = None, *, 
     wheels, unpacked = root / "wheels", root / "unpacked"
     name = _normalize(package)
     final = unpacked / f"{name}-{wanted}"
-    if final.is_dir():
+    if final.is_dir() and not (pristine and differs_from_record(final)):
         return final
     unpacked.mkdir(parents=True, exist_ok=True)
     wheels.mkdir(parents=True, exist_ok=True)
     try:
         with FileLock(str(unpacked / f".{name}-{wanted}.lock"), timeout=LOCK_TIMEOUT):
-            if final.is_dir():  # another process finished while we waited
+            if final.is_dir() and not (pristine and differs_from_record(final)):  # another process finished first
                 return final
+            if final.is_dir():
+                shutil.rmtree(final)  # not what the wheel holds any more: unpacked again below
             for stale in unpacked.glob(f".{final.name}-*"):  # left by a process killed while unpacking
                 shutil.rmtree(stale, ignore_errors=True)
             wheel = _cached_wheel(wheels, name, wanted) or _download(package, wanted, wheels, python, timeout)
@@ -131,3 +135,36 @@ def _unpack(wheel: Path, final: Path) -> None:
     finally:
         if temp.exists():
             shutil.rmtree(temp, ignore_errors=True)
+
+
+def differs_from_record(folder: Path) -> str | None:
+    """The first file of an unpacked wheel whose bytes are not those its dist-info's RECORD lists (or which is
+    gone), or a file under the package that RECORD does not list (a `.specpatch` state folder, a new module);
+    None when the folder is as unpacked. Bytecode folders are left out."""
+    import base64
+    import csv
+    import hashlib
+
+    records = sorted(folder.glob("*.dist-info/RECORD"))
+    if not records:
+        return None
+    listed: set[str] = set()
+    with records[0].open(newline="", encoding="utf-8", errors="replace") as handle:
+        for row in csv.reader(handle):
+            if len(row) < 2 or not row[1].startswith("sha256="):
+                continue
+            rel = row[0]
+            listed.add(rel)
+            path = folder / rel
+            try:
+                digest = base64.urlsafe_b64encode(hashlib.sha256(path.read_bytes()).digest()).rstrip(b"=").decode()
+            except OSError:
+                return rel
+            if digest != row[1][len("sha256="):]:
+                return rel
+    for path in folder.rglob("*"):
+        rel = path.relative_to(folder).as_posix()
+        if path.is_file() and "__pycache__" not in path.parts and not rel.endswith("dist-info/RECORD") \
+                and rel not in listed:
+            return rel
+    return None

@@ -523,6 +523,36 @@ def test_a_cached_wheel_with_damaged_compressed_data_is_bad_input_and_removed(tm
     assert not wheel.exists() and not (tmp_path / "unpacked" / "fakedist-1.2").exists()
 
 
+def test_a_pristine_fetch_unpacks_again_a_cached_tree_edited_since(tmp_path):
+    # a safety round: `try` ran on a cached tree a recipe had been applied to ("already applied", then "verified"),
+    # and on a truncated one ("this release may have moved the code")
+    import base64
+    import hashlib
+
+    def line(rel: str, data: bytes) -> str:
+        digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+        return f"{rel},sha256={digest},{len(data)}\n"
+
+    members = {"fakedist/__init__.py": b"X = 1\n", "fakedist-1.2.dist-info/METADATA": b"Version: 1.2\n"}
+    record = "".join(line(rel, data) for rel, data in members.items()) + "fakedist-1.2.dist-info/RECORD,,\n"
+    _fake_wheel(tmp_path / "wheels", version="1.2", members={**{k: v.decode() for k, v in members.items()},
+                                                             "fakedist-1.2.dist-info/RECORD": record})
+    folder = fetch_release("fakedist", "1.2", tmp_path)
+    (folder / "fakedist" / "__init__.py").write_text("X = 2\n")
+    assert fetch_release("fakedist", "1.2", tmp_path) == folder  # as cached: tests and port read it as it is
+    assert (folder / "fakedist" / "__init__.py").read_text() == "X = 2\n"
+    assert fetch_release("fakedist", "1.2", tmp_path, pristine=True) == folder
+    assert (folder / "fakedist" / "__init__.py").read_text() == "X = 1\n"
+    (folder / ".specpatch").mkdir()
+    (folder / ".specpatch" / "ledger.json").write_text("{}")
+    fetch_release("fakedist", "1.2", tmp_path, pristine=True)
+    assert not (folder / ".specpatch").exists()
+    (folder / "fakedist" / "__pycache__").mkdir()
+    (folder / "fakedist" / "__pycache__" / "x.pyc").write_bytes(b"")
+    fetch_release("fakedist", "1.2", tmp_path, pristine=True)
+    assert (folder / "fakedist" / "__pycache__" / "x.pyc").exists()  # bytecode is no edit: left alone
+
+
 def test_cache_dir_follows_the_environment(monkeypatch, tmp_path):
     monkeypatch.setenv("SPECPATCH_CACHE", str(tmp_path / "c"))
     assert cache_dir() == tmp_path / "c"
