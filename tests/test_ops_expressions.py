@@ -317,3 +317,13 @@ def test_a_parameter_put_last_before_star_args_takes_what_calls_passed_into_them
     assert "passes an argument to `*rest` by position" in err.message
     check(step, "def g(a, b, *rest):\n    return rest\n\n\nX = g(1, 2)\n",
           "def g(a, b, c=0, *rest):\n    return rest\n\n\nX = g(1, 2)\n")
+
+
+@pytest.mark.parametrize("before", [
+    # a hostile round: `req, out = pair()` became `req, extra, out = pair()`, "changed", then ValueError
+    "def f():\n    req, out = pair()\n    return req\n",
+    "def f(items):\n    for req, out in items:\n        pass\n",
+    "def f(items):\n    return [req for req, out in items]\n",
+])
+def test_an_unpacking_target_is_not_a_literal_to_add_an_element_to(before):
+    cannot(op("add_element", within="f", after="req", code="extra"), before, AnchorNotFound)

@@ -11,7 +11,8 @@ Example (sglang 0.5.9, `ModelConfig.__init__`: one more draft-model architecture
 The literal is found by what it holds: the one list, tuple or set literal under `within` (any depth) that has an
 element equal to `after` (compared as code). Anchoring on an element, not on the whole literal, survives upstream
 adding or removing other elements. The new element takes the layout of its neighbours (one per line in a literal
-written one element per line, a trailing comma kept).
+written one element per line, a trailing comma kept). The names an assignment, a `for`, a comprehension or a `with`
+unpacks into (`req, out = pair()`) are no literal: a name added there, without the value growing, raises ValueError.
 
 Answers: *changed*; *already applied* (that literal already holds `code`, anywhere in it; or several literals hold
 `after` and each of them holds `code`); *cannot apply* (no literal holds `after`, or several do and one of them lacks
@@ -66,8 +67,11 @@ class AddElement(Operation):
         after_key, new_key = expression_key(self.after), expression_key(self.code)
         scope = scope_path(module, self.within)
         literals = expressions_under(scope, _LITERALS)
+        targets = _unpacking_targets(scope[-1])
         found = []
         for lit in literals:
+            if id(lit) in targets:
+                continue  # `req, out = pair()`: names to unpack into, not a literal (the value side would not grow)
             keys = [node_key(module, e.value) for e in lit.elements]
             if after_key in keys:
                 found.append((lit, keys))
@@ -96,3 +100,31 @@ class AddElement(Operation):
 
         return CannotApply(AnchorNotFound("a one-element tuple without parentheses cannot take a new element here",
                                           candidates=[Candidate("use replace_expression", node=lit)]))
+
+
+def _unpacking_targets(node: cst.CSTNode) -> set[int]:
+    """The ids of the tuples and lists under `node` that are targets (of an assignment, a `for`, a comprehension, a
+    `with ... as`), nested ones included."""
+    found: set[int] = set()
+
+    def mark(target: cst.CSTNode) -> None:
+        if isinstance(target, (cst.Tuple, cst.List)):
+            found.add(id(target))
+            for e in target.elements:
+                mark(e.value)
+
+    class Visit(cst.CSTVisitor):
+        def visit_AssignTarget(self, n: cst.AssignTarget) -> None:
+            mark(n.target)
+
+        def visit_For(self, n: cst.For) -> None:
+            mark(n.target)
+
+        def visit_CompFor(self, n: cst.CompFor) -> None:
+            mark(n.target)
+
+        def visit_AsName(self, n: cst.AsName) -> None:
+            mark(n.name)
+
+    node.visit(Visit())
+    return found
