@@ -327,3 +327,14 @@ def test_a_parameter_put_last_before_star_args_takes_what_calls_passed_into_them
 ])
 def test_an_unpacking_target_is_not_a_literal_to_add_an_element_to(before):
     cannot(op("add_element", within="f", after="req", code="extra"), before, AnchorNotFound)
+
+
+def test_a_neighbours_trailing_comment_stays_on_its_line():
+    # a hostile round: `timeout=30,  # seconds` gave `timeout=30,` and `retries=3,  # seconds`; an element took a
+    # copy of its neighbour's comment
+    check(op("add_keyword_argument", call="connect(...)", code="retries=3"),
+          "x = connect(\n    host=1,  # where\n    timeout=30,  # seconds\n)\n",
+          "x = connect(\n    host=1,  # where\n    timeout=30,  # seconds\n    retries=3,\n)\n")
+    check(op("add_element", after='"fa3"', code='"flashinfer"'),
+          'B = [\n    "fa3",  # the default\n    "triton",\n]\n',
+          'B = [\n    "fa3",  # the default\n    "flashinfer",\n    "triton",\n]\n')

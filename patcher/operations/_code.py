@@ -231,7 +231,7 @@ def insert_item(items: Sequence, index: int, new, opening: object = None) -> lis
         return [new.with_changes(comma=cst.MaybeSentinel.DEFAULT)]
     if index < len(items):
         ref = items[index - 1] if index > 0 else items[0]
-        comma = ref.comma if isinstance(ref.comma, cst.Comma) else space
+        comma = _uncommented(ref.comma) if isinstance(ref.comma, cst.Comma) else space
         items.insert(index, new.with_changes(comma=comma))
         return items
     last = items[-1]
@@ -241,10 +241,26 @@ def insert_item(items: Sequence, index: int, new, opening: object = None) -> lis
         sep = cst.Comma(whitespace_after=opening)
     else:
         sep = space
-    trailing = last.comma if isinstance(last.comma, cst.Comma) else cst.MaybeSentinel.DEFAULT
+    trailing = _uncommented(last.comma) if isinstance(last.comma, cst.Comma) else cst.MaybeSentinel.DEFAULT
+    # the last item keeps the comment of its own line (`timeout=30,  # seconds`), with the layout of the others
+    own = last.comma.whitespace_after if isinstance(last.comma, cst.Comma) else None
+    layout = sep.whitespace_after
+    if isinstance(layout, cst.ParenthesizedWhitespace):
+        first = own.first_line if isinstance(own, cst.ParenthesizedWhitespace) else cst.TrailingWhitespace()
+        sep = sep.with_changes(whitespace_after=layout.with_changes(first_line=first))
     items[-1] = last.with_changes(comma=sep)
     items.append(new.with_changes(comma=trailing))
     return items
+
+
+def _uncommented(comma: cst.Comma) -> cst.Comma:
+    """A comma laid out as `comma` is, without the comment at the end of its line (it belongs to the item it
+    follows)."""
+    after = comma.whitespace_after
+    if isinstance(after, cst.ParenthesizedWhitespace) and after.first_line.comment is not None:
+        return comma.with_changes(whitespace_after=after.with_changes(first_line=cst.TrailingWhitespace(
+            newline=after.first_line.newline)))
+    return comma
 
 
 # --------------------------------------------------------------------------------------------------- `inside:`
