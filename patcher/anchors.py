@@ -407,12 +407,16 @@ def parse_statements(code: str, module: cst.Module, *, what: str = "code") -> li
     """Parse recipe code into statements that use the target module's newline and indentation."""
     import textwrap
 
+    return parsed_statements(textwrap.dedent(code.replace("\r\n", "\n")).strip("\n") + "\n", module, what=what)
+
+
+def parsed_statements(text: str, module: cst.Module, *, what: str = "code") -> list[cst.BaseStatement]:
+    """Recipe code (dedented, ending with a newline) parsed for `module`: its newline (inside multi-line strings
+    too: CRLF files stay CRLF) and its parser's Python version; comments above the first statement stay with it."""
     from .errors import RecipeError
 
-    text = textwrap.dedent(code.replace("\r\n", "\n")).strip("\n") + "\n"
     refuse_unparsable(text, what)
     try:
-        # inside multi-line strings too, the inserted code uses the target's line endings (CRLF files stay CRLF)
         parsed = cst.parse_module(text.replace("\n", module.default_newline), config=parsing_config(module))
     except cst.ParserSyntaxError as exc:
         raise RecipeError(f"the step's {what} is not valid Python: {exc.message} (line {exc.raw_line})") from None

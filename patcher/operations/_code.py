@@ -10,8 +10,7 @@ from typing import Any, Iterator, Sequence
 
 import libcst as cst
 
-from ..anchors import (NodePath, body_of, code_of, find_def, normalized, parsing_config, refuse_unparsable,
-                       walk_statements)
+from ..anchors import NodePath, body_of, code_of, find_def, normalized, parsed_statements, walk_statements
 from ..errors import RecipeError
 
 
@@ -66,15 +65,7 @@ def parse_block(code: str, module: cst.Module, *, what: str = "code") -> list[cs
     text = textwrap.dedent(code.replace("\r\n", "\n")).rstrip()
     if not text.strip():
         return []
-    refuse_unparsable(text, what)
-    try:
-        parsed = cst.parse_module((text + "\n").replace("\n", module.default_newline), config=parsing_config(module))
-    except cst.ParserSyntaxError as exc:
-        raise RecipeError(f"the step's {what} is not valid Python: {exc.message} (line {exc.raw_line})") from None
-    body = list(parsed.body)
-    if body and parsed.header:
-        body[0] = body[0].with_changes(leading_lines=(*parsed.header, *body[0].leading_lines))
-    return body
+    return parsed_statements(text + "\n", module, what=what)
 
 
 def parse_expression(code: str, *, what: str = "code") -> cst.BaseExpression:
