@@ -726,11 +726,28 @@ def _flow_changed(recipe_id: str, rel: str, before: str, after: str, tree: ast.M
                                   and not (isinstance(n.value, ast.Constant) and n.value.value is None)):
                 found.append((returns[-1].lineno, f"returns a value from the generator `{name}`: it ends the "
                                                   f"iteration, and a `for` loop or `list()` never sees the value"))
+        if isinstance(fn, ast.AsyncFunctionDef) != isinstance(old, ast.AsyncFunctionDef):
+            bare = _unawaited_calls(tree, {fn.name}) if isinstance(fn, ast.AsyncFunctionDef) else []
+            if bare or not isinstance(fn, ast.AsyncFunctionDef):
+                found.append((bare[0] if bare else fn.lineno,
+                              f"makes `{name}` a coroutine function (`async def`) while the module calls it without "
+                              f"`await`: those calls get a coroutine that never runs" if bare else
+                              f"makes the coroutine function `{name}` a plain one: its callers `await` what it "
+                              f"returns"))
+        # names the module defines only as coroutine functions (a sync `close` beside an async one says nothing)
+        coroutines = {f.name for f in ast.walk(tree) if isinstance(f, ast.AsyncFunctionDef)} - \
+            {f.name for f in ast.walk(tree) if isinstance(f, ast.FunctionDef)}
+        if coroutines and len(_unawaited_calls(fn, coroutines, statements_only=True)) > \
+                len(_unawaited_calls(old, coroutines, statements_only=True)):
+            line = _unawaited_calls(fn, coroutines, statements_only=True)[-1]
+            found.append((line, f"calls a coroutine function of the module in `{name}` without `await`: the "
+                                f"coroutine is made and never runs"))
         dead_then, dead_now = _dead_statements(old), _dead_statements(fn)
         if len(dead_now) > len(dead_then):
             line = dead_now[-1]
-            found.append((line, f"puts code in `{name}` right after a `return`, `raise`, `continue` or `break` of "
-                                f"its block: it never runs"))
+            found.append((line, f"puts code in `{name}` after a statement that always leaves its block (a "
+                                f"`return`, `raise`, `continue` or `break`, or an `if`, `with`, `try` or `while "
+                                f"True` every way through which does): it never runs"))
         for lineno, why in found[:1]:
             owner = next((r for r, c in done if c is not None and r.lines and r.lines[0] <= lineno <= r.lines[1]),
                          None) or next((r for r, c in reversed(done) if c is not None), None)
@@ -771,19 +788,79 @@ def _is_generator(fn: ast.AST) -> bool:
 
 
 def _dead_statements(fn: ast.AST) -> list[int]:
-    """The lines of the statements of a function's own blocks that follow a `return`, `raise`, `continue` or `break`
-    of the same block."""
+    """The lines of the statements of a function's own blocks that follow a statement of the same block that always
+    leaves it (`_always_leaves`: a `return`, or an `if` whose arms all return...)."""
     out: list[int] = []
     for node in (fn, *_own_nodes(fn)):
         for field in ("body", "orelse", "finalbody"):
             block = getattr(node, field, None)
             if not isinstance(block, list) or not block or not isinstance(block[0], ast.stmt):
                 continue
-            ends = [i for i, st in enumerate(block) if isinstance(st, (ast.Return, ast.Raise, ast.Continue,
-                                                                          ast.Break))]
+            ends = [i for i, st in enumerate(block) if _always_leaves(st)]
             if ends:
                 out.extend(st.lineno for st in block[ends[0] + 1:])
     return sorted(out)
+
+
+def _unawaited_calls(node: ast.AST, names: set[str], *, statements_only: bool = False) -> list[int]:
+    """The lines of the calls under `node` of a function named in `names` (`f(...)`, `self.f(...)`) whose coroutine
+    nothing takes: not awaited, not an argument of another call (`asyncio.run(f())`, `create_task(...)`), not
+    returned or assigned. `statements_only`: a call that is a statement by itself, or that a coroutine function
+    returns without `await` (its caller awaits it and gets another coroutine)."""
+    def called(call: ast.Call) -> str | None:
+        f = call.func
+        return f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) and \
+            isinstance(f.value, ast.Name) and f.value.id in ("self", "cls") else None
+
+    if statements_only:  # a call that is a statement, or what a coroutine function returns (its caller awaits it)
+        kinds = (ast.Expr, ast.Return) if isinstance(node, ast.AsyncFunctionDef) else (ast.Expr,)
+        return sorted(st.lineno for st in _own_nodes(node) if isinstance(st, kinds) and
+                      isinstance(st.value, ast.Call) and called(st.value) in names)
+    taken: set[int] = set()
+    for n in ast.walk(node):
+        if isinstance(n, ast.Await):
+            taken.add(id(n.value))
+        elif isinstance(n, ast.Call):
+            taken.update(id(a) for a in (*n.args, *(k.value for k in n.keywords)))
+        elif isinstance(n, (ast.Return, ast.Assign, ast.AnnAssign, ast.NamedExpr)) and n.value is not None:
+            taken.add(id(n.value))
+    return sorted(n.lineno for n in ast.walk(node) if isinstance(n, ast.Call) and called(n) in names
+                  and id(n) not in taken)
+
+
+def _always_leaves(st: ast.stmt) -> bool:
+    """Whether control never goes on past the statement: a `return`, `raise`, `continue` or `break`; an `if` whose
+    arms (an `else` included) all leave; a `with` whose body leaves; a `try` whose body and handlers leave (or whose
+    `finally` does); a `while True:` without a `break` of its own."""
+    def block(stmts: list[ast.stmt]) -> bool:
+        return any(_always_leaves(s) for s in stmts)
+
+    if isinstance(st, (ast.Return, ast.Raise, ast.Continue, ast.Break)):
+        return True
+    if isinstance(st, ast.If):
+        return bool(st.orelse) and block(st.body) and block(st.orelse)
+    if isinstance(st, (ast.With, ast.AsyncWith)):
+        return block(st.body)
+    if isinstance(st, ast.Try) or type(st).__name__ == "TryStar":
+        if st.finalbody and block(st.finalbody):
+            return True
+        return block(st.body) and all(block(h.body) for h in st.handlers)
+    if isinstance(st, ast.While):
+        forever = isinstance(st.test, ast.Constant) and bool(st.test.value)
+        breaks = any(isinstance(n, ast.Break) for n in _loop_own(st))
+        return forever and not breaks
+    return False
+
+
+def _loop_own(loop: ast.AST) -> Iterator[ast.AST]:
+    """The nodes of a loop's body, not those of loops or functions nested in it (their `break` is theirs)."""
+    todo = [*loop.body]
+    while todo:
+        node = todo.pop()
+        yield node
+        if not isinstance(node, (ast.For, ast.AsyncFor, ast.While, ast.FunctionDef, ast.AsyncFunctionDef,
+                                 ast.ClassDef, ast.Lambda)):
+            todo.extend(ast.iter_child_nodes(node))
 
 
 def _attributes_taken(recipe_id: str, rel: str, before: str, after: str, tree: ast.Module,

@@ -406,6 +406,13 @@ def handle(req):
     if req is None:
         return "empty"
     return "ok"
+
+
+def guarded(req):
+    try:
+        return len(req)
+    finally:
+        events.append("done")
 """
 
 
@@ -415,12 +422,48 @@ def handle(req):
     ("op: insert_statements\n    function: chunks\n    at: start\n    code: \"if n <= 0:\\n    return [items]\"",
      "returns a value from the generator `chunks`"),
     ("op: insert_statements\n    function: handle\n    at: after\n    match: return \"empty\"\n"
-     "    code: events.append(req)", "right after a `return`"),
+     "    code: events.append(req)", "a statement that always leaves its block"),
+    ("op: insert_statements\n    function: guarded\n    at: end\n    code: events.append(req)",
+     "a statement that always leaves its block"),
 ])
 def test_code_that_changes_how_a_function_runs_in_a_way_python_accepts_is_refused(tmp_path, step, says):
     # a hostile round: each answered "changed", exit 0: total() returned a generator object, list(chunks(x, 0)) was
     # [], and the event after `return "empty"` never ran
     root = make_target(tmp_path, {"srt/m.py": FLOW.encode()})
+    text = ('id: demo\ntitle: Demo\ntarget: {package: sglang, versions: "==0.5.9"}\nsteps:\n'
+            f'  - file: srt/m.py\n    {step}\n')
+    p = plan(recipe(tmp_path, text), find_target(root))
+    assert not p.ok and says in p.errors[0].message, p.errors
+
+
+ASYNC = """\
+async def fetch(x):
+    return x
+
+
+async def handle(x):
+    y = x + 1
+    return await fetch(y)
+
+
+def total(x):
+    return x
+
+
+def user(x):
+    return total(x) + 1
+"""
+
+
+@pytest.mark.parametrize("step, says", [
+    # a hostile round: each "changed", exit 0: a coroutine never awaited, or one handed back un-awaited
+    ("op: insert_statements\n    function: handle\n    at: start\n    code: fetch(x + 100)", "without `await`"),
+    ("op: add_branch\n    function: handle\n    condition: x > 9\n    call: fetch(x)", "without `await`"),
+    ("op: replace_statements\n    match: \"def total(x):\\n    ...\"\n    code: \"async def total(x):\\n    ...\"",
+     "makes `total` a coroutine function"),
+])
+def test_a_coroutine_nothing_awaits_is_refused(tmp_path, step, says):
+    root = make_target(tmp_path, {"srt/m.py": ASYNC.encode()})
     text = ('id: demo\ntitle: Demo\ntarget: {package: sglang, versions: "==0.5.9"}\nsteps:\n'
             f'  - file: srt/m.py\n    {step}\n')
     p = plan(recipe(tmp_path, text), find_target(root))
