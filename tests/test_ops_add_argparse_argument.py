@@ -336,3 +336,14 @@ def test_a_flag_that_shares_a_dest_without_a_default_or_help_on_a_parser_without
     helps = 'parser.add_argument("-h", "--host")'
     check(op("add_argparse_argument", function="build", after_flag="--enable-x", code=helps), before,
           before.replace("    return parser\n", f"    {helps}\n    return parser\n"))
+
+
+def test_a_flag_sharing_a_dest_with_the_same_default_as_argparse_gives_the_other_is_added():
+    # a review: `--model` (default=None) beside `--model-path` (no default: None) was refused as "another default"
+    before = ("def build(parser):\n    parser.add_argument(\"--model-path\", type=str)\n"
+              "    parser.add_argument(\"--enable-cache\", dest=\"cache\", action=\"store_true\")\n")
+    for after, code in (("--model-path", 'parser.add_argument("--model", dest="model_path", type=str, default=None)'),
+                        ("--enable-cache", 'parser.add_argument("--no-cache", dest="cache", default=False)')):
+        step = op("add_argparse_argument", function="build", after_flag=after, code=code)
+        anchor = next(line for line in before.splitlines(keepends=True) if f'"{after}"' in line)
+        check(step, before, before.replace(anchor, anchor + f"    {code}\n"))

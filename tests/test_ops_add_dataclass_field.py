@@ -162,3 +162,17 @@ def test_fields_the_generated_init_takes_by_keyword_only_or_plain_classes_are_no
     after_kw = op("add_dataclass_field", **{"class": "ServerArgs", "after": "x", "code": "tenant: str"})
     check(after_kw, "@dataclass\nclass ServerArgs:\n    port: int = 1\n    _: KW_ONLY\n    x: int = 0\n",
           "@dataclass\nclass ServerArgs:\n    port: int = 1\n    _: KW_ONLY\n    x: int = 0\n    tenant: str\n")
+
+
+@pytest.mark.parametrize("code, before", [
+    # a review: each was refused, wrongly. Keyword arguments are no position (sglang 0.5.9's aiter_backend.py calls
+    # ForwardMetadata with 6 by position and 8 by keyword)
+    ("extra: int = 0", "@dataclass\nclass M:\n    a: int\n    port: int = 1\n    b: int = 2\n\n\n"
+                       "X = M(1, b=3, port=4)\n"),
+    ("KNOWN: ClassVar[list] = ['eagle']", "@dataclass\nclass M:\n    port: int = 1\n"),  # no field: no default
+    ("tenant: str", "@dataclass(init=False)\nclass M:\n    port: int = 1\n"),  # the class writes its __init__
+    ("tenant: str = field(kw_only=True)", "@dataclass\nclass M:\n    port: int = 1\n\n\nX = M(3)\n"),
+])
+def test_fields_that_leave_the_generated_init_working_are_added(code, before):
+    step = op("add_dataclass_field", **{"class": "M", "after": "port", "code": code})
+    check(step, before, before.replace("    port: int = 1\n", f"    port: int = 1\n    {code}\n"))

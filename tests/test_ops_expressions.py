@@ -338,3 +338,17 @@ def test_a_neighbours_trailing_comment_stays_on_its_line():
     check(op("add_element", after='"fa3"', code='"flashinfer"'),
           'B = [\n    "fa3",  # the default\n    "triton",\n]\n',
           'B = [\n    "fa3",  # the default\n    "flashinfer",\n    "triton",\n]\n')
+
+
+def test_a_required_parameter_is_judged_beside_the_steps_that_pass_it_and_only_on_its_own_calls():
+    # a review: refused when the recipe's next step passes it (add_keyword_argument), and over a super().forward()
+    # of another class of the module (sglang 0.5.9's gemma3_causal.py)
+    param = op("add_parameter", function="A.process", code="tenant")
+    keyword = op("add_keyword_argument", call="self.process(...)", code='tenant="x"', within="A.run")
+    before = ("class A:\n    def process(self, batch):\n        return batch\n\n    def run(self, b):\n"
+              "        return self.process(b)\n")
+    check(param.among([param, keyword]), before, before.replace("(self, batch)", "(self, batch, tenant)"))
+    other = ("class A:\n    def process(self, batch):\n        return batch\n\n\nclass B(Base):\n"
+             "    def process(self, batch):\n        return super().process(batch)\n")
+    check(param, other, other.replace("    def process(self, batch):\n        return batch\n",
+                                      "    def process(self, batch, tenant):\n        return batch\n", 1))

@@ -171,7 +171,8 @@ class AddArgparseArgument(Operation):
                     if parser_of(call, groups) != receiver:
                         continue
                     their_dest, their_default = _dest_and_default(module, call)
-                    if their_dest == dest and default is not None and default != their_default:
+                    if their_dest == dest and default is not None and \
+                            _value(default) != _value(their_default or _implicit_default(module, call)):
                         have = code_of(module, p[-1]).strip().splitlines()[0]
                         raise Conflict(f"`{new_flag}` writes `args.{dest}`, which `{have}` already writes with another "
                                        f"default: the first registered default wins, and `{default}` would never be "
@@ -203,6 +204,24 @@ def _made_without_help(module: cst.Module, fn: cst.CSTNode, receiver: str | None
     fn.visit(Made())
     return any(a.keyword is not None and a.keyword.value == "add_help" and module.code_for_node(a.value) == "False"
                for call in found for a in call.args)
+
+
+def _implicit_default(module: cst.Module, call: cst.Call) -> str:
+    """The default an `add_argument(...)` call without `default=` has: False for `store_true`, True for
+    `store_false`, else None."""
+    action = next((string_value(a.value) for a in call.args if a.keyword is not None and a.keyword.value == "action"),
+                  None)
+    return {"store_true": "False", "store_false": "True"}.get(action or "", "None")
+
+
+def _value(code: str) -> object:
+    """A default's code as the value it stands for when it is a literal, else its text (`ServerArgs.x`)."""
+    import ast
+
+    try:
+        return ("value", ast.literal_eval(code))
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return ("code", " ".join(code.split()))
 
 
 def _dest_and_default(module: cst.Module, call: cst.Call) -> tuple[str | None, str | None]:

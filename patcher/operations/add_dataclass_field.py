@@ -24,6 +24,7 @@ from ..anchors import (body_of, class_members, code_of, find_class, ident, inser
                        same_code, walk_statements)
 from ..errors import AnchorAmbiguous, AnchorNotFound, Candidate, Conflict, RecipeError
 from ..model import option
+from ._code import line_text
 from .base import AlreadyApplied, Changed, Operation, Outcome, attempt, register
 
 
@@ -139,10 +140,13 @@ def _init_kind(module: cst.Module, cls: cst.ClassDef) -> str | None:
     """"dataclass" for a class whose fields make a positional `__init__` (`@dataclass`, not `kw_only=True`),
     "namedtuple" for a `NamedTuple`, else None (a plain class, an Enum, a model class of another library)."""
     for d in cls.decorators:
-        text = module.code_for_node(d.decorator).strip()
-        head = text.split("(", 1)[0].split(".")[-1]
+        dec = d.decorator
+        head = module.code_for_node(dec.func if isinstance(dec, cst.Call) else dec).strip().split(".")[-1]
         if head == "dataclass":
-            return None if "kw_only=True" in text.replace(" ", "") else "dataclass"
+            options = {a.keyword.value: module.code_for_node(a.value).strip() for a in getattr(dec, "args", ())
+                       if a.keyword is not None}
+            # no positional `__init__` to break: keyword-only fields, or an `__init__` the class writes itself
+            return None if options.get("kw_only") == "True" or options.get("init") == "False" else "dataclass"
     if any(module.code_for_node(b.value).strip().split(".")[-1] == "NamedTuple" for b in cls.bases):
         return "namedtuple"
     return None
@@ -161,7 +165,7 @@ def _has_default(module: cst.Module, stmt: cst.CSTNode) -> bool | None:
     value = small.value
     if isinstance(value, cst.Call) and module.code_for_node(value.func).split(".")[-1] == "field":
         keys = {a.keyword.value: module.code_for_node(a.value) for a in value.args if a.keyword is not None}
-        if keys.get("init") == "False":
+        if keys.get("init") == "False" or keys.get("kw_only") == "True":
             return None
         return "default" in keys or "default_factory" in keys
     return value is not None
@@ -180,7 +184,9 @@ def _refuse_bad_init(module: cst.Module, cpath, new: cst.SimpleStatementLine, na
     if not isinstance(small, cst.AnnAssign):
         raise Conflict(f"`{name} = ...` is not a field of the {kind} `{cls_name}` (no annotation): a class attribute "
                        f"its `__init__` does not take; write `{name}: <type> = ...`")
-    if kind == "dataclass" and isinstance(small.value, (cst.List, cst.Dict, cst.Set)):
+    if kind == "dataclass" and _has_default(module, new) is not None and (
+            isinstance(small.value, (cst.List, cst.Dict, cst.Set)) or isinstance(small.value, cst.Call)
+            and module.code_for_node(small.value.func).strip() in ("list", "dict", "set")):
         raise Conflict(f"the field `{name}` of the dataclass `{cls_name}` has a mutable default "
                        f"(`{module.code_for_node(small.value)}`): ValueError when the class is created; use "
                        f"`field(default_factory=...)`")
@@ -209,11 +215,12 @@ def _refuse_bad_init(module: cst.Module, cpath, new: cst.SimpleStatementLine, na
                                                  node=seen_default if seen_default is not new else stmt)])
     position = next(i for i, (s, _) in enumerate(fields) if s is new)
     for call in _positional_calls(module, cls_name.split(".")[-1]):
-        if len(call.args) > position and not any(a.star for a in call.args):
-            raise Conflict(f"a call of `{cls_name}` in the module passes {len(call.args)} arguments by position "
-                           f"(`{module.code_for_node(call).strip()}`): the new field `{name}`, number {position + 1} "
-                           f"of its `__init__`, would take one meant for the next field",
-                           candidates=[Candidate(module.code_for_node(call).strip(), node=call)])
+        positional = [a for a in call.args if a.keyword is None and not a.star]
+        if len(positional) > position and not any(a.star for a in call.args):
+            shown = line_text(module.code_for_node(call))
+            raise Conflict(f"a call of `{cls_name}` in the module passes {len(positional)} arguments by position "
+                           f"(`{shown}`): the new field `{name}`, number {position + 1} of its `__init__`, would "
+                           f"take one meant for the next field", candidates=[Candidate(f"`{shown}`", node=call)])
 
 
 def _positional_calls(module: cst.Module, name: str) -> list[cst.Call]:

@@ -71,7 +71,9 @@ class AddParameter(Operation):
 
         name = self.function.rsplit(".", 1)[-1]
         name = self.function.rsplit(".", 2)[-2] if name == "__init__" and "." in self.function else name
-        touched = any(s is not self and f"{name}(" in (getattr(s, "code", None) or "") for s in steps)
+        # another step writes calls of it: in its code, or a keyword it adds to one (`call: self.process(...)`)
+        touched = any(s is not self and (f"{name}(" in (getattr(s, "code", None) or "")
+                                         or s.op == "add_keyword_argument" and f"{name}(" in s.call) for s in steps)
         return replace(self, callers_changed=True) if touched else self
 
     def _refuse_shifting_callers(self, module: cst.Module, fpath, field: str, index: int) -> None:
@@ -187,9 +189,11 @@ def _module_calls(module: cst.Module, fpath) -> Iterator[tuple[cst.Call, int]]:
     `self.m(...)`, `cls.m(...)`, `Cls.m(...)`, `Cls().m(...)` and `super().m(...)` of a method."""
     fn = fpath[-1]
     cls = next((n for n in reversed(fpath[:-1]) if isinstance(n, cst.ClassDef)), None)
-    static = any(isinstance(d.decorator, cst.Name) and d.decorator.value == "staticmethod" for d in fn.decorators)
+    kinds = {d.decorator.value for d in fn.decorators if isinstance(d.decorator, cst.Name)}
+    static, classmethod = "staticmethod" in kinds, "classmethod" in kinds
     name = fn.name.value
-    for call in _calls(module):
+    family = _subclasses(module, cls.name.value) if cls is not None else set()  # `self.m` in them may run it
+    for call, owner_cls in _calls_in_classes(module):
         func, offset = call.func, 0
         if cls is None:
             hit = isinstance(func, cst.Name) and func.value == name and len(fpath) == 2
@@ -197,23 +201,50 @@ def _module_calls(module: cst.Module, fpath) -> Iterator[tuple[cst.Call, int]]:
             hit, offset = isinstance(func, cst.Name) and func.value == cls.name.value, 1
         else:
             owner = func.value if isinstance(func, cst.Attribute) else None
+            inside = owner_cls is not None and owner_cls.name.value in family
+            via_super = isinstance(owner, cst.Call) and isinstance(owner.func, cst.Name) \
+                and owner.func.value == "super"
             hit = isinstance(func, cst.Attribute) and func.attr.value == name and (
-                isinstance(owner, cst.Name) and owner.value in ("self", "cls", cls.name.value)
+                isinstance(owner, cst.Name) and owner.value in ("self", "cls") and inside
+                or isinstance(owner, cst.Name) and owner.value == cls.name.value
+                or via_super and inside and owner_cls is not cls
                 or isinstance(owner, cst.Call) and isinstance(owner.func, cst.Name)
-                and owner.func.value in ("super", cls.name.value))
-            # `Cls.m(x)` passes the instance by position; the others are bound
-            bound = not (isinstance(owner, cst.Name) and owner.value == cls.name.value)
+                and owner.func.value == cls.name.value)
+            # `Cls.m(x)` passes the instance by position; the others (and a classmethod) are bound
+            bound = classmethod or not (isinstance(owner, cst.Name) and owner.value == cls.name.value)
             offset = 1 if bound and not static else 0
         if hit:
             yield call, offset
 
 
-def _calls(module: cst.Module) -> list[cst.Call]:
-    found: list[cst.Call] = []
+def _subclasses(module: cst.Module, name: str) -> set[str]:
+    """`name` and the module-level classes that inherit from it, through one another."""
+    classes = [n for n in module.body if isinstance(n, cst.ClassDef)]
+    out, grew = {name}, True
+    while grew:
+        grew = False
+        for c in classes:
+            bases = {module.code_for_node(b.value).strip().split(".")[-1] for b in c.bases if b.keyword is None}
+            if c.name.value not in out and bases & out:
+                out.add(c.name.value)
+                grew = True
+    return out
+
+
+def _calls_in_classes(module: cst.Module) -> list[tuple[cst.Call, cst.ClassDef | None]]:
+    """Every call of the module with the class whose body (methods included) holds it, if any."""
+    found: list[tuple[cst.Call, cst.ClassDef | None]] = []
+    stack: list[cst.ClassDef] = []
 
     class _Visitor(cst.CSTVisitor):
+        def visit_ClassDef(self, node: cst.ClassDef) -> None:
+            stack.append(node)
+
+        def leave_ClassDef(self, node: cst.ClassDef) -> None:
+            stack.pop()
+
         def visit_Call(self, node: cst.Call) -> None:
-            found.append(node)
+            found.append((node, stack[-1] if stack else None))
 
     module.visit(_Visitor())
     return found
