@@ -704,13 +704,19 @@ def _flow_changed(recipe_id: str, rel: str, before: str, after: str, tree: ast.M
         old_tree = ast.parse(before)
     except (SyntaxError, ValueError, RecursionError):
         return []
-    was = dict(_functions(old_tree))
+    # functions of one name (an if/else pair of defs) are paired in their order; only those the recipe changed
+    # are judged
+    was: dict[str, list] = {}
+    for name, fn in _functions(old_tree):
+        was.setdefault(name, []).append(fn)
+    now: dict[str, list] = {}
+    for name, fn in _functions(tree):
+        now.setdefault(name, []).append(fn)
+    pairs = [(name, o, n) for name, fns in now.items() if len(was.get(name, ())) == len(fns)
+             for o, n in zip(was[name], fns) if ast.dump(o) != ast.dump(n)]
     lines = after.splitlines()
     errors: list[SpecpatchError] = []
-    for name, fn in _functions(tree):
-        old = was.get(name)
-        if old is None:
-            continue
+    for name, old, fn in pairs:
         found: list[tuple[int, str]] = []
         gen_then, gen_now = _is_generator(old), _is_generator(fn)
         if gen_now != gen_then:

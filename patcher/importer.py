@@ -2176,7 +2176,25 @@ def locals_taken(before: dict[int, Operation], ops: Sequence[tuple[int, Operatio
     """`insert_statements` steps whose code binds a name that the function binds in the release (a parameter, a
     local) and did not in the base release: upstream's own variable now, which the step's assignment would
     overwrite (`limit = n + 1` over upstream's new parameter `limit`, the caller's value lost). Index -> why."""
-    from .moved_attributes import _function_at, _stored
+    from .moved_attributes import _function_at
+
+    def _stored(node: ast.AST) -> set[str]:
+        """The names a function or snippet binds in its own scope: not a comprehension's, lambda's or nested
+        def's (their variables are theirs), but a nested def's name."""
+        out: set[str] = set()
+        todo = [node]
+        while todo:
+            n = todo.pop()
+            if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
+                out.add(n.id)
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and n is not node:
+                out.add(n.name)
+                continue
+            if isinstance(n, (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+                todo.extend(sub for sub in ast.walk(n) if isinstance(sub, ast.NamedExpr))  # a walrus leaks out
+                continue
+            todo.extend(ast.iter_child_nodes(n))
+        return out
 
     out: dict[int, str] = {}
     for index, op in ops:

@@ -470,6 +470,20 @@ def test_a_coroutine_nothing_awaits_is_refused(tmp_path, step, says):
     assert not p.ok and says in p.errors[0].message, p.errors
 
 
+def test_functions_of_one_name_are_paired_in_order_and_only_changed_ones_judged(tmp_path):
+    # a review: an if/else pair of `batched` defs (one a generator) made a step into `unrelated` refused as "makes
+    # `batched` a generator"
+    text = ("import sys\n\nif sys.version_info >= (3, 12):\n    def batched(items, n):\n"
+            "        for i in range(0, len(items), n):\n            yield items[i:i + n]\nelse:\n"
+            "    def batched(items, n):\n        return [items[i:i + n] for i in range(0, len(items), n)]\n\n\n"
+            "def unrelated():\n    return 1\n")
+    root = make_target(tmp_path, {"srt/m.py": text.encode()})
+    step = "op: insert_statements\n    function: unrelated\n    at: start\n    code: print('hello')"
+    p = plan(recipe(tmp_path, 'id: demo\ntitle: Demo\ntarget: {package: sglang, versions: "==0.5.9"}\nsteps:\n'
+                              f'  - file: srt/m.py\n    {step}\n'), find_target(root))
+    assert p.ok, p.errors
+
+
 def test_missing_file(tmp_path):
     root = make_target(tmp_path, {})
     p = plan(recipe(tmp_path), find_target(root))

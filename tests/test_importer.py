@@ -2735,3 +2735,15 @@ def test_port_gives_near_candidates_the_line_of_the_release_not_of_the_planned_f
     said = {s.name: s for s in importer.port(load_recipe(path), release).steps}
     assert said["big"].status == "applied" and said["late"].status == "refused", said
     assert any("setup_graphs" in c and "(line 5)" in c for c in said["late"].candidates), said["late"].candidates
+
+
+def test_port_does_not_take_a_comprehension_variable_for_a_local_upstream_added(tmp_path):
+    # a review: the step's `sum(r.n for r in batch)` and upstream's new `[r for r in reqs]` bind no local of the
+    # function; the step was refused as overwriting upstream's `r`
+    before = "def schedule(batch, reqs):\n    n = len(batch)\n    return n\n"
+    after = before.replace("    return n\n", "    total = sum(r.n for r in batch)\n    return n + total\n")
+    base = package(tmp_path / "base", {"srt/m.py": before})
+    _, out = lift_and_write(tmp_path, base, git_diff(before, after, "srt/m.py"))
+    later = package(tmp_path / "later", {"srt/m.py": before.replace(
+        "    n = len(batch)\n", "    n = len(batch)\n    live = [r for r in reqs if r]\n")})
+    assert all(s.status == "applied" for s in importer.port(load_recipe(out), later, base_dir=base).steps)

@@ -304,3 +304,14 @@ def test_an_abstract_method_a_subclass_of_the_module_does_not_define_is_a_confli
     defined = before.replace("    pass\n", "    def warmup(self):\n        return 2\n")
     check(step, defined, defined.replace("        return 1\n", "        return 1\n\n    @abc.abstractmethod\n"
                                                                "    def warmup(self):\n        ...\n", 1))
+
+
+def test_an_abstract_method_a_mixin_gives_or_a_class_that_is_no_abc_is_added():
+    # a review: `class TorchBackend(GraphMixin, BaseBackend)` gets `capture` from the mixin, and was refused
+    step = op("add_method", **{"class": "BaseBackend", "code": "@abstractmethod\ndef capture(self):\n    ...\n"})
+    mixin = ("class BaseBackend(ABC):\n    def run(self):\n        return 1\n\n\nclass GraphMixin:\n"
+             "    def capture(self):\n        return 2\n\n\nclass TorchBackend(GraphMixin, BaseBackend):\n    pass\n")
+    plain = "class BaseBackend:\n    def run(self):\n        return 1\n\n\nclass TorchBackend(BaseBackend):\n    pass\n"
+    for before in (mixin, plain):
+        check(step, before, before.replace("        return 1\n", "        return 1\n\n    @abstractmethod\n"
+                                                                   "    def capture(self):\n        ...\n", 1))

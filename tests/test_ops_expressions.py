@@ -352,3 +352,11 @@ def test_a_required_parameter_is_judged_beside_the_steps_that_pass_it_and_only_o
              "    def process(self, batch):\n        return super().process(batch)\n")
     check(param, other, other.replace("    def process(self, batch):\n        return batch\n",
                                       "    def process(self, batch, tenant):\n        return batch\n", 1))
+
+
+def test_a_keyword_to_a_callee_the_calling_function_binds_itself_is_added():
+    # a review: `create_engine` was a parameter of `launch`, not the module's function, and the step was refused
+    step = op("add_keyword_argument", call="create_engine(...)", code="enable_metrics=True", within="launch")
+    before = ("def create_engine(path):\n    return path\n\n\ndef launch(create_engine):\n"
+              "    return create_engine('m')\n")
+    check(step, before, before.replace("create_engine('m')", "create_engine('m', enable_metrics=True)"))

@@ -126,7 +126,11 @@ class AddKeywordArgument(Operation):
             raise Conflict(f"the call already passes `{name}` in a `**{{...}}` argument: "
                            f"`{line_text(module.code_for_node(call))}` (adding `{name}=` would raise TypeError)",
                            candidates=[Candidate(f"`{line_text(module.code_for_node(call))}`", node=call)])
-        target, _ = _callee(module, scope[:-1] + calls._paths[id(call)], call)
+        path = scope[:-1] + calls._paths[id(call)]
+        target, _ = _callee(module, path, call)
+        if target is not None and isinstance(call.func, cst.Name) and any(
+                isinstance(n, cst.FunctionDef) and _binds(n, call.func.value) for n in path):
+            target = None  # a parameter, local or import of that name in the calling function: not the module's
         wrapped = target is not None and any(  # a decorator (a wrapper, a cache) may take other arguments
             not (isinstance(d.decorator, cst.Name) and d.decorator.value in ("staticmethod", "classmethod"))
             for d in target.decorators)
@@ -153,6 +157,35 @@ class AddKeywordArgument(Operation):
             index = keys.index(self.after) + 1
         changed = call.with_changes(args=insert_item(args, index, new, call.whitespace_before_args))
         return Changed(calls.replace(call, changed), inserted=(), anchor=call)
+
+
+def _binds(fn: cst.FunctionDef, name: str) -> bool:
+    """Whether a function binds `name` itself: a parameter, an assignment or loop target, an import, `as`."""
+    params = fn.params
+    if any(p.name.value == name for p in (*params.posonly_params, *params.params, *params.kwonly_params)) or any(
+            isinstance(p, cst.Param) and p.name.value == name for p in (params.star_arg, params.star_kwarg)):
+        return True
+    found = []
+
+    class Visit(cst.CSTVisitor):
+        def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+            if isinstance(node.target, cst.Name) and node.target.value == name:
+                found.append(node)
+
+        def visit_AsName(self, node: cst.AsName) -> None:
+            if isinstance(node.name, cst.Name) and node.name.value == name:
+                found.append(node)
+
+        def visit_ImportAlias(self, node: cst.ImportAlias) -> None:
+            if node.asname is None and isinstance(node.name, cst.Name) and node.name.value == name:
+                found.append(node)
+
+        def visit_For(self, node: cst.For) -> None:
+            if isinstance(node.target, cst.Name) and node.target.value == name:
+                found.append(node)
+
+    fn.body.visit(Visit())
+    return bool(found)
 
 
 def _string_value(code: str) -> str | None:

@@ -200,16 +200,31 @@ def _concrete_subclasses_lacking(module: cst.Module, cls: str, name: str) -> lis
     def bases(c: cst.ClassDef) -> set[str]:
         return {module.code_for_node(b.value).split(".")[-1] for b in c.bases if b.keyword is None}
 
+    def abstract(c: cst.ClassDef, seen: frozenset[str] = frozenset()) -> bool:
+        """An ABC: `ABC` among its bases, `metaclass=ABCMeta`, or a base of the module that is one."""
+        if "ABC" in bases(c) or any(b.keyword is not None and b.keyword.value == "metaclass"
+                                    and module.code_for_node(b.value).split(".")[-1] == "ABCMeta" for b in c.bases):
+            return True
+        return any(abstract(classes[b], seen | {c.name.value}) for b in bases(c) if b in classes and b not in seen)
+
+    if cls not in classes or not abstract(classes[cls]):
+        return []  # an abstract method of a class that is no ABC is not enforced
+
     def defines(c: cst.ClassDef) -> bool:
         return any(isinstance(n, (cst.FunctionDef, cst.SimpleStatementLine)) and (
             n.name.value == name if isinstance(n, cst.FunctionDef) else f"{name} =" in module.code_for_node(n)
             or f"{name}:" in module.code_for_node(n)) for n in body_of(c))
 
+    def given(c: cst.ClassDef) -> bool:
+        """Whether another base of `c` gives it the name: one of the module that defines it, or one from elsewhere
+        (not read: it may)."""
+        return any(b not in classes or defines(classes[b]) for b in bases(c) - {cls})
+
     out, todo = [], [cls]
     while todo:
         parent = todo.pop()
         for c in classes.values():
-            if parent in bases(c) and not defines(c) and c not in out:
+            if parent in bases(c) and not defines(c) and not given(c) and c not in out:
                 out.append(c)
                 todo.append(c.name.value)
     return [c for c in out if not any(_decorator_name(module, d) == "abstractmethod"
