@@ -327,3 +327,10 @@ def test_a_guard_in_a_generator_is_a_conflict():
                 yield device
             return gen
         """)
+
+
+def test_a_guard_in_init_is_a_conflict():
+    # a hostile round: `return self._init_default()` in `__init__`: TypeError "__init__() should return None"
+    step = op("add_branch", function="Key.__init__", condition="name is None", call="self._init_default()")
+    cannot(step, "class Key:\n    def __init__(self, name):\n        self.name = name\n", Conflict,
+           mentions=("must return None",))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from op_helpers import cannot, check, op, unchanged
 
 import libcst as cst
@@ -315,3 +316,12 @@ def test_an_abstract_method_a_mixin_gives_or_a_class_that_is_no_abc_is_added():
     for before in (mixin, plain):
         check(step, before, before.replace("        return 1\n", "        return 1\n\n    @abstractmethod\n"
                                                                    "    def capture(self):\n        ...\n", 1))
+
+
+@pytest.mark.parametrize("later", ["Key.describe = _fast\n", "setattr(Key, 'describe', _fast)\n"])
+def test_a_method_the_module_replaces_on_the_class_is_a_conflict(later):
+    # a hostile round: the added method was replaced by the module's own `Key.describe = _fast_describe`
+    before = "class Key:\n    def run(self):\n        return 1\n\n\ndef _fast(self):\n    return 'fast'\n\n\n" + later
+    err = cannot(op("add_method", **{"class": "Key", "code": "def describe(self):\n    return 'mine'\n"}), before,
+                 Conflict)
+    assert "the module sets `Key.describe` itself" in err.message

@@ -91,6 +91,10 @@ class AddBranch(Operation):
             raise Conflict(f"`{self.function}` is a generator (it yields): `return {self.call}` would end it, and "
                            "its caller would never see the value (a context manager would fail: it did not yield)",
                            hint="guard a plain function, or write the branch with `insert_statements`")
+        if fpath[-1].name.value in ("__init__", "__setattr__", "__delattr__", "__setitem__", "__delitem__"):
+            raise Conflict(f"`{self.function}` must return None: `return {self.call}` raises TypeError (in "
+                           f"`__init__`) or hands back a value nobody reads, unless the call returns None",
+                           hint="write the branch with `insert_statements`: `if COND:`, the call, then `return`")
         owner = fpath if self.branch_if is None else self._arm(module, fpath, Pattern.parse(self.branch_if))
         statements = list(body_of(owner[-1]))
         first = 1 if owner is fpath and statements and is_docstring(statements[0]) else 0

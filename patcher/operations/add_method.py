@@ -112,6 +112,11 @@ class AddMethod(Operation):
                                f"`{lacking[0].name.value}`, its subclass in the module: TypeError when that class is "
                                f"instantiated",
                                candidates=[Candidate(f"class {lacking[0].name.value}", node=lacking[0])])
+        replaced = _assigned_on_class(module, owner, name)
+        if replaced is not None:  # `Key.describe = _fast_describe` at module level: the class's own is replaced
+            raise Conflict(f"the module sets `{owner}.{name}` itself, after the class is made: the method would be "
+                           f"replaced and never run", candidates=[Candidate(code_of(module, replaced).strip().splitlines()[0],
+                                                                             node=replaced)])
         shadow = _instance_binding(module, methods, name)
         if shadow is not None:  # `self.reset = self._reset_cuda` in `__init__`: the instance's wins over the method
             raise Conflict(f"`{self.cls}` sets `self.{name}` on its instances, which hides a method of that name: "
@@ -229,3 +234,24 @@ def _concrete_subclasses_lacking(module: cst.Module, cls: str, name: str) -> lis
                 todo.append(c.name.value)
     return [c for c in out if not any(_decorator_name(module, d) == "abstractmethod"
                                       for n in body_of(c) if isinstance(n, cst.FunctionDef) for d in n.decorators)]
+
+
+def _assigned_on_class(module: cst.Module, cls: str, name: str) -> cst.CSTNode | None:
+    """A module-level statement that sets the attribute `name` of the class `cls` (`Cls.name = ...`,
+    `setattr(Cls, "name", ...)`), else None."""
+    for stmt in module.body:
+        if not isinstance(stmt, cst.SimpleStatementLine):
+            continue
+        for small in stmt.body:
+            targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) else \
+                [small.target] if isinstance(small, cst.AnnAssign) else []
+            if any(isinstance(t, cst.Attribute) and t.attr.value == name and isinstance(t.value, cst.Name)
+                   and t.value.value == cls for t in targets):
+                return stmt
+            call = small.value if isinstance(small, cst.Expr) else None
+            if isinstance(call, cst.Call) and isinstance(call.func, cst.Name) and call.func.value == "setattr" \
+                    and len(call.args) >= 2 and isinstance(call.args[0].value, cst.Name) \
+                    and call.args[0].value.value == cls and isinstance(call.args[1].value, cst.SimpleString) \
+                    and call.args[1].value.evaluated_value == name:
+                return stmt
+    return None
