@@ -761,7 +761,63 @@ def _flow_changed(recipe_id: str, rel: str, before: str, after: str, tree: ast.M
             errors.append(Conflict(f"once patched, `{rel}` {why} (line {lineno}: `{text}`)", location=Location(
                 recipe=recipe_id, step=owner.index if owner else None, op=owner.op if owner else None, file=rel,
                 anchor=owner.anchor if owner else None, line=lineno)))
+    broken, had = _slots_broken(tree), {why for _, why in _slots_broken(old_tree)}
+    for lineno, why in [(n, w) for n, w in broken if w not in had][:1]:
+        owner = next((r for r, c in done if c is not None and r.lines and r.lines[0] <= lineno <= r.lines[1]),
+                     None) or next((r for r, c in reversed(done) if c is not None), None)
+        text = lines[lineno - 1].strip() if 0 < lineno <= len(lines) else ""
+        errors.append(Conflict(f"once patched, `{rel}` {why} (line {lineno}: `{text}`)", location=Location(
+            recipe=recipe_id, step=owner.index if owner else None, op=owner.op if owner else None, file=rel,
+            anchor=owner.anchor if owner else None, line=lineno)))
     return errors
+
+
+def _slots_broken(tree: ast.Module) -> list[tuple[int, str]]:
+    """What breaks a class's `__slots__` (a literal list of names, without `__dict__`, on a class whose bases are
+    `object` or such classes of the module): a method that sets `self.x` for an `x` no slot has (AttributeError),
+    a class attribute of a slot's name (ValueError when the class is made). (line, why) each."""
+    classes = {c.name: c for c in tree.body if isinstance(c, ast.ClassDef)}
+
+    def slots(c: ast.ClassDef, seen: frozenset = frozenset()) -> set[str] | None:
+        own = next((st.value for st in c.body if isinstance(st, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "__slots__" for t in st.targets)), None)
+        if not isinstance(own, (ast.Tuple, ast.List)) or not all(
+                isinstance(e, ast.Constant) and isinstance(e.value, str) for e in own.elts):
+            return None
+        names = {e.value for e in own.elts}
+        if "__dict__" in names:
+            return None
+        for b in c.bases:
+            name = b.id if isinstance(b, ast.Name) else None
+            if name == "object":
+                continue
+            if name not in classes or name in seen:
+                return None
+            more = slots(classes[name], seen | {c.name})
+            if more is None:
+                return None
+            names |= more
+        return names
+
+    out: list[tuple[int, str]] = []
+    for c in classes.values():
+        allowed = slots(c)
+        if allowed is None:
+            continue
+        for st in c.body:
+            if isinstance(st, (ast.Assign, ast.AnnAssign)):
+                for t in (st.targets if isinstance(st, ast.Assign) else [st.target]):
+                    if isinstance(t, ast.Name) and t.id in allowed and (isinstance(st, ast.Assign) or st.value):
+                        out.append((st.lineno, f"gives `{c.name}` a class attribute `{t.id}` that its `__slots__` "
+                                               f"names: ValueError when the class is made"))
+            if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef)) and st.args.args:
+                me = st.args.args[0].arg
+                for n in ast.walk(st):
+                    if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Store) and \
+                            isinstance(n.value, ast.Name) and n.value.id == me and n.attr not in allowed:
+                        out.append((n.lineno, f"sets `{me}.{n.attr}` in `{c.name}.{st.name}`, which no slot of its "
+                                              f"`__slots__` names: AttributeError when it runs"))
+    return out
 
 
 def _functions(tree: ast.Module) -> Iterator[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]:

@@ -484,6 +484,23 @@ def test_functions_of_one_name_are_paired_in_order_and_only_changed_ones_judged(
     assert p.ok, p.errors
 
 
+@pytest.mark.parametrize("step, says", [
+    # a hostile round: both "changed", exit 0: AttributeError at construction, ValueError at import
+    ("op: insert_statements\n    function: Slotted.__init__\n    at: end\n    code: self.b = 2",
+     "sets `self.b` in `Slotted.__init__`, which no slot"),
+    ("op: add_definition\n    code: 'X = 1'", None),
+])
+def test_what_breaks_a_class_s_slots_is_refused(tmp_path, step, says):
+    text = 'class Slotted:\n    __slots__ = ("a",)\n\n    def __init__(self):\n        self.a = 1\n'
+    root = make_target(tmp_path, {"srt/m.py": text.encode()})
+    p = plan(recipe(tmp_path, 'id: demo\ntitle: Demo\ntarget: {package: sglang, versions: "==0.5.9"}\nsteps:\n'
+                              f'  - file: srt/m.py\n    {step}\n'), find_target(root))
+    if says is None:
+        assert p.ok, p.errors
+    else:
+        assert not p.ok and says in p.errors[0].message, p.errors
+
+
 def test_missing_file(tmp_path):
     root = make_target(tmp_path, {})
     p = plan(recipe(tmp_path), find_target(root))
