@@ -430,7 +430,7 @@ def _names_taken(recipe_id: str, target: Target, rel_pkg: str, rel: str, path: P
     owner = next((r for r, c in reversed(done) if c is not None), None)
     for other, line, name, dotted in found:
         errors.append(NameTakenError(
-            f"once patched, `{rel}` no longer defines `{name}`, which `{other}` imports from `{dotted}` (line {line})",
+            f"once patched, `{rel}` no longer defines `{name}`, which `{other}` uses from `{dotted}` (line {line})",
             location=Location(recipe=recipe_id, step=owner.index if owner else None, op=owner.op if owner else None,
                               file=rel, anchor=owner.anchor if owner else None)))
     return errors
@@ -465,12 +465,23 @@ def importers_of(package: str, package_dir: Path, rel_pkg: str, path: Path,
         except (SyntaxError, ValueError, RecursionError):
             continue
         other_rel = other.relative_to(package_dir).as_posix()
+        via: set[str] = set()  # what the file calls the module itself (`import sglang.srt.a as a`: `a`)
         for node, module in _package_imports(tree, package, other_rel):
-            if module != dotted or not isinstance(node, ast.ImportFrom):
-                continue
-            for alias in node.names:
-                if alias.name in gone:
-                    out.append((other_rel, node.lineno, alias.name, module))
+            if isinstance(node, ast.ImportFrom):
+                if module == dotted:
+                    for alias in node.names:
+                        if alias.name in gone:
+                            out.append((other_rel, node.lineno, alias.name, module))
+                else:  # `from sglang.srt import a`
+                    via.update(a.asname or a.name for a in node.names if f"{module}.{a.name}" == dotted)
+            else:
+                via.update(a.asname or a.name for a in node.names if a.name == dotted)
+        if via:
+            for n in ast.walk(tree):
+                if isinstance(n, ast.Attribute) and n.attr in gone and isinstance(n.ctx, ast.Load) and \
+                        ast.unparse(n.value) in via:
+                    out.append((other_rel, n.lineno, n.attr, dotted))
+                    break
     return out
 
 

@@ -3021,8 +3021,9 @@ def missing_modules_after(ops: Sequence[tuple[int, Operation]], steps: Sequence[
             holders = [i for i, op in mine if name in _match_binds(op)] or [i for i, _ in mine]
             for i in holders:
                 out.setdefault(i, ("refused", f"once applied, `{rel}` no longer defines `{name}`, which `{other}` "
-                                              f"imports from `{dotted}` (line {line_no}): that module would raise "
-                                              f"ImportError; not applied (anchor: {dict(ops)[i].anchor()})"))
+                                              f"uses from `{dotted}` (line {line_no}): that module would raise "
+                                              f"ImportError or AttributeError; not applied (anchor: "
+                                              f"{dict(ops)[i].anchor()})"))
     return out
 
 

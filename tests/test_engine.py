@@ -710,7 +710,11 @@ def test_an_import_the_release_already_had_is_not_the_recipes_doing(tmp_path):
 @pytest.mark.parametrize("importer, refused", [
     ("from sglang.srt.a import helper\n", True),
     ("from .a import helper as h\n", True),
-    ("from . import a\n", False),  # the module, not the name: read at call time, not this check's business
+    ("from . import a\n", False),  # the module, and no read of the name through it
+    # a hostile round: the name read through the module (`mod.old_name(1)`): AttributeError at the call
+    ("import sglang.srt.a as a\n\n\ndef run():\n    return a.helper(1)\n", True),
+    ("from sglang.srt import a\n\n\ndef run():\n    return a.helper(1)\n", True),
+    ("import sglang.srt.a\n\n\ndef run():\n    return sglang.srt.a.helper(1)\n", True),
     ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from sglang.srt.a import helper\n", False),
     ("try:\n    from sglang.srt.a import helper\nexcept ImportError:\n    helper = None\n", False),
     ("from sglang.srt.a import other\n", False),
@@ -729,7 +733,7 @@ def test_a_name_the_patched_module_drops_while_another_module_imports_it_is_refu
     [error] = p.errors
     assert error.exit_code == ExitCode.CANNOT_APPLY
     assert error.title == "patched module loses a name another module imports"
-    assert "no longer defines `helper`, which `srt/c.py` imports from `sglang.srt.a`" in error.message, error.message
+    assert "no longer defines `helper`, which `srt/c.py` uses from `sglang.srt.a`" in error.message, error.message
     assert error.location.step == 1 and error.location.file.endswith("srt/a.py")
 
 
