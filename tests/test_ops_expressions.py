@@ -360,3 +360,12 @@ def test_a_keyword_to_a_callee_the_calling_function_binds_itself_is_added():
     before = ("def create_engine(path):\n    return path\n\n\ndef launch(create_engine):\n"
               "    return create_engine('m')\n")
     check(step, before, before.replace("create_engine('m')", "create_engine('m', enable_metrics=True)"))
+
+
+def test_code_found_inside_an_expression_shaped_as_the_match_is_no_evidence_of_the_change():
+    # a hostile round: `self.timeout * 2` -> `self.timeout` "already applied" on a release with `self.timeout * 4`
+    # (the code stands inside upstream's own product): the change never landed
+    step = op("replace_expression", match="self.timeout * 2", code="self.timeout", within="C.deadline")
+    cannot(step, "class C:\n    def deadline(self):\n        budget = self.timeout * 4\n        return budget\n",
+           AnchorNotFound)
+    unchanged(step, "class C:\n    def deadline(self):\n        budget = self.timeout\n        return budget\n")

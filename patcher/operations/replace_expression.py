@@ -71,8 +71,17 @@ class ReplaceExpression(Operation):
         placed = [n for n in expressions_under(scope, (type(new),)) if node_key(module, n) == new_key]
         anchors = [n for n in found if not any(contains(p, n) for p in placed)]
         if not anchors:
-            if placed:
-                return AlreadyApplied(placed[0])
+            # the code where the match would have stood: not inside an expression shaped as the match (`self.timeout`
+            # in upstream's `self.timeout * 4`, where the step turns `self.timeout * 2` into `self.timeout`), and in
+            # a statement of the recipe's kind when it says one
+            news = expressions_under(scope, (type(new),))
+            inner = _part_of(self.code, self.match)  # the change keeps a part of the match (drops a factor)
+            evidence = [p for p in placed if not (inner and (parent := next(
+                (n for n in reversed(news._paths[id(p)][:-1]) if isinstance(n, cst.BaseExpression)), None)) is not None
+                and _same_shape(module.code_for_node(parent), self.match))
+                and (self.statement is None or _role(module, news._paths[id(p)]) in (None, self.statement))]
+            if evidence:
+                return AlreadyApplied(evidence[0])
             alike = {line_text(module.code_for_node(n)): n for n in expressions_under(scope, (type(old),))}
             raise AnchorNotFound(
                 f"no expression `{line_text(self.match)}` in {f'`{self.within}`' if self.within else 'the module'}",
@@ -107,6 +116,40 @@ class ReplaceExpression(Operation):
         if len(found) != 1:
             return None
         return _role(module, candidates._paths[id(found[0])])
+
+
+def _part_of(code: str, match: str) -> bool:
+    """Whether the expression `code` is a proper part of the expression `match` (`self.timeout` of
+    `self.timeout * 2`)."""
+    import ast
+    import textwrap
+
+    try:
+        want = ast.dump(ast.parse(textwrap.dedent(code).strip(), mode="eval").body)
+        whole = ast.parse(textwrap.dedent(match).strip(), mode="eval").body
+    except (SyntaxError, ValueError, RecursionError):
+        return False
+    return any(ast.dump(n) == want for n in ast.walk(whole) if n is not whole)
+
+
+def _same_shape(code: str, match: str) -> bool:
+    """Whether two expressions are of one kind and operator (`self.timeout * 4` and `self.timeout * 2`: a product;
+    `a * s` and `a + b` are not)."""
+    import ast
+    import textwrap
+
+    try:
+        a = ast.parse("(\n" + textwrap.dedent(code).strip() + "\n)", mode="eval").body
+        b = ast.parse(textwrap.dedent(match).strip(), mode="eval").body
+    except (SyntaxError, ValueError, RecursionError):
+        return False
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, (ast.BinOp, ast.BoolOp, ast.UnaryOp)):
+        return type(a.op) is type(b.op)
+    if isinstance(a, ast.Compare):
+        return [type(o) for o in a.ops] == [type(o) for o in b.ops]
+    return True
 
 
 def _role(module: cst.Module, path: tuple[cst.CSTNode, ...]) -> str | None:
