@@ -583,3 +583,14 @@ def test_a_header_upstream_decorated_is_named_by_its_def_line():
                 return self.f(1)
         """, AnchorNotFound)
     assert [c.text for c in err.candidates][0] == "`def f(self, n):`", err.candidates
+
+
+def test_a_header_that_makes_a_parameter_required_where_a_call_of_the_module_does_not_pass_it_is_a_conflict():
+    # a hostile round: `name="k"` -> `name` in Key.__init__'s header while the module calls `Key()`: TypeError
+    step = op("replace_statements", within="Key", match="def __init__(self, name='k'):\n    ...\n",
+              code="def __init__(self, name):\n    ...\n")
+    before = "class Key:\n    def __init__(self, name='k'):\n        self.name = name\n\n\nDEFAULT = Key()\n"
+    err = cannot(step, before, Conflict)
+    assert "`Key()` does not pass `name`" in err.message
+    fine = before.replace("DEFAULT = Key()", "DEFAULT = Key('x')")
+    check(step, fine, fine.replace("name='k'", "name"))

@@ -89,11 +89,25 @@ class ReplaceStatements(Operation):
         "`if poll in [KVPoll.WaitingForInput, KVPoll.Transferring]:` (an `if` or `elif` arm, a `with`, `for` or "
         "`while`; one in `within`)")
     inside_else: bool = option(default=False, description=INSIDE_ELSE)
+    #: another step of the recipe writes calls of the def this step's header changes (set by `among`)
+    callers_changed: bool = option(default=False, exclude=True)
 
     def __post_init__(self) -> None:
         if not self.match.strip():
             raise ValueError("`match` is empty: it must hold the statements to replace")
         check_inside(self.inside, self.inside_else)
+
+    def among(self, steps) -> "ReplaceStatements":
+        import re
+        from dataclasses import replace
+
+        head = re.match(r"\s*(?:async\s+)?def\s+(\w+)", self.match or "")
+        if head is None:
+            return self
+        called = f"{head.group(1)}("
+        touched = any(s is not self and (called in (getattr(s, "code", None) or "")
+                                         or s.op == "add_keyword_argument" and called in s.call) for s in steps)
+        return replace(self, callers_changed=True) if touched else self
 
     def describe(self) -> str:
         what = "delete" if not self.code.strip() else "replace"
@@ -254,6 +268,8 @@ class ReplaceStatements(Operation):
                 raise Conflict(f"the block already defines `{new.name.value}`: renamed, `{first_line(module, stmt)}` "
                                f"would define it a second time (upstream added its own?)",
                                candidates=[Candidate(f"`{first_line(module, other)}`", node=other)])
+        if isinstance(stmt, cst.FunctionDef) and isinstance(new, cst.FunctionDef) and not self.callers_changed:
+            _refuse_unfilled_calls(module, (*owner, stmt), stmt.params, new.params)
         lead = tuple(getattr(stmt, "leading_lines", ()))
         # the header is fitted to the statement's indentation alone: the release's blocks are already there (a
         # docstring in them re-fitted would move right)
@@ -523,3 +539,29 @@ def _def_key(module: cst.Module, node: cst.FunctionDef | cst.ClassDef) -> tuple[
         if text in (f"{name}.setter", f"{name}.deleter", f"{name}.getter"):
             return name, text.rsplit(".", 1)[1]
     return name, ""
+
+
+def _refuse_unfilled_calls(module: cst.Module, fpath: NodePath, was: cst.Parameters, now: cst.Parameters) -> None:
+    """A header that makes a parameter required (a new one without a default, or a default taken away) where a call
+    of the module does not pass it: TypeError at that call."""
+    from .add_parameter import _module_calls
+
+    def required(params: cst.Parameters) -> dict[str, int | None]:
+        positional = [*params.posonly_params, *params.params]
+        out: dict[str, int | None] = {p.name.value: i for i, p in enumerate(positional) if p.default is None}
+        out.update({p.name.value: None for p in params.kwonly_params if p.default is None})
+        return out
+
+    before = required(was)
+    for name, position in required(now).items():
+        if name in before:
+            continue
+        for call, offset in _module_calls(module, fpath):
+            if any(a.star for a in call.args) or any(a.keyword is not None and a.keyword.value == name
+                                                     for a in call.args):
+                continue
+            positional = sum(1 for a in call.args if a.keyword is None) + offset
+            if position is None or positional <= position:
+                text = line_text(module.code_for_node(call))
+                raise Conflict(f"`{text}` does not pass `{name}`, which the new header requires (no default): "
+                               f"TypeError at that call", candidates=[Candidate(f"`{text}`", node=call)])
