@@ -741,3 +741,16 @@ def test_an_anchor_statement_upstream_moved_to_another_function_is_named_there()
         """, AnchorNotFound)
     assert "`self.tokens += out.num_tokens` in `Sched._after_forward`" in [c.text for c in err.candidates], \
         err.candidates
+
+
+@pytest.mark.parametrize("at, match, code", [
+    # a hostile round: both "changed", exit 0, then AttributeError at construction
+    ("before", "self.rate = 3", "self.desc = self._describe()"),  # the method it calls reads self.rate
+    ("start", None, "self.total = self.size * 2"),  # the base's __init__, called below, sets self.size
+])
+def test_init_code_reading_what_is_set_below_through_a_method_or_a_base_is_refused(at, match, code):
+    before = ("class Base:\n    def __init__(self, cfg):\n        self.size = 4\n\n\nclass Engine(Base):\n"
+              "    def __init__(self, cfg):\n        super().__init__(cfg)\n        self.rate = 3\n\n"
+              "    def _describe(self):\n        return self.rate * 2\n")
+    options = {"function": "Engine.__init__", "at": at, "code": code, **({"match": match} if match else {})}
+    cannot(op("insert_statements", **options), before, ReadBeforeSet)

@@ -244,7 +244,12 @@ class InsertStatements(Operation):
         params = {a.arg for a in (*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs, fn.args.vararg,
                                   fn.args.kwarg) if a is not None}
         me = (fn.args.posonlyargs + fn.args.args)[0].arg if fn.name == "__init__" and fn.args.args else None
-        later = {t for t in _stores(fn) if t not in params and t not in declared
+        inherited: set[str] | None = None  # what the base classes' __init__ set, when the module has them all
+        if me is not None:  # `self.desc = self._describe()`: what the method it calls reads on `self`, read now
+            reads |= self._read_by_methods_called(module, fpath, tree, me)
+            inherited = _set_by_bases(module, fpath, me)
+        stored = _stores(fn) | (inherited if inherited and any(_calls_init(s) for s in fn.body) else set())
+        later = {t for t in stored if t not in params and t not in declared
                  and ("." not in t or (me is not None and t.startswith(f"{me}.")))} & reads
         if me is not None:
             later -= {t for t in later if "." in t and self._set_elsewhere(module, fpath, t.split(".", 1)[1])}
@@ -263,13 +268,36 @@ class InsertStatements(Operation):
             if whole is not None:
                 above |= _stores(whole, header_only=True)
                 if me is not None and _calls_init(whole):
-                    return  # a base class's __init__ ran above: it may set them
+                    if inherited is None:
+                        return  # a base class's __init__ (not in the module) ran above: it may set them
+                    above |= inherited
         early = sorted(later - above)
         if early:
             where = "below the new code" if stop is not None or not include else "nowhere above it"
             them = ("it", "it is") if len(early) == 1 else ("them", "they are")
             raise ReadBeforeSet(f"the code reads {', '.join(f'`{m}`' for m in early)}, which `{self.function}` "
                                 f"assigns only {where}: it would read {them[0]} before {them[1]} set")
+
+    @staticmethod
+    def _read_by_methods_called(module: cst.Module, fpath: NodePath, code: ast.Module, me: str) -> set[str]:
+        """`me.x` for each attribute that a method of the class, called by the code as `me.method(...)`, reads on
+        its own first parameter."""
+        from ..anchors import statement_ast
+
+        called = {n.func.attr for n in ast.walk(code) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+                  and isinstance(n.func.value, ast.Name) and n.func.value.id == me}
+        cls = next((n for n in reversed(fpath[:-1]) if isinstance(n, cst.ClassDef)), None)
+        tree = statement_ast(module, cls) if called and cls is not None else None
+        if not isinstance(tree, ast.ClassDef):
+            return set()
+        out: set[str] = set()
+        for method in tree.body:
+            if isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)) and method.name in called \
+                    and method.args.args:
+                own = method.args.args[0].arg
+                out |= {f"{me}.{n.attr}" for n in ast.walk(method) if isinstance(n, ast.Attribute)
+                        and isinstance(n.ctx, ast.Load) and isinstance(n.value, ast.Name) and n.value.id == own}
+        return out
 
     @staticmethod
     def _set_elsewhere(module: cst.Module, fpath: NodePath, attr: str) -> bool:
@@ -561,6 +589,39 @@ def _stores(node: ast.AST, *, header_only: bool = False) -> set[str]:
                     visit(child, False)
 
     visit(node, True)
+    return out
+
+
+def _set_by_bases(module: cst.Module, fpath: NodePath, me: str) -> set[str] | None:
+    """`me.x` for what the `__init__` of the class's bases (and theirs) set on their instance, when the module
+    defines every one of them; None when a base is not the module's (it may set anything), or the class has none."""
+    from ..anchors import statement_ast
+
+    classes = {n.name.value: n for n in module.body if isinstance(n, cst.ClassDef)}
+    cls = next((n for n in reversed(fpath[:-1]) if isinstance(n, cst.ClassDef)), None)
+    if cls is None or not cls.bases:
+        return None
+    out: set[str] = set()
+    todo, seen = [cls], set()
+    while todo:
+        here = todo.pop()
+        for b in here.bases:
+            name = module.code_for_node(b.value).strip()
+            if b.keyword is not None or name == "object":
+                continue
+            if name not in classes:
+                return None
+            if name in seen:
+                continue
+            seen.add(name)
+            tree = statement_ast(module, classes[name])
+            init = next((f for f in getattr(tree, "body", []) if isinstance(f, ast.FunctionDef)
+                         and f.name == "__init__" and f.args.args), None)
+            if init is not None:
+                own = init.args.args[0].arg
+                out |= {f"{me}.{n.attr}" for n in ast.walk(init) if isinstance(n, ast.Attribute)
+                        and isinstance(n.ctx, ast.Store) and isinstance(n.value, ast.Name) and n.value.id == own}
+            todo.append(classes[name])
     return out
 
 
