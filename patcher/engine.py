@@ -772,7 +772,8 @@ def _flow_changed(recipe_id: str, rel: str, before: str, after: str, tree: ast.M
             errors.append(Conflict(f"once patched, `{rel}` {why} (line {lineno}: `{text}`)", location=Location(
                 recipe=recipe_id, step=owner.index if owner else None, op=owner.op if owner else None, file=rel,
                 anchor=owner.anchor if owner else None, line=lineno)))
-    broken, had = _slots_broken(tree), {why for _, why in _slots_broken(old_tree)}
+    broken = _slots_broken(tree) + _class_scope_reads(tree)
+    had = {why for _, why in _slots_broken(old_tree) + _class_scope_reads(old_tree)}
     for lineno, why in [(n, w) for n, w in broken if w not in had][:1]:
         owner = next((r for r, c in done if c is not None and r.lines and r.lines[0] <= lineno <= r.lines[1]),
                      None) or next((r for r, c in reversed(done) if c is not None), None)
@@ -781,6 +782,52 @@ def _flow_changed(recipe_id: str, rel: str, before: str, after: str, tree: ast.M
             recipe=recipe_id, step=owner.index if owner else None, op=owner.op if owner else None, file=rel,
             anchor=owner.anchor if owner else None, line=lineno)))
     return errors
+
+
+def _class_scope_reads(tree: ast.Module) -> list[tuple[int, str]]:
+    """Names a comprehension, generator expression or lambda at a class's own level reads that only the class body
+    binds (the module does not): those scopes do not see the class's names, a NameError when the class is made (or
+    the lambda called). The iterable of a comprehension's first `for` is read in the class: it may use them."""
+    module_names = set(bound_at_module_level_ast(tree.body))
+    out: list[tuple[int, str]] = []
+    for cls in (n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)):
+        own: set[str] = set()
+        for st in cls.body:
+            if isinstance(st, (ast.Assign, ast.AnnAssign)):
+                own |= {t.id for t in (st.targets if isinstance(st, ast.Assign) else [st.target])
+                        if isinstance(t, ast.Name)}
+            elif isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                own.add(st.name)
+        only = own - module_names
+        if not only:
+            continue
+        for st in cls.body:
+            if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                continue
+            for node in ast.walk(st):
+                if isinstance(node, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+                    first = node.generators[0].iter
+                    inner = [n for n in ast.walk(node) if n is not first and not _under(first, n)]
+                elif isinstance(node, ast.Lambda):
+                    inner = list(ast.walk(node.body))
+                else:
+                    continue
+                for n in inner:
+                    if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id in only:
+                        out.append((n.lineno, f"reads `{n.id}` of the class `{cls.name}` in a comprehension or "
+                                              f"lambda of its body, which does not see the class's names: NameError"))
+                        break
+    return out
+
+
+def _under(root: ast.AST, node: ast.AST) -> bool:
+    return any(n is node for n in ast.walk(root))
+
+
+def bound_at_module_level_ast(body: list[ast.stmt]) -> dict[str, int]:
+    from .operations.add_definition import bound_at_module_level
+
+    return bound_at_module_level(body)
 
 
 def _slots_broken(tree: ast.Module) -> list[tuple[int, str]]:

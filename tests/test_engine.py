@@ -501,6 +501,20 @@ def test_what_breaks_a_class_s_slots_is_refused(tmp_path, step, says):
         assert not p.ok and says in p.errors[0].message, p.errors
 
 
+def test_a_class_level_comprehension_reading_a_class_name_is_refused(tmp_path):
+    # a hostile round: `STEPS = [i * SCALE for i in range(LIMIT)]` at class level, "changed", exit 0: NameError at
+    # import (the comprehension does not see SCALE); `range(LIMIT)`, its first iterable, is read in the class: fine
+    text = "class Engine:\n    SCALE = 2\n    LIMIT = 3\n"
+    root = make_target(tmp_path, {"srt/m.py": text.encode()})
+    head = 'id: demo\ntitle: Demo\ntarget: {package: sglang, versions: "==0.5.9"}\nsteps:\n'
+    step = "  - {op: add_dataclass_field, file: srt/m.py, class: Engine, after: LIMIT, code: '%s'}\n"
+    bad = step % "STEPS = [i * SCALE for i in range(LIMIT)]"
+    p = plan(recipe(tmp_path, head + bad), find_target(root))
+    assert not p.ok and "reads `SCALE` of the class `Engine` in a comprehension" in p.errors[0].message, p.errors
+    fine = step % "STEPS = [i for i in range(LIMIT)]"
+    assert plan(recipe(tmp_path, head + fine), find_target(root)).ok
+
+
 def test_missing_file(tmp_path):
     root = make_target(tmp_path, {})
     p = plan(recipe(tmp_path), find_target(root))
