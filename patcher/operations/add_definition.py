@@ -137,10 +137,30 @@ class AddDefinition(Operation):
                                "rebind it", candidates=[Candidate(f"`{first_line(module, stmt)}`", node=stmt)])
 
 
+#: (id of a module-level statement, imports) -> (the statement, what it binds): libcst trees are immutable, and a
+#: recipe of many steps on one file asks again for the statements each step left alone
+_BOUND: dict[tuple[int, bool], tuple[cst.CSTNode, dict[str, cst.CSTNode]]] = {}
+
+
 def _bound_in(body: Sequence[cst.CSTNode], *, imports: bool = True) -> dict[str, cst.CSTNode]:
     """`bound_at_module_level` read on a libcst module body: each name with the module-level statement that binds
     it (walrus targets aside), and the names a function of the module declares `global` and binds (`global cache;
-    cache = {}` rebinds the module's `cache` when it runs). `imports=False`: not the names imports bind."""
+    cache = {}` rebinds the module's `cache` when it runs). `imports=False`: not the names imports bind. Read once
+    per statement."""
+    out: dict[str, cst.CSTNode] = {}
+    for stmt in body:
+        hit = _BOUND.get((id(stmt), imports))
+        if hit is None or hit[0] is not stmt:
+            if len(_BOUND) > 100_000:
+                _BOUND.clear()
+            hit = (stmt, _bound_by([stmt], imports=imports))
+            _BOUND[(id(stmt), imports)] = hit
+        for name, owner in hit[1].items():
+            out.setdefault(name, owner)
+    return out
+
+
+def _bound_by(body: Sequence[cst.CSTNode], *, imports: bool) -> dict[str, cst.CSTNode]:
     out: dict[str, cst.CSTNode] = {}
 
     def names(target: cst.CSTNode, stmt: cst.CSTNode) -> None:
