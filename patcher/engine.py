@@ -765,23 +765,24 @@ def _flow_changed(recipe_id: str, rel: str, before: str, after: str, tree: ast.M
             found.append((line, f"puts code in `{name}` after a statement that always leaves its block (a "
                                 f"`return`, `raise`, `continue` or `break`, or an `if`, `with`, `try` or `while "
                                 f"True` every way through which does): it never runs"))
-        for lineno, why in found[:1]:
-            owner = next((r for r, c in done if c is not None and r.lines and r.lines[0] <= lineno <= r.lines[1]),
-                         None) or next((r for r, c in reversed(done) if c is not None), None)
-            text = lines[lineno - 1].strip() if 0 < lineno <= len(lines) else ""
-            errors.append(Conflict(f"once patched, `{rel}` {why} (line {lineno}: `{text}`)", location=Location(
-                recipe=recipe_id, step=owner.index if owner else None, op=owner.op if owner else None, file=rel,
-                anchor=owner.anchor if owner else None, line=lineno)))
+        errors.extend(_charged(recipe_id, rel, lines, done, lineno, why) for lineno, why in found[:1])
     broken = _slots_broken(tree) + _class_scope_reads(tree)
     had = {why for _, why in _slots_broken(old_tree) + _class_scope_reads(old_tree)}
-    for lineno, why in [(n, w) for n, w in broken if w not in had][:1]:
-        owner = next((r for r, c in done if c is not None and r.lines and r.lines[0] <= lineno <= r.lines[1]),
-                     None) or next((r for r, c in reversed(done) if c is not None), None)
-        text = lines[lineno - 1].strip() if 0 < lineno <= len(lines) else ""
-        errors.append(Conflict(f"once patched, `{rel}` {why} (line {lineno}: `{text}`)", location=Location(
-            recipe=recipe_id, step=owner.index if owner else None, op=owner.op if owner else None, file=rel,
-            anchor=owner.anchor if owner else None, line=lineno)))
+    errors.extend(_charged(recipe_id, rel, lines, done, lineno, why)
+                  for lineno, why in [(n, w) for n, w in broken if w not in had][:1])
     return errors
+
+
+def _charged(recipe_id: str, rel: str, lines: list[str], done: list[tuple[StepReport, Changed | None]],
+             lineno: int, why: str) -> SpecpatchError:
+    """A conflict at a line of the patched file, charged to the step whose code holds the line (else the file's last
+    changed step)."""
+    owner = next((r for r, c in done if c is not None and r.lines and r.lines[0] <= lineno <= r.lines[1]), None) \
+        or next((r for r, c in reversed(done) if c is not None), None)
+    text = lines[lineno - 1].strip() if 0 < lineno <= len(lines) else ""
+    return Conflict(f"once patched, `{rel}` {why} (line {lineno}: `{text}`)", location=Location(
+        recipe=recipe_id, step=owner.index if owner else None, op=owner.op if owner else None, file=rel,
+        anchor=owner.anchor if owner else None, line=lineno))
 
 
 def _class_scope_reads(tree: ast.Module) -> list[tuple[int, str]]:
@@ -912,8 +913,8 @@ def _dead_statements(fn: ast.AST) -> list[int]:
     leaves it (`_always_leaves`: a `return`, or an `if` whose arms all return...)."""
     out: list[int] = []
     for node in (fn, *_own_nodes(fn)):
-        for field in ("body", "orelse", "finalbody"):
-            block = getattr(node, field, None)
+        for part in ("body", "orelse", "finalbody"):
+            block = getattr(node, part, None)
             if not isinstance(block, list) or not block or not isinstance(block[0], ast.stmt):
                 continue
             ends = [i for i, st in enumerate(block) if _always_leaves(st)]

@@ -98,18 +98,7 @@ class AddParameter(Operation):
                                f"take its argument", candidates=[Candidate(f"`{text}`", node=call)])
 
     def _refuse_unfilled_callers(self, module: cst.Module, fpath, new: cst.Param, position: int | None) -> None:
-        """A parameter without a default: a call in this module that passes it neither by keyword nor (for a
-        plain one, at `position` of the positional list) by position raises TypeError."""
-        name = new.name.value
-        for call, offset in _module_calls(module, fpath):
-            if any(a.star for a in call.args) or any(a.keyword is not None and a.keyword.value == name
-                                                     for a in call.args):
-                continue
-            positional = sum(1 for a in call.args if a.keyword is None) + offset
-            if position is None or positional <= position:
-                text = line_text(module.code_for_node(call))
-                raise Conflict(f"`{text}` does not pass `{name}`, which the new parameter requires (no default): "
-                               f"TypeError at that call", candidates=[Candidate(f"`{text}`", node=call)])
+        refuse_unfilled_calls(module, fpath, new.name.value, position, "the new parameter")
 
     @attempt
     def apply(self, module: cst.Module) -> Outcome:
@@ -181,6 +170,20 @@ class AddParameter(Operation):
         from ..anchors import replace_at
 
         return Changed(replace_at(fpath, changed), inserted=(), anchor=fn)
+
+
+def refuse_unfilled_calls(module: cst.Module, fpath, name: str, position: int | None, what: str) -> None:
+    """A parameter `name` without a default (`what` requires it): a call in this module that passes it neither by
+    keyword nor (for a plain one, at `position` of the positional list) by position raises TypeError."""
+    for call, offset in _module_calls(module, fpath):
+        if any(a.star for a in call.args) or any(a.keyword is not None and a.keyword.value == name
+                                                 for a in call.args):
+            continue
+        positional = sum(1 for a in call.args if a.keyword is None) + offset
+        if position is None or positional <= position:
+            text = line_text(module.code_for_node(call))
+            raise Conflict(f"`{text}` does not pass `{name}`, which {what} requires (no default): TypeError at that "
+                           f"call", candidates=[Candidate(f"`{text}`", node=call)])
 
 
 def _module_calls(module: cst.Module, fpath) -> Iterator[tuple[cst.Call, int]]:

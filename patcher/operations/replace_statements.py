@@ -544,7 +544,7 @@ def _def_key(module: cst.Module, node: cst.FunctionDef | cst.ClassDef) -> tuple[
 def _refuse_unfilled_calls(module: cst.Module, fpath: NodePath, was: cst.Parameters, now: cst.Parameters) -> None:
     """A header that makes a parameter required (a new one without a default, or a default taken away) where a call
     of the module does not pass it: TypeError at that call."""
-    from .add_parameter import _module_calls
+    from .add_parameter import refuse_unfilled_calls
 
     def required(params: cst.Parameters) -> dict[str, int | None]:
         positional = [*params.posonly_params, *params.params]
@@ -554,14 +554,5 @@ def _refuse_unfilled_calls(module: cst.Module, fpath: NodePath, was: cst.Paramet
 
     before = required(was)
     for name, position in required(now).items():
-        if name in before:
-            continue
-        for call, offset in _module_calls(module, fpath):
-            if any(a.star for a in call.args) or any(a.keyword is not None and a.keyword.value == name
-                                                     for a in call.args):
-                continue
-            positional = sum(1 for a in call.args if a.keyword is None) + offset
-            if position is None or positional <= position:
-                text = line_text(module.code_for_node(call))
-                raise Conflict(f"`{text}` does not pass `{name}`, which the new header requires (no default): "
-                               f"TypeError at that call", candidates=[Candidate(f"`{text}`", node=call)])
+        if name not in before:
+            refuse_unfilled_calls(module, fpath, name, position, "the new header")
