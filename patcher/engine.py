@@ -727,6 +727,10 @@ def _flow_changed(recipe_id: str, rel: str, before: str, after: str, tree: ast.M
              for o, n in zip(was[name], fns) if ast.dump(o) != ast.dump(n)]
     lines = after.splitlines()
     errors: list[SpecpatchError] = []
+    # names the module defines only as coroutine functions (a sync `close` beside an async one says nothing)
+    defs = [f for fns in now.values() for f in fns]
+    coroutines = {f.name for f in defs if isinstance(f, ast.AsyncFunctionDef)} - \
+        {f.name for f in defs if isinstance(f, ast.FunctionDef)}
     for name, old, fn in pairs:
         found: list[tuple[int, str]] = []
         gen_then, gen_now = _is_generator(old), _is_generator(fn)
@@ -737,10 +741,8 @@ def _flow_changed(recipe_id: str, rel: str, before: str, after: str, tree: ast.M
                                 f"takes the last `yield` out of `{name}`: it is no longer a generator, and its "
                                 f"callers iterate what it returns"))
         elif gen_now:
-            returns = [n for n in _own_nodes(fn) if isinstance(n, ast.Return) and n.value is not None
-                       and not (isinstance(n.value, ast.Constant) and n.value.value is None)]
-            if len(returns) > sum(1 for n in _own_nodes(old) if isinstance(n, ast.Return) and n.value is not None
-                                  and not (isinstance(n.value, ast.Constant) and n.value.value is None)):
+            returns = _value_returns(fn)
+            if len(returns) > len(_value_returns(old)):
                 found.append((returns[-1].lineno, f"returns a value from the generator `{name}`: it ends the "
                                                   f"iteration, and a `for` loop or `list()` never sees the value"))
         if isinstance(fn, ast.AsyncFunctionDef) != isinstance(old, ast.AsyncFunctionDef):
@@ -751,14 +753,10 @@ def _flow_changed(recipe_id: str, rel: str, before: str, after: str, tree: ast.M
                               f"`await`: those calls get a coroutine that never runs" if bare else
                               f"makes the coroutine function `{name}` a plain one: its callers `await` what it "
                               f"returns"))
-        # names the module defines only as coroutine functions (a sync `close` beside an async one says nothing)
-        coroutines = {f.name for f in ast.walk(tree) if isinstance(f, ast.AsyncFunctionDef)} - \
-            {f.name for f in ast.walk(tree) if isinstance(f, ast.FunctionDef)}
-        if coroutines and len(_unawaited_calls(fn, coroutines, statements_only=True)) > \
-                len(_unawaited_calls(old, coroutines, statements_only=True)):
-            line = _unawaited_calls(fn, coroutines, statements_only=True)[-1]
-            found.append((line, f"calls a coroutine function of the module in `{name}` without `await`: the "
-                                f"coroutine is made and never runs"))
+        unawaited = _unawaited_calls(fn, coroutines, statements_only=True) if coroutines else []
+        if len(unawaited) > len(_unawaited_calls(old, coroutines, statements_only=True) if coroutines else []):
+            found.append((unawaited[-1], f"calls a coroutine function of the module in `{name}` without `await`: "
+                                         f"the coroutine is made and never runs"))
         dead_then, dead_now = _dead_statements(old), _dead_statements(fn)
         if len(dead_now) > len(dead_then):
             line = dead_now[-1]
@@ -902,6 +900,12 @@ def _own_nodes(fn: ast.AST) -> Iterator[ast.AST]:
         yield node
         if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
             todo.extend(ast.iter_child_nodes(node))
+
+
+def _value_returns(fn: ast.AST) -> list[ast.Return]:
+    """The `return VALUE` statements of a function's own body (`return` and `return None` return no value)."""
+    return [n for n in _own_nodes(fn) if isinstance(n, ast.Return) and n.value is not None
+            and not (isinstance(n.value, ast.Constant) and n.value.value is None)]
 
 
 def _is_generator(fn: ast.AST) -> bool:
