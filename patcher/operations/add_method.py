@@ -20,7 +20,8 @@ interpreter skips: refused).
 
 Answers: *changed*; *already applied* (the class has a method of that name whose code is the same, up to formatting
 and comments); *cannot apply* (the class or the `after` method is missing or defined twice, or the class already has
-a method of that name with other code: a conflict).
+a method of that name with other code: a conflict; or the method is a dunder that changes what Python does with
+every instance unless the class has its partner: `__eq__` without `__hash__`, `__len__` without `__bool__`).
 """
 
 from __future__ import annotations
@@ -117,6 +118,11 @@ class AddMethod(Operation):
             raise Conflict(f"the module sets `{owner}.{name}` itself, after the class is made: the method would be "
                            f"replaced and never run", candidates=[Candidate(code_of(module, replaced).strip().splitlines()[0],
                                                                              node=replaced)])
+        protocol = _protocol_changed(module, cpath, ident(name))
+        if protocol is not None:
+            raise Conflict(f"`{name}` changes how Python treats every `{self.cls}`: {protocol}",
+                           candidates=[Candidate(f"class {self.cls}", node=cpath[-1])],
+                           hint=f"add `{_IMPLICIT[ident(name)][0]}` in a step of its own, then this one")
         shadow = _instance_binding(module, methods, name)
         if shadow is not None:  # `self.reset = self._reset_cuda` in `__init__`: the instance's wins over the method
             raise Conflict(f"`{self.cls}` sets `self.{name}` on its instances, which hides a method of that name: "
@@ -143,6 +149,52 @@ class AddMethod(Operation):
                                  hint="name a method defined at run time as `after`, or leave `after` out (the end "
                                       "of the class body)")
         return Changed(insert_after(anchors[0], [new]), inserted=(new,), anchor=anchors[0][-1])
+
+
+# dunders whose mere presence changes what Python does with every instance, beside what the method says: the
+# partner that keeps the old behaviour, what changes without it, and the bases that already behave so (nothing
+# changes on their subclasses)
+_CONTAINERS = frozenset({"list", "dict", "set", "bytearray", "deque", "OrderedDict", "defaultdict", "Counter",
+                         "UserList", "UserDict"})
+_IMPLICIT = {
+    "__eq__": ("__hash__", "Python sets `__hash__ = None` on a class that defines `__eq__` alone, so its instances can "
+                           "no longer go in a set or be a dict key (TypeError: unhashable type)", _CONTAINERS),
+    "__len__": ("__bool__", "an instance whose `__len__` returns 0 becomes false, so `obj or default`, `if obj:` and "
+                            "`not obj` on it change meaning",
+                _CONTAINERS | {"tuple", "str", "bytes", "frozenset", "NamedTuple", "Sequence", "Mapping", "Sized",
+                               "MutableSequence", "MutableMapping", "Collection"}),
+}
+_PLAIN_BASES = frozenset({"object", "ABC", "Generic", "Protocol"})
+
+
+def _protocol_changed(module: cst.Module, cpath: NodePath, name: str) -> str | None:
+    """Why adding the dunder `name` to the class changes what Python does with its instances beyond the method
+    (`__eq__` without `__hash__`, `__len__` without `__bool__`), else None. Left alone: a decorated class (a
+    dataclass makes its own `__eq__` and `__hash__`), one whose body or a base of the module gives the partner or
+    the dunder already (then nothing changes), one with a base that already behaves so (`list`), and for `__len__`
+    one with a base from elsewhere (not read: it may have a `__len__`)."""
+    if name not in _IMPLICIT or cpath[-1].decorators:
+        return None
+    partner, why, behaving = _IMPLICIT[name]
+    classes = {n.name.value: n for n in module.body if isinstance(n, cst.ClassDef)}
+    seen: set[str] = set()
+    todo: list[NodePath] = [cpath]
+    while todo:
+        path = todo.pop()
+        members = class_members(path)
+        if partner in members or (path is not cpath and name in members):
+            return None
+        for b in path[-1].bases:
+            if b.keyword is not None:
+                continue
+            base = module.code_for_node(b.value).split("[", 1)[0].split(".")[-1]
+            if base in behaving or (name == "__len__" and base not in classes and base not in _PLAIN_BASES):
+                return None
+            if base in classes and base not in seen:
+                seen.add(base)
+                todo.append((module, classes[base]))
+    return (f"{why}. Add `{partner}` to the class too (another step) to keep the old behaviour, "
+            f"or to say what it should be")
 
 
 def _signature(code: str) -> str:
