@@ -203,10 +203,13 @@ def class_members(cpath: NodePath) -> dict[str, cst.CSTNode]:
 
 
 def find_def(module: cst.Module, dotted: str, *, what: str = "definition") -> NodePath:
-    """Resolve `A.B.c` to the single class or function definition it names (looking through if/try blocks)."""
+    """Resolve `A.B.c` to the single class or function definition it names (looking through if/try blocks); a
+    property's accessor is named by `.getter`, `.setter` or `.deleter` after it (`Key.value.setter`)."""
     path: NodePath = (module,)
     parts = dotted.split(".")
-    for depth, part in enumerate(parts):
+    depth = 0
+    while depth < len(parts):
+        part = parts[depth]
         kind = (cst.ClassDef, cst.FunctionDef)
         found = [p for p in _defs(path, kind) if ident(p[-1].name.value) == ident(part)]
         where = ".".join(parts[:depth]) or "the module"
@@ -216,13 +219,41 @@ def find_def(module: cst.Module, dotted: str, *, what: str = "definition") -> No
                 f"no {what} `{part}` in {where}" + (f" (looking for `{dotted}`)" if depth else ""),
                 candidates=[Candidate(f"`{n}`", node=nodes[n]) for n in near(part, list(nodes))],
             )
+        if len(found) > 1 and all(accessor(p[-1]) for p in found):
+            # a property's getter, setter and deleter share its name: `Key.value.setter` names one
+            wanted = parts[depth + 1] if depth + 1 < len(parts) else None
+            chosen = [p for p in found if accessor(p[-1]) == wanted]
+            if len(chosen) != 1:
+                raise AnchorAmbiguous(
+                    f"`{part}` is a property defined {len(found)} times in {where} (its accessors)",
+                    candidates=[Candidate(f"`{'.'.join(parts[:depth + 1])}.{accessor(p[-1])}`", node=p[-1])
+                                for p in found],
+                    hint="name one accessor: add `.getter`, `.setter` or `.deleter` to the anchor",
+                )
+            found, depth = chosen, depth + 1
         if len(found) > 1:
             raise AnchorAmbiguous(
                 f"`{part}` is defined {len(found)} times in {where}",
                 candidates=[Candidate(f"`{part}`", node=p[-1]) for p in found],
             )
         path = found[0]
+        depth += 1
     return path
+
+
+def accessor(node: cst.CSTNode) -> str | None:
+    """Which accessor of a property a function is: "getter" (`@property`, `@<name>.getter`), "setter"
+    (`@<name>.setter`) or "deleter"; None for any other function."""
+    if not isinstance(node, cst.FunctionDef):
+        return None
+    for d in node.decorators:
+        dec = d.decorator
+        if isinstance(dec, cst.Name) and dec.value in ("property", "cached_property"):
+            return "getter"
+        if isinstance(dec, cst.Attribute) and isinstance(dec.value, cst.Name) and dec.value.value == node.name.value \
+                and dec.attr.value in ("getter", "setter", "deleter"):
+            return dec.attr.value
+    return None
 
 
 def find_class(module: cst.Module, dotted: str) -> NodePath:

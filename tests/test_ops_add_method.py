@@ -344,3 +344,11 @@ def test_a_dunder_that_changes_what_python_does_with_every_instance_needs_its_pa
                   before.replace("Key:", "Key(list):"),
                   "@dataclass\n" + before):
         check(step, given, given + "\n" + added)
+
+
+def test_after_a_property_goes_after_its_last_accessor():
+    before = ("class Key:\n    @property\n    def value(self):\n        return self._v\n\n    @value.setter\n"
+              "    def value(self, v):\n        self._v = v\n\n    def run(self):\n        return 1\n")
+    step = op("add_method", **{"class": "Key", "after": "value", "code": "def size(self):\n    return 1\n"})
+    check(step, before, before.replace("        self._v = v\n", "        self._v = v\n\n    def size(self):\n"
+                                                                "        return 1\n"))

@@ -754,3 +754,24 @@ def test_init_code_reading_what_is_set_below_through_a_method_or_a_base_is_refus
               "    def _describe(self):\n        return self.rate * 2\n")
     options = {"function": "Engine.__init__", "at": at, "code": code, **({"match": match} if match else {})}
     cannot(op("insert_statements", **options), before, ReadBeforeSet)
+
+
+def test_a_property_accessor_is_named_by_getter_setter_or_deleter():
+    # a hostile round: `Key.value` was "defined 2 times", and no anchor could name the setter
+    prop = """
+        class Key:
+            @property
+            def value(self):
+                return self._v
+
+            @value.setter
+            def value(self, v):
+                self._v = v
+        """
+    check(ins("before", code="v = int(v)", match="self._v = v", function="Key.value.setter"), prop,
+          prop.replace("                self._v = v", "                v = int(v)\n                self._v = v"))
+    check(ins("start", code="self.reads += 1", function="Key.value.getter"), prop,
+          prop.replace("                return self._v", "                self.reads += 1\n                return self._v"))
+    cannot(ins("before", code="v = int(v)", match="self._v = v", function="Key.value"), prop, AnchorAmbiguous,
+           mentions=("a property",), candidates=("`Key.value.getter`", "`Key.value.setter`"))
+    cannot(ins("start", code="x = 1", function="Key.value.deleter"), prop, AnchorAmbiguous)

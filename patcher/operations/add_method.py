@@ -31,7 +31,7 @@ from typing import Literal
 
 import libcst as cst
 
-from ..anchors import (NodePath, body_of, class_members, code_of, find_class, ident, insert_after, near,
+from ..anchors import (NodePath, accessor, body_of, class_members, code_of, find_class, ident, insert_after, near,
                        parse_statements, same_code, set_block_body, walk_statements)
 from ..errors import AnchorAmbiguous, AnchorNotFound, Candidate, Conflict, RecipeError
 from ..model import option
@@ -138,6 +138,8 @@ class AddMethod(Operation):
                 f"no method `{self.after}` in class `{self.cls}`",
                 candidates=[Candidate(f"`{n}`", node=by_name[n]) for n in near(self.after, list(by_name))],
             )
+        if len(anchors) > 1 and all(accessor(p[-1]) for p in anchors):
+            anchors = anchors[-1:]  # a property's accessors: after the last of them, the whole property
         if len(anchors) > 1:
             raise AnchorAmbiguous(f"method `{self.after}` is defined {len(anchors)} times in `{self.cls}`",
                                   candidates=[Candidate(_signature(code_of(module, p[-1])), node=p[-1])
