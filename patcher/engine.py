@@ -1035,18 +1035,32 @@ def _attributes_taken(recipe_id: str, rel: str, before: str, after: str, tree: a
                 continue
             me = fn.args.args[0].arg
             for n in ast.walk(fn):
-                if isinstance(n, ast.Attribute) and n.attr in gone and isinstance(n.ctx, ast.Load) \
-                        and isinstance(n.value, ast.Name) and n.value.id == me:
+                read = _self_read(n, me)
+                if read is not None and read in gone:
                     owner = next((r for r, c in reversed(done) if c is not None and r.op in _TAKING), None)
                     line = lines[n.lineno - 1].strip() if 0 < n.lineno <= len(lines) else ""
+                    how = f"{me}.{read}" if isinstance(n, ast.Attribute) else ast.unparse(n)
                     errors.append(UndefinedNameError(
-                        f"`{name}` no longer defines `{n.attr}` once the recipe's code is in, and `{name}.{fn.name}` "
-                        f"still reads `{me}.{n.attr}` (line {n.lineno}: `{line}`): AttributeError when it runs",
+                        f"`{name}` no longer defines `{read}` once the recipe's code is in, and `{name}.{fn.name}` "
+                        f"still reads `{how}` (line {n.lineno}: `{line}`): AttributeError when it runs",
                         location=Location(recipe=recipe_id, step=owner.index if owner else None,
                                           op=owner.op if owner else None, file=rel,
                                           anchor=owner.anchor if owner else None, line=n.lineno)))
-                    gone = gone - {n.attr}
+                    gone = gone - {read}
     return errors
+
+
+def _self_read(node: ast.AST, me: str) -> str | None:
+    """The attribute of the instance `me` that `node` reads, raising AttributeError if it is missing: `me.name`,
+    or `getattr(me, "name")` (without a default); else None."""
+    if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load) and isinstance(node.value, ast.Name) \
+            and node.value.id == me:
+        return node.attr
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr" \
+            and len(node.args) == 2 and not node.keywords and isinstance(node.args[0], ast.Name) \
+            and node.args[0].id == me and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str):
+        return node.args[1].value
+    return None
 
 
 def _undefined_names(recipe_id: str, rel: str, before: str, after: str, tree: ast.Module,

@@ -770,6 +770,11 @@ def test_code_the_files_declared_encoding_cannot_hold_is_refused_naming_the_step
     ("class A:\n    def old(self):\n        return 1\n", False),
     # a base class from elsewhere may define it: not judged
     ("class A(Base):\n    def old(self):\n        return 1\n\n    def user2(self):\n        return self.old()\n", False),
+    # read by name (a hostile round): AttributeError as well; with a default, getattr does not raise
+    ("class A:\n    def old(self):\n        return 1\n\n    def user2(self):\n        return getattr(self, 'old')()\n",
+     True),
+    ("class A:\n    def old(self):\n        return 1\n\n    def user2(self):\n        return getattr(self, 'old', None)\n",
+     False),
 ])
 def test_a_method_the_recipe_takes_away_while_the_class_still_calls_it_is_refused(tmp_path, source, refused):
     root = make_target(tmp_path, {"srt/m.py": source.encode()})
@@ -781,5 +786,6 @@ def test_a_method_the_recipe_takes_away_while_the_class_still_calls_it_is_refuse
         assert p.ok, [e.message for e in p.errors]
         return
     [error] = p.errors
-    assert "`A` no longer defines `old`" in error.message and "`A.user2` still reads `self.old`" in error.message
+    assert "`A` no longer defines `old`" in error.message and "`A.user2` still reads `" in error.message
+    assert ("self.old`" in error.message) != ("getattr(self, 'old')`" in error.message)
     assert error.exit_code == ExitCode.CANNOT_APPLY and error.location.step == 1
