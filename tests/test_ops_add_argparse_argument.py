@@ -347,3 +347,27 @@ def test_a_flag_sharing_a_dest_with_the_same_default_as_argparse_gives_the_other
         step = op("add_argparse_argument", function="build", after_flag=after, code=code)
         anchor = next(line for line in before.splitlines(keepends=True) if f'"{after}"' in line)
         check(step, before, before.replace(anchor, anchor + f"    {code}\n"))
+
+
+def test_a_flag_a_parent_parser_registers_is_a_conflict():
+    # a hostile round: `ArgumentParser(parents=[common])` copies `common`'s `--log-level`; a second one is an
+    # ArgumentError when the parser is built
+    before = textwrap.dedent("""\
+        import argparse
+
+
+        def build():
+            common = argparse.ArgumentParser(add_help=False)
+            common.add_argument("--log-level", default="info")
+            parser = argparse.ArgumentParser(parents=[common])
+            parser.add_argument("--port", type=int, default=30000)
+            return parser
+        """)
+    step = op("add_argparse_argument", function="build", after_flag="--port",
+              code='parser.add_argument("--log-level", default="debug")')
+    cannot(step, before, Conflict, mentions=("`--log-level` is already registered",))
+    # made without parents, it is its own
+    alone = before.replace("parents=[common]", "add_help=True")
+    check(step, alone, alone.replace('    parser.add_argument("--port", type=int, default=30000)\n',
+                                     '    parser.add_argument("--port", type=int, default=30000)\n'
+                                     '    parser.add_argument("--log-level", default="debug")\n'))

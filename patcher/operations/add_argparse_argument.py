@@ -147,8 +147,10 @@ class AddArgparseArgument(Operation):
         calls = list(iter_calls_named(new_stmts[0], "add_argument")) if len(new_stmts) == 1 else []
         receiver = parser_of(calls[0], groups) if calls else None
         mine = set(flags_of(new_stmts[0])) if len(new_stmts) == 1 else {new_flag}
+        # a parser made with `parents=[common]` has the option strings `common` registers in the function too
+        reach = _with_parents(fpath[-1], receiver) if receiver is not None else [None]
         existing = [(p, sorted(mine & set(on))) for p, _ in flagged
-                    if mine & set(on := flags_of(p[-1], receiver, groups))]
+                    if mine & set(on := [f for r in reach for f in flags_of(p[-1], r, groups)])]
         if existing:
             (path, clash), *_ = existing
             have = code_of(module, path[-1])
@@ -168,7 +170,7 @@ class AddArgparseArgument(Operation):
             dest, default = _dest_and_default(module, calls[0])
             for p, _ in flagged:
                 for call in iter_calls_named(p[-1], "add_argument"):
-                    if parser_of(call, groups) != receiver:
+                    if parser_of(call, groups) not in reach:
                         continue
                     their_dest, their_default = _dest_and_default(module, call)
                     if their_dest == dest and default is not None and \
@@ -188,6 +190,31 @@ class AddArgparseArgument(Operation):
             raise AnchorAmbiguous(f"`{self.after_flag}` is registered {len(anchors)} times in {self.function}",
                                   candidates=[Candidate(f'"{self.after_flag}"', node=p[-1]) for p in anchors])
         return Changed(insert_after(anchors[0], new_stmts), inserted=tuple(new_stmts), anchor=anchors[0][-1])
+
+
+def _with_parents(fn: cst.CSTNode, receiver: str) -> list[str]:
+    """`receiver` and the parsers (as code) it is made from in the function, `X = ArgumentParser(parents=[...])`,
+    and theirs: argparse copies their arguments into it."""
+    made: dict[str, list[str]] = {}
+
+    class Made(cst.CSTVisitor):
+        def visit_Assign(self, node: cst.Assign) -> None:
+            if isinstance(node.value, cst.Call):
+                for a in node.value.args:
+                    if a.keyword is not None and a.keyword.value == "parents" \
+                            and isinstance(a.value, (cst.List, cst.Tuple)):
+                        for t in node.targets:
+                            made.setdefault(_code(t.target).strip(), []).extend(
+                                _code(e.value).strip() for e in a.value.elements)
+
+    fn.visit(Made())
+    out, todo = [receiver], [receiver]
+    while todo:
+        for parent in made.get(todo.pop(), []):
+            if parent not in out:
+                out.append(parent)
+                todo.append(parent)
+    return out
 
 
 def _made_without_help(module: cst.Module, fn: cst.CSTNode, receiver: str | None) -> bool:
