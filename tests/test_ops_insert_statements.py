@@ -775,3 +775,21 @@ def test_a_property_accessor_is_named_by_getter_setter_or_deleter():
     cannot(ins("before", code="v = int(v)", match="self._v = v", function="Key.value"), prop, AnchorAmbiguous,
            mentions=("a property",), candidates=("`Key.value.getter`", "`Key.value.setter`"))
     cannot(ins("start", code="x = 1", function="Key.value.deleter"), prop, AnchorAmbiguous)
+
+
+def test_code_that_overwrites_a_parameter_before_reading_it_is_a_conflict():
+    # an import round: the patch's own local `limit = n + 1`, on a release whose `f` has since taken `limit=100`,
+    # silently threw away every caller's limit
+    before = """
+        def f(req, limit=100):
+            n = len(req)
+            total = n * 2
+            return min(total, limit)
+        """
+    step = ins("after", code="limit = n + 1", match="n = len(req)", function="f")
+    cannot(step, before, Conflict, mentions=("`limit` is a parameter of `f`", "`limit = n + 1`"))
+    # reading it first, or under an `if`, is the code's choice; a local of another name is no parameter
+    for code in ("limit = min(limit, n + 1)", "if limit is None:\n    limit = n + 1", "cap = n + 1"):
+        step = ins("after", code=code, match="n = len(req)", function="f")
+        indented = "\n".join("            " + line for line in code.splitlines())
+        check(step, before, before.replace("            n = len(req)\n", "            n = len(req)\n" + indented + "\n"))

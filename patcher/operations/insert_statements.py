@@ -181,6 +181,39 @@ class InsertStatements(Operation):
         if not new:
             raise RecipeError("`code` holds no statement to insert")
         fpath = find_function(module, self.function)
+        outcome = self._apply(module, fpath, new)
+        if isinstance(outcome, Changed):
+            self._refuse_overwriting_parameters(module, fpath)
+        return outcome
+
+    def _refuse_overwriting_parameters(self, module: cst.Module, fpath: NodePath) -> None:
+        """Code that assigns a parameter of the function, unconditionally and before reading it, throws away what
+        every caller passes: most often its own local that upstream has since made a parameter (`limit = n + 1`
+        in `def f(req, limit=100)`). Reading it first (`limit = min(limit, 8)`) or assigning it under an `if` is
+        the code's own choice."""
+        fn = fpath[-1]
+        p = fn.params
+        params = {q.name.value for q in (*p.posonly_params, *p.params, *p.kwonly_params)} | {
+            q.name.value for q in (p.star_arg, p.star_kwarg) if isinstance(q, cst.Param)}
+        try:
+            tree = ast.parse(_dedented(self.code))
+        except (SyntaxError, ValueError, RecursionError):
+            return
+        read: set[str] = set()
+        for stmt in tree.body:
+            if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
+                read |= _names(ast.unparse(stmt.value), ast.Load)
+                targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+                lost = sorted(t.id for t in targets if isinstance(t, ast.Name) and t.id in params and t.id not in read)
+                if lost:
+                    raise Conflict(f"`{lost[0]}` is a parameter of `{self.function}`, and the code's "
+                                   f"`{ast.unparse(stmt)}` overwrites it before reading it: what every caller passes "
+                                   f"would be lost (did upstream make the code's local a parameter?)",
+                                   hint="give the code's variable another name, or read the parameter first",
+                                   candidates=[Candidate(f"`def {fn.name.value}(...{lost[0]}...)`", node=fn)])
+            read |= {n.id for n in ast.walk(stmt) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+
+    def _apply(self, module: cst.Module, fpath: NodePath, new: list[cst.BaseStatement]) -> Outcome:
         # the block the step edits: the function's, or the one block of it whose header is `inside`
         block = fpath if self.inside is None else inside_block(
             module, fpath, self.inside, else_arm=self.inside_else, where=f"`{self.function}`")
