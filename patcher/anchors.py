@@ -10,7 +10,7 @@ import ast
 import difflib
 import functools
 import re
-from typing import TYPE_CHECKING, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 import unicodedata
 
@@ -219,6 +219,7 @@ def find_def(module: cst.Module, dotted: str, *, what: str = "definition") -> No
                 f"no {what} `{part}` in {where}" + (f" (looking for `{dotted}`)" if depth else ""),
                 candidates=[Candidate(f"`{n}`", node=nodes[n]) for n in near(part, list(nodes))],
             )
+        found = _run_time(found, where)
         if len(found) > 1 and all(accessor(p[-1]) for p in found):
             # a property's getter, setter and deleter share its name: `Key.value.setter` names one
             wanted = parts[depth + 1] if depth + 1 < len(parts) else None
@@ -239,6 +240,44 @@ def find_def(module: cst.Module, dotted: str, *, what: str = "definition") -> No
         path = found[0]
         depth += 1
     return path
+
+
+def _run_time(found: list[NodePath], where: str) -> list[NodePath]:
+    """The definitions of one name that the interpreter runs: `@overload` stubs left out beside the function they
+    describe, and one under `if TYPE_CHECKING:` beside one that is not (the typing stub of a name bound otherwise at
+    run time). A definition under `if TYPE_CHECKING:` alone is refused: an edit there would never run."""
+    if not found:
+        return found
+    typed = [p for p in found if type_checking_only(p)]
+    if typed and len(typed) == len(found):
+        raise AnchorNotFound(f"`{found[0][-1].name.value}` is defined in {where} under `if TYPE_CHECKING:` only, for "
+                             "type checkers: the interpreter never runs it, so an edit there would never run",
+                             candidates=[Candidate(f"`{found[0][-1].name.value}`", node=found[0][-1])],
+                             hint="edit what binds the name at run time (the `else:` arm, or the assignment below)")
+    found = [p for p in found if p not in typed]
+    stubs = [p for p in found if isinstance(p[-1], cst.FunctionDef) and any(
+        (d.decorator.value if isinstance(d.decorator, cst.Name) else
+         d.decorator.attr.value if isinstance(d.decorator, cst.Attribute) else "") == "overload"
+        for d in p[-1].decorators)]
+    return [p for p in found if p not in stubs] if len(stubs) < len(found) else found
+
+
+def type_checking_only(path: NodePath) -> bool:
+    """Whether the statement at the end of `path` is in the body of an `if TYPE_CHECKING:` (not its `else:`)."""
+    for i, node in enumerate(path[:-1]):
+        if isinstance(node, cst.If) and type_checking_test(node.test) and any(s is path[i + 1] for s in body_of(node)):
+            return True
+    return False
+
+
+def type_checking_test(test: Any) -> bool:
+    """Is an `if` test `TYPE_CHECKING` or `X.TYPE_CHECKING` (a block type checkers read and the interpreter skips)?
+    Takes an `ast` or a libcst expression."""
+    if isinstance(test, (ast.Name, cst.Name)):
+        return (test.id if isinstance(test, ast.Name) else test.value) == "TYPE_CHECKING"
+    if isinstance(test, ast.Attribute):
+        return test.attr == "TYPE_CHECKING"
+    return isinstance(test, cst.Attribute) and test.attr.value == "TYPE_CHECKING"
 
 
 def accessor(node: cst.CSTNode) -> str | None:

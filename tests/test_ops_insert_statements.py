@@ -793,3 +793,36 @@ def test_code_that_overwrites_a_parameter_before_reading_it_is_a_conflict():
         step = ins("after", code=code, match="n = len(req)", function="f")
         indented = "\n".join("            " + line for line in code.splitlines())
         check(step, before, before.replace("            n = len(req)\n", "            n = len(req)\n" + indented + "\n"))
+
+
+def test_overload_stubs_and_type_checking_definitions_are_not_the_function_that_runs():
+    # a hostile round: sglang 0.5.13's `get_kv_class` (five `@overload` stubs and the function) could not be
+    # edited at all; a class defined under `if TYPE_CHECKING:` only (`RadixTreeCpp`) was edited, and never ran
+    overloaded = """
+        @overload
+        def get(kind: int) -> int: ...
+
+
+        @typing.overload
+        def get(kind: str) -> str: ...
+
+
+        def get(kind):
+            return kind
+        """
+    check(ins("start", code="kind = kind", function="get"), overloaded,
+          overloaded.replace("            return kind", "            kind = kind\n            return kind"))
+    typed = """
+        if TYPE_CHECKING:
+            class Tree:
+                def evict(self, n):
+                    return n
+        else:
+            Tree = native.Tree
+        """
+    cannot(ins("start", code="n = n", function="Tree.evict"), typed, AnchorNotFound,
+           mentions=("under `if TYPE_CHECKING:` only",))
+    both = typed.replace("            Tree = native.Tree", "            class Tree:\n                def evict(self, n):\n"
+                                                            "                    return n + 1")
+    check(ins("start", code="n = n", function="Tree.evict"), both,
+          both.replace("                    return n + 1", "                    n = n\n                    return n + 1"))

@@ -10,7 +10,8 @@ from typing import Any, Iterator, Sequence
 
 import libcst as cst
 
-from ..anchors import NodePath, body_of, code_of, find_def, normalized, parsed_statements, walk_statements
+from ..anchors import (NodePath, body_of, code_of, find_def, normalized, parsed_statements, type_checking_test,
+                       walk_statements)
 from ..errors import RecipeError
 
 
@@ -374,18 +375,6 @@ def inside_words(inside: str | None, inside_else: bool) -> str:
     """`inside `if x:`` or `in the `else:` after `if x:``, for messages."""
     shown = " ".join(textwrap.dedent(inside or "").split())
     return f"in the `else:` after `{shown}`" if inside_else else f"inside `{shown}`"
-
-
-def type_checking_test(test: Any) -> bool:
-    """Is an `if` test `TYPE_CHECKING` or `X.TYPE_CHECKING` (a block type checkers read and the interpreter skips)?
-    Takes an `ast` or a libcst expression."""
-    import ast
-
-    if isinstance(test, (ast.Name, cst.Name)):
-        return (test.id if isinstance(test, ast.Name) else test.value) == "TYPE_CHECKING"
-    if isinstance(test, ast.Attribute):
-        return test.attr == "TYPE_CHECKING"
-    return isinstance(test, cst.Attribute) and test.attr.value == "TYPE_CHECKING"
 
 
 def imported_module(node: Any, package: str, rel_pkg: str) -> str | None:
