@@ -379,13 +379,53 @@ def fit(new_stmts: Sequence[cst.CSTNode], indent: str, module: cst.Module) -> li
     relative to the snippet's column 0 move with the code; a no-op at module level."""
     if not indent or not new_stmts:
         return list(new_stmts)
-    import textwrap
-
     nl = module.default_newline
     code = cst.Module(body=tuple(new_stmts), default_indent=module.default_indent, default_newline=nl).code
-    wrapped = "if True:" + nl + textwrap.indent(code, indent)
+    wrapped = "if True:" + nl + indent_code(code, indent)
     parsed = cst.parse_module(wrapped, config=parsing_config(module))
     return list(parsed.body[0].body.body)
+
+
+def indent_code(code: str, indent: str) -> str:
+    """`code` with `indent` before each line that holds code, as `textwrap.indent`, but not before a line that
+    begins inside a multi-line string other than a docstring: a template or prompt keeps its value (a docstring
+    moves with the code, as it is written relative to it)."""
+    inside = string_continuation_lines(code)
+    rows = code.splitlines(keepends=True)
+    return "".join(r if not r.strip() or i in inside else indent + r for i, r in enumerate(rows, 1))
+
+
+def string_continuation_lines(code: str) -> set[int]:
+    """The lines (1-based) of `code` that begin inside a multi-line string or f-string that is no docstring;
+    none when `code` does not parse alone."""
+    import io
+    import tokenize
+
+    try:
+        tree = ast.parse(code)
+        tokens = list(tokenize.generate_tokens(io.StringIO(code).readline))
+    except (SyntaxError, ValueError, tokenize.TokenError, RecursionError, MemoryError):
+        return set()
+    docstrings = {n.body[0].value.lineno for n in ast.walk(tree)
+                  if isinstance(n, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and n.body
+                  and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)
+                  and isinstance(n.body[0].value.value, str)}
+    start_kind, end_kind = getattr(tokenize, "FSTRING_START", None), getattr(tokenize, "FSTRING_END", None)
+    out: set[int] = set()
+    opened: list[int] = []
+    for tok in tokens:
+        if start_kind is not None and tok.type == start_kind:
+            opened.append(tok.start[0])
+            continue
+        if end_kind is not None and tok.type == end_kind and opened:
+            first, last = opened.pop(), tok.end[0]
+        elif tok.type == tokenize.STRING:
+            first, last = tok.start[0], tok.end[0]
+        else:
+            continue
+        if last > first and first not in docstrings and not opened:
+            out.update(range(first + 1, last + 1))
+    return out
 
 
 def insert_after(path: NodePath, new_stmts: Sequence[cst.CSTNode]) -> cst.Module:

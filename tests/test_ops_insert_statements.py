@@ -826,3 +826,17 @@ def test_overload_stubs_and_type_checking_definitions_are_not_the_function_that_
                                                             "                    return n + 1")
     check(ins("start", code="n = n", function="Tree.evict"), both,
           both.replace("                    return n + 1", "                    n = n\n                    return n + 1"))
+
+
+def test_a_multi_line_string_keeps_its_value_where_a_docstring_moves_with_the_code():
+    # a hostile round: a chat template inserted into a method gained the method's indentation on every line
+    code = 'def tpl(self):\n    """Doc\n    string."""\n    return """<|system|>\nYou are helpful.\n<|end|>"""\n'
+    step = op("add_method", **{"class": "K", "code": code})
+    out = step.apply(cst.parse_module("class K:\n    x = 1\n"))
+    assert isinstance(out, Changed), out
+    assert '        """Doc\n        string."""\n        return """<|system|>\nYou are helpful.\n<|end|>"""\n' in out.module.code
+    ns: dict = {}
+    exec(out.module.code, ns)
+    assert ns["K"]().tpl() == "<|system|>\nYou are helpful.\n<|end|>"
+    out = ins("start", code='self.t = f"""a {1}\nb"""', function="W.f").apply(cst.parse_module(src(BEFORE)))
+    assert '        """Docstring."""\n        self.t = f"""a {1}\nb"""\n' in out.module.code
