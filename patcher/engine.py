@@ -537,6 +537,8 @@ def _defined_names(module: Path, planned: dict[Path, bytes]) -> set[str] | None:
             else:
                 for part in ("body", "orelse", "finalbody"):
                     inner = getattr(st, part, None)
+                    if part == "body" and isinstance(st, ast.If) and type_checking_test(st.test):
+                        continue  # for type checkers only: the interpreter never binds these
                     if isinstance(inner, list) and inner and isinstance(inner[0], ast.stmt) and not visit(inner):
                         return False
                 for handler in getattr(st, "handlers", []) or []:

@@ -789,3 +789,22 @@ def test_a_method_the_recipe_takes_away_while_the_class_still_calls_it_is_refuse
     assert "`A` no longer defines `old`" in error.message and "`A.user2` still reads `" in error.message
     assert ("self.old`" in error.message) != ("getattr(self, 'old')`" in error.message)
     assert error.exit_code == ExitCode.CANNOT_APPLY and error.location.step == 1
+
+
+@pytest.mark.parametrize("where, refused", [
+    ("if TYPE_CHECKING:\n    from sglang.srt.b import Batch\n", True),  # for type checkers only: ImportError
+    ("if TYPE_CHECKING:\n    pass\nelse:\n    from sglang.srt.b import Batch\n", False),
+    ("from sglang.srt.b import Batch\n", False),
+])
+def test_code_importing_a_name_its_module_imports_for_type_checkers_only_is_refused(tmp_path, where, refused):
+    # a hostile round: `from sglang.srt.managers.scheduler import ModelWorkerBatch` (scheduler imports it under
+    # `if TYPE_CHECKING:`) was applied, and raised ImportError at the first call
+    root = make_target(tmp_path, {"srt/b.py": b"class Batch:\n    pass\n",
+                                  "srt/s.py": b"from typing import TYPE_CHECKING\n\n" + where.encode(),
+                                  "srt/h.py": b"def hook(bs):\n    return bs\n"})
+    text = ("id: demo\ntitle: t\ntarget: {package: sglang}\nsteps:\n  - op: insert_statements\n    file: srt/h.py\n"
+            "    function: hook\n    at: start\n    code: |\n      from sglang.srt.s import Batch\n")
+    p = plan(recipe(tmp_path, text), find_target(root))
+    assert p.ok != refused, [e.message for e in p.errors]
+    if refused:
+        assert "has no such name there" in p.errors[0].message
