@@ -341,10 +341,13 @@ def _second_run(recipe_id: str, rel: str, module: cst.Module, file_steps: list[t
     """Each step that changed the file, applied again to the file as the recipe leaves it, must answer *already
     applied*: what a second apply, `check` and `verify` will ask of it (an in-memory pass over the patched tree,
     about 0.1 s for the flagship's six files). A later step that rewrites what an earlier one anchors on (or its
-    code) makes the recipe apply once, then fail or change the file again on every run after."""
+    code) makes the recipe apply once, then fail or change the file again on every run after. A step that found
+    its code already there is asked again too when another step changed the file: a later step may rewrite it."""
     errors: list[SpecpatchError] = []
+    if all(changed is None for _, changed in done):
+        return errors
     for (index, op), (report, changed) in zip(file_steps, done):
-        if changed is None:
+        if changed is None and report.status is not StepStatus.ALREADY_APPLIED:
             continue
         again = op.among(siblings).apply(module)
         if isinstance(again, (Changed, CannotApply)):

@@ -808,3 +808,19 @@ def test_code_importing_a_name_its_module_imports_for_type_checkers_only_is_refu
     assert p.ok != refused, [e.message for e in p.errors]
     if refused:
         assert "has no such name there" in p.errors[0].message
+
+
+def test_a_step_already_applied_on_the_release_that_a_later_step_rewrites_is_refused(tmp_path):
+    # a hostile round: step 1 inserts `self.lock = threading.Lock()`, step 2 makes it `RLock()`; on a release that
+    # already has step 1's line the apply said "applied" (the second-run check skipped step 1), then every later
+    # apply and `check` failed on step 1
+    root = make_target(tmp_path, {"srt/t.py": b"class T:\n    def __init__(self, a):\n        self.a = a\n"
+                                              b"        self.lock = threading.Lock()\n"})
+    text = ("id: demo\ntitle: t\ntarget: {package: sglang}\nsteps:\n"
+            "  - op: insert_statements\n    file: srt/t.py\n    function: T.__init__\n    at: after\n"
+            "    match: self.a = a\n    code: self.lock = threading.Lock()\n"
+            "  - op: replace_statements\n    file: srt/t.py\n    within: T.__init__\n"
+            "    match: self.lock = threading.Lock()\n    code: self.lock = threading.RLock()\n")
+    p = plan(recipe(tmp_path, text), find_target(root))
+    [error] = p.errors
+    assert "step 1 does not find its own change" in error.message and error.location.step == 1
