@@ -176,3 +176,16 @@ def test_fields_the_generated_init_takes_by_keyword_only_or_plain_classes_are_no
 def test_fields_that_leave_the_generated_init_working_are_added(code, before):
     step = op("add_dataclass_field", **{"class": "M", "after": "port", "code": code})
     check(step, before, before.replace("    port: int = 1\n", f"    port: int = 1\n    {code}\n"))
+
+
+def test_a_defaulted_field_of_a_base_dataclass_before_a_subclass_field_without_default_is_a_conflict():
+    # a hostile round on sglang 0.5.13's io_struct shape: `tenant: Optional[str] = None` added to `BaseReq` made
+    # `TokenizedGenerateReqInput(BaseReq)`'s `input_text` follow a default: TypeError at import
+    before = ("@dataclass\nclass BaseReq:\n    rid: str = field(default=None, kw_only=True)\n\n\n"
+              "@dataclass\nclass Tokenized(BaseReq):\n    input_text: str\n")
+    step = op("add_dataclass_field", **{"class": "BaseReq", "after": "rid", "code": "tenant: Optional[str] = None"})
+    cannot(step, before, Conflict, mentions=("subclass `Tokenized`", "`input_text` has none"))
+    kw = op("add_dataclass_field", **{"class": "BaseReq", "after": "rid",
+                                      "code": "tenant: Optional[str] = field(default=None, kw_only=True)"})
+    check(kw, before, before.replace("kw_only=True)\n", "kw_only=True)\n    tenant: Optional[str] = field(default=None, "
+                                                         "kw_only=True)\n", 1))
