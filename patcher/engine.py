@@ -23,7 +23,7 @@ from .diff import unified_diff
 from .errors import (AnchorNotFound, Candidate, Conflict, Location, MissingModuleError, NameTakenError,
                      NotIdempotent, RenderError, SpecpatchError, TargetError, TargetSyntaxError, UndefinedNameError)
 from .operations._code import imported_module, type_checking_test
-from .operations.base import CannotApply, Changed, Operation
+from .operations.base import AlreadyApplied, CannotApply, Changed, Operation
 from .recipe import Recipe, Selection
 from .results import StepStatus, VariantKind
 from .target import Target
@@ -349,7 +349,14 @@ def _second_run(recipe_id: str, rel: str, module: cst.Module, file_steps: list[t
     for (index, op), (report, changed) in zip(file_steps, done):
         if changed is None and report.status is not StepStatus.ALREADY_APPLIED:
             continue
-        again = op.among(siblings).apply(module)
+        step = op.among(siblings)
+        again = step.apply(module)
+        if isinstance(again, AlreadyApplied):
+            try:
+                step.settled(module, again)
+            except SpecpatchError as exc:
+                errors.append(exc.at(Location(recipe=recipe_id, step=index, op=op.op, file=rel, anchor=op.anchor())))
+            continue
         if isinstance(again, (Changed, CannotApply)):
             why = ("it would change the file again" if isinstance(again, Changed)
                    else f"{again.error.title}: {again.error.message}")

@@ -824,3 +824,20 @@ def test_a_step_already_applied_on_the_release_that_a_later_step_rewrites_is_ref
     p = plan(recipe(tmp_path, text), find_target(root))
     [error] = p.errors
     assert "step 1 does not find its own change" in error.message and error.location.step == 1
+
+
+@pytest.mark.parametrize("order", ["read first", "set first"])
+def test_code_reading_what_a_later_step_sets_below_it_is_refused_whatever_the_order(tmp_path, order):
+    # a hostile round: step 1 read `self.threshold` (nowhere in `__init__` yet), step 2 set it at the end: applied,
+    # AttributeError on every construction; with the steps swapped, the same file was refused
+    root = make_target(tmp_path, {"srt/w.py": b"class W:\n    def __init__(self, args):\n        self.args = args\n"
+                                              b"        self.topk = args.topk\n"})
+    read = ("  - op: insert_statements\n    file: srt/w.py\n    function: W.__init__\n    at: after\n"
+            "    match: self.args = args\n    code: self.disabled = self.threshold > 0\n")
+    sets = ("  - op: insert_statements\n    file: srt/w.py\n    function: W.__init__\n    at: end\n"
+            "    code: self.threshold = args.threshold\n")
+    steps = read + sets if order == "read first" else sets + read
+    p = plan(recipe(tmp_path, "id: demo\ntitle: t\ntarget: {package: sglang}\nsteps:\n" + steps), find_target(root))
+    [error] = p.errors
+    assert "reads `self.threshold`" in error.message and "only below the new code" in error.message
+    assert error.location.step == (1 if order == "read first" else 2)

@@ -71,6 +71,12 @@ class Operation:
         """Apply to a parsed module; must never raise for a target-side problem (return CannotApply instead)."""
         raise NotImplementedError
 
+    def settled(self, module: cst.Module, found: AlreadyApplied) -> None:
+        """Check the step's code where it stands in the file as the whole recipe leaves it (`found`: this step's
+        answer there): what the step checked when it applied, against the module as it stood then, can be undone
+        by a later step (an assignment it reads, added below it). Raises a `SpecpatchError`; most steps have
+        nothing more to check."""
+
     def among(self, steps: Sequence["Operation"]) -> "Operation":
         """This step as it applies beside `steps`, the steps of its recipe that edit its file, in recipe order
         (itself among them, by identity). Most steps apply alone: they are themselves."""

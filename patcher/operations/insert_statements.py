@@ -186,6 +186,14 @@ class InsertStatements(Operation):
             self._refuse_overwriting_parameters(module, fpath)
         return outcome
 
+    def settled(self, module: cst.Module, found: AlreadyApplied) -> None:
+        """The code must not read what the function sets only below it in the final file either: a later step
+        may add that assignment (`self.spec_disabled = self.threshold > 0`, then `self.threshold = ...` at the
+        end of `__init__`)."""
+        if found.existing is not None:
+            self._refuse_reading_before_set(module, find_function(module, self.function), found.existing,
+                                            include=False)
+
     def _refuse_overwriting_parameters(self, module: cst.Module, fpath: NodePath) -> None:
         """Code that assigns a parameter of the function, unconditionally and before reading it, throws away what
         every caller passes: most often its own local that upstream has since made a parameter (`limit = n + 1`
@@ -263,7 +271,7 @@ class InsertStatements(Operation):
         except (SyntaxError, ValueError, RecursionError):
             return
         own = {_target(n) for n in ast.walk(tree) if isinstance(n, (ast.Name, ast.Attribute))
-               and not isinstance(n.ctx, ast.Load)}
+               and not isinstance(n.ctx, ast.Load)} | _stores(tree)  # its imports and defs too
         reads = {_target(n) for n in ast.walk(tree) if isinstance(n, (ast.Name, ast.Attribute))
                  and isinstance(n.ctx, ast.Load)} - own - {None}
         if not reads:
