@@ -6,8 +6,9 @@ stands, and each sentinel is then replaced, by its place in the syntax tree:
 - an expression (`threshold = {{n}}`): the value's literal (`8`, `(-1)`, `0.5`, `True`, `'a "quoted" text'`);
 - inside a string (`EnvStr("{{mode}}")`, a docstring, an f-string's text): the value's characters, escaped for that
   string, so that the string ends where the template's string ends;
-- part of a name (`def get_{{label}}`), or the object of an attribute access (`{{obj}}.field`, where a literal would
-  mean nothing): only a value that is an identifier, written as that name;
+- part of a name (`def get_{{label}}`), or where only a name can stand (`{{obj}}.field`, `self.{{attr}}`,
+  `def {{name}}`, a keyword, a parameter, what an assignment binds): only a value that is an identifier, written as
+  that name;
 - inside a comment: only a value that is one printable line.
 
 Anything else (a value that cannot be represented there, a sentinel left over) is refused with a ParamError naming
@@ -125,8 +126,45 @@ class _Substitute(cst.CSTTransformer):
         self.objects: set[int] = set()  #: the placeholders that are the object of an attribute access: names
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
-        if isinstance(node.value, cst.Name) and node.value.value in self.sentinels:
-            self.objects.add(id(node.value))
+        self._names(node.value, node.attr)
+
+    def _names(self, *nodes: Any) -> None:
+        """Mark the placeholders among `nodes` (Name nodes where only a name can stand) to be written as names."""
+        for node in nodes:
+            if isinstance(node, cst.Name) and node.value in self.sentinels:
+                self.objects.add(id(node))
+
+    # where only a name can stand: an attribute's name, a def's or class's, a keyword, a parameter, `global`,
+    # an import's `as`, and what an assignment, a loop or a `with ... as` binds
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._names(node.name)
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self._names(node.name)
+
+    def visit_Arg(self, node: cst.Arg) -> None:
+        self._names(node.keyword)
+
+    def visit_Param(self, node: cst.Param) -> None:
+        self._names(node.name)
+
+    def visit_NameItem(self, node: cst.NameItem) -> None:
+        self._names(node.name)
+
+    def visit_AsName(self, node: cst.AsName) -> None:
+        self._names(node.name)
+
+    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+        self._names(node.target)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        self._names(node.target)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self._names(node.target)
+
+    def visit_For(self, node: cst.For) -> None:
+        self._names(node.target)
 
     def _sub(self, text: str, fn) -> str:
         return self.pattern.sub(lambda m: fn(self.sentinels[m.group(0)]), text)
@@ -142,7 +180,7 @@ class _Substitute(cst.CSTTransformer):
     def leave_Name(self, original: cst.Name, updated: cst.Name) -> cst.BaseExpression:
         if updated.value in self.sentinels and id(original) in self.objects:
             return updated.with_changes(value=self._identifier(self.sentinels[updated.value],
-                                                               "the object of an attribute access"))
+                                                               "where only a name can stand"))
         if updated.value in self.sentinels:
             node = literal(self.values[self.sentinels[updated.value]])
             return node.with_changes(lpar=updated.lpar, rpar=updated.rpar) if updated.lpar else node

@@ -289,5 +289,26 @@ def test_a_constant_as_the_object_of_an_attribute_is_written_as_a_name():
     assert render(code, {"view": "cfg"}) == "if cfg.enable_dp_attention and cfg.dp_size(1) > 1:\n    label = 'cfg'\n"
     assert render(code, {"view": "self"}).startswith("if self.enable_dp_attention and self.dp_size(1)")
     for bad in ("not a name", "class", 3):
-        with pytest.raises(ParamError, match="object of an attribute access"):
+        with pytest.raises(ParamError, match="where only a name can stand"):
             render(code, {"view": bad})
+
+
+@pytest.mark.parametrize("code, rendered", [
+    ("self.{{attr}} = 0\n", "self.num_tenants = 0\n"),
+    ("def {{attr}}(self):\n    return 1\n", "def num_tenants(self):\n    return 1\n"),
+    ("class {{attr}}:\n    pass\n", "class num_tenants:\n    pass\n"),
+    ("f({{attr}}=1)\n", "f(num_tenants=1)\n"),
+    ("def f({{attr}}=1):\n    global {{attr}}\n", "def f(num_tenants=1):\n    global num_tenants\n"),
+    ("{{attr}}: int = 0\nfor {{attr}} in x:\n    pass\n", "num_tenants: int = 0\nfor num_tenants in x:\n    pass\n"),
+    ("y = {{attr}}\n", "y = 'num_tenants'\n"),  # a value where a value goes
+])
+def test_a_placeholder_where_only_a_name_can_stand_is_written_as_a_name(code, rendered):
+    # a hostile round: `self.{{attr}}`, `def {{attr}}`, `f({{attr}}=1)` were refused ("not valid Python"), while
+    # `self.{{attr}}_total` worked
+    from patcher.errors import ParamError
+    from patcher.params import render
+
+    assert render(code, {"attr": "num_tenants"}) == rendered
+    if "'" not in rendered:
+        with pytest.raises(ParamError, match="not an identifier"):
+            render(code, {"attr": "not a name"})
