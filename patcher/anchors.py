@@ -10,6 +10,7 @@ import ast
 import difflib
 import functools
 import re
+from collections import OrderedDict
 from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 import unicodedata
@@ -384,6 +385,23 @@ def fit(new_stmts: Sequence[cst.CSTNode], indent: str, module: cst.Module) -> li
     wrapped = "if True:" + nl + indent_code(code, indent)
     parsed = cst.parse_module(wrapped, config=parsing_config(module))
     return list(parsed.body[0].body.body)
+
+
+_CODE: "OrderedDict[int, tuple[cst.Module, str]]" = OrderedDict()
+
+
+def module_code(module: cst.Module) -> str:
+    """`module.code`, remembered for the last few modules (libcst nodes take no weak reference: each entry holds its
+    module, so that its id is not reused): the checks that first ask whether a name occurs at all."""
+    hit = _CODE.get(id(module))
+    if hit is not None and hit[0] is module:
+        _CODE.move_to_end(id(module))
+        return hit[1]
+    text = module.code
+    _CODE[id(module)] = (module, text)
+    while len(_CODE) > 8:
+        _CODE.popitem(last=False)
+    return text
 
 
 def indent_code(code: str, indent: str) -> str:

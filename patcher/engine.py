@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import functools
 import gc
 import os
 import stat
@@ -373,16 +374,17 @@ def _missing_modules(recipe_id: str, target: Target, rel_pkg: str, rel: str, bef
     patched file runs and the package folder has no module for, or names such a module does not define, that the
     original file did not already import: each would raise ImportError at start-up (a module or a name upstream
     moved since the recipe was written). See `missing_imports`."""
-    missing = missing_imports(tree, target.package, target.package_dir, rel_pkg, planned=planned)
+    # what the original file imports already is not the recipe's doing (and reading every module it imports, for
+    # each patched file, was most of a plan's time)
+    had = {(dotted, alias.name) if isinstance(node, ast.ImportFrom) else (dotted, "")
+           for node, dotted in _package_imports(ast.parse(before), target.package, rel_pkg)
+           for alias in (node.names if isinstance(node, ast.ImportFrom) else [None])}
+    missing = missing_imports(tree, target.package, target.package_dir, rel_pkg, planned=planned, known=had)
     if not missing:
         return []
-    already = {what for _, what, _ in missing_imports(ast.parse(before), target.package, target.package_dir, rel_pkg,
-                                                      planned=planned)}
     errors: list[SpecpatchError] = []
     release = f"{target.package} {target.version}" if target.version else target.package
     for node, what, why in missing:
-        if what in already:
-            continue
         owner = next((r for r, c in done if c is not None and r.lines and r.lines[0] <= node.lineno <= r.lines[1]),
                      None) or next((r for r, c in reversed(done) if c is not None), None)
         errors.append(MissingModuleError(
@@ -394,7 +396,8 @@ def _missing_modules(recipe_id: str, target: Target, rel_pkg: str, rel: str, bef
 
 
 def missing_imports(tree: ast.Module, package: str, package_dir: Path, rel_pkg: str, base_dir: Path | None = None,
-                    planned: dict[Path, bytes] | None = None) -> list[tuple[ast.stmt, str, str]]:
+                    planned: dict[Path, bytes] | None = None,
+                    known: set[tuple[str, str]] = frozenset()) -> list[tuple[ast.stmt, str, str]]:
     """(statement, key, words) for each import of the package's own code, run by the file `rel_pkg`, that the
     package at `package_dir` cannot satisfy: a module it has no file or folder for, or a name `from M import N`
     takes that M neither defines nor has as a submodule. Imports under `if TYPE_CHECKING:`, in a `try:` that
@@ -403,10 +406,15 @@ def missing_imports(tree: ast.Module, package: str, package_dir: Path, rel_pkg: 
     missing when that release had it; else it cannot be told from a tree of some files (a fixture). A module whose
     names cannot be read (a star import, `__getattr__`, `globals()`) is taken to define any name. `planned`: the
     bytes the recipe gives other files ({path: bytes}), whose names count as defined (a step of another file adds
-    the function this import takes)."""
+    the function this import takes). `known`: (module, name) pairs ("" for `import module`) not to judge."""
     out: list[tuple[ast.stmt, str, str]] = []
     for node, dotted in _package_imports(tree, package, rel_pkg):
+        if (dotted, "") in known if not isinstance(node, ast.ImportFrom) else \
+                all((dotted, alias.name) in known for alias in node.names):
+            continue
         there = _module_path(package_dir, dotted)
+        if there in (None, True) and any(d == dotted for d, _ in known):
+            continue  # the original file imports from that module already: not the recipe's doing
         if there is None:
             out.append((node, f"module {dotted}", f"`{dotted}`"))
             continue
@@ -418,7 +426,7 @@ def missing_imports(tree: ast.Module, package: str, package_dir: Path, rel_pkg: 
             continue
         names = _defined_names(there, planned or {})
         for alias in node.names:
-            if alias.name == "*" or names is None or alias.name in names:
+            if alias.name == "*" or names is None or alias.name in names or (dotted, alias.name) in known:
                 continue
             if there.is_dir() and _module_path(package_dir, f"{dotted}.{alias.name}") not in (None, True):
                 continue  # a submodule of the package
@@ -524,8 +532,19 @@ def _defined_names(module: Path, planned: dict[Path, bytes]) -> set[str] | None:
         return None
     try:
         text = planned[source].decode("utf-8") if source in planned else source.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    names = _names_bound_in(text)
+    return set(names) if names is not None else None
+
+
+@functools.lru_cache(maxsize=512)
+def _names_bound_in(text: str) -> frozenset[str] | None:
+    """`_defined_names` of a module's source (cached: every file of a recipe asks for the modules it imports, the
+    second-run and cross-module checks again)."""
+    try:
         tree = ast.parse(text)
-    except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError):
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     if "globals()" in text:
         return None
@@ -558,7 +577,7 @@ def _defined_names(module: Path, planned: dict[Path, bytes]) -> set[str] | None:
                     names.update(n.id for n in ast.walk(st) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store))
         return True
 
-    return names if visit(tree.body) else None
+    return frozenset(names) if visit(tree.body) else None
 
 
 def _package_imports(tree: ast.Module, package: str, rel_pkg: str) -> list[tuple[ast.stmt, str]]:

@@ -18,6 +18,7 @@ the parameter. The rendered code is compiled as a last check that its statements
 from __future__ import annotations
 
 import ast
+import functools
 import keyword
 import math
 import re
@@ -63,6 +64,20 @@ def render(template: str, values: dict[str, Any], *, what: str = "code") -> str:
     """`template` with each `{{name}}` replaced as the module docstring says; the template is dedented."""
     if not _PARAM.search(template):
         return template
+    try:  # the variants of a recipe render the same templates with the same constants many times
+        key = tuple(sorted((k, type(v).__name__, v) for k, v in values.items()))
+        hash(key)
+    except TypeError:
+        return _render(template, values, what)
+    return _render_cached(template, key, what)
+
+
+@functools.lru_cache(maxsize=1024)
+def _render_cached(template: str, key: tuple, what: str) -> str:
+    return _render(template, {k: v for k, _, v in key}, what)
+
+
+def _render(template: str, values: dict[str, Any], what: str) -> str:
     text = textwrap.dedent(template)
     sentinels: dict[str, str] = {}
 

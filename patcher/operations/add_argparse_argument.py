@@ -103,6 +103,9 @@ def argument_groups(fn: cst.CSTNode) -> dict[str, str]:
             if node.asname is not None:
                 self._bind(node.asname.name, node.item)
 
+        def on_visit(self, node: cst.CSTNode) -> bool:
+            return not isinstance(node, cst.BaseExpression) and super().on_visit(node)  # statements only
+
     fn.visit(Visitor())
     return groups
 
@@ -149,8 +152,8 @@ class AddArgparseArgument(Operation):
         mine = set(flags_of(new_stmts[0])) if len(new_stmts) == 1 else {new_flag}
         # a parser made with `parents=[common]` has the option strings `common` registers in the function too
         reach = _with_parents(fpath[-1], receiver) if receiver is not None else [None]
-        existing = [(p, sorted(mine & set(on))) for p, _ in flagged
-                    if mine & set(on := [f for r in reach for f in flags_of(p[-1], r, groups)])]
+        existing = [(p, sorted(mine & set(on))) for p, flags in flagged if mine & set(flags)
+                    and mine & set(on := [f for r in reach for f in flags_of(p[-1], r, groups)])]
         if existing:
             (path, clash), *_ = existing
             have = code_of(module, path[-1])
@@ -168,9 +171,9 @@ class AddArgparseArgument(Operation):
                            "built")
         if calls:
             dest, default = _dest_and_default(module, calls[0])
-            for p, _ in flagged:
+            for p, _ in flagged if default is not None else ():
                 for call in iter_calls_named(p[-1], "add_argument"):
-                    if parser_of(call, groups) not in reach:
+                    if _dest(call) != dest or parser_of(call, groups) not in reach:
                         continue
                     their_dest, their_default = _dest_and_default(module, call)
                     if their_dest == dest and default is not None and \
@@ -206,6 +209,9 @@ def _with_parents(fn: cst.CSTNode, receiver: str) -> list[str]:
                         for t in node.targets:
                             made.setdefault(_code(t.target).strip(), []).extend(
                                 _code(e.value).strip() for e in a.value.elements)
+
+        def on_visit(self, node: cst.CSTNode) -> bool:
+            return not isinstance(node, cst.BaseExpression) and super().on_visit(node)  # statements only
 
     fn.visit(Made())
     out, todo = [receiver], [receiver]
@@ -255,14 +261,21 @@ def _dest_and_default(module: cst.Module, call: cst.Call) -> tuple[str | None, s
     """The attribute an `add_argument(...)` call writes (`dest=`, else its first long option, else its first option
     or positional name, as argparse derives it) and its `default=` as code (None when it gives none)."""
     keys = {a.keyword.value: a.value for a in call.args if a.keyword is not None}
-    dest = string_value(keys["dest"]) if "dest" in keys else None
+    default = module.code_for_node(keys["default"]).strip() if "default" in keys else None
+    return _dest(call), default
+
+
+def _dest(call: cst.Call) -> str | None:
+    """The attribute an `add_argument(...)` call writes: `dest=`, else its first long option, else its first option
+    or positional name, as argparse derives it."""
+    given = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "dest"), None)
+    dest = string_value(given) if given is not None else None
     if dest is None:
         names = [v for a in call.args if a.keyword is None and a.star == "" and (v := string_value(a.value))]
         long = [n for n in names if n.startswith("--")]
         first = long[0] if long else names[0] if names else None
         dest = first.lstrip("-").replace("-", "_") if first else None
-    default = module.code_for_node(keys["default"]).strip() if "default" in keys else None
-    return dest, default
+    return dest
 
 
 @functools.lru_cache(maxsize=256)

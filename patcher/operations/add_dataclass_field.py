@@ -227,7 +227,13 @@ def _refuse_bad_init(module: cst.Module, cpath, new: cst.SimpleStatementLine, na
 
 def _positional_calls(module: cst.Module, name: str) -> list[cst.Call]:
     """The calls `name(...)` and `<x>.name(...)` of a module with arguments by position."""
+    import re
+
+    from ..anchors import module_code
+
     found: list[cst.Call] = []
+    if not re.search(rf"\b{re.escape(name)}\s*\(", module_code(module)):
+        return found  # not called at all: no walk over a large module
 
     class Calls(cst.CSTVisitor):
         def visit_Call(self, node: cst.Call) -> None:

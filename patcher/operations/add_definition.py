@@ -241,6 +241,11 @@ def _globals_bound(node: cst.CSTNode) -> set[str]:
         def visit_FunctionDef(self, f: cst.FunctionDef) -> None:
             stored.add(f.name.value)
 
+        def on_visit(self, n: cst.CSTNode) -> bool:
+            # an expression holds no `global` and no statement (the targets are read whole above): not walked,
+            # which is most of a large module's nodes
+            return not isinstance(n, cst.BaseExpression) and super().on_visit(n)
+
     node.visit(Visit())
     return declared & stored
 
