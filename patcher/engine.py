@@ -754,9 +754,15 @@ def _flow_changed(recipe_id: str, rel: str, before: str, after: str, tree: ast.M
     now: dict[str, list] = {}
     for name, fn in _functions(tree):
         now.setdefault(name, []).append(fn)
+    old_lines, lines = before.splitlines(), after.splitlines()
+
+    def same(o: ast.AST, n: ast.AST) -> bool:  # the same text is the same code: no dump of every function
+        if old_lines[o.lineno - 1:o.end_lineno] == lines[n.lineno - 1:n.end_lineno]:
+            return True
+        return ast.dump(o) == ast.dump(n)
+
     pairs = [(name, o, n) for name, fns in now.items() if len(was.get(name, ())) == len(fns)
-             for o, n in zip(was[name], fns) if ast.dump(o) != ast.dump(n)]
-    lines = after.splitlines()
+             for o, n in zip(was[name], fns) if not same(o, n)]
     errors: list[SpecpatchError] = []
     # names the module defines only as coroutine functions (a sync `close` beside an async one says nothing)
     defs = [f for fns in now.values() for f in fns]
@@ -836,8 +842,8 @@ def _class_scope_reads(tree: ast.Module) -> list[tuple[int, str]]:
                 continue
             for node in ast.walk(st):
                 if isinstance(node, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
-                    first = node.generators[0].iter
-                    inner = [n for n in ast.walk(node) if n is not first and not _under(first, n)]
+                    first = {id(n) for n in ast.walk(node.generators[0].iter)}
+                    inner = [n for n in ast.walk(node) if id(n) not in first]
                 elif isinstance(node, ast.Lambda):
                     inner = list(ast.walk(node.body))
                 else:
@@ -848,10 +854,6 @@ def _class_scope_reads(tree: ast.Module) -> list[tuple[int, str]]:
                                               f"lambda of its body, which does not see the class's names: NameError"))
                         break
     return out
-
-
-def _under(root: ast.AST, node: ast.AST) -> bool:
-    return any(n is node for n in ast.walk(root))
 
 
 def bound_at_module_level_ast(body: list[ast.stmt]) -> dict[str, int]:

@@ -123,7 +123,8 @@ class AddMethod(Operation):
             raise Conflict(f"`{name}` changes how Python treats every `{self.cls}`: {protocol}",
                            candidates=[Candidate(f"class {self.cls}", node=cpath[-1])],
                            hint=f"add `{_IMPLICIT[ident(name)][0]}` in a step of its own, then this one")
-        shadow = _instance_binding(module, methods, name)
+        # (most names are new to the class: one rendering of it tells, not one per method)
+        shadow = _instance_binding(module, methods, name) if f".{name}" in code_of(module, cpath[-1]) else None
         if shadow is not None:  # `self.reset = self._reset_cuda` in `__init__`: the instance's wins over the method
             raise Conflict(f"`{self.cls}` sets `self.{name}` on its instances, which hides a method of that name: "
                            f"the method would never be called",
