@@ -21,7 +21,7 @@ import libcst as cst
 
 from .anchors import code_of, line_of_text, lines_of, too_deep
 from .diff import unified_diff
-from .errors import (AnchorNotFound, Candidate, Conflict, Location, MissingModuleError, NameTakenError,
+from .errors import (AnchorNotFound, CallMisfit, Candidate, Conflict, Location, MissingModuleError, NameTakenError,
                      NotIdempotent, RenderError, SpecpatchError, TargetError, TargetSyntaxError, UndefinedNameError)
 from .operations._code import imported_module, type_checking_test
 from .operations.base import AlreadyApplied, CannotApply, Changed, Operation
@@ -321,6 +321,8 @@ def _plan_file(result: Plan, rel_pkg: str, file_steps: list[tuple[int, Operation
                                                              done, planned))
             if taking:
                 deferred.append(lambda planned: _names_taken(recipe.id, target, rel_pkg, rel, path, done, planned))
+            deferred.append(lambda planned: _calls_across_modules(recipe.id, target, rel_pkg, rel, path,
+                                                                  original_text, tree, done, planned))
             methods = [(r, op) for (r, c), (_, op) in zip(done, file_steps) if c is not None and op.op == "add_method"]
             if methods:
                 deferred.append(lambda planned: _overrides_unfit(recipe.id, target, rel_pkg, rel, tree, methods,
@@ -711,13 +713,13 @@ def _self_calls(classes: tuple[ast.ClassDef, ...], name: str) -> Iterator[tuple[
                     yield owner, fn, n
 
 
-def _misfit(call: ast.Call, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> str | None:
-    """Why the method `fn` (its first parameter the instance) cannot take the call, or None when it can (or when
-    the call unpacks `*args`/`**kwargs`: not told)."""
+def _misfit(call: ast.Call, fn: ast.FunctionDef | ast.AsyncFunctionDef, skip: int = 1) -> str | None:
+    """Why the function `fn` cannot take the call, `skip` of its first parameters filled without an argument (1: a
+    method's instance), or None when it can (or when the call unpacks `*args`/`**kwargs`: not told)."""
     if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
         return None
     a = fn.args
-    positional = [p.arg for p in (*a.posonlyargs, *a.args)][1:]
+    positional = [p.arg for p in (*a.posonlyargs, *a.args)][skip:]
     posonly = {p.arg for p in a.posonlyargs}
     kwonly = [p.arg for p in a.kwonlyargs]
     if len(call.args) > len(positional) and a.vararg is None:
@@ -733,6 +735,117 @@ def _misfit(call: ast.Call, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> str |
     missing = [p for p in required if p not in given]
     missing += [p.arg for p, d in zip(a.kwonlyargs, a.kw_defaults) if d is None and p.arg not in given]
     return f"no value for `{missing[0]}`" if missing else None
+
+
+def _signatures(tree: ast.Module) -> dict[str, tuple[ast.FunctionDef | ast.AsyncFunctionDef, int]]:
+    """The module's own functions and classes (the class's `__init__`) by name, with how many of their first
+    parameters a call does not fill."""
+    out: dict[str, tuple[ast.FunctionDef | ast.AsyncFunctionDef, int]] = {}
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            out[node.name] = (node, 0)
+        elif isinstance(node, ast.ClassDef) and not node.decorator_list:  # a dataclass writes its own __init__
+            init = next((f for f in node.body if isinstance(f, ast.FunctionDef) and f.name == "__init__"), None)
+            if init is not None:
+                out[node.name] = (init, 1)
+    return out
+
+
+def _positional_names(call: ast.Call, fn: ast.FunctionDef | ast.AsyncFunctionDef, skip: int) -> list[str]:
+    return [p.arg for p in (*fn.args.posonlyargs, *fn.args.args)][skip:][:len(call.args)]
+
+
+def _calls_across_modules(recipe_id: str, target: Target, rel_pkg: str, rel: str, path: Path, before: str,
+                          tree: ast.Module, done: list[tuple[StepReport, Changed | None]],
+                          planned: dict[Path, bytes]) -> list[SpecpatchError]:
+    """Calls that cross a module boundary and no longer fit: a function (or class) of this file whose signature the
+    recipe changed, called from another module of the package (`from sglang.srt.utils import get_int_env_var`) in
+    a way that fails now (TypeError) or passes an argument by position to another parameter than before; and a
+    call the recipe adds or changes in this file to a function another module of the package defines, that does
+    not fit it (a keyword it does not take). The checks of the operations see one module."""
+    try:
+        old_tree = ast.parse(before)
+    except (SyntaxError, ValueError, RecursionError):
+        return []
+    owner = next((r for r, c in reversed(done) if c is not None), None)
+    errors: list[SpecpatchError] = []
+
+    def error(message: str, line: int | None) -> None:
+        errors.append(CallMisfit(message, location=Location(
+            recipe=recipe_id, step=owner.index if owner else None, op=owner.op if owner else None, file=rel,
+            anchor=owner.anchor if owner else None, line=line)))
+
+    # this file's functions whose parameters changed: their calls elsewhere
+    was, now = _signatures(old_tree), _signatures(tree)
+    changed = {name: (was[name], now[name]) for name in was.keys() & now.keys()
+               if ast.dump(was[name][0].args) != ast.dump(now[name][0].args)}
+    if changed:
+        parts = PurePosixPath(rel_pkg).with_suffix("").parts
+        dotted = ".".join([target.package, *(parts[:-1] if parts[-1] == "__init__" else parts)])
+        for other in sorted(target.package_dir.rglob("*.py")):
+            if other == path:
+                continue
+            try:
+                data = planned[other] if other in planned else other.read_bytes() if _source_file(other) else b""
+            except OSError:
+                continue
+            if not any(n.encode() in data for n in changed):
+                continue
+            try:
+                other_tree = ast.parse(data)
+            except (SyntaxError, ValueError, RecursionError):
+                continue
+            other_rel = other.relative_to(target.package_dir).as_posix()
+            names = {a.asname or a.name: a.name for node, module in _package_imports(other_tree, target.package,
+                                                                                     other_rel)
+                     if isinstance(node, ast.ImportFrom) and module == dotted for a in node.names
+                     if a.name in changed}
+            if not names:
+                continue
+            for call in (n for n in ast.walk(other_tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+                         and n.func.id in names):
+                (old_fn, skip), (new_fn, _) = changed[names[call.func.id]]
+                if _misfit(call, old_fn, skip) is not None:
+                    continue  # it did not fit before either: not the recipe's doing
+                why = _misfit(call, new_fn, skip)
+                shown = ast.unparse(call)[:100]
+                if why is not None:
+                    error(f"once patched, `{names[call.func.id]}` of `{rel}` cannot take the call `{shown}` of "
+                          f"`{other_rel}` (line {call.lineno}): {why}, TypeError when it runs", None)
+                elif _positional_names(call, old_fn, skip) != _positional_names(call, new_fn, skip):
+                    moved = [(o, n) for o, n in zip(_positional_names(call, old_fn, skip),
+                                                    _positional_names(call, new_fn, skip)) if o != n]
+                    error(f"once patched, the call `{shown}` of `{other_rel}` (line {call.lineno}) passes by "
+                          f"position what `{moved[0][0]}` took to `{moved[0][1]}` of `{names[call.func.id]}`", None)
+    # calls the recipe adds or changes here, to functions other modules of the package define
+    had = {ast.dump(n) for n in ast.walk(old_tree) if isinstance(n, ast.Call)}
+    new_calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+                 and ast.dump(n) not in had]
+    if new_calls:
+        imported: dict[str, tuple[str, str]] = {}
+        for node, module in _package_imports(tree, target.package, rel_pkg):
+            if isinstance(node, ast.ImportFrom):
+                imported.update({a.asname or a.name: (module, a.name) for a in node.names})
+        for call in new_calls:
+            if call.func.id not in imported:
+                continue
+            module, name = imported[call.func.id]
+            there = _module_path(target.package_dir, module)
+            if not isinstance(there, Path) or there.is_dir():
+                continue
+            try:
+                data = planned[there] if there in planned else there.read_bytes()
+                found = _signatures(ast.parse(data)).get(name)
+            except (OSError, SyntaxError, ValueError, RecursionError):
+                continue
+            if found is None or any(not isinstance(d, ast.Name) or d.id not in ("staticmethod",)
+                                    for d in found[0].decorator_list):
+                continue  # not a plain function of that module (a decorator may change what it takes)
+            why = _misfit(call, *found)
+            if why is not None:
+                error(f"the call `{ast.unparse(call)[:100]}` (line {call.lineno}) cannot be taken by `{name}` of "
+                      f"`{module}`: {why}, TypeError when it runs", call.lineno)
+    return errors
 
 
 def _flow_changed(recipe_id: str, rel: str, before: str, after: str, tree: ast.Module,

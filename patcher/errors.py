@@ -211,6 +211,15 @@ class Unreachable(Conflict):
             "statement for code that must run; nothing was written")
 
 
+class CallMisfit(SpecpatchError):
+    title = "a call across modules no longer fits"
+    hint = ("a call in one module of the release and a function of another no longer match once patched (a parameter "
+            "the recipe adds takes an argument passed by position elsewhere, or a keyword the function does not "
+            "take): add the parameter at the end or with a keyword-only `*`, or change the calls too; nothing was "
+            "written")
+    exit_code = ExitCode.CANNOT_APPLY
+
+
 class NameTakenError(SpecpatchError):
     title = "patched module loses a name another module imports"
     hint = ("another module of the release imports the name from the patched one (a module upstream added after the "

@@ -841,3 +841,37 @@ def test_code_reading_what_a_later_step_sets_below_it_is_refused_whatever_the_or
     [error] = p.errors
     assert "reads `self.threshold`" in error.message and "only below the new code" in error.message
     assert error.location.step == (1 if order == "read first" else 2)
+
+
+@pytest.mark.parametrize("caller, refused", [
+    ('from sglang.srt.u import get_env\n\n\ndef run():\n    return get_env("N", 64)\n', "passes by position"),
+    ('from sglang.srt.u import get_env as g\n\n\ndef run():\n    return g("N", default=64)\n', None),
+    ('from sglang.srt import u\n\n\ndef run():\n    return 1\n', None),
+])
+def test_a_parameter_added_before_one_another_module_passes_by_position_is_refused(tmp_path, caller, refused):
+    # a hostile round: `prefix` added after `name` in `get_int_env_var(name, default=0)`, while another module calls
+    # `get_int_env_var("SGLANG_MAX_RUNNING", 64)`: 64 became the prefix, exit 0
+    root = make_target(tmp_path, {"srt/u.py": b"def get_env(name, default=0):\n    return default\n",
+                                  "srt/c.py": caller.encode()})
+    text = ("id: demo\ntitle: t\ntarget: {package: sglang}\nsteps:\n  - op: add_parameter\n    file: srt/u.py\n"
+            "    function: get_env\n    after: name\n    code: 'prefix=\"\"'\n")
+    p = plan(recipe(tmp_path, text), find_target(root))
+    if refused is None:
+        assert p.ok, [e.message for e in p.errors]
+        return
+    [error] = p.errors
+    assert refused in error.message and "`srt/c.py` (line 5)" in error.message, error.message
+    assert error.exit_code == ExitCode.CANNOT_APPLY and error.location.step == 1
+
+
+def test_a_keyword_the_recipe_passes_to_a_function_of_another_module_that_lacks_it_is_refused(tmp_path):
+    # a hostile round: `strict=True` added to a call of `load` that `srt/l.py` defines without `strict`
+    root = make_target(tmp_path, {"srt/l.py": b"def load(path, mode='r'):\n    return path\n",
+                                  "srt/m.py": b"from sglang.srt.l import load\n\n\ndef run(p):\n    return load(p)\n"})
+    for keyword, refused in (("strict=True", True), ("mode='w'", False)):
+        text = ("id: demo\ntitle: t\ntarget: {package: sglang}\nsteps:\n  - op: add_keyword_argument\n"
+                f"    file: srt/m.py\n    within: run\n    call: load(p)\n    code: \"{keyword}\"\n")
+        p = plan(recipe(tmp_path, text), find_target(root))
+        assert p.ok != refused, [e.message for e in p.errors]
+        if refused:
+            assert "cannot be taken by `load` of `sglang.srt.l`: the keyword `strict`" in p.errors[0].message
