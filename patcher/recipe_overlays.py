@@ -144,11 +144,14 @@ def _constants(raw: Any, loc: tuple, fail: Fail) -> dict:
     if raw is None:
         return {}
     if not isinstance(raw, dict):
-        raise fail(loc, "`constants` maps names to values (strings, numbers, booleans)")
+        raise fail(loc, "`constants` maps names to values (strings, integers, booleans)")
     for name, value in raw.items():
-        if not isinstance(value, (str, int, float, bool)):
-            raise fail(loc + (name,), f"constant `{name}` is a {type(value).__name__}: a constant is a string, a "
-                                      f"number or a boolean")
+        if isinstance(value, float):  # `2.10` is read as 2.1: a version or a setting written so would change
+            raise fail(loc + (name,), f"constant `{name}` is the number {value!r} as YAML reads it: write it in quotes "
+                                      f"to keep its text, or declare a `float` parameter")
+        if not isinstance(value, (str, int, bool)):
+            raise fail(loc + (name,), f"constant `{name}` is a {type(value).__name__}: a constant is a string, an "
+                                      f"integer or a boolean")
     return dict(raw)
 
 

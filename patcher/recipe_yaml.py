@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -41,13 +42,26 @@ class LineLoader(yaml.SafeLoader):
             self._depth -= 1
 
 
+_BOOL = "tag:yaml.org,2002:bool"
+
+
+def _yaml12_booleans(loader: type) -> type:
+    """`loader` reading only `true`/`false` as booleans, as YAML 1.2 does: YAML 1.1's `yes`, `no`, `on`, `off`
+    stay strings (`dump_mode: off` is the text "off", not False, in a constant placed into code)."""
+    resolvers = {first: [(tag, regexp) for tag, regexp in entries if tag != _BOOL]
+                 for first, entries in loader.yaml_implicit_resolvers.items()}
+    loader.yaml_implicit_resolvers = resolvers
+    loader.add_implicit_resolver(_BOOL, re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF"))
+    return loader
+
+
 def compose_and_load(text: str) -> tuple[yaml.Node | None, Any]:
     """The node tree (for line numbers) and the data of a YAML text, as `LineLoader` gives them, parsed once: by
     libyaml when PyYAML has it (ten times faster than the pure-Python parser, and a recipe's variant files run to
     thousands of lines). A text with an alias, or one libyaml refuses, is left to `LineLoader`, whose refusals and
     messages are the reference. Either way a key given twice in one mapping is refused (YAML says keys are unique;
     PyYAML would keep the last one silently), and so is nesting deeper than MAX_DEPTH."""
-    fast = getattr(yaml, "CSafeLoader", None)  # libyaml's parser and composer, PyYAML's resolver and constructor
+    fast = _FastLoader  # libyaml's parser and composer, PyYAML's resolver and constructor
     if fast is not None:
         loader = fast(text)
         try:
@@ -232,3 +246,8 @@ def load_code_files(data: Any, folder: Path, path: tuple, errors: list, reads: R
     if isinstance(data, list):
         return [load_code_files(v, folder, path + (i,), errors, reads) for i, v in enumerate(data)]
     return data
+
+
+_yaml12_booleans(LineLoader)
+_FastLoader = _yaml12_booleans(type("_FastLoader", (yaml.CSafeLoader,), {})) if hasattr(yaml, "CSafeLoader") \
+    else None

@@ -312,3 +312,16 @@ def test_a_placeholder_where_only_a_name_can_stand_is_written_as_a_name(code, re
     if "'" not in rendered:
         with pytest.raises(ParamError, match="not an identifier"):
             render(code, {"attr": "not a name"})
+
+
+def test_yaml_1_1_booleans_stay_text_and_a_float_constant_is_refused(tmp_path):
+    # a hostile round: `constants: {torch_min: 2.10, dump_mode: off}` put "2.1" and "False" into the code
+    from patcher.recipe_yaml import compose_and_load
+
+    assert compose_and_load("a: off\nb: yes\nc: true\nd: False\n")[1] == {"a": "off", "b": "yes", "c": True,
+                                                                          "d": False}
+    path = tmp_path / "r.yaml"
+    path.write_text("id: r\ntitle: t\ntarget: {package: sglang}\nconstants: {torch_min: 2.10, mode: off}\nsteps:\n"
+                    "  - {op: add_import, file: m.py, code: import os}\n")
+    with pytest.raises(RecipeError, match="constant `torch_min` is the number 2.1 as YAML reads it"):
+        load_recipe(path)
