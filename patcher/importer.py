@@ -2750,6 +2750,13 @@ def consistent(ops: Sequence[tuple[int, Operation]], steps: Sequence[PortedStep]
             if evidence:
                 out[i] = ("upstream_other_form", "the release has this change in another form: every line the step "
                           f"adds is there ({'; '.join(evidence[:3])}); not applied")
+            elif base is not None:
+                guards = upstream_guards(op_of[i], pristine[op_of[i].file], base.get(op_of[i].file, ""))
+                if guards:
+                    out[i] = ("upstream_other_form", "the release has this change in another form: "
+                              f"`{_place(op_of[i])}` now tests {'; '.join(guards[:3])}, which the base release's "
+                              "did not, where the step adds an `if` of that test: upstream handles the case its own "
+                              "way, and both would run; not applied")
     changed = True
     while changed:
         changed = False
@@ -3218,6 +3225,58 @@ def upstream_evidence(op: Operation, text: str, *, strict: bool = False, base: s
         return tuple(hits) if len(hits) == len(added) and fresh >= 2 else ()
     need = len(added) if len(added) <= 3 else -(-4 * len(added) // 5)
     return tuple(hits) if len(hits) >= max(1, need) else ()
+
+
+def upstream_guards(op: Operation, text: str, base: str) -> tuple[str, ...]:
+    """For a step that puts an `if` block into a function: the `if` (or `elif`) statements of that function in the
+    release whose test is the one of an `if` the step adds, and which the function has more often than it had in the
+    base release (`base`), each with its line; else (). Upstream that guards the very case the team's `if` guards,
+    in the function the step edits, has handled it its own way: the step's body under that test need not be
+    upstream's (`x = x + extra` beside upstream's `residual = residual + extra` above it), so the lines it adds are
+    not there for `upstream_evidence` to find, and applied, the case is handled twice. Only `if` tests that read a
+    name are compared: a loop or a `with` of the same header is too common to tell a feature by."""
+    where = getattr(op, "function", None) or getattr(op, "within", None)
+    code = getattr(op, "code", None)
+    if op.op not in ("insert_statements", "replace_statements") or not where or not isinstance(code, str):
+        return ()
+    tree = _parsed(textwrap.dedent(code))
+    match = getattr(op, "match", None)
+    before = _parsed(textwrap.dedent(match)) if isinstance(match, str) else None
+    if tree is None:
+        return ()
+    had_in_match = {ast.dump(s.test) for s in ast.walk(before) if isinstance(s, ast.If)} if before else set()
+    tests = [ast.dump(s.test) for s in tree.body if isinstance(s, ast.If)
+             and any(isinstance(n, (ast.Name, ast.Attribute)) for n in ast.walk(s.test))]
+    tests = [t for t in dict.fromkeys(tests) if t not in had_in_match]
+    if not tests:
+        return ()
+    now, had = _ifs_of_def(text, where), _ifs_of_def(base, where)
+    if now is None:
+        return ()
+    lines = text.splitlines()
+    return tuple(f"`{lines[now[t][0] - 1].strip()}` (line {now[t][0]})" for t in tests
+                 if len(now.get(t, ())) > len((had or {}).get(t, ())))
+
+
+@functools.lru_cache(maxsize=256)
+def _ifs_of_def(text: str, dotted: str) -> dict[str, list[int]] | None:
+    """The tests of the `if`/`elif` statements of the function `dotted` in `text` (dumped), each with its lines;
+    None when the function is not there."""
+    node: ast.AST | None = _parsed_once(text)
+    for part in dotted.split("."):
+        if node is None:
+            return None
+        node = next((d for d in getattr(node, "body", []) if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef,
+                                                                            ast.ClassDef)) and d.name == part), None)
+    if node is None:
+        return None
+    out: dict[str, list[int]] = {}
+    for n in ast.walk(node):
+        if isinstance(n, ast.If):
+            out.setdefault(ast.dump(n.test), []).append(n.lineno)
+    for found in out.values():
+        found.sort()
+    return out
 
 
 #: the operations whose code is statements (compared as statements by upstream_evidence)

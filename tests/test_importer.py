@@ -2747,3 +2747,29 @@ def test_port_does_not_take_a_comprehension_variable_for_a_local_upstream_added(
     later = package(tmp_path / "later", {"srt/m.py": before.replace(
         "    n = len(batch)\n", "    n = len(batch)\n    live = [r for r in reqs if r]\n")})
     assert all(s.status == "applied" for s in importer.port(load_recipe(out), later, base_dir=base).steps)
+
+
+def test_an_if_inserted_beside_upstreams_new_if_of_the_same_test_is_upstream_in_another_form(tmp_path):
+    # a tester's round: the patch adds `extra` to `x` under its own `if`; upstream added it to `residual` above,
+    # under an `if` of the same test, so `x = x + residual` has it already: applied, it counted twice
+    before = ("def forward(x, residual=None, extra=None):\n    if residual is not None:\n        x = x + residual\n"
+              "        residual = x\n    return x * 2, residual\n")
+    after = before.replace("        x = x + residual\n", "        x = x + residual\n        if extra is not None:\n"
+                           "            x = x + extra\n")
+    base = package(tmp_path / "base", {"srt/norm.py": before})
+    lifted, out = lift_and_write(tmp_path, base, git_diff(before, after, "srt/norm.py"))
+    assert [s.options["op"] for s in lifted.steps] == ["insert_statements"]
+    upstream = before.replace("        x = x + residual\n", "        if extra is not None:\n"
+                              "            residual = residual + extra\n        x = x + residual\n")
+    [step] = importer.port(load_recipe(out), package(tmp_path / "later", {"srt/norm.py": upstream}),
+                           base_dir=base).steps
+    assert step.status == "upstream_other_form" and "`if extra is not None:` (line 3)" in step.message, step
+    # the base release's function had that test already (another case of it): not upstream's, applied
+    had = before.replace("    return x * 2", "    if extra is not None:\n        x = x - 1\n    return x * 2")
+    base2 = package(tmp_path / "base2", {"srt/norm.py": had})
+    lifted, out = lift_and_write(tmp_path, base2, git_diff(had, after.replace(
+        "    return x * 2", "    if extra is not None:\n        x = x - 1\n    return x * 2"), "srt/norm.py"), "two")
+    later = had.replace("    return x * 2", "    y = 1\n    return x * 2")
+    assert [s.status for s in importer.port(load_recipe(out), package(tmp_path / "later2", {"srt/norm.py": later}),
+                                            base_dir=base2).steps] == ["applied"]
+
