@@ -2627,6 +2627,10 @@ def _tree_names(tree: ast.AST) -> tuple[set[str], set[str], set[str]]:
     for stmt in top:
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             defines.add(stmt.name)
+            if isinstance(stmt, ast.ClassDef):
+                # a class the code adds brings its members: a field `val_start: int`, a class attribute, a method,
+                # read as `p.val_start` by other steps (the names of a class a step adds are the recipe's own)
+                attributes.update(_class_members(stmt))
         elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
             for alias in stmt.names:
                 defines.add((alias.asname or alias.name).split(".")[0])
@@ -2650,6 +2654,20 @@ def _tree_names(tree: ast.AST) -> tuple[set[str], set[str], set[str]]:
         elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node in top:
             defines.add(node.target.id)
     return defines, attributes, uses - {"self", "cls"}
+
+
+def _class_members(cls: ast.ClassDef) -> set[str]:
+    """The names a class body defines: its methods and nested classes, its fields (`x: T`) and class attributes
+    (`x = ...`)."""
+    out: set[str] = set()
+    for stmt in cls.body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.add(stmt.name)
+        elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+            out.add(stmt.target.id)
+        elif isinstance(stmt, ast.Assign):
+            out.update(t.id for target in stmt.targets for t in ast.walk(target) if isinstance(t, ast.Name))
+    return out
 
 
 def _top_targets(top: list[ast.stmt]) -> set[ast.AST]:

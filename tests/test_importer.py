@@ -2773,3 +2773,17 @@ def test_an_if_inserted_beside_upstreams_new_if_of_the_same_test_is_upstream_in_
     assert [s.status for s in importer.port(load_recipe(out), package(tmp_path / "later2", {"srt/norm.py": later}),
                                             base_dir=base2).steps] == ["applied"]
 
+
+def test_a_field_of_a_class_the_recipe_adds_is_not_removed_upstream(tmp_path):
+    # a tester's round: the method reads `p.start` of the dataclass the recipe's own add_definition adds; the base
+    # release had a local `start` in a file the release dropped, and port refused the method as "removed upstream"
+    struct = "from dataclasses import dataclass\n\n\n@dataclass\nclass Req:\n    name: str\n"
+    runner = "class Runner:\n    def update(self, req):\n        return req.name\n"
+    files = {"srt/io.py": struct, "srt/runner.py": runner, "tests/t.py": "def test_x():\n    start = 3\n"}
+    new = {"srt/io.py": struct + "\n\n@dataclass\nclass DeltaParam:\n    name: str\n    start: int\n",
+           "srt/runner.py": runner + "\n    def _decode(self, values, p):\n        return values[p.start :]\n"}
+    base = package(tmp_path / "base", files)
+    _, out = lift_and_write(tmp_path, base, "".join(git_diff(files[rel], text, rel) for rel, text in new.items()))
+    later = package(tmp_path / "later", {"srt/io.py": struct, "srt/runner.py": runner})
+    said = {s.op: (s.status, s.message) for s in importer.port(load_recipe(out), later, base_dir=base).steps}
+    assert said == {"add_definition": ("applied", ""), "add_method": ("applied", "")}, said
