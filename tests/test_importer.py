@@ -2309,8 +2309,10 @@ def test_a_step_that_removes_a_binding_the_release_still_reads_is_refused_naming
     base = package(tmp_path / "base", {"srt/q.py": before})
     _, out = lift_and_write(tmp_path, base, git_diff(before, after, "srt/q.py"))
     assert len({s.group for s in load_recipe(out).steps}) == 2, load_recipe(out).steps
-    # the next release reads topk_output twice: the step rewriting the read is ambiguous and refuses
-    later = before.replace("    return helper(", "    print(topk_output)\n    return helper(")
+    # the next release reads topk_output twice, in two `return` statements: the step rewriting the read is ambiguous
+    # and refuses (a read in a statement of another kind would not count: the step's `statement:` picks the match)
+    later = before.replace("    return helper(", "    if d.dry:\n        return helper(x, topk_output, 0)\n"
+                                                 "    return helper(")
     release = package(tmp_path / "later", {"srt/q.py": later})
     ported = importer.port(load_recipe(out), release, base_dir=base)
     said = [(s.status, s.message) for s in ported.steps]
