@@ -1141,6 +1141,11 @@ def _candidates(m: cst.Module, n: cst.Module, site: _Site) -> Iterator[list[dict
             and new[-1].with_changes(leading_lines=old[0].leading_lines).deep_equals(old[0]):
         # statements inserted above one whose leading lines (a section's heading, a paragraph's blank line) they
         # take: before it (a definition spaced from it by the blank lines it keeps)
+        if isinstance(owner, cst.Module) and _is_import_line(old[0]) and all(map(_is_import_line, new[:-1])):
+            # imports put at the top of an import section (above its first line, taking its blank line): each one
+            # where it sorts, so that one a release already has is already there and the others still land
+            yield [{"op": "add_import", "code": _code(n, site.npath, [s], lead=False).strip(), "sorted": True}
+                   for s in new[:-1]]
         if isinstance(owner, cst.Module) and defined_names(old[0]):
             spacing = tuple(new[-1].leading_lines)
             code = _code(n, site.npath, [new[0].with_changes(leading_lines=spacing), *new[1:-1]])

@@ -2789,3 +2789,23 @@ def test_a_field_of_a_class_the_recipe_adds_is_not_removed_upstream(tmp_path):
     later = package(tmp_path / "later", {"srt/io.py": struct, "srt/runner.py": runner})
     said = {s.op: (s.status, s.message) for s in importer.port(load_recipe(out), later, base_dir=base).steps}
     assert said == {"add_definition": ("applied", ""), "add_method": ("applied", "")}, said
+
+
+def test_imports_put_at_the_top_of_a_section_are_add_import_steps_that_port_one_by_one(tmp_path):
+    # a tester's round: `import contextlib` and `import contextvars` above `import datetime` were lifted as one
+    # replace_statements of `import datetime`; on a release that has `import contextlib` it refused, and the code
+    # that uses contextvars fell with it
+    before = ("from __future__ import annotations\n\nimport datetime\nimport gc\nimport os\n\nimport torch\n\n\n"
+              "def now():\n    return datetime.datetime.now(), gc, os, torch\n")
+    after = before.replace("import datetime\n", "import contextlib\nimport contextvars\nimport datetime\n") + (
+        "\n\ndef scoped():\n    with contextlib.suppress(KeyError):\n        return contextvars.ContextVar('x')\n")
+    base = package(tmp_path / "base", {"srt/r.py": before})
+    lifted, out = lift_and_write(tmp_path, base, git_diff(before, after, "srt/r.py"))
+    assert [(s.options["op"], s.options.get("code"), s.options.get("sorted")) for s in lifted.steps[:2]] == [
+        ("add_import", "import contextlib", True), ("add_import", "import contextvars", True)], lifted.steps
+    assert importer.round_trip(out, base, lifted.expected).ok
+    later = before.replace("import datetime\n", "import contextlib\nimport datetime\n")
+    ported = importer.port(load_recipe(out), package(tmp_path / "later", {"srt/r.py": later}), base_dir=base)
+    assert [s.status for s in ported.steps] == ["already_upstream", "applied", "applied"], ported.steps
+    assert b"\nimport contextlib\nimport contextvars\nimport datetime\n" in ported.files["srt/r.py"]
+
