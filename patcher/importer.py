@@ -2444,12 +2444,21 @@ def _plan_file(recipe, rel: str, ops: list[tuple[int, Operation]], package_dir: 
             # lines of the release's file where the candidate is the release's own code, not counting the lines
             # earlier steps inserted above it
             err = _with_candidate_lines(outcome.error, module, original)
-            if isinstance(err, AnchorNotFound):
+            adder = _anchor_added_by(op, [(j, o) for j, o in ops if j < index], steps) if isinstance(
+                err, AnchorNotFound) else None
+            if adder is not None:
+                # its anchor is code an earlier step of the recipe adds, and that step is not applied: say so, not
+                # "anchor not found" with the release's near names (a chain of methods, each after the one before)
+                name, by = adder
+                err.message, err.candidates = (f"its anchor `{name}` is what `{by.name or f'step {by.index}'}` "
+                                               f"adds, and that step is not applied ({by.status}); "
+                                               f"not applied (anchor: {op.anchor()})"), ()
+            elif isinstance(err, AnchorNotFound):
                 err.candidates = (*err.candidates, *moved_elsewhere(
                     op, package_dir, rel, pristine[rel], release.texts() if release is not None else None))
             cands = tuple(c.render() for c in err.candidates)
             err.at(Location(recipe=recipe.id, step=index, op=op.op, file=rel, anchor=op.anchor()))
-            message = f"{err.title}: {err.message}"
+            message = err.message if adder is not None else f"{err.title}: {err.message}"
             # the release's own lines, not those earlier steps of the recipe just added (a decorator added twice)
             evidence = upstream_evidence(op, pristine[rel])
             if evidence:
@@ -2473,6 +2482,28 @@ def _plan_file(recipe, rel: str, ops: list[tuple[int, Operation]], package_dir: 
                f"({module.encoding}) cannot represent")
         return [PortedStep(s.index, s.name, s.op, rel, "refused", why) if s.status == "applied" else s
                 for s in steps], None
+
+
+#: the options that name what a step anchors on: a class, a function or method, a name it goes after or before
+_NAMED_ANCHORS = ("cls", "function", "within", "after", "before")
+
+
+def _anchor_added_by(op: Operation, earlier: Sequence[tuple[int, Operation]],
+                     planned: Sequence[PortedStep]) -> tuple[str, PortedStep] | None:
+    """For a step whose anchor is not found: (the name, the planned answer of the earlier step of its file that adds
+    it), when that step is not applied (refused, skipped, upstream in another form); else None. Its anchor was the
+    recipe's own code (`add_method` after the method the step before it adds), not the release's."""
+    wanted = [part for field_ in _NAMED_ANCHORS if isinstance(value := getattr(op, field_, None), str)
+              for part in value.split(".")]
+    answers = {s.index: s for s in planned}
+    for name in wanted:
+        for j, other in reversed(earlier):
+            said = answers.get(j)
+            if said is None or said.status not in _NOT_APPLIED:
+                continue
+            if name in {_bare(n) for n in step_names(other)[0]}:
+                return name, said
+    return None
 
 
 def _compile_error(code: str, rel: str) -> str | None:

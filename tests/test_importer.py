@@ -2809,3 +2809,22 @@ def test_imports_put_at_the_top_of_a_section_are_add_import_steps_that_port_one_
     assert [s.status for s in ported.steps] == ["already_upstream", "applied", "applied"], ported.steps
     assert b"\nimport contextlib\nimport contextvars\nimport datetime\n" in ported.files["srt/r.py"]
 
+
+def test_a_step_anchored_on_what_a_step_not_applied_adds_names_that_step(tmp_path):
+    # a tester's round: a chain of add_method steps, each after the method the one before adds; when one refused,
+    # the next said "anchor not found: no method `_decode` in class `Runner`" with the release's near names
+    before = ("import json\n\n\nclass Runner:\n    def update(self, path):\n        return json.dumps(path)\n\n"
+              "    def reset(self):\n        return None\n")
+    after = before.replace("    def reset(", "    def _decode(self, blob):\n        return json.loads(blob)\n\n"
+                           "    def _apply(self, path):\n        return self._decode(path)\n\n    def reset(")
+    base = package(tmp_path / "base", {"srt/r.py": before})
+    _, out = lift_and_write(tmp_path, base, git_diff(before, after, "srt/r.py"))
+    first, second = (s.name for s in load_recipe(out).steps)
+    later = package(tmp_path / "later", {"srt/r.py": before.replace("import json\n\n\n", "").replace(
+        "json.dumps(path)", "str(path)")})
+    for skip, status in (((), "refused"), ((first,), "skipped")):
+        said = {s.name: s for s in importer.port(load_recipe(out), later, base_dir=base, skip=skip).steps}
+        assert said[first].status == status, said
+        assert said[second].status == "refused" and said[second].message.startswith(
+            f"its anchor `_decode` is what `{first}` adds, and that step is not applied ({status})"), said[second]
+        assert not said[second].candidates
