@@ -1141,6 +1141,11 @@ def _candidates(m: cst.Module, n: cst.Module, site: _Site) -> Iterator[list[dict
             and new[-1].with_changes(leading_lines=old[0].leading_lines).deep_equals(old[0]):
         # statements inserted above one whose leading lines (a section's heading, a paragraph's blank line) they
         # take: before it (a definition spaced from it by the blank lines it keeps)
+        if isinstance(owner, cst.Module) and _is_import_line(old[0]) and all(map(_is_import_line, new[:-1])):
+            # imports put at the top of an import section (above its first line, taking its blank line): each one
+            # where it sorts, so that one a release already has is already there and the others still land
+            yield [{"op": "add_import", "code": _code(n, site.npath, [s], lead=False).strip(), "sorted": True}
+                   for s in new[:-1]]
         if isinstance(owner, cst.Module) and defined_names(old[0]):
             spacing = tuple(new[-1].leading_lines)
             code = _code(n, site.npath, [new[0].with_changes(leading_lines=spacing), *new[1:-1]])
@@ -2439,12 +2444,21 @@ def _plan_file(recipe, rel: str, ops: list[tuple[int, Operation]], package_dir: 
             # lines of the release's file where the candidate is the release's own code, not counting the lines
             # earlier steps inserted above it
             err = _with_candidate_lines(outcome.error, module, original)
-            if isinstance(err, AnchorNotFound):
+            adder = _anchor_added_by(op, [(j, o) for j, o in ops if j < index], steps) if isinstance(
+                err, AnchorNotFound) else None
+            if adder is not None:
+                # its anchor is code an earlier step of the recipe adds, and that step is not applied: say so, not
+                # "anchor not found" with the release's near names (a chain of methods, each after the one before)
+                name, by = adder
+                err.message, err.candidates = (f"its anchor `{name}` is what `{by.name or f'step {by.index}'}` "
+                                               f"adds, and that step is not applied ({by.status}); "
+                                               f"not applied (anchor: {op.anchor()})"), ()
+            elif isinstance(err, AnchorNotFound):
                 err.candidates = (*err.candidates, *moved_elsewhere(
                     op, package_dir, rel, pristine[rel], release.texts() if release is not None else None))
             cands = tuple(c.render() for c in err.candidates)
             err.at(Location(recipe=recipe.id, step=index, op=op.op, file=rel, anchor=op.anchor()))
-            message = f"{err.title}: {err.message}"
+            message = err.message if adder is not None else f"{err.title}: {err.message}"
             # the release's own lines, not those earlier steps of the recipe just added (a decorator added twice)
             evidence = upstream_evidence(op, pristine[rel])
             if evidence:
@@ -2468,6 +2482,28 @@ def _plan_file(recipe, rel: str, ops: list[tuple[int, Operation]], package_dir: 
                f"({module.encoding}) cannot represent")
         return [PortedStep(s.index, s.name, s.op, rel, "refused", why) if s.status == "applied" else s
                 for s in steps], None
+
+
+#: the options that name what a step anchors on: a class, a function or method, a name it goes after or before
+_NAMED_ANCHORS = ("cls", "function", "within", "after", "before")
+
+
+def _anchor_added_by(op: Operation, earlier: Sequence[tuple[int, Operation]],
+                     planned: Sequence[PortedStep]) -> tuple[str, PortedStep] | None:
+    """For a step whose anchor is not found: (the name, the planned answer of the earlier step of its file that adds
+    it), when that step is not applied (refused, skipped, upstream in another form); else None. Its anchor was the
+    recipe's own code (`add_method` after the method the step before it adds), not the release's."""
+    wanted = [part for field_ in _NAMED_ANCHORS if isinstance(value := getattr(op, field_, None), str)
+              for part in value.split(".")]
+    answers = {s.index: s for s in planned}
+    for name in wanted:
+        for j, other in reversed(earlier):
+            said = answers.get(j)
+            if said is None or said.status not in _NOT_APPLIED:
+                continue
+            if name in {_bare(n) for n in step_names(other)[0]}:
+                return name, said
+    return None
 
 
 def _compile_error(code: str, rel: str) -> str | None:
@@ -2627,6 +2663,10 @@ def _tree_names(tree: ast.AST) -> tuple[set[str], set[str], set[str]]:
     for stmt in top:
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             defines.add(stmt.name)
+            if isinstance(stmt, ast.ClassDef):
+                # a class the code adds brings its members: a field `val_start: int`, a class attribute, a method,
+                # read as `p.val_start` by other steps (the names of a class a step adds are the recipe's own)
+                attributes.update(_class_members(stmt))
         elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
             for alias in stmt.names:
                 defines.add((alias.asname or alias.name).split(".")[0])
@@ -2650,6 +2690,20 @@ def _tree_names(tree: ast.AST) -> tuple[set[str], set[str], set[str]]:
         elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node in top:
             defines.add(node.target.id)
     return defines, attributes, uses - {"self", "cls"}
+
+
+def _class_members(cls: ast.ClassDef) -> set[str]:
+    """The names a class body defines: its methods and nested classes, its fields (`x: T`) and class attributes
+    (`x = ...`)."""
+    out: set[str] = set()
+    for stmt in cls.body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.add(stmt.name)
+        elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+            out.add(stmt.target.id)
+        elif isinstance(stmt, ast.Assign):
+            out.update(t.id for target in stmt.targets for t in ast.walk(target) if isinstance(t, ast.Name))
+    return out
 
 
 def _top_targets(top: list[ast.stmt]) -> set[ast.AST]:
@@ -2750,6 +2804,13 @@ def consistent(ops: Sequence[tuple[int, Operation]], steps: Sequence[PortedStep]
             if evidence:
                 out[i] = ("upstream_other_form", "the release has this change in another form: every line the step "
                           f"adds is there ({'; '.join(evidence[:3])}); not applied")
+            elif base is not None:
+                guards = upstream_guards(op_of[i], pristine[op_of[i].file], base.get(op_of[i].file, ""))
+                if guards:
+                    out[i] = ("upstream_other_form", "the release has this change in another form: "
+                              f"`{_place(op_of[i])}` now tests {'; '.join(guards[:3])}, which the base release's "
+                              "did not, where the step adds an `if` of that test: upstream handles the case its own "
+                              "way, and both would run; not applied")
     changed = True
     while changed:
         changed = False
@@ -3218,6 +3279,58 @@ def upstream_evidence(op: Operation, text: str, *, strict: bool = False, base: s
         return tuple(hits) if len(hits) == len(added) and fresh >= 2 else ()
     need = len(added) if len(added) <= 3 else -(-4 * len(added) // 5)
     return tuple(hits) if len(hits) >= max(1, need) else ()
+
+
+def upstream_guards(op: Operation, text: str, base: str) -> tuple[str, ...]:
+    """For a step that puts an `if` block into a function: the `if` (or `elif`) statements of that function in the
+    release whose test is the one of an `if` the step adds, and which the function has more often than it had in the
+    base release (`base`), each with its line; else (). Upstream that guards the very case the team's `if` guards,
+    in the function the step edits, has handled it its own way: the step's body under that test need not be
+    upstream's (`x = x + extra` beside upstream's `residual = residual + extra` above it), so the lines it adds are
+    not there for `upstream_evidence` to find, and applied, the case is handled twice. Only `if` tests that read a
+    name are compared: a loop or a `with` of the same header is too common to tell a feature by."""
+    where = getattr(op, "function", None) or getattr(op, "within", None)
+    code = getattr(op, "code", None)
+    if op.op not in ("insert_statements", "replace_statements") or not where or not isinstance(code, str):
+        return ()
+    tree = _parsed(textwrap.dedent(code))
+    match = getattr(op, "match", None)
+    before = _parsed(textwrap.dedent(match)) if isinstance(match, str) else None
+    if tree is None:
+        return ()
+    had_in_match = {ast.dump(s.test) for s in ast.walk(before) if isinstance(s, ast.If)} if before else set()
+    tests = [ast.dump(s.test) for s in tree.body if isinstance(s, ast.If)
+             and any(isinstance(n, (ast.Name, ast.Attribute)) for n in ast.walk(s.test))]
+    tests = [t for t in dict.fromkeys(tests) if t not in had_in_match]
+    if not tests:
+        return ()
+    now, had = _ifs_of_def(text, where), _ifs_of_def(base, where)
+    if now is None:
+        return ()
+    lines = text.splitlines()
+    return tuple(f"`{lines[now[t][0] - 1].strip()}` (line {now[t][0]})" for t in tests
+                 if len(now.get(t, ())) > len((had or {}).get(t, ())))
+
+
+@functools.lru_cache(maxsize=256)
+def _ifs_of_def(text: str, dotted: str) -> dict[str, list[int]] | None:
+    """The tests of the `if`/`elif` statements of the function `dotted` in `text` (dumped), each with its lines;
+    None when the function is not there."""
+    node: ast.AST | None = _parsed_once(text)
+    for part in dotted.split("."):
+        if node is None:
+            return None
+        node = next((d for d in getattr(node, "body", []) if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef,
+                                                                            ast.ClassDef)) and d.name == part), None)
+    if node is None:
+        return None
+    out: dict[str, list[int]] = {}
+    for n in ast.walk(node):
+        if isinstance(n, ast.If):
+            out.setdefault(ast.dump(n.test), []).append(n.lineno)
+    for found in out.values():
+        found.sort()
+    return out
 
 
 #: the operations whose code is statements (compared as statements by upstream_evidence)

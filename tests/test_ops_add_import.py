@@ -408,6 +408,30 @@ def test_sorted_goes_to_the_section_of_its_package_not_to_one_it_sorts_inside_by
         ''')
 
 
+def test_sorted_goes_at_the_top_of_the_first_section_of_its_kind_that_it_sorts_before():
+    # a tester's round: `import contextlib` a patch put above `import datetime` (the section's top): above it, taking
+    # the section's blank line, in the standard library's section and not above `import numpy`'s
+    before = '''
+        from __future__ import annotations
+
+        import datetime
+        import os
+
+        import numpy
+        import torch
+
+        from pkg.layers import dp
+        from pkg.utils import is_cpu
+        '''
+    check(op("add_import", code="import contextlib", sorted=True), before,
+          before.replace("import datetime\n", "import contextlib\n        import datetime\n"))
+    check(op("add_import", code="from pkg.attention import backend", sorted=True), before,
+          before.replace("from pkg.layers", "from pkg.attention import backend\n        from pkg.layers"))
+    # a module of neither kind: at the block's end, as before
+    check(op("add_import", code="import aiohttp", sorted=True), before,
+          before.replace("is_cpu\n", "is_cpu\n        import aiohttp\n"))
+
+
 def test_sorted_without_a_sorted_section_around_it_goes_at_the_end():
     check(op("add_import", code="import os", sorted=True), '''
         import torch

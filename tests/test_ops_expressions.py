@@ -272,6 +272,18 @@ def test_replace_expression_with_its_statements_kind_refuses_one_in_a_statement_
           "def f(items):\n    items.sort(key=lambda x: (x.a, x.b))\n")
 
 
+def test_replace_expression_with_its_statements_kind_picks_the_match_in_a_statement_of_that_kind():
+    # a tester's round: upstream put `if hip: x = x.to(dtype)` above the step's `w, _ = self.proj(x)`; port refused
+    # "3 expressions match `x`", counting the two in the new assignment to `x`
+    step = op("replace_expression", within="f", match="x", code="x.float()", statement="an assignment to w, _")
+    before = "def f(self, x, hip):\n    if hip:\n        x = x.to(self.dtype)\n    w, _ = self.proj(x)\n    return w\n"
+    check(step, before, before.replace("self.proj(x)", "self.proj(x.float())"))
+    # two in statements of that kind: still ambiguous; none, and one of another kind: refused as before
+    cannot(step, before.replace("    return w\n", "    w, _ = self.proj(x)\n    return w\n"), AnchorAmbiguous)
+    cannot(step, "def f(self, x):\n    y = self.proj(x)\n    return y\n", AnchorNotFound,
+           mentions=("is in an assignment to y here",))
+
+
 @pytest.mark.parametrize("before, says", [
     # a hostile round: both "changed", exit 0, and TypeError at the call
     ('def sample(xs, **kw):\n    return kw\n\n\ndef run():\n    return sample([1], **{"temperature": 0.5})\n',

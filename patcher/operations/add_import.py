@@ -230,7 +230,11 @@ class AddImport(Operation):
         new = parse_statements(code, module, what="code")
         where = self._where(module, wanted)
         if self.sorted:
-            where = _sorted_place(module, wanted) or where
+            place = _sorted_place(module, wanted)
+            if place is not None and place[1] == "before":
+                # at the top of its section: the new line takes the section's blank line (or heading comment)
+                return Changed(insert_before((module, place[0]), new), inserted=tuple(new), anchor=place[0])
+            where = place[0] if place is not None else where
         if where is None:
             if not module.body:
                 return Changed(module.with_changes(body=tuple(new)), inserted=tuple(new))
@@ -302,8 +306,11 @@ def _sort_key(node: cst.CSTNode) -> tuple[int, str]:
     return 1, ("." * first.level + (first.module or "")).lower()
 
 
-def _sorted_place(module: cst.Module, wanted: ast.stmt) -> cst.CSTNode | None:
-    """The import line of the leading block that `wanted` sorts right after, in a sorted section it falls inside."""
+def _sorted_place(module: cst.Module, wanted: ast.stmt) -> tuple[cst.CSTNode, str] | None:
+    """Where `wanted` sorts in the leading block: (the import line it follows, "after") in a sorted section it falls
+    inside; else (the first line of a sorted section of its kind, "before") when it sorts before that line (`import
+    contextlib` above `import datetime`: a patch puts imports at a section's top too). Its kind: the standard
+    library, or its top-level package where sections import from it (isort's sections, which keep them apart)."""
     if isinstance(wanted, ast.Import):
         key = (0, wanted.names[0].name.lower())
     else:
@@ -330,8 +337,23 @@ def _sorted_place(module: cst.Module, wanted: ast.stmt) -> cst.CSTNode | None:
     for section in home or sections:
         keys = [_sort_key(s) for s in section]
         if len(keys) >= 2 and keys == sorted(keys) and keys[0] <= key <= keys[-1]:
-            return [s for s, k in zip(section, keys) if k <= key][-1]
+            return [s for s, k in zip(section, keys) if k <= key][-1], "after"
+    # above a section: the first sorted one whose every line is of its kind (sglang's own imports, or the standard
+    # library's), that it sorts before
+    stdlib = _stdlib(top)
+    for section in home or [sec for sec in sections if stdlib and all(_stdlib(_sort_key(s)[1]) for s in sec)]:
+        keys = [_sort_key(s) for s in section]
+        if len(keys) >= 2 and keys == sorted(keys) and key < keys[0]:
+            return section[0], "before"
     return None
+
+
+def _stdlib(module: str) -> bool:
+    """Is the module (dotted, absolute) of the standard library?"""
+    import sys
+
+    top = module.split(".")[0]
+    return bool(top) and not module.startswith(".") and top in getattr(sys, "stdlib_module_names", ())
 
 
 def _parse_import(code: str) -> ast.Import | ast.ImportFrom:

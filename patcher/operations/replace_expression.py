@@ -14,7 +14,9 @@ expression under `within`, at any depth (nested functions included); names that 
 `code`, one expression, replaces it where it stands, in parentheses where the code around would otherwise read it
 differently. `statement` (what `specpatch import` writes: `an assignment to x`, `a call of f`, `an `if` statement`)
 says what the statement holding the expression did where the recipe was made; one now in a statement of another kind
-is refused (the same expression, moved by upstream into an `if` test, would take an edit meant for an assignment).
+is refused (the same expression, moved by upstream into an `if` test, would take an edit meant for an assignment),
+and where several expressions match, the one in a statement of that kind is the anchor (others, in statements of
+other kinds, are not counted: `x` in `weights, _ = self.proj(x)`, beside an `x = x.to(...)` upstream added).
 This is the general expression edit; the narrower ones
 (`add_keyword_argument`, `add_element`, `add_parameter`) survive upstream changes around the edit better, and the
 importer prefers them when they express a change.
@@ -70,18 +72,29 @@ class ReplaceExpression(Operation):
         found = [n for n in candidates if node_key(module, n) == old_key]
         placed = [n for n in expressions_under(scope, (type(new),)) if node_key(module, n) == new_key]
         anchors = [n for n in found if not any(contains(p, n) for p in placed)]
-        if not anchors:
+
+        def evidence() -> list[cst.CSTNode]:
             # the code where the match would have stood: not inside an expression shaped as the match (`self.timeout`
             # in upstream's `self.timeout * 4`, where the step turns `self.timeout * 2` into `self.timeout`), and in
             # a statement of the recipe's kind when it says one
             news = expressions_under(scope, (type(new),))
             inner = _part_of(self.code, self.match)  # the change keeps a part of the match (drops a factor)
-            evidence = [p for p in placed if not (inner and (parent := next(
+            return [p for p in placed if not (inner and (parent := next(
                 (n for n in reversed(news._paths[id(p)][:-1]) if isinstance(n, cst.BaseExpression)), None)) is not None
                 and _same_shape(module.code_for_node(parent), self.match))
                 and (self.statement is None or _role(module, news._paths[id(p)]) in (None, self.statement))]
-            if evidence:
-                return AlreadyApplied(evidence[0])
+
+        if anchors and self.statement is not None:
+            # the statement the recipe names picks among them: `x` of `weights, _ = self.proj(x)`, not the `x` of
+            # an `x = x.to(...)` upstream put above it (one left in a statement of that kind is the anchor; none
+            # left, and the code in such a statement: applied already)
+            mine = [n for n in anchors if _role(module, candidates._paths[id(n)]) == self.statement]
+            if not mine and (done := evidence()):
+                return AlreadyApplied(done[0])
+            anchors = mine or anchors
+        if not anchors:
+            if done := evidence():
+                return AlreadyApplied(done[0])
             alike = {line_text(module.code_for_node(n)): n for n in expressions_under(scope, (type(old),))}
             raise AnchorNotFound(
                 f"no expression `{line_text(self.match)}` in {f'`{self.within}`' if self.within else 'the module'}",
