@@ -381,3 +381,16 @@ def test_code_found_inside_an_expression_shaped_as_the_match_is_no_evidence_of_t
     cannot(step, "class C:\n    def deadline(self):\n        budget = self.timeout * 4\n        return budget\n",
            AnchorNotFound)
     unchanged(step, "class C:\n    def deadline(self):\n        budget = self.timeout\n        return budget\n")
+
+
+def test_a_near_candidate_longer_than_a_message_shows_where_it_differs_from_the_match():
+    # an import round: the anchor and its candidate were both cut at 80 characters, before `is_neox_style=`, the
+    # part upstream changed, and read the same
+    call = ("get_rope(rope_head_dim, rotary_dim=rope_head_dim, max_position=max_position_embeddings, "
+            "base=rope_theta, rope_scaling=rope_scaling, is_neox_style={}, device=args.device)")
+    step = op("replace_expression", within="Indexer.__init__", match=call.format("True"),
+              code=call.format("neox()"))
+    before = f"class Indexer:\n    def __init__(self):\n        self.rotary_emb = {call.format('is_neox_style')}\n"
+    err = cannot(step, before, AnchorNotFound)
+    [shown] = [c.text for c in err.candidates]
+    assert "is_neox_style=is_neox_style" in shown and shown.startswith("`...")

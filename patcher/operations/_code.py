@@ -155,6 +155,20 @@ def line_text(code: str) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
+def line_text_against(code: str, other: str) -> str:
+    """`line_text` of `code`, but around where it first differs from `other` when both are longer than a message
+    shows: a near candidate cut at the same point as the anchor would read the same, and hide what upstream
+    changed."""
+    text, want = " ".join(code.split()), " ".join(other.split())
+    if len(text) <= 80:
+        return text
+    at = next((i for i, (a, b) in enumerate(zip(text, want)) if a != b), min(len(text), len(want)))
+    if at < 60:
+        return text[:77] + "..."
+    start = at - 30
+    return "..." + text[start:start + 74] + ("..." if start + 74 < len(text) else "")
+
+
 class _Expressions(cst.CSTVisitor):
     """Collects expression nodes of some kinds, leaving out names that are not expressions (the `attr` of
     `a.attr`, a keyword's name, the name of a def, class, parameter or import)."""

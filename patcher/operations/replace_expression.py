@@ -36,8 +36,8 @@ import libcst as cst
 from ..anchors import near
 from ..errors import AnchorAmbiguous, AnchorNotFound, Candidate
 from ..model import option
-from ._code import (WITHIN, check_expression, contains, expression_key, expressions_under, line_text, node_key,
-                    parse_expression, scope_path)
+from ._code import (WITHIN, check_expression, contains, expression_key, expressions_under, line_text,
+                    line_text_against, node_key, parse_expression, scope_path)
 from .base import AlreadyApplied, Changed, Operation, Outcome, attempt, register
 
 
@@ -95,10 +95,12 @@ class ReplaceExpression(Operation):
         if not anchors:
             if done := evidence():
                 return AlreadyApplied(done[0])
-            alike = {line_text(module.code_for_node(n)): n for n in expressions_under(scope, (type(old),))}
+            # compared whole: cut to a message's width, a candidate would read as the match does
+            alike = {" ".join(module.code_for_node(n).split()): n for n in expressions_under(scope, (type(old),))}
             raise AnchorNotFound(
                 f"no expression `{line_text(self.match)}` in {f'`{self.within}`' if self.within else 'the module'}",
-                candidates=[Candidate(f"`{t}`", node=alike[t]) for t in near(line_text(self.match), list(alike))])
+                candidates=[Candidate(f"`{line_text_against(t, self.match)}`", node=alike[t])
+                            for t in near(" ".join(self.match.split()), list(alike))])
         if len(anchors) > 1:
             raise AnchorAmbiguous(f"{len(anchors)} expressions match `{line_text(self.match)}`",
                                   candidates=[Candidate(f"`{line_text(module.code_for_node(n))}`", node=n)
