@@ -15,7 +15,7 @@ import stat
 import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 import libcst as cst
 
@@ -471,14 +471,8 @@ def importers_of(package: str, package_dir: Path, rel_pkg: str, path: Path,
     dotted = ".".join([package, *(parts[:-1] if parts[-1] == "__init__" else parts)])
     leaf = dotted.rsplit(".", 1)[-1]
     out: list[tuple[str, int, str, str]] = []
-    for other in sorted(package_dir.rglob("*.py")):
-        if other == path:
-            continue
-        try:
-            data = planned[other] if other in planned else other.read_bytes() if _source_file(other) else b""
-        except OSError:
-            continue
-        if not any(n.encode() in data for n in gone) or (leaf.encode() not in data and b"from ." not in data):
+    for other, data in _package_sources(package_dir, path, planned, gone):
+        if leaf.encode() not in data and b"from ." not in data:
             continue
         try:
             tree = ast.parse(data)
@@ -503,6 +497,22 @@ def importers_of(package: str, package_dir: Path, rel_pkg: str, path: Path,
                     out.append((other_rel, n.lineno, n.attr, dotted))
                     break
     return out
+
+
+def _package_sources(package_dir: Path, path: Path, planned: dict[Path, bytes],
+                     names: Iterable[str]) -> Iterator[tuple[Path, bytes]]:
+    """(file, its bytes as the recipe leaves them) for each module of the package other than `path` whose text holds
+    one of `names` (a cheap filter before any parse)."""
+    wanted = [n.encode() for n in names]
+    for other in sorted(package_dir.rglob("*.py")):
+        if other == path:
+            continue
+        try:
+            data = planned[other] if other in planned else other.read_bytes() if _source_file(other) else b""
+        except OSError:
+            continue
+        if any(n in data for n in wanted):
+            yield other, data
 
 
 def _module_path(package_dir: Path, dotted: str) -> Path | bool | None:
@@ -782,15 +792,7 @@ def _calls_across_modules(recipe_id: str, target: Target, rel_pkg: str, rel: str
     if changed:
         parts = PurePosixPath(rel_pkg).with_suffix("").parts
         dotted = ".".join([target.package, *(parts[:-1] if parts[-1] == "__init__" else parts)])
-        for other in sorted(target.package_dir.rglob("*.py")):
-            if other == path:
-                continue
-            try:
-                data = planned[other] if other in planned else other.read_bytes() if _source_file(other) else b""
-            except OSError:
-                continue
-            if not any(n.encode() in data for n in changed):
-                continue
+        for other, data in _package_sources(target.package_dir, path, planned, changed):
             try:
                 other_tree = ast.parse(data)
             except (SyntaxError, ValueError, RecursionError):

@@ -131,6 +131,15 @@ def _in_string(value: Any, *, raw: bool, fstring: bool, name: str) -> str:
     return out
 
 
+#: where only a name can stand: an attribute's name, a def's or class's, a keyword, a parameter, `global`, an
+#: import's `as`, and what an assignment, a loop or a `with ... as` binds
+_NAME_SLOTS: dict[type, tuple[str, ...]] = {
+    cst.Attribute: ("value", "attr"), cst.FunctionDef: ("name",), cst.ClassDef: ("name",), cst.Arg: ("keyword",),
+    cst.Param: ("name",), cst.NameItem: ("name",), cst.AsName: ("name",), cst.AssignTarget: ("target",),
+    cst.AnnAssign: ("target",), cst.AugAssign: ("target",), cst.For: ("target",),
+}
+
+
 class _Substitute(cst.CSTTransformer):
     def __init__(self, sentinels: dict[str, str], values: dict[str, Any]) -> None:
         super().__init__()
@@ -138,10 +147,7 @@ class _Substitute(cst.CSTTransformer):
         self.values = values
         self.pattern = re.compile("|".join(re.escape(t) for t in sorted(sentinels, key=len, reverse=True)))
         self.raw: list[bool] = []  #: for each f-string being visited, whether it is raw
-        self.objects: set[int] = set()  #: the placeholders that are the object of an attribute access: names
-
-    def visit_Attribute(self, node: cst.Attribute) -> None:
-        self._names(node.value, node.attr)
+        self.objects: set[int] = set()  #: the placeholders where only a name can stand: written as names
 
     def _names(self, *nodes: Any) -> None:
         """Mark the placeholders among `nodes` (Name nodes where only a name can stand) to be written as names."""
@@ -149,37 +155,9 @@ class _Substitute(cst.CSTTransformer):
             if isinstance(node, cst.Name) and node.value in self.sentinels:
                 self.objects.add(id(node))
 
-    # where only a name can stand: an attribute's name, a def's or class's, a keyword, a parameter, `global`,
-    # an import's `as`, and what an assignment, a loop or a `with ... as` binds
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self._names(node.name)
-
-    def visit_ClassDef(self, node: cst.ClassDef) -> None:
-        self._names(node.name)
-
-    def visit_Arg(self, node: cst.Arg) -> None:
-        self._names(node.keyword)
-
-    def visit_Param(self, node: cst.Param) -> None:
-        self._names(node.name)
-
-    def visit_NameItem(self, node: cst.NameItem) -> None:
-        self._names(node.name)
-
-    def visit_AsName(self, node: cst.AsName) -> None:
-        self._names(node.name)
-
-    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
-        self._names(node.target)
-
-    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-        self._names(node.target)
-
-    def visit_AugAssign(self, node: cst.AugAssign) -> None:
-        self._names(node.target)
-
-    def visit_For(self, node: cst.For) -> None:
-        self._names(node.target)
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        self._names(*(getattr(node, field) for field in _NAME_SLOTS.get(type(node), ())))
+        return super().on_visit(node)
 
     def _sub(self, text: str, fn) -> str:
         return self.pattern.sub(lambda m: fn(self.sentinels[m.group(0)]), text)

@@ -250,27 +250,22 @@ def _refuse_breaking_subclasses(module: cst.Module, cls: cst.ClassDef, name: str
     """A field with a default added to a dataclass comes before the fields of its dataclass subclasses in their
     `__init__`: one of theirs without a default (and not keyword-only) then follows it (TypeError when the
     subclass is created, at import). The subclasses of the module, through one another."""
-    classes = [n for n in module.body if isinstance(n, cst.ClassDef)]
-    family, grew = {cls.name.value}, True
-    while grew:
-        grew = False
-        for c in classes:
-            bases = {module.code_for_node(b.value).strip().split(".")[-1] for b in c.bases if b.keyword is None}
-            if c.name.value not in family and bases & family:
-                family.add(c.name.value)
-                grew = True
-                if _init_kind(module, c) != "dataclass":
-                    continue
-                for stmt in body_of(c):
-                    if not (isinstance(stmt, cst.SimpleStatementLine) and field_name(stmt) is not None):
-                        continue
-                    if any(isinstance(x, cst.AnnAssign) and "KW_ONLY" in module.code_for_node(x.annotation.annotation)
-                           for x in stmt.body):
-                        break
-                    if _has_default(module, stmt) is False:
-                        raise Conflict(f"the field `{name}` of the dataclass `{cls_name}` has a default, and comes "
-                                       f"before the fields of its subclass `{c.name.value}` in their `__init__`: "
-                                       f"`{field_name(stmt)}` has none and would follow it (TypeError when "
-                                       f"`{c.name.value}` is created); make the new field keyword-only "
-                                       f"(`field(default=..., kw_only=True)`)",
-                                       candidates=[Candidate(code_of(module, stmt).strip(), node=stmt)])
+    from .add_parameter import _subclasses
+
+    family = _subclasses(module, cls.name.value) - {cls.name.value}
+    for c in (n for n in module.body if isinstance(n, cst.ClassDef) and n.name.value in family):
+        if _init_kind(module, c) != "dataclass":
+            continue
+        for stmt in body_of(c):
+            if not (isinstance(stmt, cst.SimpleStatementLine) and field_name(stmt) is not None):
+                continue
+            if any(isinstance(x, cst.AnnAssign) and "KW_ONLY" in module.code_for_node(x.annotation.annotation)
+                   for x in stmt.body):
+                break
+            if _has_default(module, stmt) is False:
+                raise Conflict(f"the field `{name}` of the dataclass `{cls_name}` has a default, and comes "
+                               f"before the fields of its subclass `{c.name.value}` in their `__init__`: "
+                               f"`{field_name(stmt)}` has none and would follow it (TypeError when "
+                               f"`{c.name.value}` is created); make the new field keyword-only "
+                               f"(`field(default=..., kw_only=True)`)",
+                               candidates=[Candidate(code_of(module, stmt).strip(), node=stmt)])
