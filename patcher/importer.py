@@ -2811,6 +2811,7 @@ def consistent(ops: Sequence[tuple[int, Operation]], steps: Sequence[PortedStep]
                               f"`{_place(op_of[i])}` now tests {'; '.join(guards[:3])}, which the base release's "
                               "did not, where the step adds an `if` of that test: upstream handles the case its own "
                               "way, and both would run; not applied")
+    flips = _default_flips(ops, base)
     changed = True
     while changed:
         changed = False
@@ -2818,6 +2819,15 @@ def consistent(ops: Sequence[tuple[int, Operation]], steps: Sequence[PortedStep]
             if down(i) or status.get(i) != "applied":
                 continue
             why = None
+            for j, (owner, param, tied, default) in flips.items():
+                if j == i or op_of[j].file != op.file or not (
+                        down(j) or "upstream_other_form" in (status.get(j), out.get(j, ("",))[0])):
+                    continue
+                read = _reads_tied(op, owner, tied)
+                if read:
+                    why = (f"it reads `{read}`, whose default {label(j)} changes (`{param}={default}`), and that step "
+                           "is not applied: the code assumes the new default")
+                    break
             if op.group and op.op != "add_import":
                 # a step of the group that is not applied because it is upstream in another form counts too: its
                 # anchor is gone and the evidence is lines of the file, so its siblings would apply half the hunk.
@@ -2847,6 +2857,69 @@ def consistent(ops: Sequence[tuple[int, Operation]], steps: Sequence[PortedStep]
                 out[i] = ("refused", f"{why}; not applied (anchor: {op.anchor()})")
                 changed = True
     return out
+
+
+def _default_flips(ops: Sequence[tuple[int, Operation]], base: dict[str, str] | None
+                   ) -> dict[int, tuple[str, str, set[str], str]]:
+    """The steps that change the default of a parameter in a function's header (a header-only `replace_statements`),
+    each with the class (or function) it is in, the parameter, what carries it in the base release (`self.x = p`
+    in that function), and the new default: code of other steps that reads those assumes the new default."""
+    out: dict[int, tuple[str, str, set[str], str]] = {}
+    for i, op in ops:
+        if op.op != "replace_statements" or not getattr(op, "match", None) or not getattr(op, "code", None):
+            continue
+        try:
+            old, new = (ast.parse(textwrap.dedent(t)).body for t in (op.match, op.code))
+        except (SyntaxError, ValueError, RecursionError):
+            continue
+        if len(old) != 1 or len(new) != 1 or not all(isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+                                                     for f in (old[0], new[0])):
+            continue
+
+        def defaults(fn: ast.FunctionDef) -> dict[str, str]:
+            a = fn.args
+            positional = [*a.posonlyargs, *a.args]
+            out_ = {p.arg: ast.unparse(d) for p, d in zip(positional[len(positional) - len(a.defaults):], a.defaults)}
+            out_.update({p.arg: ast.unparse(d) for p, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None})
+            return out_
+
+        was, now = defaults(old[0]), defaults(new[0])
+        flipped = [p for p in was.keys() & now.keys() if was[p] != now[p]]
+        if not flipped:
+            continue
+        owner = (getattr(op, "within", None) or new[0].name).split(".")[0]
+        tied: set[str] = set()
+        for fn in _functions_named(base.get(op.file, "") if base else "", new[0].name):
+            for node in ast.walk(fn):
+                if isinstance(node, ast.Assign) and isinstance(node.value, ast.Name) and node.value.id == flipped[0]:
+                    tied.update(f"self.{t.attr}" for t in node.targets if isinstance(t, ast.Attribute))
+        out[i] = (owner, flipped[0], tied, now[flipped[0]])
+    return out
+
+
+def _functions_named(text: str, name: str) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError):
+        return []
+    return [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == name]
+
+
+def _reads_tied(op: Operation, owner: str, tied: set[str]) -> str | None:
+    """What of `tied` (`self.x`) the step's code or match reads in the class or function `owner`, else None."""
+    place = getattr(op, "within", None) or getattr(op, "function", None) or getattr(op, "cls", None) or ""
+    if place.split(".")[0] != owner:
+        return None
+    for text in (getattr(op, "code", None) or "", getattr(op, "match", None) or ""):
+        try:
+            tree = ast.parse(textwrap.dedent(text))
+        except (SyntaxError, ValueError, RecursionError):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self" \
+                    and f"self.{node.attr}" in tied:
+                return f"self.{node.attr}"
+    return None
 
 
 def undefined_after(ops: Sequence[tuple[int, Operation]], steps: Sequence[PortedStep],

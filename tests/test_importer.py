@@ -2828,3 +2828,27 @@ def test_a_step_anchored_on_what_a_step_not_applied_adds_names_that_step(tmp_pat
         assert said[second].status == "refused" and said[second].message.startswith(
             f"its anchor `_decode` is what `{first}` adds, and that step is not applied ({status})"), said[second]
         assert not said[second].candidates
+
+
+def test_code_reading_what_a_default_flip_carries_falls_with_the_flip(tmp_path):
+    # an import round: hunk 1 makes `fp32_residual=True` the default, hunk 5 rewrites `forward_native` for it; on a
+    # release where upstream added `__init__` parameters the flip was refused and hunk 5 applied: every RMSNorm
+    # built with defaults took a path neither upstream nor the team's patch runs
+    filler = "    def extra(self):\n" + "".join(f"        v{k} = {k}\n" for k in range(6)) + "        return 0\n\n"
+    before = ("class RMSNorm:\n    def __init__(self, size, fp32_residual=False):\n"
+              "        self.fp32_residual = fp32_residual\n        self.size = size\n\n" + filler +
+              "    def forward(self, x, residual):\n        x = x + residual\n        return x\n")
+    after = before.replace("fp32_residual=False", "fp32_residual=True").replace(
+        "        x = x + residual\n", "        if self.fp32_residual:\n            x = float(x)\n        x = x + residual\n")
+    base = package(tmp_path / "base", {"srt/norm.py": before})
+    _, out = lift_and_write(tmp_path, base, git_diff(before, after, "srt/norm.py"))
+    later = before.replace("fp32_residual=False):", "fp32_residual=False, has_weight=True):")
+    said = {s.op: (s.status, s.message) for s in importer.port(load_recipe(out), package(tmp_path / "later",
+                                                                                        {"srt/norm.py": later}),
+                                                                 base_dir=base).steps}
+    status, message = said["insert_statements"]
+    assert status == "refused" and "reads `self.fp32_residual`, whose default" in message, said
+    assert said["replace_statements"][0] == "refused"
+    # on a release where the flip applies, both apply
+    assert {s.status for s in importer.port(load_recipe(out), package(tmp_path / "same", {"srt/norm.py": before}),
+                                            base_dir=base).steps} == {"applied"}
