@@ -371,3 +371,25 @@ def test_a_flag_a_parent_parser_registers_is_a_conflict():
     check(step, alone, alone.replace('    parser.add_argument("--port", type=int, default=30000)\n',
                                      '    parser.add_argument("--port", type=int, default=30000)\n'
                                      '    parser.add_argument("--log-level", default="debug")\n'))
+
+
+def test_a_flag_the_release_declares_as_an_annotated_field_is_named_where_it_is():
+    # an import round: on sglang 0.5.16+ `--weight-loader-disable-mmap` is the field `weight_loader_disable_mmap:
+    # A[...]` of ServerArgs; the refusal named only the nearest add_argument flag
+    before = textwrap.dedent("""\
+        class ServerArgs:
+            weight_loader_disable_mmap: A[bool, Arg(help="x")] = False
+            port: int = 30000
+
+            @staticmethod
+            def add_cli_args(parser):
+                parser.add_argument("--port", type=int)
+        """)
+    step = op("add_argparse_argument", function="ServerArgs.add_cli_args", after_flag="--weight-loader-disable-mmap",
+              code='parser.add_argument("--team", type=int, default=0)')
+    err = cannot(step, before, AnchorNotFound, mentions=("declares the flag as the field `weight_loader_disable_mmap`",),
+                 candidates=("`weight_loader_disable_mmap` in `ServerArgs`",))
+    # a plain field (a release whose flag is only missing from the parser) is not taken for it
+    plain = before.replace("A[bool, Arg(help=\"x\")]", "bool")
+    err = cannot(step, plain, AnchorNotFound)
+    assert "declares the flag" not in err.message

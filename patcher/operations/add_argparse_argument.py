@@ -35,7 +35,7 @@ from typing import Literal
 
 import libcst as cst
 
-from ..anchors import (code_of, find_function, insert_after, iter_calls_named, near, parse_statements,
+from ..anchors import (body_of, code_of, find_function, insert_after, iter_calls_named, near, parse_statements,
                        same_code, string_value, walk_statements)
 from ..errors import AnchorAmbiguous, AnchorNotFound, Candidate, Conflict, RecipeError
 from ..model import option
@@ -185,14 +185,35 @@ class AddArgparseArgument(Operation):
         anchors = [p for p, flags in flagged if self.after_flag in flags]
         if not anchors:
             by_flag = {f: p[-1] for p, flags in flagged for f in flags}
+            declared = _declared_as_field(module, self.after_flag)
             raise AnchorNotFound(
-                f'no `add_argument("{self.after_flag}", ...)` in {self.function}',
-                candidates=[Candidate(f'"{f}"', node=by_flag[f]) for f in near(self.after_flag, list(by_flag))],
+                f'no `add_argument("{self.after_flag}", ...)` in {self.function}' + (
+                    f"; the release declares the flag as the field `{declared[0]}` of `{declared[1]}` (flags made "
+                    "from annotated fields: an `add_dataclass_field` step there)" if declared else ""),
+                candidates=[*([Candidate(f"`{declared[0]}` in `{declared[1]}`", node=declared[2])] if declared else []),
+                            *(Candidate(f'"{f}"', node=by_flag[f]) for f in near(self.after_flag, list(by_flag)))],
             )
         if len(anchors) > 1:
             raise AnchorAmbiguous(f"`{self.after_flag}` is registered {len(anchors)} times in {self.function}",
                                   candidates=[Candidate(f'"{self.after_flag}"', node=p[-1]) for p in anchors])
         return Changed(insert_after(anchors[0], new_stmts), inserted=tuple(new_stmts), anchor=anchors[0][-1])
+
+
+def _declared_as_field(module: cst.Module, flag: str) -> tuple[str, str, cst.CSTNode] | None:
+    """(field, class, statement) where the module declares the flag as an `Annotated` class field of its dest's
+    name (sglang 0.5.14+ makes its flags from `ServerArgs`' `A[type, Arg(...)]` fields), else None."""
+    dest = flag.lstrip("-").replace("-", "_")
+    if not dest.isidentifier():
+        return None
+    for cls in (n for n in module.body if isinstance(n, cst.ClassDef)):
+        for stmt in body_of(cls):
+            if isinstance(stmt, cst.SimpleStatementLine) and any(
+                    isinstance(x, cst.AnnAssign) and isinstance(x.target, cst.Name) and x.target.value == dest
+                    and isinstance(x.annotation.annotation, cst.Subscript)  # `A[int, Arg(...)]`: the flag's own
+                    and _code(x.annotation.annotation.value).strip().split(".")[-1] in ("A", "Annotated")
+                    for x in stmt.body):
+                return dest, cls.name.value, stmt
+    return None
 
 
 def _with_parents(fn: cst.CSTNode, receiver: str) -> list[str]:
