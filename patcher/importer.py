@@ -2161,6 +2161,7 @@ def removed_upstream(ops: Sequence[tuple[int, Operation]], release: "_ReleaseInd
     named = [(index, op, step_names(op)) for index, op in ops]
     added = {_bare(n) for _, _, (adds, _) in named for n in adds}
     words = None
+    older: bool | None = None  # a port to a release before the base: not removed, not there yet
     out: dict[int, str] = {}
     for index, op, (_, uses) in named:
         if op.op == "unexpressed_hunk":
@@ -2171,8 +2172,12 @@ def removed_upstream(ops: Sequence[tuple[int, Operation]], release: "_ReleaseInd
         gone = {n: where for n in sorted(candidates) if (where := base.defines(n))}
         if gone:
             shown = ", ".join(f"`{n}` ({where})" for n, where in gone.items())
+            if older is None:
+                older = (lambda r, b: r is not None and b is not None and r < b)(release.version(), base.version())
+            them = "it" if len(gone) == 1 else "them"
             out[index] = (f"it uses {shown}, which the base release defines and the release mentions nowhere: "
-                          f"upstream removed or renamed {'it' if len(gone) == 1 else 'them'}")
+                          + (f"this release, older than the base, does not have {them} yet" if older else
+                             f"upstream removed or renamed {them}"))
     return out
 
 
@@ -2319,6 +2324,24 @@ class _ReleaseIndex:
         self._trees: dict[str, ast.Module | None] = {}
         self._words: set[str] | None = None
         self._class_heads: dict[str, list[str]] | None = None
+
+    def version(self) -> "Version | None":
+        """The release's version, from its dist-info folder's name or its `version.py`/`_version.py`; None when
+        neither tells."""
+        from packaging.version import InvalidVersion, Version
+
+        found = [p.name[len(self.root.name) + 1:-len(".dist-info")]
+                 for p in self.root.parent.glob(f"{self.root.name}-*.dist-info")]
+        for name in ("version.py", "_version.py"):
+            match = re.search(r"""__version__\s*=\s*["']([^"']+)["']""", self.texts().get(name, ""))
+            if match:
+                found.append(match.group(1))
+        for text in found:
+            try:
+                return Version(text)
+            except InvalidVersion:
+                continue
+        return None
 
     def texts(self) -> dict[str, str]:
         if self._texts is None:

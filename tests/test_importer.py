@@ -1558,6 +1558,11 @@ def test_a_step_that_uses_a_name_upstream_removed_from_the_whole_release_is_refu
     assert [status[n].status for n in ("loop-h2-insert", "req-h1-add-method", "loop-h3-insert")] == ["applied"] * 3
     # without the base release there is nothing to compare: the step applies
     assert {s.status for s in importer.port(load_recipe(out), later).steps} == {"applied"}
+    # a release older than the base (an import round: port to 0.5.7 of a 0.5.8 patch) has not got them yet
+    for root, version in ((base, "0.5.8"), (later, "0.5.7")):
+        (root / "version.py").write_text(f'__version__ = "{version}"\n')
+    older = {s.name: s for s in importer.port(load_recipe(out), later, base_dir=base).steps}["loop-h1-insert"]
+    assert older.status == "refused" and "this release, older than the base, does not have them yet" in older.message
 
 
 def test_code_the_patch_puts_in_both_arms_of_an_if_is_two_steps_anchored_by_the_header(tmp_path):
