@@ -3348,7 +3348,9 @@ def upstream_evidence(op: Operation, text: str, *, strict: bool = False, base: s
         matched = {key for key, _ in _statements_of(match) or ()} if isinstance(match, str) else set()
         added = [key for key, _ in units if key not in matched]
         release = _statement_index(text)
-        where = {key: lines[0] for key, lines in release.items()}
+        # shown where the step works when it is there too (a file may have it in several functions)
+        start, end = _span_of(text, getattr(op, "function", None) or getattr(op, "within", None))
+        where = {key: next((n for n in lines if start <= n <= end), lines[0]) for key, lines in release.items()}
         now = {key: len(lines) for key, lines in release.items()}
         had = {key: len(lines) for key, lines in _statement_index(base).items()} if base is not None else {}
     else:
@@ -3375,6 +3377,19 @@ def upstream_evidence(op: Operation, text: str, *, strict: bool = False, base: s
         return tuple(hits) if len(hits) == len(added) and fresh >= 2 else ()
     need = len(added) if len(added) <= 3 else -(-4 * len(added) // 5)
     return tuple(hits) if len(hits) >= max(1, need) else ()
+
+
+def _span_of(text: str, dotted: str | None) -> tuple[int, int]:
+    """The lines of the function or class `dotted` in `text`, or (0, 0) when it is not found (or not asked)."""
+    from .moved_attributes import _def_at
+
+    if not dotted:
+        return 0, 0
+    try:
+        fn = _def_at(ast.parse(text), dotted)
+    except (SyntaxError, ValueError, RecursionError):
+        return 0, 0
+    return (fn.lineno, fn.end_lineno or fn.lineno) if fn is not None else (0, 0)
 
 
 def upstream_guards(op: Operation, text: str, base: str) -> tuple[str, ...]:

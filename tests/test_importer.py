@@ -2857,3 +2857,16 @@ def test_code_reading_what_a_default_flip_carries_falls_with_the_flip(tmp_path):
     # on a release where the flip applies, both apply
     assert {s.status for s in importer.port(load_recipe(out), package(tmp_path / "same", {"srt/norm.py": before}),
                                             base_dir=base).steps} == {"applied"}
+
+
+def test_upstream_evidence_shows_the_lines_in_the_function_the_step_edits():
+    # an import round: "upstream in another form" for `forward_hip` cited the lines of `forward_cuda`, which has
+    # the same statements higher up in the file
+    from op_helpers import op
+
+    text = ("class Norm:\n    def forward_cuda(self, x, extra):\n        if extra is not None:\n            x = x + extra\n"
+            "        return x\n\n    def forward_hip(self, x, extra):\n        if extra is not None:\n"
+            "            x = x + extra\n        return x\n")
+    step = op("insert_statements", function="Norm.forward_hip", at="before", match="return x",
+              code="if extra is not None:\n    x = x + extra\n")
+    assert importer.upstream_evidence(step, text) == ("line 8: `if extra is not None:`", "line 9: `x = x + extra`")
