@@ -840,3 +840,35 @@ def test_a_multi_line_string_keeps_its_value_where_a_docstring_moves_with_the_co
     assert ns["K"]().tpl() == "<|system|>\nYou are helpful.\n<|end|>"
     out = ins("start", code='self.t = f"""a {1}\nb"""', function="W.f").apply(cst.parse_module(src(BEFORE)))
     assert '        """Docstring."""\n        self.t = f"""a {1}\nb"""\n' in out.module.code
+
+
+def test_a_parameter_assigned_where_the_function_read_it_already_or_inside_an_if_is_the_codes_choice():
+    # a review: `activities = [...]` put `inside: "if activities is None:"` (sglang 0.5.9's init_profile) was
+    # refused as overwriting the parameter; and a read of a lambda runs when the lambda is called
+    before = """
+        def init_profile(activities=None, record=False):
+            if activities is None:
+                activities = ["CPU", "GPU"]
+            return activities
+        """
+    step = op("insert_statements", function="init_profile", at="end", inside="if activities is None:",
+              code='activities = ["CPU", "GPU", "MEM"]')
+    check(step, before, before.replace('                activities = ["CPU", "GPU"]\n',
+                                       '                activities = ["CPU", "GPU"]\n'
+                                       '                activities = ["CPU", "GPU", "MEM"]\n'))
+    read_above = before.replace("            return activities", "            record = bool(record)\n"
+                                "            return activities")
+    step = ins("after", code="record = True", match="record = bool(record)", function="init_profile")
+    out = step.apply(cst.parse_module(src(read_above)))
+    assert isinstance(out, Changed), out
+    deferred = """
+        class P:
+            def __init__(self, batch):
+                self.device = batch.device
+                self.other = 1
+        """
+    step = ins("after", code="self.target = lambda: self.override or self.device", match="self.device = batch.device",
+               function="P.__init__")
+    assert isinstance(step.apply(cst.parse_module(src(deferred.replace(
+        "                self.other = 1", "                self.other = 1\n                self.override = None")))),
+        Changed)

@@ -183,7 +183,7 @@ class InsertStatements(Operation):
         fpath = find_function(module, self.function)
         outcome = self._apply(module, fpath, new)
         if isinstance(outcome, Changed):
-            self._refuse_overwriting_parameters(module, fpath)
+            self._refuse_overwriting_parameters(fpath, outcome.module)
         return outcome
 
     def settled(self, module: cst.Module, found: AlreadyApplied) -> None:
@@ -194,31 +194,40 @@ class InsertStatements(Operation):
             self._refuse_reading_before_set(module, find_function(module, self.function), found.existing,
                                             include=False)
 
-    def _refuse_overwriting_parameters(self, module: cst.Module, fpath: NodePath) -> None:
-        """Code that assigns a parameter of the function, unconditionally and before reading it, throws away what
-        every caller passes: most often its own local that upstream has since made a parameter (`limit = n + 1`
-        in `def f(req, limit=100)`). Reading it first (`limit = min(limit, 8)`) or assigning it under an `if` is
-        the code's own choice."""
-        fn = fpath[-1]
-        p = fn.params
-        params = {q.name.value for q in (*p.posonly_params, *p.params, *p.kwonly_params)} | {
-            q.name.value for q in (p.star_arg, p.star_kwarg) if isinstance(q, cst.Param)}
+    def _refuse_overwriting_parameters(self, original: NodePath, patched: cst.Module) -> None:
+        """Code that assigns a parameter of the function, unconditionally and before anything reads it, throws
+        away what every caller passes: most often its own local that upstream has since made a parameter (`limit =
+        n + 1` in `def f(req, limit=100)`). Reading it first (in the code, or in the function above the code),
+        assigning it under an `if` (or `inside:` one), is the code's own choice. Judged on the patched module."""
+        from ..anchors import statement_ast
+
+        fpath = find_function(patched, self.function)
+        fn = statement_ast(patched, fpath[-1])
         try:
-            tree = ast.parse(_dedented(self.code))
+            code = ast.parse(_dedented(self.code))
         except (SyntaxError, ValueError, RecursionError):
             return
-        read: set[str] = set()
-        for stmt in tree.body:
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) or not code.body:
+            return
+        a = fn.args
+        params = {p.arg for p in (*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg) if p is not None}
+        first = ast.dump(code.body[0])
+        at = next((k for k, st in enumerate(fn.body) if ast.dump(st) == first), None)
+        if at is None:
+            return  # the code went into a block of the function (an `if`, `inside:`): conditional
+        read = {n.id for st in fn.body[:at] for n in ast.walk(st) if isinstance(n, ast.Name)
+                and isinstance(n.ctx, ast.Load)}
+        for stmt in code.body:
             if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
                 read |= _names(ast.unparse(stmt.value), ast.Load)
                 targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
                 lost = sorted(t.id for t in targets if isinstance(t, ast.Name) and t.id in params and t.id not in read)
                 if lost:
                     raise Conflict(f"`{lost[0]}` is a parameter of `{self.function}`, and the code's "
-                                   f"`{ast.unparse(stmt)}` overwrites it before reading it: what every caller passes "
-                                   f"would be lost (did upstream make the code's local a parameter?)",
+                                   f"`{ast.unparse(stmt)}` overwrites it before anything reads it: what every caller "
+                                   f"passes would be lost (did upstream make the code's local a parameter?)",
                                    hint="give the code's variable another name, or read the parameter first",
-                                   candidates=[Candidate(f"`def {fn.name.value}(...{lost[0]}...)`", node=fn)])
+                                   candidates=[Candidate(f"`def {fn.name}(...{lost[0]}...)`", node=original[-1])])
             read |= {n.id for n in ast.walk(stmt) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
 
     def _apply(self, module: cst.Module, fpath: NodePath, new: list[cst.BaseStatement]) -> Outcome:
@@ -272,7 +281,8 @@ class InsertStatements(Operation):
             return
         own = {_target(n) for n in ast.walk(tree) if isinstance(n, (ast.Name, ast.Attribute))
                and not isinstance(n.ctx, ast.Load)} | _stores(tree)  # its imports and defs too
-        reads = {_target(n) for n in ast.walk(tree) if isinstance(n, (ast.Name, ast.Attribute))
+        # reads that run when the code runs: not those in a lambda or a nested def, which run when called, later
+        reads = {_target(n) for n in _run_now(tree) if isinstance(n, (ast.Name, ast.Attribute))
                  and isinstance(n.ctx, ast.Load)} - own - {None}
         if not reads:
             return
@@ -591,6 +601,23 @@ def _names(code: str, ctx: type) -> set[str]:
     except SyntaxError:
         return set()
     return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ctx)}
+
+
+def _run_now(tree: ast.AST) -> list[ast.AST]:
+    """The nodes of `tree` evaluated when it runs: a lambda's body and a nested def's body are left out (they run
+    when called), their default values and decorators kept."""
+    out: list[ast.AST] = []
+    todo = [tree]
+    while todo:
+        node = todo.pop()
+        out.append(node)
+        if isinstance(node, ast.Lambda):
+            todo.extend(node.args.defaults + [d for d in node.args.kw_defaults if d is not None])
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            todo.extend([*node.decorator_list, *node.args.defaults, *(d for d in node.args.kw_defaults if d)])
+        else:
+            todo.extend(ast.iter_child_nodes(node))
+    return out
 
 
 def _target(node: ast.AST) -> str | None:
