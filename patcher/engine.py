@@ -356,7 +356,7 @@ def _second_run(recipe_id: str, rel: str, module: cst.Module, file_steps: list[t
         again = step.apply(module)
         if isinstance(again, AlreadyApplied):
             try:
-                step.settled(module, again)
+                step.settled(module, again, changed=changed is not None)
             except SpecpatchError as exc:
                 errors.append(exc.at(Location(recipe=recipe_id, step=index, op=op.op, file=rel, anchor=op.anchor())))
             continue

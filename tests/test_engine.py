@@ -875,3 +875,16 @@ def test_a_keyword_the_recipe_passes_to_a_function_of_another_module_that_lacks_
         assert p.ok != refused, [e.message for e in p.errors]
         if refused:
             assert "cannot be taken by `load` of `sglang.srt.l`: the keyword `strict`" in p.errors[0].message
+
+
+def test_an_eq_whose_hash_a_later_step_adds_is_applied(tmp_path):
+    # a review: `__eq__` then `__hash__` (sglang 0.5.9's RadixKey) was refused at the first step
+    root = make_target(tmp_path, {"srt/k.py": b"class Key:\n    def __init__(self, ids):\n        self.ids = ids\n"})
+    eq = ("  - op: add_method\n    file: srt/k.py\n    class: Key\n    code: |\n      def __eq__(self, other):\n"
+          "          return self.ids == other.ids\n")
+    hash_ = ("  - op: add_method\n    file: srt/k.py\n    class: Key\n    code: |\n      def __hash__(self):\n"
+             "          return hash(tuple(self.ids))\n")
+    head = "id: demo\ntitle: t\ntarget: {package: sglang}\nsteps:\n"
+    assert plan(recipe(tmp_path, head + eq + hash_), find_target(root)).ok
+    [error] = plan(recipe(tmp_path, head + eq), find_target(root)).errors
+    assert "`__eq__` changes how Python treats every `Key`" in error.message and error.location.step == 1

@@ -118,11 +118,6 @@ class AddMethod(Operation):
             raise Conflict(f"the module sets `{owner}.{name}` itself, after the class is made: the method would be "
                            f"replaced and never run", candidates=[Candidate(code_of(module, replaced).strip().splitlines()[0],
                                                                              node=replaced)])
-        protocol = _protocol_changed(module, cpath, ident(name))
-        if protocol is not None:
-            raise Conflict(f"`{name}` changes how Python treats every `{self.cls}`: {protocol}",
-                           candidates=[Candidate(f"class {self.cls}", node=cpath[-1])],
-                           hint=f"add `{_IMPLICIT[ident(name)][0]}` in a step of its own, then this one")
         # (most names are new to the class: one rendering of it tells, not one per method)
         shadow = _instance_binding(module, methods, name) if f".{name}" in code_of(module, cpath[-1]) else None
         if shadow is not None:  # `self.reset = self._reset_cuda` in `__init__`: the instance's wins over the method
@@ -153,6 +148,17 @@ class AddMethod(Operation):
                                       "of the class body)")
         return Changed(insert_after(anchors[0], [new]), inserted=(new,), anchor=anchors[0][-1])
 
+    def settled(self, module: cst.Module, found: AlreadyApplied, *, changed: bool) -> None:
+        """A dunder that changes every instance without its partner (`__eq__` without `__hash__`), judged on the
+        class as the whole recipe leaves it (a later step may add the partner), for a method the step added."""
+        if not changed or not isinstance(found.existing, cst.FunctionDef):
+            return
+        name = found.existing.name.value
+        protocol = _protocol_changed(module, find_class(module, self.cls), ident(name))
+        if protocol is not None:
+            raise Conflict(f"`{name}` changes how Python treats every `{self.cls}`: {protocol}",
+                           hint=f"add `{_IMPLICIT[ident(name)][0]}` to the class in a step of the recipe")
+
 
 # dunders whose mere presence changes what Python does with every instance, beside what the method says: the
 # partner that keeps the old behaviour, what changes without it, and the bases that already behave so (nothing
@@ -174,8 +180,8 @@ def _protocol_changed(module: cst.Module, cpath: NodePath, name: str) -> str | N
     """Why adding the dunder `name` to the class changes what Python does with its instances beyond the method
     (`__eq__` without `__hash__`, `__len__` without `__bool__`), else None. Left alone: a decorated class (a
     dataclass makes its own `__eq__` and `__hash__`), one whose body or a base of the module gives the partner or
-    the dunder already (then nothing changes), one with a base that already behaves so (`list`), and for `__len__`
-    one with a base from elsewhere (not read: it may have a `__len__`)."""
+    the dunder already (then nothing changes), one with a base that already behaves so (`list`), and one with a base
+    from elsewhere (not read: a pydantic model is unhashable already, a NamedTuple stays hashable)."""
     if name not in _IMPLICIT or cpath[-1].decorators:
         return None
     partner, why, behaving = _IMPLICIT[name]
@@ -191,8 +197,8 @@ def _protocol_changed(module: cst.Module, cpath: NodePath, name: str) -> str | N
             if b.keyword is not None:
                 continue
             base = module.code_for_node(b.value).split("[", 1)[0].split(".")[-1]
-            if base in behaving or (name == "__len__" and base not in classes and base not in _PLAIN_BASES):
-                return None
+            if base in behaving or (base not in classes and base not in _PLAIN_BASES):
+                return None  # a base from elsewhere (pydantic's BaseModel, NamedTuple) may already behave so
             if base in classes and base not in seen:
                 seen.add(base)
                 todo.append((module, classes[base]))

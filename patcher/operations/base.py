@@ -71,10 +71,11 @@ class Operation:
         """Apply to a parsed module; must never raise for a target-side problem (return CannotApply instead)."""
         raise NotImplementedError
 
-    def settled(self, module: cst.Module, found: AlreadyApplied) -> None:
+    def settled(self, module: cst.Module, found: AlreadyApplied, *, changed: bool) -> None:
         """Check the step's code where it stands in the file as the whole recipe leaves it (`found`: this step's
-        answer there): what the step checked when it applied, against the module as it stood then, can be undone
-        by a later step (an assignment it reads, added below it). Raises a `SpecpatchError`; most steps have
+        answer there; `changed`: whether the step changed the file, or found its code there already): what a step
+        checked against the module as it stood then can be undone, or made right, by another step (an assignment
+        it reads, added below it; the `__hash__` beside an `__eq__`). Raises a `SpecpatchError`; most steps have
         nothing more to check."""
 
     def among(self, steps: Sequence["Operation"]) -> "Operation":

@@ -186,7 +186,7 @@ class InsertStatements(Operation):
             self._refuse_overwriting_parameters(fpath, outcome.module)
         return outcome
 
-    def settled(self, module: cst.Module, found: AlreadyApplied) -> None:
+    def settled(self, module: cst.Module, found: AlreadyApplied, *, changed: bool) -> None:
         """The code must not read what the function sets only below it in the final file either: a later step
         may add that assignment (`self.spec_disabled = self.threshold > 0`, then `self.threshold = ...` at the
         end of `__init__`)."""
