@@ -90,6 +90,7 @@ def parse_recipe(text: str, source: Path) -> Recipe:
     for i, step in enumerate(data.get("steps") or []):
         _check_op(step, ("steps", i), fail)
     recipe_overlays.expand(data, lines, fail)
+    data = ry.plain_floats(data)  # the text of a float was for the constants' check only
     for vi, variant in enumerate(data.get("variants") or []):
         if isinstance(variant, dict):
             for i, step in enumerate(variant.get("steps") or []):

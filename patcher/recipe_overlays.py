@@ -144,15 +144,23 @@ def _constants(raw: Any, loc: tuple, fail: Fail) -> dict:
     if raw is None:
         return {}
     if not isinstance(raw, dict):
-        raise fail(loc, "`constants` maps names to values (strings, integers, booleans)")
+        raise fail(loc, "`constants` maps names to values (strings, numbers, booleans)")
     for name, value in raw.items():
-        if isinstance(value, float):  # `2.10` is read as 2.1: a version or a setting written so would change
-            raise fail(loc + (name,), f"constant `{name}` is the number {value!r} as YAML reads it: write it in quotes "
-                                      f"to keep its text, or declare a `float` parameter")
-        if not isinstance(value, (str, int, bool)):
-            raise fail(loc + (name,), f"constant `{name}` is a {type(value).__name__}: a constant is a string, an "
-                                      f"integer or a boolean")
+        text = getattr(value, "text", None)
+        if isinstance(value, float) and text is not None and _float_text(text) != repr(float(value)):
+            # `2.10` is read as 2.1, `1e3` as 1000.0: placed into code, it would not be what the recipe says
+            raise fail(loc + (name,), f"constant `{name}` is written `{text}` and YAML reads it as the number "
+                                      f"{float(value)!r}: write it in quotes if it is text (a version), or as "
+                                      f"{float(value)!r} if the number is meant")
+        if not isinstance(value, (str, int, float, bool)):
+            raise fail(loc + (name,), f"constant `{name}` is a {type(value).__name__}: a constant is a string, a "
+                                      f"number or a boolean")
     return dict(raw)
+
+
+def _float_text(text: str) -> str:
+    """A float's YAML text as Python would write the same literal (`+0.5` and `0.50` are not `0.5`)."""
+    return text.strip().replace("_", "")
 
 
 def _overlay_steps(steps: list[_Step], variant: dict, where: tuple, fail: Fail) -> list[_Step]:

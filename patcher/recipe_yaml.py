@@ -248,6 +248,36 @@ def load_code_files(data: Any, folder: Path, path: tuple, errors: list, reads: R
     return data
 
 
-_yaml12_booleans(LineLoader)
-_FastLoader = _yaml12_booleans(type("_FastLoader", (yaml.CSafeLoader,), {})) if hasattr(yaml, "CSafeLoader") \
+class YamlFloat(float):
+    """A float read from a recipe, with the text it was written as (`2.10` is 2.1: a version written as a number
+    loses a digit; a constant's check reads `text`)."""
+
+    text: str = ""
+
+
+def _float(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> float:
+    value = YamlFloat(yaml.constructor.SafeConstructor.construct_yaml_float(loader, node))
+    value.text = node.value
+    return value
+
+
+def plain_floats(data: Any) -> Any:
+    """`data` with each `YamlFloat` a plain float (the model and the ledger take the value, not its text)."""
+    if isinstance(data, YamlFloat):
+        return float(data)
+    if isinstance(data, dict):
+        return {k: plain_floats(v) for k, v in data.items()}
+    if isinstance(data, list):
+        return [plain_floats(v) for v in data]
+    return data
+
+
+def _recipe_loader(loader: type) -> type:
+    loader = _yaml12_booleans(loader)
+    loader.add_constructor("tag:yaml.org,2002:float", _float)
+    return loader
+
+
+_recipe_loader(LineLoader)
+_FastLoader = _recipe_loader(type("_FastLoader", (yaml.CSafeLoader,), {})) if hasattr(yaml, "CSafeLoader") \
     else None
