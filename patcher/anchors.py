@@ -480,7 +480,9 @@ def set_block_body(path: NodePath, statements: Sequence[cst.CSTNode], *,
 
 def parsing_config(module: cst.Module) -> cst.PartialParserConfig:
     """`module.config_for_parsing`, built once per encoding, indent and newline (it validates its fields each time)."""
-    return _parsing_config(module.encoding, module.default_indent, module.default_newline)
+    # libcst infers a form feed at the start of an indented line into the indent, and then refuses it back
+    indent = module.default_indent.replace("\x0c", "") or "    "
+    return _parsing_config(module.encoding, indent, module.default_newline)
 
 
 @functools.lru_cache(maxsize=32)

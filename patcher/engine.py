@@ -217,6 +217,18 @@ def _plan_file(result: Plan, rel_pkg: str, file_steps: list[tuple[int, Operation
                                                                                 file=rel)))
         return
     except cst.ParserSyntaxError as exc:
+        try:  # Python takes it, libcst does not: say so (a form feed in an indentation, say), not "fix the file"
+            compile(before, rel, "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
+            python_takes_it = True
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            python_takes_it = False
+        if python_takes_it:
+            feed = " (a form feed, ^L, in the indentation of a line: remove it)" if b"\x0c" in before else ""
+            result.errors.append(TargetSyntaxError(
+                f"`{rel}` is valid Python that libcst, the parser specpatch edits with, cannot read{feed}: "
+                f"{exc.message}", location=Location(recipe=recipe.id, step=first[0], file=rel, line=exc.raw_line),
+                details=str(exc), hint="nothing was written; the file is as it was (a layout libcst does not read)"))
+            return
         result.errors.append(TargetSyntaxError(
             f"{exc.message}", location=Location(recipe=recipe.id, step=first[0], file=rel, line=exc.raw_line),
             details=str(exc)))

@@ -888,3 +888,19 @@ def test_an_eq_whose_hash_a_later_step_adds_is_applied(tmp_path):
     assert plan(recipe(tmp_path, head + eq + hash_), find_target(root)).ok
     [error] = plan(recipe(tmp_path, head + eq), find_target(root)).errors
     assert "`__eq__` changes how Python treats every `Key`" in error.message and error.location.step == 1
+
+
+def test_a_form_feed_in_an_indentation_is_no_crash(tmp_path):
+    # a hostile round: ^L at the start of the first indented line made libcst's inferred indent invalid (exit 1);
+    # before a class's first method, libcst cannot read the file at all, though Python can: say so
+    head = "id: demo\ntitle: t\ntarget: {package: sglang}\nsteps:\n"
+    text = ("  - op: insert_statements\n    file: srt/f.py\n    function: f\n    at: after\n    match: b = t + 1\n"
+            "    code: b = b * 2\n")
+    first = make_target(tmp_path / "a", {"srt/f.py": b"def f(t):\n\x0c    b = t + 1\n    return b\n"})
+    p = plan(recipe(tmp_path, head + text), find_target(first))
+    assert p.ok, [e.message for e in p.errors]
+    method = text.replace("function: f", "function: K.f")
+    later = make_target(tmp_path / "b", {"srt/f.py": b"class K:\n\x0c    def f(self, t):\n        b = t + 1\n"
+                                                     b"        return b\n"})
+    [error] = plan(recipe(tmp_path, head + method), find_target(later)).errors
+    assert error.exit_code == ExitCode.BAD_INPUT and "a form feed" in error.message, error.message
