@@ -12,7 +12,7 @@ from typing import Any, Callable
 from packaging.version import Version
 
 from .engine import Plan, plan
-from .errors import (ExitCode, PendingTransaction, RecipeNotFound, SpecpatchError, StateLost, UsageError,
+from .errors import (DriftError, ExitCode, PendingTransaction, RecipeNotFound, SpecpatchError, StateLost, UsageError,
                      VersionUnsupported, os_failure)
 from .recipe import Recipe, available, load_recipe
 from .results import (ApplyOutcome, ApplyResult, CheckResult, CheckState, FileBytes, FileVerdict, RecipeVerification,
@@ -110,6 +110,7 @@ def apply_recipe(recipe: Recipe, target: Target, *, params: dict[str, str] | Non
         planned = _planned(p, dry_run=False, recovery=recovery, notes=notes)
         if planned.exit_code != ExitCode.OK or not p.changed_files:
             return planned
+        _refuse_reapplying_over_drift(p, transaction.applied_records(target))
         # the transaction stays open (its journal on disk) until the checks pass: a crash or kill -9 during them is
         # undone by the next command, as an interrupt or a failed check is here
         record = transaction.commit(p, lock, verifying=True)
@@ -135,6 +136,26 @@ def apply_recipe(recipe: Recipe, target: Target, *, params: dict[str, str] | Non
             notes += _after_apply_notes(p)
     return ApplyResult(p, False, outcome, code, recovery, record, checked.checks, tuple(notes),
                        unverified=checked.unverified)
+
+
+def _refuse_reapplying_over_drift(p: Plan, records: list[Any]) -> None:
+    """A recipe the ledger records as applied, whose files someone changed since (an edit next to or inside the
+    recipe's code), and which would now change them again: applied over the edit, its code would go in a second
+    time (`budget = budget * 2` twice) or beside the edited copy. Refused: the edit is the operator's to settle."""
+    from . import transaction
+
+    for record in records:
+        if record.recipe != p.recipe.id:
+            continue
+        mine = {f.rel for f in p.changed_files}
+        drifted = [s.rel for s in transaction.file_states(p.target, record)
+                   if s.state is FileBytes.MODIFIED and s.rel in mine and s.sha != s.record.sha_before]
+        if drifted:
+            raise DriftError(
+                f"{p.recipe.id} is applied, and {', '.join(f'`{r}`' for r in drifted)} changed since (by hand?): "
+                f"applied again, its code would go in beside the edited copy",
+                hint="`specpatch verify` shows the change; `specpatch rollback --force` restores the original bytes "
+                     "and keeps the edited file beside them, then apply again")
 
 
 def _planned(p: Plan, *, dry_run: bool, recovery: Any = None, notes: list[str] | None = None) -> ApplyResult:

@@ -834,3 +834,24 @@ def test_a_ledger_nested_too_deeply_is_a_damaged_state_folder(site, tmp_path):
     (site / ".specpatch" / "ledger.json").write_text("[" * 100000 + "]" * 100000)
     done = specpatch("status", "--target", str(site), recipes=recipes)
     assert done.returncode == BAD_INPUT and "nested too deeply" in done.stderr, done.stderr
+
+
+def test_apply_over_a_hand_edit_of_its_own_code_is_drift_not_a_second_copy(site, tmp_path):
+    # a hostile round: an operator put a line between the anchor and the inserted statement; the second apply
+    # inserted the statement again (the effect doubled), exit 0
+    recipes = recipe(tmp_path / "r", """\
+        steps:
+          - op: insert_statements
+            file: srt/server_args.py
+            function: ServerArgs.__post_init__
+            at: start
+            code: self.team_budget = 2
+        """)
+    assert_error(specpatch("apply", "case", "--target", str(site), "--no-smoke", recipes=recipes), OK)
+    path = site / SERVER_ARGS
+    text = path.read_text()
+    path.write_text(text.replace("        self.team_budget = 2\n", "        self.team_budget = 3\n", 1))
+    edited = snapshot(site)
+    assert_error(specpatch("apply", "case", "--target", str(site), "--no-smoke", recipes=recipes), DRIFT,
+                 "changed since (by hand?)", "`sglang/srt/server_args.py`")
+    assert snapshot(site) == edited
