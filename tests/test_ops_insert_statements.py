@@ -872,3 +872,23 @@ def test_a_parameter_assigned_where_the_function_read_it_already_or_inside_an_if
     assert isinstance(step.apply(cst.parse_module(src(deferred.replace(
         "                self.other = 1", "                self.other = 1\n                self.override = None")))),
         Changed)
+
+
+def test_code_in_a_handler_reads_its_exception_and_code_in_a_case_its_captures():
+    # a hostile round: `logger.error("%r", e)` after a statement of `except ValueError as e:` was refused as
+    # reading `e` before it is set
+    before = """
+        def f(x):
+            try:
+                y = int(x)
+            except ValueError as e:
+                y = 0
+            match x:
+                case {"text": text}:
+                    z = 1
+            return y
+        """
+    check(ins("after", code="log(e)", match="y = 0", function="f"), before,
+          before.replace("                y = 0\n", "                y = 0\n                log(e)\n"))
+    check(ins("after", code="log(text)", match="z = 1", function="f"), before,
+          before.replace("                    z = 1\n", "                    z = 1\n                    log(text)\n"))

@@ -313,6 +313,7 @@ class InsertStatements(Operation):
             if stmt is stop:
                 if include and whole is not None:
                     above |= _stores(whole)
+                above |= _bound_by_blocks(spath)  # `except E as e:`, a `case` pattern's captures, around it
                 break
             if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
                 above.add(stmt.name.value)  # a nested def binds its name where it stands
@@ -601,6 +602,32 @@ def _names(code: str, ctx: type) -> set[str]:
     except SyntaxError:
         return set()
     return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ctx)}
+
+
+def _bound_by_blocks(path: NodePath) -> set[str]:
+    """The names the blocks around a statement bind where they begin, that are no statement of their own: an
+    exception handler's `as` name, the captures of a `case` pattern."""
+    out: set[str] = set()
+    for node in path:
+        if isinstance(node, (cst.ExceptHandler, cst.ExceptStarHandler)) and node.name is not None \
+                and isinstance(node.name.name, cst.Name):
+            out.add(node.name.name.value)
+        elif isinstance(node, cst.MatchCase):
+            class Captures(cst.CSTVisitor):
+                def visit_MatchAs(self, n: cst.MatchAs) -> None:
+                    if n.name is not None:
+                        out.add(n.name.value)
+
+                def visit_MatchStar(self, n: cst.MatchStar) -> None:
+                    if n.name is not None:
+                        out.add(n.name.value)
+
+                def visit_MatchMapping(self, n: cst.MatchMapping) -> None:
+                    if n.rest is not None:
+                        out.add(n.rest.value)
+
+            node.pattern.visit(Captures())
+    return out
 
 
 def _run_now(tree: ast.AST) -> list[ast.AST]:
