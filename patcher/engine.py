@@ -823,7 +823,15 @@ def _calls_across_modules(recipe_id: str, target: Target, rel_pkg: str, rel: str
                     continue  # it did not fit before either: not the recipe's doing
                 why = _misfit(call, new_fn, skip)
                 shown = ast.unparse(call)[:100]
-                if why is not None:
+                named = {p.arg for p in (*old_fn.args.posonlyargs, *old_fn.args.args, *old_fn.args.kwonlyargs)}
+                captured = [k.arg for k in call.keywords if k.arg is not None and k.arg not in named
+                            and old_fn.args.kwarg is not None and k.arg in {
+                                p.arg for p in (*new_fn.args.args, *new_fn.args.kwonlyargs)}]
+                if why is None and captured:
+                    error(f"once patched, the call `{shown}` of `{other_rel}` (line {call.lineno}) passes "
+                          f"`{captured[0]}=` into `**{old_fn.args.kwarg.arg}` of `{names[call.func.id]}`, and the new "
+                          f"parameter `{captured[0]}` would take it instead", None)
+                elif why is not None:
                     error(f"once patched, `{names[call.func.id]}` of `{rel}` cannot take the call `{shown}` of "
                           f"`{other_rel}` (line {call.lineno}): {why}, TypeError when it runs", None)
                 elif _positional_names(call, old_fn, skip) != _positional_names(call, new_fn, skip):

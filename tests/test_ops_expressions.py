@@ -394,3 +394,14 @@ def test_a_near_candidate_longer_than_a_message_shows_where_it_differs_from_the_
     err = cannot(step, before, AnchorNotFound)
     [shown] = [c.text for c in err.candidates]
     assert "is_neox_style=is_neox_style" in shown and shown.startswith("`...")
+
+
+def test_a_parameter_a_call_passes_into_kwargs_by_keyword_is_a_conflict():
+    # a hostile round: `env=None` added to `launch(cmd, **popen_kwargs)` took the `env={...}` a call passed on to
+    # subprocess.run: the child lost its environment
+    before = ("def launch(cmd, **popen_kwargs):\n    return run(cmd, **popen_kwargs)\n\n\n"
+              "def start():\n    return launch(['x'], env={'A': '1'})\n")
+    step = op("add_parameter", function="launch", after="cmd", code="env=None")
+    cannot(step, before, Conflict, mentions=("passes `env=` into `**popen_kwargs`",))
+    check(op("add_parameter", function="launch", after="cmd", code="cwd=None"), before,
+          before.replace("def launch(cmd, **popen_kwargs)", "def launch(cmd, cwd=None, **popen_kwargs)"))

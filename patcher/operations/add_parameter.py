@@ -97,6 +97,17 @@ class AddParameter(Operation):
                 raise Conflict(f"`{text}` passes {taken} by position: put before it, the new parameter would "
                                f"take its argument", candidates=[Candidate(f"`{text}`", node=call)])
 
+    @staticmethod
+    def _refuse_capturing_keywords(module: cst.Module, fpath, name: str, kwargs: str) -> None:
+        """A function with `**kwargs` that a call of the module passes `name=` to (meant for `kwargs`, passed on
+        to something else): the new parameter `name` would take it, and what `kwargs` passes on would lose it."""
+        for call, _ in _module_calls(module, fpath):
+            if any(a.keyword is not None and a.keyword.value == name for a in call.args):
+                text = line_text(module.code_for_node(call))
+                raise Conflict(f"`{text}` passes `{name}=` into `**{kwargs}`: the new parameter `{name}` would take "
+                               f"it, and what `**{kwargs}` passes it on to would not get it",
+                               candidates=[Candidate(f"`{text}`", node=call)])
+
     def _refuse_unfilled_callers(self, module: cst.Module, fpath, new: cst.Param, position: int | None) -> None:
         refuse_unfilled_calls(module, fpath, new.name.value, position, "the new parameter")
 
@@ -152,6 +163,8 @@ class AddParameter(Operation):
             if field in ("posonly_params", "params") and not self.callers_changed:
                 self._refuse_shifting_callers(module, fpath, field, index)
             items = insert_item(getattr(params, field), index, new, fn.whitespace_before_params)
+        if isinstance(params.star_kwarg, cst.Param) and not self.callers_changed:
+            self._refuse_capturing_keywords(module, fpath, new.name.value, params.star_kwarg.name.value)
         if new.default is None and not self.callers_changed:
             position = (len(params.posonly_params) + index if field == "params" else index) \
                 if field != "kwonly_params" else None
