@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from op_helpers import cannot, check, op, unchanged
 
-from patcher.errors import AnchorNotFound
+from patcher.errors import AnchorNotFound, Conflict
 from patcher.model import ValidationError
 
 OLD = "# Copyright 2023-2024 SGLang Team\n# Licensed under the Apache License, Version 2.0\n"
@@ -56,3 +56,14 @@ def test_a_header_upstream_has_with_a_line_more_is_already_applied():
     # a hostile round: every line the step adds is in the release's header, which has one more: it was refused
     unchanged(lead("", "# SPDX-License-Identifier: Apache-2.0\n"),
               "# SPDX-License-Identifier: Apache-2.0\n# SPDX-FileCopyrightText: Copyright SGLang\n\nimport os\n")
+
+
+def test_new_lines_that_would_change_how_python_decodes_the_file_are_a_conflict():
+    # a hostile round: a header declaring latin-1 (or a vim fileencoding) on a UTF-8 file: every non-ASCII
+    # character of its strings changed, and the file still compiled
+    before = "# Copyright 2024 SGLang Team\nDEGREE = '°C'\n"
+    for code in ("# -*- coding: latin-1 -*-\n# Copyright 2025 Team\n", "# vim: set fileencoding=cp1252 :\n"):
+        cannot(op("replace_leading_comments", match="# Copyright 2024 SGLang Team\n", code=code), before, Conflict)
+    same = "# -*- coding: utf-8 -*-\n# Copyright 2025 Team\n"
+    check(op("replace_leading_comments", match="# Copyright 2024 SGLang Team\n", code=same), before,
+          before.replace("# Copyright 2024 SGLang Team\n", same))

@@ -24,12 +24,14 @@ every line of it in order, among others);
 
 from __future__ import annotations
 
+import codecs
+import re
 from dataclasses import dataclass
 from typing import Literal
 
 import libcst as cst
 
-from ..errors import AnchorNotFound, Candidate
+from ..errors import AnchorNotFound, Candidate, Conflict
 from ..model import option
 from .base import AlreadyApplied, Changed, Operation, Outcome, attempt, register
 
@@ -45,6 +47,26 @@ def _lines(text: str) -> list[str]:
 def _blank_tail(text: str) -> int:
     lines = text.splitlines()
     return len(lines) - len(_lines(text)) if lines else 0
+
+
+_CODING = re.compile(r"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")  # PEP 263
+
+
+def _declared_encoding(text: str) -> str | None:
+    """The encoding a coding line of the first two lines declares (PEP 263), else None."""
+    for line in text.splitlines()[:2]:
+        m = _CODING.match(line)
+        if m:
+            return m.group(1)
+    return None
+
+
+def _codec(name: str) -> str:
+    try:
+        found = codecs.lookup(name).name
+    except LookupError:
+        return name
+    return "utf-8" if found == "utf-8-sig" else found  # a BOM says UTF-8 too
 
 
 def _header_text(module: cst.Module) -> str:
@@ -97,6 +119,12 @@ class ReplaceLeadingComments(Operation):
                 where = f"they end at line {len(have)}, `match` goes on with `{want[k]}`"
             raise AnchorNotFound(f"the module's leading comment lines are not those of `match`: {where}",
                                  candidates=[Candidate(f"`{line or '(a blank line)'}`")])
+        declared = _declared_encoding(self.code)
+        if _codec(declared or "utf-8") != _codec(module.encoding):
+            says = f"declare the encoding `{declared}`" if declared else "declare no encoding"
+            raise Conflict(f"the new lines {says}, and the file is `{module.encoding}`: Python would decode it "
+                           f"otherwise, and every non-ASCII character of its strings would change",
+                           hint="keep the file's coding line (`# -*- coding: ... -*-`) as it is in `code`")
         lines = self.code.splitlines()
         if not _blank_tail(self.code):  # the blank lines between the comments and the code stay as they were
             lines += [""] * _blank_tail(_header_text(module))
