@@ -892,3 +892,16 @@ def test_code_in_a_handler_reads_its_exception_and_code_in_a_case_its_captures()
           before.replace("                y = 0\n", "                y = 0\n                log(e)\n"))
     check(ins("after", code="log(text)", match="z = 1", function="f"), before,
           before.replace("                    z = 1\n", "                    z = 1\n                    log(text)\n"))
+
+
+def test_a_statement_on_a_line_shared_with_others_is_named_as_such():
+    # a hostile round: `chunk = 256` of `reserved = 16; chunk = 256` was "not found", with itself as the near miss
+    before = """
+        def f(n):
+            reserved = 16; chunk = 256
+            if n < 0: n = 0
+            return n + chunk
+        """
+    for match in ("chunk = 256", "n = 0"):
+        cannot(ins("after", code="x = 1", match=match, function="f"), before, AnchorNotFound,
+               mentions=("a line it shares with other statements",))

@@ -409,3 +409,39 @@ def dotted_owner(path: NodePath) -> str:
     """`A.f` (in backquotes) for a block in method `f` of class `A`; `the module` at its top."""
     names = [n.name.value for n in path if isinstance(n, (cst.FunctionDef, cst.ClassDef))]
     return f"`{'.'.join(names)}`" if names else "the module"
+
+
+def on_a_shared_line(module: cst.Module, scope: NodePath, match: str) -> str:
+    """"; it shares its line ..." when a statement of `scope` that is `match` (compared as code) stands on one line
+    with others (`reserved = 16; chunk = 256`, `if n < 0: n = 0`): specpatch anchors on whole lines and blocks, so
+    such a statement is not found as one; else ""."""
+    import ast
+    import textwrap
+
+    try:
+        want = [ast.dump(s) for s in ast.parse(textwrap.dedent(match).strip()).body]
+    except (SyntaxError, ValueError, RecursionError):
+        return ""
+    if len(want) != 1:
+        return ""
+    for node in _walk_all(scope[-1]):
+        if isinstance(node, (cst.SimpleStatementLine, cst.SimpleStatementSuite)) and (
+                len(node.body) > 1 or isinstance(node, cst.SimpleStatementSuite)):
+            for small in node.body:
+                try:
+                    got = [ast.dump(s) for s in ast.parse(module.code_for_node(small).strip()).body]
+                except (SyntaxError, ValueError, RecursionError):
+                    continue
+                if got == want:
+                    how = "a one-line block" if isinstance(node, cst.SimpleStatementSuite) else "`;`"
+                    return (f"; it is there on a line it shares with other statements ({how}): specpatch anchors "
+                            f"on whole lines; split the line in the release's code, or use `replace_expression`")
+    return ""
+
+
+def _walk_all(node: cst.CSTNode):
+    todo = [node]
+    while todo:
+        n = todo.pop()
+        yield n
+        todo.extend(n.children)

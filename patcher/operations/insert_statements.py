@@ -95,7 +95,7 @@ from ..errors import (AnchorAmbiguous, AnchorNotFound, Candidate, Conflict, Read
                       Unreachable)
 from ..model import option
 from ..patterns import Pattern
-from ._code import INSIDE_ELSE, check_inside, dotted_owner, inside_block, inside_words
+from ._code import INSIDE_ELSE, check_inside, dotted_owner, inside_block, inside_words, on_a_shared_line
 from .base import AlreadyApplied, Changed, Operation, Outcome, attempt, register
 
 
@@ -493,7 +493,8 @@ class InsertStatements(Operation):
             # the statement elsewhere in the module (upstream split the function, moved the code to a helper)
             moved = [m for m in statements_matching(module, (module,), pattern, into_defs=True)
                      if not any(n is fpath[-1] for n in m)]
-            raise AnchorNotFound(f"no statement matching `{pattern}` in {where}",
+            raise AnchorNotFound(f"no statement matching `{pattern}` in {where}"
+                                 + on_a_shared_line(module, block, str(pattern)),
                                  candidates=[*near_statements(module, block, pattern), *(
                                      Candidate(f"`{code_of(module, m[-1]).strip().splitlines()[0]}` in "
                                                f"{dotted_owner(m)}", node=m[-1]) for m in moved[:3])])

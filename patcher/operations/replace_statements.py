@@ -66,7 +66,8 @@ from ..anchors import NodePath, body_of, fit, indent_of, near, set_block_body
 from ..errors import AnchorAmbiguous, AnchorNotFound, Candidate, Conflict, RecipeError
 from ..model import option
 from ._code import (WITHIN, INSIDE_ELSE, blocks_under, check_inside, contains, dotted_owner, fingerprint, first_line,
-                    header_text, inside_block, inside_words, line_text, parse_block, scope_path)
+                    header_text, inside_block, inside_words, line_text, on_a_shared_line, parse_block,
+                    scope_path)
 from .base import AlreadyApplied, Changed, Operation, Outcome, attempt, register
 
 #: statements too common to say anything about where they are (`return`, `pass`, ...): never a conflict
@@ -219,7 +220,8 @@ class ReplaceStatements(Operation):
                 return AlreadyApplied(None)
             mine = {id(owner[-1]) for owner, _ in blocks_under(scope)}
             moved = _runs(module, [(o, b) for o, b in blocks_under((module,)) if id(o[-1]) not in mine], old, old_keys)
-            raise AnchorNotFound(f"no statements matching `{line_text(self.match)}` in {self._where()}",
+            raise AnchorNotFound(f"no statements matching `{line_text(self.match)}` in {self._where()}"
+                                 + on_a_shared_line(module, scope, self.match),
                                  candidates=[*_near(module, blocks, old[0]), *(
                                      Candidate(f"`{first_line(module, r[1][0])}` in {dotted_owner(r[0])}",
                                                node=r[1][0]) for r in moved[:3])])
