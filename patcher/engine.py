@@ -15,7 +15,7 @@ import stat
 import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import libcst as cst
 
@@ -335,6 +335,9 @@ def _plan_file(result: Plan, rel_pkg: str, file_steps: list[tuple[int, Operation
                 deferred.append(lambda planned: _names_taken(recipe.id, target, rel_pkg, rel, path, done, planned))
             deferred.append(lambda planned: _calls_across_modules(recipe.id, target, rel_pkg, rel, path,
                                                                   original_text, tree, done, planned))
+            if any(isinstance(st, ast.ImportFrom) and any(a.name == "*" for a in st.names) for st in tree.body):
+                deferred.append(lambda planned: _star_reads(recipe.id, target, rel_pkg, rel, original_text, text,
+                                                            done, planned))
             methods = [(r, op) for (r, c), (_, op) in zip(done, file_steps) if c is not None and op.op == "add_method"]
             if methods:
                 deferred.append(lambda planned: _overrides_unfit(recipe.id, target, rel_pkg, rel, tree, methods,
@@ -483,7 +486,8 @@ def importers_of(package: str, package_dir: Path, rel_pkg: str, path: Path,
     dotted = ".".join([package, *(parts[:-1] if parts[-1] == "__init__" else parts)])
     leaf = dotted.rsplit(".", 1)[-1]
     out: list[tuple[str, int, str, str]] = []
-    for other, data in _package_sources(package_dir, path, planned, gone):
+    stars: list[str] = []  # the modules that `from <module> import *` it: they lose the names too
+    for other, data in _package_sources(package_dir, path, planned, [*gone, "import *"]):
         if leaf.encode() not in data and b"from ." not in data:
             continue
         try:
@@ -498,6 +502,14 @@ def importers_of(package: str, package_dir: Path, rel_pkg: str, path: Path,
                     for alias in node.names:
                         if alias.name in gone:
                             out.append((other_rel, node.lineno, alias.name, module))
+                        elif alias.name == "*":
+                            bound = _names_bound_in(data.decode("utf-8", "replace")) or frozenset()
+                            read = next((n for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id in gone
+                                         and isinstance(n.ctx, ast.Load) and n.id not in bound), None)
+                            if read is not None:
+                                out.append((other_rel, read.lineno, read.id, module))
+                            own = PurePosixPath(other_rel).with_suffix("").parts
+                            stars.append(".".join([package, *(own[:-1] if own[-1] == "__init__" else own)]))
                 else:  # `from sglang.srt import a`
                     via.update(a.asname or a.name for a in node.names if f"{module}.{a.name}" == dotted)
             else:
@@ -508,6 +520,17 @@ def importers_of(package: str, package_dir: Path, rel_pkg: str, path: Path,
                         ast.unparse(n.value) in via:
                     out.append((other_rel, n.lineno, n.attr, dotted))
                     break
+    for reexport in stars:  # `from sglang import name` where `sglang/__init__.py` star-imports the module
+        for other, data in _package_sources(package_dir, path, planned, gone):
+            try:
+                tree = ast.parse(data)
+            except (SyntaxError, ValueError, RecursionError):
+                continue
+            other_rel = other.relative_to(package_dir).as_posix()
+            out.extend((other_rel, node.lineno, alias.name, module)
+                       for node, module in _package_imports(tree, package, other_rel)
+                       if isinstance(node, ast.ImportFrom) and module == reexport
+                       for alias in node.names if alias.name in gone)
     return out
 
 
@@ -1261,7 +1284,9 @@ def _undefined_names(recipe_id: str, rel: str, before: str, after: str, tree: as
 
 
 def undefined_names_added(before: str, after: str, *, tree: ast.Module | None = None, new: set[int] | None = None,
-                          filename: str = "<patched>") -> list[tuple[str, int, bool]]:
+                          filename: str = "<patched>",
+                          star_names: Callable[[str], frozenset[str] | None] | None = None
+                          ) -> list[tuple[str, int, bool]]:
     """The names the patched text `after` reads at run time and does not define (pyflakes' "undefined name", as at
     import and at the first call of a function, and a name `__all__` lists that the module does not bind, unless it
     serves names through a module `__getattr__`; and its "local variable referenced before assignment": a function
@@ -1283,6 +1308,8 @@ def undefined_names_added(before: str, after: str, *, tree: ast.Module | None = 
     from pyflakes import checker, messages
 
     def undefined(module: ast.Module) -> list[messages.Message]:
+        if star_names is not None:
+            _expand_stars(module, star_names)
         found = [m for m in checker.Checker(module, filename=filename).messages
                  if isinstance(m, (messages.UndefinedName, messages.UndefinedExport, messages.UndefinedLocal))]
         if any(isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and s.name == "__getattr__"
@@ -1313,6 +1340,69 @@ def undefined_names_added(before: str, after: str, *, tree: ast.Module | None = 
         if name not in known and all(name != n for n, _, _ in out):
             out.append((name, m.lineno, isinstance(m, messages.UndefinedLocal)))
     return out
+
+
+def _expand_stars(tree: ast.Module, star_names: Callable[[str], frozenset[str] | None]) -> None:
+    """Each module-level `from M import *` whose names `star_names(M)` can tell (a module of the package: its
+    `__all__`, else its public names) made explicit in `tree`, so that pyflakes judges reads against them (with a
+    star import it judges nothing: "may be undefined, or defined from star imports")."""
+    for i, st in enumerate(tree.body):
+        if isinstance(st, ast.ImportFrom) and any(a.name == "*" for a in st.names):
+            names = star_names(("." * st.level) + (st.module or ""))
+            if names is not None:
+                tree.body[i] = ast.copy_location(ast.ImportFrom(module=st.module, level=st.level, names=[
+                    ast.alias(name=n) for n in sorted(names)] or [ast.alias(name="__name__")]), st)
+
+
+def _star_reads(recipe_id: str, target: Target, rel_pkg: str, rel: str, before: str, after: str,
+                done: list[tuple[StepReport, Changed | None]], planned: dict[Path, bytes]) -> list[SpecpatchError]:
+    """The undefined-name check again for a file that star-imports modules of its package, their names read as the
+    recipe leaves them: a name the recipe's code reads that none of them gives (`__all__` included) raises
+    NameError, though pyflakes alone would take it for one of theirs."""
+    def star_names(dotted: str) -> frozenset[str] | None:
+        if dotted.startswith("."):
+            base = PurePosixPath(rel_pkg).parent.parts
+            level = len(dotted) - len(dotted.lstrip("."))
+            base = base[:len(base) - (level - 1)] if level > 1 else base
+            dotted = ".".join([target.package, *base, *([dotted.lstrip(".")] if dotted.lstrip(".") else [])])
+        if dotted.split(".")[0] != target.package:
+            return None  # another library's names: not read
+        there = _module_path(target.package_dir, dotted)
+        if not isinstance(there, Path):
+            return None
+        source = there / "__init__.py" if there.is_dir() else there
+        try:
+            text = planned[source].decode("utf-8") if source in planned else source.read_text(encoding="utf-8")
+            tree = ast.parse(text)
+        except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError):
+            return None
+        names = _names_bound_in(text)
+        if names is None:
+            return None
+        listed = next((st.value for st in tree.body if isinstance(st, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "__all__" for t in st.targets)), None)
+        if listed is not None:
+            try:
+                return frozenset(ast.literal_eval(listed))
+            except (ValueError, SyntaxError, TypeError):
+                return None
+        return frozenset(n for n in names if not n.startswith("_"))
+
+    lines = after.splitlines()
+    errors: list[SpecpatchError] = []
+    for name, lineno, local in undefined_names_added(before, after, new=_new_lines(before, lines, done),
+                                                     filename=rel, star_names=star_names):
+        if local:
+            continue  # the first check says it
+        owner = next((r for r, c in done if c is not None and r.lines and r.lines[0] <= lineno <= r.lines[1]),
+                     None) or next((r for r, c in reversed(done) if c is not None), None)
+        line = lines[lineno - 1].strip() if 0 < lineno <= len(lines) else ""
+        errors.append(UndefinedNameError(
+            f"`{name}` is not defined in `{rel}` once the recipe's code is in (line {lineno}: `{line}`), nor given "
+            f"by the modules it star-imports (`from ... import *`: their `__all__`, else their public names)",
+            location=Location(recipe=recipe_id, step=owner.index if owner else None, op=owner.op if owner else None,
+                              file=rel, anchor=owner.anchor if owner else None, line=lineno)))
+    return errors
 
 
 def _as_run(tree: ast.Module) -> ast.Module:

@@ -732,6 +732,9 @@ def test_an_import_the_release_already_had_is_not_the_recipes_doing(tmp_path):
     ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from sglang.srt.a import helper\n", False),
     ("try:\n    from sglang.srt.a import helper\nexcept ImportError:\n    helper = None\n", False),
     ("from sglang.srt.a import other\n", False),
+    # a hostile round: through a star import, read as a plain name
+    ("from sglang.srt.a import *\n\n\ndef run():\n    return helper(1)\n", True),
+    ("from sglang.srt.a import *\n\n\ndef run():\n    return other()\n", False),
 ])
 def test_a_name_the_patched_module_drops_while_another_module_imports_it_is_refused(tmp_path, importer, refused):
     # a hostile round: a recipe renamed `helper` in `srt/a.py` (and its importer `srt/b.py`); the release has a
@@ -906,3 +909,37 @@ def test_a_form_feed_in_an_indentation_is_no_crash(tmp_path):
                                                      b"        return b\n"})
     [error] = plan(recipe(tmp_path, head + method), find_target(later)).errors
     assert error.exit_code == ExitCode.BAD_INPUT and "a form feed" in error.message, error.message
+
+
+@pytest.mark.parametrize("utils, refused", [
+    (b"def get_env(name):\n    return name\n", True),  # the name read is nowhere
+    (b"__all__ = ['get_env']\n\n\ndef get_env(name):\n    return name\n\n\ndef get_flag(name):\n    return 1\n",
+     True),  # defined, but not in `__all__`: the star does not bring it
+    (b"def get_env(name):\n    return name\n\n\ndef get_flag(name):\n    return 1\n", False),
+    (b"def get_env(name):\n    return name\n", None),  # with another library's star too: it may give it
+])
+def test_a_name_read_through_a_star_import_of_the_package_is_judged_against_that_module(tmp_path, utils, refused):
+    # a hostile round: the names check said nothing in a module with `from sglang.srt.utils import *`
+    other = b"from torch import *\n" if refused is None else b""
+    root = make_target(tmp_path, {"srt/utils.py": utils,
+                                  "srt/user.py": b"from sglang.srt.utils import *\n" + other +
+                                                 b"\n\ndef run():\n    return get_env('A')\n"})
+    text = ("id: demo\ntitle: t\ntarget: {package: sglang}\nsteps:\n  - op: insert_statements\n    file: srt/user.py\n"
+            "    function: run\n    at: start\n    code: flag = get_flag('B')\n")
+    p = plan(recipe(tmp_path, text), find_target(root))
+    if refused:
+        [error] = p.errors
+        assert "`get_flag` is not defined" in error.message and "star-imports" in error.message, error.message
+    else:
+        assert p.ok, [e.message for e in p.errors]
+
+
+def test_a_name_the_package_re_exports_by_star_is_followed_to_its_importers(tmp_path):
+    # a hostile round: `sglang/srt/__init__.py` does `from .a import *`; `from sglang.srt import helper` elsewhere
+    root = make_target(tmp_path, {"srt/__init__.py": b"from .a import *\n",
+                                  "srt/a.py": b"def helper(x):\n    return x + 1\n",
+                                  "srt/c.py": b"from sglang.srt import helper\n"})
+    text = ("id: demo\ntitle: t\ntarget: {package: sglang}\nsteps:\n  - op: replace_statements\n    file: srt/a.py\n"
+            "    match: |\n      def helper(x):\n          ...\n    code: |\n      def add_one(x):\n          ...\n")
+    [error] = plan(recipe(tmp_path, text), find_target(root)).errors
+    assert "no longer defines `helper`, which `srt/c.py` uses from `sglang.srt`" in error.message, error.message
