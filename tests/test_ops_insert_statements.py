@@ -905,3 +905,25 @@ def test_a_statement_on_a_line_shared_with_others_is_named_as_such():
     for match in ("chunk = 256", "n = 0"):
         cannot(ins("after", code="x = 1", match=match, function="f"), before, AnchorNotFound,
                mentions=("a line it shares with other statements",))
+
+
+def test_a_local_bound_only_in_another_arm_is_not_set_for_code_in_this_one():
+    # a hostile round: `ids` bound in the `if` arm, read by code put in the `elif` arm; `text` captured by one
+    # `case`, read in another: UnboundLocalError at run time, exit 0
+    before = """
+        def f(kind, part):
+            if kind == 1:
+                ids = tok(part)
+            elif kind == 2:
+                n = 2
+            match part:
+                case {"text": text}:
+                    m = 1
+                case {"image": img}:
+                    m = 2
+            return kind
+        """
+    cannot(ins("after", code="log(ids)", match="n = 2", function="f"), before, ReadBeforeSet, mentions=("`ids`",))
+    cannot(ins("after", code="log(text)", match="m = 2", function="f"), before, ReadBeforeSet, mentions=("`text`",))
+    check(ins("after", code="log(img)", match="m = 2", function="f"), before,
+          before.replace("                    m = 2\n", "                    m = 2\n                    log(img)\n"))

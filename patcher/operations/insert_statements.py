@@ -307,8 +307,11 @@ class InsertStatements(Operation):
         if not later:
             return
         above: set[str] = set()
+        stop_path = next((p for p in walk_statements(fpath) if p[-1] is stop), None) if stop is not None else None
         for spath in walk_statements(fpath):
             stmt = spath[-1]
+            if stop_path is not None and stmt is not stop and _other_arm(spath, stop_path):
+                continue  # an `if` arm or `case` the new code's arm excludes: what it binds is not set there
             whole = statement_ast(module, stmt) if not isinstance(stmt, (cst.FunctionDef, cst.ClassDef)) else None
             if stmt is stop:
                 if include and whole is not None:
@@ -605,6 +608,18 @@ def _names(code: str, ctx: type) -> set[str]:
     return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ctx)}
 
 
+def _other_arm(path: NodePath, other: NodePath) -> bool:
+    """Whether the statement at `path` is in another arm than the one at `other` of an `if`/`elif`/`else` chain or
+    a `match` they share: exclusive branches, only one of which runs."""
+    for i, (a, b) in enumerate(zip(path, other)):
+        if a is not b:
+            parent = path[i - 1]
+            if isinstance(parent, cst.If):
+                return (a is parent.orelse) != (b is parent.orelse)
+            return isinstance(parent, cst.Match)
+    return False
+
+
 def _bound_by_blocks(path: NodePath) -> set[str]:
     """The names the blocks around a statement bind where they begin, that are no statement of their own: an
     exception handler's `as` name, the captures of a `case` pattern."""
@@ -677,6 +692,10 @@ def _stores(node: ast.AST, *, header_only: bool = False) -> set[str]:
             out.update((a.asname or a.name).split(".")[0] for a in n.names)
         if isinstance(n, ast.ExceptHandler) and n.name:
             out.add(n.name)
+        if isinstance(n, (ast.MatchAs, ast.MatchStar)) and n.name:  # a `case` pattern's captures
+            out.add(n.name)
+        if isinstance(n, ast.MatchMapping) and n.rest:
+            out.add(n.rest)
         for field, value in ast.iter_fields(n):
             if header_only and n is node and field in _BLOCKS:
                 continue
