@@ -147,20 +147,21 @@ def _constants(raw: Any, loc: tuple, fail: Fail) -> dict:
         raise fail(loc, "`constants` maps names to values (strings, numbers, booleans)")
     for name, value in raw.items():
         text = getattr(value, "text", None)
-        if isinstance(value, float) and text is not None and _float_text(text) != repr(float(value)):
-            # `2.10` is read as 2.1, `1e3` as 1000.0: placed into code, it would not be what the recipe says
-            raise fail(loc + (name,), f"constant `{name}` is written `{text}` and YAML reads it as the number "
-                                      f"{float(value)!r}: write it in quotes if it is text (a version), or as "
-                                      f"{float(value)!r} if the number is meant")
+        if isinstance(value, float) and text is not None and _dropped_digits(text):
+            # `2.10` is the number 2.1: a version written unquoted loses a digit when it is placed into code
+            raise fail(loc + (name,), f"constant `{name}` is written `{text}`, and YAML reads it as the number "
+                                      f"{float(value)!r}: write it in quotes if it is text (a version), or without "
+                                      f"the trailing zero if the number is meant")
         if not isinstance(value, (str, int, float, bool)):
             raise fail(loc + (name,), f"constant `{name}` is a {type(value).__name__}: a constant is a string, a "
                                       f"number or a boolean")
     return dict(raw)
 
 
-def _float_text(text: str) -> str:
-    """A float's YAML text as Python would write the same literal (`+0.5` and `0.50` are not `0.5`)."""
-    return text.strip().replace("_", "")
+def _dropped_digits(text: str) -> bool:
+    """Whether a float written so (`2.10`, `1.20`) ends its fraction with a zero that the number drops: most often
+    a version, which placed as the number loses a digit. `0.9`, `1.0`, `1e-06`, `1.0e-6` are numbers as written."""
+    return re.fullmatch(r"[-+]?[0-9_]*\.[0-9_]*[1-9_][0-9_]*0", text.strip()) is not None
 
 
 def _overlay_steps(steps: list[_Step], variant: dict, where: tuple, fail: Fail) -> list[_Step]:

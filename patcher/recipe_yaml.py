@@ -274,6 +274,10 @@ def plain_floats(data: Any) -> Any:
 
 def _recipe_loader(loader: type) -> type:
     loader = _yaml12_booleans(loader)
+    # YAML 1.2's floats also without a dot before the exponent (`1e-06`, what Python's repr writes): YAML 1.1 read
+    # them as strings, and a constant `1e-06` went into code as the string '1e-06'
+    loader.add_implicit_resolver("tag:yaml.org,2002:float", re.compile(r"^[-+]?[0-9][0-9_]*[eE][-+]?[0-9]+$"),
+                                 list("-+0123456789"))
     loader.add_constructor("tag:yaml.org,2002:float", _float)
     return loader
 

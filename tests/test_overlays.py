@@ -323,8 +323,12 @@ def test_yaml_1_1_booleans_stay_text_and_a_float_constant_is_refused(tmp_path):
     path = tmp_path / "r.yaml"
     path.write_text("id: r\ntitle: t\ntarget: {package: sglang}\nconstants: {torch_min: 2.10, mode: off}\nsteps:\n"
                     "  - {op: add_import, file: m.py, code: import os}\n")
-    with pytest.raises(RecipeError, match="constant `torch_min` is written `2.10` and YAML reads it as the number 2.1"):
+    with pytest.raises(RecipeError, match="`torch_min` is written `2.10`, and YAML reads it as the number 2.1"):
         load_recipe(path)
-    # a float written as Python writes it is that number (a review: `headroom: 0.9` per variant was refused)
-    path.write_text(path.read_text().replace("torch_min: 2.10", "torch_min: 0.9"))
-    assert load_recipe(path).constants["torch_min"] == 0.9
+    # a number as written is that number (reviews: `headroom: 0.9` per variant, `1.0e-6`, `1e-06` were refused, and
+    # `1e-06` was read as a string, placed into code as '1e-06')
+    for written, number in (("0.9", 0.9), ("1.0e-6", 1e-06), ("1e-06", 1e-06), ("1e3", 1000.0), ("1.0", 1.0)):
+        path.write_text(f"id: r\ntitle: t\ntarget: {{package: sglang}}\nconstants: {{torch_min: {written}}}\n"
+                        "steps:\n  - {op: add_import, file: m.py, code: import os}\n")
+        value = load_recipe(path).constants["torch_min"]
+        assert isinstance(value, float) and value == number, (written, value)
