@@ -486,7 +486,7 @@ def importers_of(package: str, package_dir: Path, rel_pkg: str, path: Path,
     dotted = ".".join([package, *(parts[:-1] if parts[-1] == "__init__" else parts)])
     leaf = dotted.rsplit(".", 1)[-1]
     out: list[tuple[str, int, str, str]] = []
-    stars: list[str] = []  # the modules that `from <module> import *` it: they lose the names too
+    stars: list[tuple[str, frozenset[str]]] = []  # the modules that `from <module> import *` it, with their own names
     for other, data in _package_sources(package_dir, path, planned, [*gone, "import *"]):
         if leaf.encode() not in data and b"from ." not in data:
             continue
@@ -503,13 +503,15 @@ def importers_of(package: str, package_dir: Path, rel_pkg: str, path: Path,
                         if alias.name in gone:
                             out.append((other_rel, node.lineno, alias.name, module))
                         elif alias.name == "*":
-                            bound = _names_bound_in(data.decode("utf-8", "replace")) or frozenset()
+                            # what it binds itself (an explicit import of the name) it does not take from the star
+                            bound = _names_bound_in(data.decode("utf-8", "replace"), explicit=True) or frozenset()
                             read = next((n for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id in gone
                                          and isinstance(n.ctx, ast.Load) and n.id not in bound), None)
                             if read is not None:
                                 out.append((other_rel, read.lineno, read.id, module))
                             own = PurePosixPath(other_rel).with_suffix("").parts
-                            stars.append(".".join([package, *(own[:-1] if own[-1] == "__init__" else own)]))
+                            stars.append((".".join([package, *(own[:-1] if own[-1] == "__init__" else own)]),
+                                          bound))
                 else:  # `from sglang.srt import a`
                     via.update(a.asname or a.name for a in node.names if f"{module}.{a.name}" == dotted)
             else:
@@ -520,8 +522,9 @@ def importers_of(package: str, package_dir: Path, rel_pkg: str, path: Path,
                         ast.unparse(n.value) in via:
                     out.append((other_rel, n.lineno, n.attr, dotted))
                     break
-    for reexport in stars:  # `from sglang import name` where `sglang/__init__.py` star-imports the module
-        for other, data in _package_sources(package_dir, path, planned, gone):
+    for reexport, own_names in stars:  # `from sglang import name` where `sglang/__init__.py` star-imports it
+        lost = gone - own_names  # a name the re-exporting module binds itself it still gives
+        for other, data in _package_sources(package_dir, path, planned, lost):
             try:
                 tree = ast.parse(data)
             except (SyntaxError, ValueError, RecursionError):
@@ -530,7 +533,7 @@ def importers_of(package: str, package_dir: Path, rel_pkg: str, path: Path,
             out.extend((other_rel, node.lineno, alias.name, module)
                        for node, module in _package_imports(tree, package, other_rel)
                        if isinstance(node, ast.ImportFrom) and module == reexport
-                       for alias in node.names if alias.name in gone)
+                       for alias in node.names if alias.name in lost)
     return out
 
 
@@ -586,9 +589,10 @@ def _defined_names(module: Path, planned: dict[Path, bytes]) -> set[str] | None:
 
 
 @functools.lru_cache(maxsize=512)
-def _names_bound_in(text: str) -> frozenset[str] | None:
+def _names_bound_in(text: str, *, explicit: bool = False) -> frozenset[str] | None:
     """`_defined_names` of a module's source (cached: every file of a recipe asks for the modules it imports, the
-    second-run and cross-module checks again)."""
+    second-run and cross-module checks again). `explicit`: the names it binds itself, its star imports aside (not
+    None for them)."""
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
@@ -601,6 +605,8 @@ def _names_bound_in(text: str) -> frozenset[str] | None:
         for st in body:
             if isinstance(st, (ast.Import, ast.ImportFrom)):
                 if any(a.name == "*" for a in st.names):
+                    if explicit:
+                        continue
                     return False
                 names.update((a.asname or a.name).split(".")[0] for a in st.names)
             elif isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
