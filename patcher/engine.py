@@ -24,6 +24,7 @@ from .diff import unified_diff
 from .errors import (AnchorNotFound, CallMisfit, Candidate, Conflict, Location, MissingModuleError, NameTakenError,
                      NotIdempotent, RenderError, SpecpatchError, TargetError, TargetSyntaxError, UndefinedNameError)
 from .operations._code import imported_module, type_checking_test
+from .operations.add_parameter import forwards_keyword
 from .operations.base import AlreadyApplied, CannotApply, Changed, Operation
 from .recipe import Recipe, Selection
 from .results import StepStatus, VariantKind
@@ -855,7 +856,8 @@ def _calls_across_modules(recipe_id: str, target: Target, rel_pkg: str, rel: str
                 named = {p.arg for p in (*old_fn.args.posonlyargs, *old_fn.args.args, *old_fn.args.kwonlyargs)}
                 captured = [k.arg for k in call.keywords if k.arg is not None and k.arg not in named
                             and old_fn.args.kwarg is not None and k.arg in {
-                                p.arg for p in (*new_fn.args.args, *new_fn.args.kwonlyargs)}]
+                                p.arg for p in (*new_fn.args.args, *new_fn.args.kwonlyargs)}
+                            and forwards_keyword(ast.unparse(old_fn), old_fn.args.kwarg.arg, k.arg)]
                 if why is None and captured:
                     error(f"once patched, the call `{shown}` of `{other_rel}` (line {call.lineno}) passes "
                           f"`{captured[0]}=` into `**{old_fn.args.kwarg.arg}` of `{names[call.func.id]}`, and the new "

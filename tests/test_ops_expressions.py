@@ -405,3 +405,8 @@ def test_a_parameter_a_call_passes_into_kwargs_by_keyword_is_a_conflict():
     cannot(step, before, Conflict, mentions=("passes `env=` into `**popen_kwargs`",))
     check(op("add_parameter", function="launch", after="cmd", code="cwd=None"), before,
           before.replace("def launch(cmd, **popen_kwargs)", "def launch(cmd, cwd=None, **popen_kwargs)"))
+    # a review: a function that takes the keyword out of **kwargs itself (sglang 0.5.9's get_processor pops
+    # `revision`) meant it for itself: declaring it is a refactor, not a capture
+    popped = before.replace("    return run(cmd, **popen_kwargs)\n",
+                            "    env = popen_kwargs.pop('env', None)\n    return run(cmd, env, **popen_kwargs)\n")
+    check(step, popped, popped.replace("def launch(cmd, **popen_kwargs)", "def launch(cmd, env=None, **popen_kwargs)"))

@@ -163,7 +163,8 @@ class AddParameter(Operation):
             if field in ("posonly_params", "params") and not self.callers_changed:
                 self._refuse_shifting_callers(module, fpath, field, index)
             items = insert_item(getattr(params, field), index, new, fn.whitespace_before_params)
-        if isinstance(params.star_kwarg, cst.Param) and not self.callers_changed:
+        if isinstance(params.star_kwarg, cst.Param) and not self.callers_changed \
+                and forwards_keyword(module.code_for_node(fn), params.star_kwarg.name.value, new.name.value):
             self._refuse_capturing_keywords(module, fpath, new.name.value, params.star_kwarg.name.value)
         if new.default is None and not self.callers_changed:
             position = (len(params.posonly_params) + index if field == "params" else index) \
@@ -183,6 +184,31 @@ class AddParameter(Operation):
         from ..anchors import replace_at
 
         return Changed(replace_at(fpath, changed), inserted=(), anchor=fn)
+
+
+def forwards_keyword(code: str, kwargs: str, name: str) -> bool:
+    """Whether a function (its code) passes `**kwargs` on to another call without taking `name` out of it first by
+    name (`kwargs.pop("name")`, `.get`, `kwargs["name"]`): then a caller's `name=` is meant for what it calls,
+    and a new parameter `name` would take it. A function that reads the keyword itself meant it for itself."""
+    import ast
+    import textwrap
+
+    try:
+        tree = ast.parse(textwrap.dedent(code))
+    except (SyntaxError, ValueError, RecursionError):
+        return True
+    for node in ast.walk(tree):
+        key = None
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("pop", "get") \
+                and isinstance(node.func.value, ast.Name) and node.func.value.id == kwargs and node.args:
+            key = node.args[0]
+        elif isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and node.value.id == kwargs:
+            key = node.slice
+        if isinstance(key, ast.Constant) and key.value == name:
+            return False
+    return any(isinstance(node, ast.Call) and any(k.arg is None and isinstance(k.value, ast.Name)
+                                                  and k.value.id == kwargs for k in node.keywords)
+               for node in ast.walk(tree))
 
 
 def refuse_unfilled_calls(module: cst.Module, fpath, name: str, position: int | None, what: str) -> None:
