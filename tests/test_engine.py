@@ -776,8 +776,8 @@ def test_code_the_files_declared_encoding_cannot_hold_is_refused_naming_the_step
     # read by name (a hostile round): AttributeError as well; with a default, getattr does not raise
     ("class A:\n    def old(self):\n        return 1\n\n    def user2(self):\n        return getattr(self, 'old')()\n",
      True),
-    ("class A:\n    def old(self):\n        return 1\n\n    def user2(self):\n        return getattr(self, 'old', None)\n",
-     False),
+    ("class A:\n    def old(self):\n        return 1\n\n    def user2(self):\n"
+     "        return getattr(self, 'old', None)\n", False),
 ])
 def test_a_method_the_recipe_takes_away_while_the_class_still_calls_it_is_refused(tmp_path, source, refused):
     root = make_target(tmp_path, {"srt/m.py": source.encode()})
@@ -856,7 +856,8 @@ def test_code_reading_what_a_later_step_sets_below_it_is_refused_whatever_the_or
 def test_a_parameter_added_before_one_another_module_passes_by_position_is_refused(tmp_path, caller, refused):
     # a hostile round: `prefix` added after `name` in `get_int_env_var(name, default=0)`, while another module calls
     # `get_int_env_var("SGLANG_MAX_RUNNING", 64)`: 64 became the prefix, exit 0
-    root = make_target(tmp_path, {"srt/u.py": b"def get_env(name, default=0, **kw):\n    return dict(name=name, **kw)\n",
+    root = make_target(tmp_path, {"srt/u.py": b"def get_env(name, default=0, **kw):\n"
+                                              b"    return dict(name=name, **kw)\n",
                                   "srt/c.py": caller.encode()})
     text = ("id: demo\ntitle: t\ntarget: {package: sglang}\nsteps:\n  - op: add_parameter\n    file: srt/u.py\n"
             "    function: get_env\n    after: name\n    code: 'prefix=\"\"'\n")
