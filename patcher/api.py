@@ -144,12 +144,16 @@ def _refuse_reapplying_over_drift(p: Plan, records: list[Any]) -> None:
     time (`budget = budget * 2` twice) or beside the edited copy. Refused: the edit is the operator's to settle."""
     from . import transaction
 
+    # the bytes the ledger accounts for: each file as the last applied recipe that wrote it left it (another recipe
+    # applied after this one on the same file is no hand edit)
+    expected = {f.rel: f.sha_after for record in records for f in record.files}
     for record in records:
         if record.recipe != p.recipe.id:
             continue
         mine = {f.rel for f in p.changed_files}
         drifted = [s.rel for s in transaction.file_states(p.target, record)
-                   if s.state is FileBytes.MODIFIED and s.rel in mine and s.sha != s.record.sha_before]
+                   if s.state is FileBytes.MODIFIED and s.rel in mine and s.sha != s.record.sha_before
+                   and s.sha != expected.get(s.rel)]
         if drifted:
             raise DriftError(
                 f"{p.recipe.id} is applied, and {', '.join(f'`{r}`' for r in drifted)} changed since (by hand?): "

@@ -855,3 +855,30 @@ def test_apply_over_a_hand_edit_of_its_own_code_is_drift_not_a_second_copy(site,
     assert_error(specpatch("apply", "case", "--target", str(site), "--no-smoke", recipes=recipes), DRIFT,
                  "changed since (by hand?)", "`sglang/srt/server_args.py`")
     assert snapshot(site) == edited
+
+
+def test_a_later_recipe_on_the_same_file_is_no_hand_edit_for_the_first_ones_upgrade(site, tmp_path):
+    # a review: team-utils v1, then another recipe on the same file, then team-utils v2: refused as drift (5),
+    # though verify and check said the tree was as the ledger has it
+    first = """\
+        steps:
+          - op: insert_statements
+            file: srt/server_args.py
+            function: ServerArgs.__post_init__
+            at: start
+            code: self.team_a = 1
+        """
+    recipes = recipe(tmp_path / "r", first, name="teama")
+    recipe(tmp_path / "r", first.replace("team_a", "team_b"), name="teamb")
+    for name in ("teama", "teamb"):
+        assert_error(specpatch("apply", name, "--target", str(site), "--no-smoke", recipes=recipes), OK)
+    second = ("          - op: insert_statements\n            file: srt/server_args.py\n"
+              "            function: ServerArgs.__post_init__\n            at: start\n            code: self.team_a2 = 2\n")
+    first = first.rstrip(" ")
+    recipe(tmp_path / "r", first + second, name="teama")  # its next version
+    assert_error(specpatch("apply", "teama", "--target", str(site), "--no-smoke", recipes=recipes), OK)
+    # and a real hand edit next to its code is still drift
+    path = site / SERVER_ARGS
+    path.write_text(path.read_text().replace("        self.team_a2 = 2\n", "        self.team_a2 = 3\n", 1))
+    recipe(tmp_path / "r", first + second + second.replace("team_a2 = 2", "team_a3 = 3"), name="teama")
+    assert_error(specpatch("apply", "teama", "--target", str(site), "--no-smoke", recipes=recipes), DRIFT)
