@@ -870,27 +870,31 @@ def _calls_across_modules(recipe_id: str, target: Target, rel_pkg: str, rel: str
                                                     _positional_names(call, new_fn, skip)) if o != n]
                     error(f"once patched, the call `{shown}` of `{other_rel}` (line {call.lineno}) passes by "
                           f"position what `{moved[0][0]}` took to `{moved[0][1]}` of `{names[call.func.id]}`", None)
-    # calls the recipe adds or changes here, to functions other modules of the package define
-    had = {ast.dump(n) for n in ast.walk(old_tree) if isinstance(n, ast.Call)}
-    new_calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
-                 and ast.dump(n) not in had]
-    if new_calls:
-        imported: dict[str, tuple[str, str]] = {}
-        for node, module in _package_imports(tree, target.package, rel_pkg):
-            if isinstance(node, ast.ImportFrom):
-                imported.update({a.asname or a.name: (module, a.name) for a in node.names})
-        for call in new_calls:
-            if call.func.id not in imported:
-                continue
+    # calls the recipe adds or changes here, to functions other modules of the package define (only calls of names
+    # the file imports from the package are compared: dumping every call of a large module is most of the cost)
+    imported: dict[str, tuple[str, str]] = {}
+    for node, module in _package_imports(tree, target.package, rel_pkg):
+        if isinstance(node, ast.ImportFrom):
+            imported.update({a.asname or a.name: (module, a.name) for a in node.names})
+    if imported:
+        def calls_of(t: ast.Module) -> list[ast.Call]:
+            return [n for n in ast.walk(t) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+                    and n.func.id in imported]
+
+        had = {ast.dump(n) for n in calls_of(old_tree)}
+        read: dict[str, dict] = {}  # module -> its signatures, read once
+        for call in (n for n in calls_of(tree) if ast.dump(n) not in had):
             module, name = imported[call.func.id]
-            there = _module_path(target.package_dir, module)
-            if not isinstance(there, Path) or there.is_dir():
-                continue
-            try:
-                data = planned[there] if there in planned else there.read_bytes()
-                found = _signatures(ast.parse(data)).get(name)
-            except (OSError, SyntaxError, ValueError, RecursionError):
-                continue
+            if module not in read:
+                there = _module_path(target.package_dir, module)
+                read[module] = {}
+                if isinstance(there, Path) and not there.is_dir():
+                    try:
+                        read[module] = _signatures(ast.parse(planned[there] if there in planned
+                                                             else there.read_bytes()))
+                    except (OSError, SyntaxError, ValueError, RecursionError):
+                        pass
+            found = read[module].get(name)
             if found is None or any(not isinstance(d, ast.Name) or d.id not in ("staticmethod",)
                                     for d in found[0].decorator_list):
                 continue  # not a plain function of that module (a decorator may change what it takes)
