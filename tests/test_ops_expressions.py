@@ -297,6 +297,32 @@ def test_a_keyword_the_call_or_its_callee_cannot_take_is_a_conflict(before, says
     assert says in err.message, err.message
 
 
+@pytest.mark.parametrize("before, call, within", [
+    # the call is resolved as `add_parameter` resolves it (one resolver, `operations/_calls.py`): a method the
+    # class inherits from a class of the module, `super()`, `Cls.m`, `Cls().m`, an `__init__` inherited; each was
+    # "changed", exit 0, and TypeError at the call
+    ("class Base:\n    def sample(self, xs):\n        return xs\n\n\nclass Sub(Base):\n    def run(self):\n"
+     "        return self.sample([1])\n", "self.sample(...)", "Sub.run"),
+    ("class Base:\n    def sample(self, xs):\n        return xs\n\n\nclass Sub(Base):\n    def sample(self, xs):\n"
+     "        return super().sample(xs)\n", "super().sample(...)", "Sub.sample"),
+    ("class Base:\n    @staticmethod\n    def sample(xs):\n        return xs\n\n\ndef run():\n"
+     "    return Base.sample([1])\n", "Base.sample(...)", "run"),
+    ("class Base:\n    def sample(self, xs):\n        return xs\n\n\ndef run():\n    return Base().sample([1])\n",
+     "Base().sample(...)", "run"),
+    ("class Base:\n    def __init__(self, xs):\n        self.xs = xs\n\n\nclass Sub(Base):\n    pass\n\n\n"
+     "def run():\n    return Sub([1])\n", "Sub(...)", "run"),
+])
+def test_a_keyword_the_callee_cannot_take_is_a_conflict_however_the_module_calls_it(before, call, within):
+    step = op("add_keyword_argument", call=call, code="temperature=0.7", within=within)
+    err = cannot(step, before, Conflict)
+    assert "takes no parameter `temperature`" in err.message, err.message
+    # a base class from another module first: what runs cannot be told, the keyword is added
+    other = before.replace("class Sub(Base):", "class Sub(torch.nn.Module, Base):")
+    if other != before and not call.startswith("super"):
+        outcome = step.apply(cst.parse_module(other))
+        assert isinstance(outcome, Changed), outcome
+
+
 def test_a_keyword_for_a_parameter_another_step_adds_or_kwargs_takes_is_added():
     step = op("add_keyword_argument", call="sample(...)", code="temperature=0.7", within="run")
     check(step, "def sample(xs, **kw):\n    return kw\n\n\ndef run():\n    return sample([1])\n",

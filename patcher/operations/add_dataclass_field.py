@@ -24,6 +24,7 @@ from ..anchors import (body_of, class_members, code_of, find_class, ident, inser
                        same_code, walk_statements)
 from ..errors import AnchorAmbiguous, AnchorNotFound, Candidate, Conflict, RecipeError
 from ..model import option
+from ._calls import calls_by_name, subclasses
 from ._code import line_text
 from .base import AlreadyApplied, Changed, Operation, Outcome, attempt, register
 
@@ -216,7 +217,7 @@ def _refuse_bad_init(module: cst.Module, cpath, new: cst.SimpleStatementLine, na
     if kind == "dataclass" and dict((id(s), d) for s, d in fields)[id(new)]:
         _refuse_breaking_subclasses(module, cpath[-1], name, cls_name)
     position = next(i for i, (s, _) in enumerate(fields) if s is new)
-    for call in _positional_calls(module, cls_name.split(".")[-1]):
+    for call in calls_by_name(module, cls_name.split(".")[-1]):
         positional = [a for a in call.args if a.keyword is None and not a.star]
         if len(positional) > position and not any(a.star for a in call.args):
             shown = line_text(module.code_for_node(call))
@@ -225,34 +226,11 @@ def _refuse_bad_init(module: cst.Module, cpath, new: cst.SimpleStatementLine, na
                            f"take one meant for the next field", candidates=[Candidate(f"`{shown}`", node=call)])
 
 
-def _positional_calls(module: cst.Module, name: str) -> list[cst.Call]:
-    """The calls `name(...)` and `<x>.name(...)` of a module with arguments by position."""
-    import re
-
-    from ..anchors import module_code
-
-    found: list[cst.Call] = []
-    if not re.search(rf"\b{re.escape(name)}\s*\(", module_code(module)):
-        return found  # not called at all: no walk over a large module
-
-    class Calls(cst.CSTVisitor):
-        def visit_Call(self, node: cst.Call) -> None:
-            f = node.func
-            called = f.value if isinstance(f, cst.Name) else f.attr.value if isinstance(f, cst.Attribute) else None
-            if called == name and any(a.keyword is None for a in node.args):
-                found.append(node)
-
-    module.visit(Calls())
-    return found
-
-
 def _refuse_breaking_subclasses(module: cst.Module, cls: cst.ClassDef, name: str, cls_name: str) -> None:
     """A field with a default added to a dataclass comes before the fields of its dataclass subclasses in their
     `__init__`: one of theirs without a default (and not keyword-only) then follows it (TypeError when the
     subclass is created, at import). The subclasses of the module, through one another."""
-    from .add_parameter import _subclasses
-
-    family = _subclasses(module, cls.name.value) - {cls.name.value}
+    family = subclasses(module, cls.name.value) - {cls.name.value}
     for c in (n for n in module.body if isinstance(n, cst.ClassDef) and n.name.value in family):
         if _init_kind(module, c) != "dataclass":
             continue

@@ -32,6 +32,7 @@ from ..anchors import expression_ast, near
 from ..errors import AnchorAmbiguous, AnchorNotFound, Candidate, Conflict, RecipeError
 from ..model import option
 from ..patterns import Pattern
+from ._calls import callee
 from ._code import WITHIN, load_check, expressions_under, insert_item, line_text, node_key, parse_expression, scope_path
 from .base import AlreadyApplied, Changed, Operation, Outcome, attempt, register
 
@@ -101,9 +102,9 @@ class AddKeywordArgument(Operation):
                 if pattern.matches_expression(tree):
                     found.append(call)
         if not found:
-            callee = ast.unparse(pattern.node.func)
+            called = ast.unparse(pattern.node.func)
             texts = {line_text(module.code_for_node(c)): c for c in calls}
-            same = [t for t, c in texts.items() if line_text(module.code_for_node(c.func)) == callee]
+            same = [t for t, c in texts.items() if line_text(module.code_for_node(c.func)) == called]
             alike = same[:5] or near(str(pattern), list(texts))
             raise AnchorNotFound(f"no call matching `{pattern}`",
                                  candidates=[Candidate(f"`{t}`", node=texts[t]) for t in alike])
@@ -127,10 +128,7 @@ class AddKeywordArgument(Operation):
                            f"`{line_text(module.code_for_node(call))}` (adding `{name}=` would raise TypeError)",
                            candidates=[Candidate(f"`{line_text(module.code_for_node(call))}`", node=call)])
         path = scope[:-1] + calls._paths[id(call)]
-        target, _ = _callee(module, path, call)
-        if target is not None and isinstance(call.func, cst.Name) and any(
-                isinstance(n, cst.FunctionDef) and _binds(n, call.func.value) for n in path):
-            target = None  # a parameter, local or import of that name in the calling function: not the module's
+        target, _ = callee(module, path, call)
         wrapped = target is not None and any(  # a decorator (a wrapper, a cache) may take other arguments
             not (isinstance(d.decorator, cst.Name) and d.decorator.value in ("staticmethod", "classmethod"))
             for d in target.decorators)
@@ -159,35 +157,6 @@ class AddKeywordArgument(Operation):
         return Changed(calls.replace(call, changed), inserted=(), anchor=call)
 
 
-def _binds(fn: cst.FunctionDef, name: str) -> bool:
-    """Whether a function binds `name` itself: a parameter, an assignment or loop target, an import, `as`."""
-    params = fn.params
-    if any(p.name.value == name for p in (*params.posonly_params, *params.params, *params.kwonly_params)) or any(
-            isinstance(p, cst.Param) and p.name.value == name for p in (params.star_arg, params.star_kwarg)):
-        return True
-    found = []
-
-    class Visit(cst.CSTVisitor):
-        def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
-            if isinstance(node.target, cst.Name) and node.target.value == name:
-                found.append(node)
-
-        def visit_AsName(self, node: cst.AsName) -> None:
-            if isinstance(node.name, cst.Name) and node.name.value == name:
-                found.append(node)
-
-        def visit_ImportAlias(self, node: cst.ImportAlias) -> None:
-            if node.asname is None and isinstance(node.name, cst.Name) and node.name.value == name:
-                found.append(node)
-
-        def visit_For(self, node: cst.For) -> None:
-            if isinstance(node.target, cst.Name) and node.target.value == name:
-                found.append(node)
-
-    fn.body.visit(Visit())
-    return bool(found)
-
-
 def _string_value(code: str) -> str | None:
     try:
         value = ast.literal_eval(code)
@@ -197,47 +166,13 @@ def _string_value(code: str) -> str | None:
 
 
 def _bound_by_position(module: cst.Module, path: tuple[cst.CSTNode, ...], call: cst.Call) -> set[str]:
-    """The parameters a call's positional arguments bind, where the module defines what it calls (`_callee`).
+    """The parameters a call's positional arguments bind, where the module defines what it calls (`callee`).
     Nothing when the callee cannot be read, or the call unpacks `*args`."""
     positional = [a for a in call.args if a.keyword is None and not a.star]
     if any(a.star == "*" for a in call.args) or not positional:
         return set()
-    target, skip = _callee(module, path, call)
+    target, skip = callee(module, path, call)
     if target is None:
         return set()
     names = [p.name.value for p in (*target.params.posonly_params, *target.params.params)][skip:]
     return set(names[:len(positional)])
-
-
-def _callee(module: cst.Module, path: tuple[cst.CSTNode, ...], call: cst.Call) -> tuple[cst.FunctionDef | None, int]:
-    """The function a call runs where the module defines it, and how many of its first parameters the call does not
-    fill (1: `self`): a module-level function or class (its `__init__`) called by name, or a method called on `self`
-    from its class; (None, 0) when it cannot be told."""
-    target: cst.FunctionDef | None = None
-    skip = 0
-    func = call.func
-    if isinstance(func, cst.Name):
-        found = next((n for n in module.body if isinstance(n, (cst.FunctionDef, cst.ClassDef))
-                      and n.name.value == func.value), None)
-        if isinstance(found, cst.ClassDef):
-            target = next((n for n in _class_body(found) if isinstance(n, cst.FunctionDef)
-                           and n.name.value == "__init__"), None)
-            skip = 1
-        else:
-            target = found
-    elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
-        cls = next((n for n in reversed(path) if isinstance(n, cst.ClassDef)), None)
-        if cls is not None:
-            target = next((n for n in _class_body(cls) if isinstance(n, cst.FunctionDef)
-                           and n.name.value == func.attr.value), None)
-            skip = 1
-    if target is None:
-        return None, 0
-    if any(isinstance(d.decorator, cst.Name) and d.decorator.value == "staticmethod" for d in target.decorators):
-        skip = 0
-    return target, skip
-
-
-def _class_body(cls: cst.ClassDef) -> list[cst.CSTNode]:
-    body = cls.body.body if isinstance(cls.body, cst.IndentedBlock) else []
-    return list(body)

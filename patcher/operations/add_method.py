@@ -261,10 +261,12 @@ def _decorator_name(module: cst.Module, d: cst.Decorator) -> str:
 def _concrete_subclasses_lacking(module: cst.Module, cls: str, name: str) -> list[cst.ClassDef]:
     """The module-level classes that inherit from `cls` (directly or through another such class) and define no
     `name` along the way: an abstract method `name` added to `cls` makes them abstract."""
-    classes = {n.name.value: n for n in module.body if isinstance(n, cst.ClassDef)}
+    from ._calls import base_names, module_classes
+
+    classes = module_classes(module)
 
     def bases(c: cst.ClassDef) -> set[str]:
-        return {module.code_for_node(b.value).split(".")[-1] for b in c.bases if b.keyword is None}
+        return set(base_names(module, c))
 
     def abstract(c: cst.ClassDef, seen: frozenset[str] = frozenset()) -> bool:
         """An ABC: `ABC` among its bases, `metaclass=ABCMeta`, or a base of the module that is one."""

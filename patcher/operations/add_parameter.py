@@ -22,13 +22,14 @@ Answers: *changed*; *already applied* (the function has a parameter of that name
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterator, Literal
+from typing import Literal
 
 import libcst as cst
 
 from ..anchors import find_function, near, same_code
 from ..errors import AnchorNotFound, Candidate, Conflict, RecipeError
 from ..model import option
+from ._calls import calls_to
 from ._code import insert_item, line_text, load_check
 from .base import AlreadyApplied, Changed, Operation, Outcome, attempt, register
 
@@ -87,7 +88,7 @@ class AddParameter(Operation):
         spill = isinstance(params.star_arg, cst.Param)
         if not following and not spill:
             return
-        for call, offset in _module_calls(module, fpath):
+        for call, offset in calls_to(module, fpath):
             if any(a.star for a in call.args):
                 continue
             positional = sum(1 for a in call.args if a.keyword is None) + offset
@@ -101,7 +102,7 @@ class AddParameter(Operation):
     def _refuse_capturing_keywords(module: cst.Module, fpath, name: str, kwargs: str) -> None:
         """A function with `**kwargs` that a call of the module passes `name=` to (meant for `kwargs`, passed on
         to something else): the new parameter `name` would take it, and what `kwargs` passes on would lose it."""
-        for call, _ in _module_calls(module, fpath):
+        for call, _ in calls_to(module, fpath):
             if any(a.keyword is not None and a.keyword.value == name for a in call.args):
                 text = line_text(module.code_for_node(call))
                 raise Conflict(f"`{text}` passes `{name}=` into `**{kwargs}`: the new parameter `{name}` would take "
@@ -214,7 +215,7 @@ def forwards_keyword(code: str, kwargs: str, name: str) -> bool:
 def refuse_unfilled_calls(module: cst.Module, fpath, name: str, position: int | None, what: str) -> None:
     """A parameter `name` without a default (`what` requires it): a call in this module that passes it neither by
     keyword nor (for a plain one, at `position` of the positional list) by position raises TypeError."""
-    for call, offset in _module_calls(module, fpath):
+    for call, offset in calls_to(module, fpath):
         if any(a.star for a in call.args) or any(a.keyword is not None and a.keyword.value == name
                                                  for a in call.args):
             continue
@@ -223,70 +224,3 @@ def refuse_unfilled_calls(module: cst.Module, fpath, name: str, position: int | 
             text = line_text(module.code_for_node(call))
             raise Conflict(f"`{text}` does not pass `{name}`, which {what} requires (no default): TypeError at that "
                            f"call", candidates=[Candidate(f"`{text}`", node=call)])
-
-
-def _module_calls(module: cst.Module, fpath) -> Iterator[tuple[cst.Call, int]]:
-    """The calls of the module that run the function at `fpath`, each with how many positional parameters the call
-    fills without an argument (1: a method's `self`): `f(...)` of a module function; `Cls(...)` of an `__init__`;
-    `self.m(...)`, `cls.m(...)`, `Cls.m(...)`, `Cls().m(...)` and `super().m(...)` of a method."""
-    fn = fpath[-1]
-    cls = next((n for n in reversed(fpath[:-1]) if isinstance(n, cst.ClassDef)), None)
-    kinds = {d.decorator.value for d in fn.decorators if isinstance(d.decorator, cst.Name)}
-    static, classmethod = "staticmethod" in kinds, "classmethod" in kinds
-    name = fn.name.value
-    family = _subclasses(module, cls.name.value) if cls is not None else set()  # `self.m` in them may run it
-    for call, owner_cls in _calls_in_classes(module):
-        func, offset = call.func, 0
-        if cls is None:
-            hit = isinstance(func, cst.Name) and func.value == name and len(fpath) == 2
-        elif name == "__init__":
-            hit, offset = isinstance(func, cst.Name) and func.value == cls.name.value, 1
-        else:
-            owner = func.value if isinstance(func, cst.Attribute) else None
-            inside = owner_cls is not None and owner_cls.name.value in family
-            via_super = isinstance(owner, cst.Call) and isinstance(owner.func, cst.Name) \
-                and owner.func.value == "super"
-            hit = isinstance(func, cst.Attribute) and func.attr.value == name and (
-                isinstance(owner, cst.Name) and owner.value in ("self", "cls") and inside
-                or isinstance(owner, cst.Name) and owner.value == cls.name.value
-                or via_super and inside and owner_cls is not cls
-                or isinstance(owner, cst.Call) and isinstance(owner.func, cst.Name)
-                and owner.func.value == cls.name.value)
-            # `Cls.m(x)` passes the instance by position; the others (and a classmethod) are bound
-            bound = classmethod or not (isinstance(owner, cst.Name) and owner.value == cls.name.value)
-            offset = 1 if bound and not static else 0
-        if hit:
-            yield call, offset
-
-
-def _subclasses(module: cst.Module, name: str) -> set[str]:
-    """`name` and the module-level classes that inherit from it, through one another."""
-    classes = [n for n in module.body if isinstance(n, cst.ClassDef)]
-    out, grew = {name}, True
-    while grew:
-        grew = False
-        for c in classes:
-            bases = {module.code_for_node(b.value).strip().split(".")[-1] for b in c.bases if b.keyword is None}
-            if c.name.value not in out and bases & out:
-                out.add(c.name.value)
-                grew = True
-    return out
-
-
-def _calls_in_classes(module: cst.Module) -> list[tuple[cst.Call, cst.ClassDef | None]]:
-    """Every call of the module with the class whose body (methods included) holds it, if any."""
-    found: list[tuple[cst.Call, cst.ClassDef | None]] = []
-    stack: list[cst.ClassDef] = []
-
-    class _Visitor(cst.CSTVisitor):
-        def visit_ClassDef(self, node: cst.ClassDef) -> None:
-            stack.append(node)
-
-        def leave_ClassDef(self, node: cst.ClassDef) -> None:
-            stack.pop()
-
-        def visit_Call(self, node: cst.Call) -> None:
-            found.append((node, stack[-1] if stack else None))
-
-    module.visit(_Visitor())
-    return found

@@ -1,0 +1,228 @@
+"""Which calls of a module run which of its functions: one resolver, both ways, for the operations' checks.
+
+A call is resolved only where the module itself tells what it runs; anything else (a name the calling function
+binds, an instance of another module's class, an attribute of a parameter) is "cannot tell" and checked by nobody.
+The forms understood, for a function `f`, a class `C` (its `__init__`) and a method `m` of `C`:
+
+    f(...)      C(...)      self.m(...) / cls.m(...)     C.m(...)     C().m(...)     super().m(...)
+
+`self.m` and `super().m` are looked up as Python does, through the classes of the module the class derives from;
+`self.m(...)` in a subclass that does not define `m` runs `C.m`. How many of the callee's first parameters the call
+fills without an argument is given with it ("skip": 1 for a bound method's instance or a class's `self`, 0 for a
+function, a static method, or `C.m(obj, ...)`, which passes the instance by position).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+import libcst as cst
+
+Def = cst.FunctionDef
+
+
+def _body(node: cst.CSTNode) -> list[cst.CSTNode]:
+    body = getattr(node, "body", None)
+    return list(body.body) if isinstance(body, cst.IndentedBlock) else []
+
+
+def _decorators(fn: Def) -> set[str]:
+    return {d.decorator.value for d in fn.decorators if isinstance(d.decorator, cst.Name)}
+
+
+def base_names(module: cst.Module, cls: cst.ClassDef) -> list[str]:
+    """The last dotted part of each base class written in `cls`'s header, in order (`pkg.Base` is `Base`)."""
+    return [module.code_for_node(b.value).strip().split(".")[-1] for b in cls.bases if b.keyword is None]
+
+
+def module_classes(module: cst.Module) -> dict[str, cst.ClassDef]:
+    """The module-level classes by name (the last definition of a name wins, as when the module runs)."""
+    return {n.name.value: n for n in module.body if isinstance(n, cst.ClassDef)}
+
+
+def subclasses(module: cst.Module, name: str) -> set[str]:
+    """`name` and the module-level classes that inherit from it, through one another."""
+    classes = [n for n in module.body if isinstance(n, cst.ClassDef)]
+    out, grew = {name}, True
+    while grew:
+        grew = False
+        for c in classes:
+            if c.name.value not in out and set(base_names(module, c)) & out:
+                out.add(c.name.value)
+                grew = True
+    return out
+
+
+_NEUTRAL = {"object", "ABC", "Generic", "Protocol"}  # bases that define no method a call of the module runs
+
+
+def _lookup(module: cst.Module, cls: cst.ClassDef, name: str, *, own: bool = True,
+            seen: frozenset[str] = frozenset()) -> Def | None:
+    """The method `name` that `cls` (or, with `own=False`, only its bases) has, looked up depth-first through its
+    bases, left to right, as long as they are classes of the module: None when none defines it, or when a base from
+    elsewhere comes first (it may define it)."""
+    if own:
+        found = [n for n in _body(cls) if isinstance(n, Def) and n.name.value == name]
+        if found:
+            return found[-1]
+    classes = module_classes(module)
+    for base in base_names(module, cls):
+        if base.split("[")[0] in _NEUTRAL:
+            continue
+        if base not in classes or base in seen or classes[base] is cls:
+            return None
+        hit = _lookup(module, classes[base], name, seen=seen | {cls.name.value})
+        if hit is not None:
+            return hit
+    return None
+
+
+def _skip(fn: Def, bound: bool) -> int:
+    kinds = _decorators(fn)
+    if "staticmethod" in kinds:
+        return 0
+    return 1 if bound or "classmethod" in kinds else 0
+
+
+def binds(fn: Def, name: str) -> bool:
+    """Whether a function binds `name` itself: a parameter, an assignment or loop target, an import, `as`."""
+    params = fn.params
+    if any(p.name.value == name for p in (*params.posonly_params, *params.params, *params.kwonly_params)) or any(
+            isinstance(p, cst.Param) and p.name.value == name for p in (params.star_arg, params.star_kwarg)):
+        return True
+    found = []
+
+    class Visit(cst.CSTVisitor):
+        def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+            if isinstance(node.target, cst.Name) and node.target.value == name:
+                found.append(node)
+
+        def visit_AsName(self, node: cst.AsName) -> None:
+            if isinstance(node.name, cst.Name) and node.name.value == name:
+                found.append(node)
+
+        def visit_ImportAlias(self, node: cst.ImportAlias) -> None:
+            if node.asname is None and isinstance(node.name, cst.Name) and node.name.value == name:
+                found.append(node)
+
+        def visit_For(self, node: cst.For) -> None:
+            if isinstance(node.target, cst.Name) and node.target.value == name:
+                found.append(node)
+
+    fn.body.visit(Visit())
+    return bool(found)
+
+
+def callee(module: cst.Module, path: tuple[cst.CSTNode, ...], call: cst.Call) -> tuple[Def | None, int]:
+    """The function of the module a call runs, and how many of its first parameters the call fills without an
+    argument; (None, 0) when the module does not tell. `path` is the chain of nodes from the module down to the
+    call (the enclosing classes and functions are read from it)."""
+    func = call.func
+    functions = [n for n in path if isinstance(n, Def)]
+    cls = next((n for n in reversed(path) if isinstance(n, cst.ClassDef)), None)
+    classes = module_classes(module)
+    if isinstance(func, cst.Name):
+        if any(binds(f, func.value) for f in functions):
+            return None, 0  # a parameter, local or import of that name in the calling function: not the module's
+        found = [n for n in module.body if isinstance(n, (Def, cst.ClassDef)) and n.name.value == func.value]
+        if not found:
+            return None, 0
+        if isinstance(found[-1], cst.ClassDef):
+            if found[-1].decorators:
+                return None, 0  # a dataclass (or another decorator) writes its own `__init__`
+            init = _lookup(module, found[-1], "__init__")
+            return (init, 1) if init is not None else (None, 0)
+        return found[-1], 0
+    if not isinstance(func, cst.Attribute):
+        return None, 0
+    owner, name = func.value, func.attr.value
+    if isinstance(owner, cst.Name) and owner.value in ("self", "cls") and cls is not None and functions:
+        at = next(i for i, n in enumerate(path) if n is cls)
+        method = next((n for n in path[at + 1:] if isinstance(n, Def)), None)  # the method of the class around it
+        first = (method.params.posonly_params or method.params.params or (None,))[0] if method else None
+        if first is None or first.name.value != owner.value:
+            return None, 0
+        fn = _lookup(module, cls, name)
+        return (fn, _skip(fn, True)) if fn is not None else (None, 0)
+    if isinstance(owner, cst.Name) and owner.value in classes and not any(binds(f, owner.value) for f in functions):
+        fn = _lookup(module, classes[owner.value], name)
+        return (fn, _skip(fn, False)) if fn is not None else (None, 0)
+    if isinstance(owner, cst.Call) and isinstance(owner.func, cst.Name):
+        if owner.func.value == "super" and cls is not None:
+            fn = _lookup(module, cls, name, own=False)
+        elif owner.func.value in classes and not any(binds(f, owner.func.value) for f in functions):
+            fn = _lookup(module, classes[owner.func.value], name)
+        else:
+            fn = None
+        return (fn, _skip(fn, True)) if fn is not None else (None, 0)
+    return None, 0
+
+
+def calls_in_classes(module: cst.Module) -> list[tuple[cst.Call, cst.ClassDef | None]]:
+    """Every call of the module with the class whose body (methods included) holds it, if any."""
+    found: list[tuple[cst.Call, cst.ClassDef | None]] = []
+    stack: list[cst.ClassDef] = []
+
+    class _Visitor(cst.CSTVisitor):
+        def visit_ClassDef(self, node: cst.ClassDef) -> None:
+            stack.append(node)
+
+        def leave_ClassDef(self, node: cst.ClassDef) -> None:
+            stack.pop()
+
+        def visit_Call(self, node: cst.Call) -> None:
+            found.append((node, stack[-1] if stack else None))
+
+    module.visit(_Visitor())
+    return found
+
+
+def calls_to(module: cst.Module, fpath: tuple[cst.CSTNode, ...]) -> Iterator[tuple[cst.Call, int]]:
+    """The calls of the module that run the function at `fpath` (the chain module .. function), each with how many
+    positional parameters the call fills without an argument: the forms of the module docstring, and `self.m(...)`
+    in a subclass of the module, which may run it."""
+    fn = fpath[-1]
+    cls = next((n for n in reversed(fpath[:-1]) if isinstance(n, cst.ClassDef)), None)
+    kinds = _decorators(fn)
+    static, classmethod = "staticmethod" in kinds, "classmethod" in kinds
+    name = fn.name.value
+    family = subclasses(module, cls.name.value) if cls is not None else set()  # `self.m` in them may run it
+    for call, owner_cls in calls_in_classes(module):
+        func, offset = call.func, 0
+        if cls is None:
+            hit = isinstance(func, cst.Name) and func.value == name and len(fpath) == 2
+        elif name == "__init__":
+            hit, offset = isinstance(func, cst.Name) and func.value == cls.name.value, 1
+        else:
+            owner = func.value if isinstance(func, cst.Attribute) else None
+            inside = owner_cls is not None and owner_cls.name.value in family
+            via_super = isinstance(owner, cst.Call) and isinstance(owner.func, cst.Name) \
+                and owner.func.value == "super"
+            hit = isinstance(func, cst.Attribute) and func.attr.value == name and (
+                isinstance(owner, cst.Name) and owner.value in ("self", "cls") and inside
+                or isinstance(owner, cst.Name) and owner.value == cls.name.value
+                or via_super and inside and owner_cls is not cls
+                or isinstance(owner, cst.Call) and isinstance(owner.func, cst.Name)
+                and owner.func.value == cls.name.value)
+            # `Cls.m(x)` passes the instance by position; the others (and a classmethod) are bound
+            bound = classmethod or not (isinstance(owner, cst.Name) and owner.value == cls.name.value)
+            offset = 1 if bound and not static else 0
+        if hit:
+            yield call, offset
+
+
+def calls_by_name(module: cst.Module, name: str) -> list[cst.Call]:
+    """The calls `name(...)` and `<x>.name(...)` of a module that pass arguments by position (the generated
+    `__init__` of a dataclass has no def to resolve to)."""
+    from ..anchors import module_code
+
+    found: list[cst.Call] = []
+    if not re.search(rf"\b{re.escape(name)}\s*\(", module_code(module)):
+        return found  # not called at all: no walk over a large module
+    for call, _ in calls_in_classes(module):
+        f = call.func
+        called = f.value if isinstance(f, cst.Name) else f.attr.value if isinstance(f, cst.Attribute) else None
+        if called == name and any(a.keyword is None for a in call.args):
+            found.append(call)
+    return found
