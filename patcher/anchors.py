@@ -31,13 +31,28 @@ _COMPOUND_WITH_BODIES = (cst.If, cst.Else, cst.Try, cst.TryStar, cst.ExceptHandl
 # --------------------------------------------------------------------------------------------------- source helpers
 
 
+_CODE_OF: "OrderedDict[tuple[int, str, str], tuple[cst.CSTNode, str]]" = OrderedDict()
+
+
 def code_of(module: cst.Module, node: cst.CSTNode) -> str:
-    """The source of `node` without its leading comment/blank lines."""
-    if hasattr(node, "leading_lines"):
-        node = node.with_changes(leading_lines=())
-    if isinstance(node, (cst.FunctionDef, cst.ClassDef)) and node.lines_after_decorators:
-        node = node.with_changes(lines_after_decorators=())
-    return module.code_for_node(node)
+    """The source of `node` without its leading comment/blank lines. Remembered for the last nodes asked (a node
+    is immutable, and its code depends only on it and the module's indent and newline; each entry holds its node,
+    so that its id is not reused): the checks of one file ask for the same classes and methods step after step."""
+    key = (id(node), module.default_indent, module.default_newline)
+    hit = _CODE_OF.get(key)
+    if hit is not None and hit[0] is node:
+        _CODE_OF.move_to_end(key)
+        return hit[1]
+    bare = node
+    if hasattr(bare, "leading_lines"):
+        bare = bare.with_changes(leading_lines=())
+    if isinstance(bare, (cst.FunctionDef, cst.ClassDef)) and bare.lines_after_decorators:
+        bare = bare.with_changes(lines_after_decorators=())
+    text = module.code_for_node(bare)
+    _CODE_OF[key] = (node, text)
+    if len(_CODE_OF) > 2048:
+        _CODE_OF.popitem(last=False)
+    return text
 
 
 def line_of_text(text: str, snippet: str, start: int = 0) -> int | None:
