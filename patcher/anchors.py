@@ -86,8 +86,9 @@ def line_of_text(text: str, snippet: str, start: int = 0) -> int | None:
 def normalized(code: str) -> str | None:
     """A formatting-independent fingerprint of Python code (its AST), or None if it does not parse.
 
-    Multi-line strings are compared by their text without its common indentation (`inspect.cleandoc`): code inserted
-    at a deeper indentation carries its docstrings' continuation lines along, and is still the same code."""
+    Docstrings are compared by their text without its common indentation (`inspect.cleandoc`): code inserted at a
+    deeper indentation carries its docstrings' continuation lines along, and is still the same code. Every other
+    string is compared by its value: `"\\n"` and `"\\n\\n"` are not the same separator."""
     import inspect
     import textwrap
 
@@ -96,8 +97,11 @@ def normalized(code: str) -> str | None:
     except SyntaxError:
         return None
     for node in ast.walk(tree):
-        if isinstance(node, ast.Constant) and isinstance(node.value, str) and "\n" in node.value:
-            node.value = inspect.cleandoc(node.value)
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) \
+                    and isinstance(first.value.value, str) and "\n" in first.value.value:
+                first.value.value = inspect.cleandoc(first.value.value)
     return ast.dump(tree)
 
 

@@ -927,3 +927,17 @@ def test_a_local_bound_only_in_another_arm_is_not_set_for_code_in_this_one():
     cannot(ins("after", code="log(text)", match="m = 2", function="f"), before, ReadBeforeSet, mentions=("`text`",))
     check(ins("after", code="log(img)", match="m = 2", function="f"), before,
           before.replace("                    m = 2\n", "                    m = 2\n                    log(img)\n"))
+
+
+def test_a_separator_string_that_differs_only_in_line_breaks_is_other_code():
+    # a hostile round: `"\n"`, `"\n\n"` and `"\r\n"` compared equal (cleandoc ran on every multi-line string, not
+    # only on docstrings): `sep = "\n\n"` beside upstream's `sep = "\n"` was "already applied"
+    from patcher.anchors import same_code
+
+    assert not same_code('sep = "\\n\\n"', 'sep = "\\n"')
+    assert not same_code('stop = ["\\nUser:"]', 'stop = ["\\n\\nUser:"]')
+    assert not same_code('sep = "\\r\\n"', 'sep = "\\n"')
+    assert same_code('def f():\n    """Doc.\n\n    More."""\n', 'def f():\n        """Doc.\n\n        More."""\n')
+    step = op("insert_statements", function="f", at="after", match="x = 1", code='sep = "\\n\\n"')
+    check(step, 'def f():\n    x = 1\n    sep = "\\n"\n    return sep\n',
+          'def f():\n    x = 1\n    sep = "\\n\\n"\n    sep = "\\n"\n    return sep\n')
