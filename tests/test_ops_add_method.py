@@ -365,3 +365,21 @@ def test_after_a_property_goes_after_its_last_accessor():
     step = op("add_method", **{"class": "Key", "after": "value", "code": "def size(self):\n    return 1\n"})
     check(step, before, before.replace("        self._v = v\n", "        self._v = v\n\n    def size(self):\n"
                                                                 "        return 1\n"))
+
+
+def test_the_same_method_above_a_later_def_of_its_name_is_not_applied():
+    # a hostile round: the first `reset` had the step's code, a second `reset` below it (the one Python keeps) did
+    # not: "already applied", exit 0, and `Cache().reset()` ran the other code
+    step = op("add_method", cls="Cache", code="def reset(self):\n    self.items = {}\n")
+    twice = ("class Cache:\n    def reset(self):\n        self.items = {}\n\n    def reset(self):\n"
+             "        self.items = None\n")
+    err = cannot(step, twice, Conflict)
+    assert "defines `reset` again below it" in err.message, err.message
+    # the later one is the step's code; and a property's setter after its getter is not another definition
+    unchanged(step, twice.replace("self.items = None", "self.items = {}"))
+    getter = op("add_method", cls="Cache", code="@property\ndef size(self):\n    return 1\n")
+    unchanged(getter, "class Cache:\n    @property\n    def size(self):\n        return 1\n\n    @size.setter\n"
+                      "    def size(self, v):\n        pass\n")
+    define = op("add_definition", code="def chunk_size():\n    return 4096\n")
+    err = cannot(define, "def chunk_size():\n    return 4096\n\n\ndef chunk_size():\n    return 8192\n", Conflict)
+    assert "defines `chunk_size` again below it" in err.message, err.message

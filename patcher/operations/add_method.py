@@ -95,9 +95,15 @@ class AddMethod(Operation):
         # `class Cache`, `__evict` is `_Cache__evict`)
         owner = self.cls.rsplit(".", 1)[-1]
         existing = [p for p in methods if _mangled(ident(p[-1].name.value), owner) == _mangled(ident(name), owner)]
-        for p in existing:
+        for i, p in enumerate(existing):
             if same_code(code_of(module, p[-1]), self.code):
-                return AlreadyApplied(p[-1])
+                later = [q for q in existing[i + 1:] if q[-2] is p[-2]  # in the same block: it rebinds the name
+                         and accessor(q[-1]) not in ("setter", "deleter")]
+                if not later or same_code(code_of(module, later[-1][-1]), self.code):
+                    return AlreadyApplied((later or [p])[-1][-1])
+                raise Conflict(f"`{self.cls}` has this `{name}`, and defines `{name}` again below it: the later one "
+                               f"is what runs, not this code",
+                               candidates=[Candidate(_signature(code_of(module, later[-1][-1])), node=later[-1][-1])])
         if existing:
             have = code_of(module, existing[0][-1])
             raise Conflict(f"`{self.cls}` already has a method `{existing[0][-1].name.value}` with other code",
