@@ -436,3 +436,10 @@ def test_a_parameter_a_call_passes_into_kwargs_by_keyword_is_a_conflict():
     popped = before.replace("    return run(cmd, **popen_kwargs)\n",
                             "    env = popen_kwargs.pop('env', None)\n    return run(cmd, env, **popen_kwargs)\n")
     check(step, popped, popped.replace("def launch(cmd, **popen_kwargs)", "def launch(cmd, env=None, **popen_kwargs)"))
+
+
+def test_a_starred_element_is_not_the_element_it_unpacks():
+    # a hostile round: `[DEFAULT, *EXTRA]` "already held" `EXTRA`, exit 0, and the list never got the group itself
+    step = op("add_element", after="DEFAULT", code="EXTRA")
+    check(step, "GROUPS = [DEFAULT, *EXTRA]\n", "GROUPS = [DEFAULT, EXTRA, *EXTRA]\n")
+    cannot(op("add_element", after="EXTRA", code="NEW"), "GROUPS = [DEFAULT, *EXTRA]\n", AnchorNotFound)

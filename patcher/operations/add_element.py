@@ -72,7 +72,9 @@ class AddElement(Operation):
         for lit in literals:
             if id(lit) in targets:
                 continue  # `req, out = pair()`: names to unpack into, not a literal (the value side would not grow)
-            keys = [node_key(module, e.value) for e in lit.elements]
+            # `*X` unpacks X: it is not the element X (nor a match for `after: X`)
+            keys = [node_key(module, e.value) if not isinstance(e, cst.StarredElement) else None
+                    for e in lit.elements]
             if after_key in keys:
                 found.append((lit, keys))
         if not found:
