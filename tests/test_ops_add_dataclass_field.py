@@ -189,3 +189,15 @@ def test_a_defaulted_field_of_a_base_dataclass_before_a_subclass_field_without_d
                                       "code": "tenant: Optional[str] = field(default=None, kw_only=True)"})
     check(kw, before, before.replace("kw_only=True)\n", "kw_only=True)\n    tenant: Optional[str] = field(default=None, "
                                                          "kw_only=True)\n", 1))
+
+
+def test_a_field_of_the_same_code_below_kw_only_is_not_the_positional_field_the_step_adds():
+    # a hostile round: `b: int = 1` below `_: KW_ONLY` was "already applied" for a step adding it after `a`; a
+    # positional `Args(0, 2)` then raised TypeError
+    step = op("add_dataclass_field", cls="Args", after="a", code="b: int = 1")
+    before = ("from dataclasses import KW_ONLY, dataclass\n\n\n@dataclass\nclass Args:\n    a: int = 0\n"
+              "    _: KW_ONLY\n    b: int = 1\n")
+    err = cannot(step, before, Conflict)
+    assert "keyword-only there" in err.message, err.message
+    unchanged(op("add_dataclass_field", cls="Args", after="_", code="b: int = 1"), before)
+    unchanged(step, before.replace("    _: KW_ONLY\n    b: int = 1\n", "    b: int = 1\n    _: KW_ONLY\n"))

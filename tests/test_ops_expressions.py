@@ -443,3 +443,16 @@ def test_a_starred_element_is_not_the_element_it_unpacks():
     step = op("add_element", after="DEFAULT", code="EXTRA")
     check(step, "GROUPS = [DEFAULT, *EXTRA]\n", "GROUPS = [DEFAULT, EXTRA, *EXTRA]\n")
     cannot(op("add_element", after="EXTRA", code="NEW"), "GROUPS = [DEFAULT, *EXTRA]\n", AnchorNotFound)
+
+@pytest.mark.parametrize("before, says", [
+    # a hostile round: each "already applied", exit 0, and `fetch("u", 5)` raised TypeError or set `retries`
+    ("def fetch(url, *, timeout=30):\n    return url\n", "keyword-only there, where the step makes it positional"),
+    ("def fetch(url, retries=3, timeout=30):\n    return url\n", "place 3 of the positional parameters"),
+])
+def test_a_parameter_of_the_same_code_of_another_kind_or_place_is_a_conflict(before, says):
+    step = op("add_parameter", function="fetch", after="url", code="timeout=30")
+    err = cannot(step, before, Conflict)
+    assert says in err.message, err.message
+    unchanged(step, "def fetch(url, timeout=30, retries=3):\n    return url\n")
+    unchanged(op("add_parameter", function="fetch", after="*", code="timeout=30"), before.replace(
+        "retries=3, timeout=30", "retries=3, *, timeout=30"))

@@ -73,7 +73,17 @@ class AddDataclassField(Operation):
         if existing:
             have = code_of(module, existing[0][-1])
             if same_code(have, self.code):
-                return AlreadyApplied(existing[0][-1])
+                order = [p[-1] for p in fields]
+                stand = _keyword_only(module, order, existing[0][-1])
+                anchor = next((s for s in order if ident(field_name(s)) == ident(self.after)), None)
+                if anchor is None or "kw_only=True" in "".join(self.code.split()) \
+                        or stand == _keyword_only(module, order, anchor, after=True):
+                    return AlreadyApplied(existing[0][-1])
+                kinds = {True: "keyword-only", False: "positional"}
+                raise Conflict(f"`{self.cls}` already has the field `{have.strip()}`, but it is {kinds[stand]} there, "
+                               f"where the step puts it after `{self.after}` ({kinds[not stand]}): a call that "
+                               f"passes it as the step places it would fail",
+                               candidates=[Candidate(have.strip(), node=existing[0][-1])])
             raise Conflict(f"`{self.cls}` already has a field `{name}` that differs: `{have.strip()}`",
                            candidates=[Candidate(have.strip(), node=existing[0][-1])])
         other = class_members(cpath).get(ident(name))
@@ -224,6 +234,19 @@ def _refuse_bad_init(module: cst.Module, cpath, new: cst.SimpleStatementLine, na
             raise Conflict(f"a call of `{cls_name}` in the module passes {len(positional)} arguments by position "
                            f"(`{shown}`): the new field `{name}`, number {position + 1} of its `__init__`, would "
                            f"take one meant for the next field", candidates=[Candidate(f"`{shown}`", node=call)])
+
+
+def _keyword_only(module: cst.Module, order: list[cst.CSTNode], stmt: cst.CSTNode, *, after: bool = False) -> bool:
+    """Whether a field of the class body (`order`: its field statements in order) is keyword-only in the
+    `__init__` for being below the `_: KW_ONLY` sentinel. With `after`, for a field that goes right after `stmt`:
+    the sentinel itself counts as above it."""
+    for s in order:
+        if any(isinstance(x, cst.AnnAssign) and "KW_ONLY" in module.code_for_node(x.annotation.annotation)
+               for x in getattr(s, "body", ())):
+            return True if s is stmt and after else any(t is stmt for t in order[order.index(s):])
+        if s is stmt:
+            break
+    return False
 
 
 def _refuse_breaking_subclasses(module: cst.Module, cls: cst.ClassDef, name: str, cls_name: str) -> None:

@@ -112,6 +112,32 @@ class AddParameter(Operation):
     def _refuse_unfilled_callers(self, module: cst.Module, fpath, new: cst.Param, position: int | None) -> None:
         refuse_unfilled_calls(module, fpath, new.name.value, position, "the new parameter")
 
+    def _misplaced(self, params: cst.Parameters, param: cst.Param) -> str | None:
+        """Where a parameter of the step's code stands otherwise than the step puts it (`after`, or after the last
+        plain parameter): another kind (keyword-only, positional-only), or another place among the positional ones;
+        None when it stands there."""
+        kinds = {"posonly_params": "positional-only", "params": "positional", "kwonly_params": "keyword-only"}
+        field = next((f for f in kinds if any(q is param for q in getattr(params, f))), None)
+        if field is None:
+            return "it is `*` or `**` there"
+        others = {f: [q.name.value for q in getattr(params, f) if q is not param] for f in kinds}
+        index = [q is param for q in getattr(params, field)].index(True)
+        if self.after == "*":
+            want = ("kwonly_params", 0)
+        elif self.after is None:
+            want = ("params", None)
+        else:
+            where = next((f for f in kinds if self.after in others[f]), None)
+            if where is None:
+                return f"`{self.after}` is not a parameter there"
+            want = (where, others[where].index(self.after) + 1)
+        if want[0] != field:
+            return f"it is {kinds[field]} there, where the step makes it {kinds[want[0]]}"
+        if want[1] is not None and want[1] != index:
+            return (f"it stands at place {index + 1} of the {kinds[field]} parameters there, where the step puts it at "
+                    f"{want[1] + 1}" + (f", right after `{self.after}`" if self.after != "*" else ""))
+        return None
+
     @attempt
     def apply(self, module: cst.Module) -> Outcome:
         new = _parameter(self.code)
@@ -126,7 +152,14 @@ class AddParameter(Operation):
         if have:
             text = module.code_for_node(have[0].with_changes(comma=cst.MaybeSentinel.DEFAULT))
             if same_code(f"def f({text}): pass", f"def f({self.code.strip()}): pass"):
-                return AlreadyApplied(fn)
+                misplaced = self._misplaced(params, have[0])
+                if misplaced is None:
+                    return AlreadyApplied(fn)
+                raise Conflict(f"`{self.function}` already has the parameter `{line_text(text)}`, but {misplaced}: "
+                               f"a call that passes it as the step places it would bind another parameter (or raise "
+                               f"TypeError)", candidates=[Candidate(f"`def {fn.name.value}("
+                                                                    f"{line_text(module.code_for_node(params))})`",
+                                                                    node=fn)])
             raise Conflict(f"`{self.function}` already has a parameter `{new.name.value}`: `{line_text(text)}`",
                            candidates=[Candidate(f"`{line_text(text)}`", node=fn)])
         field = "params"
