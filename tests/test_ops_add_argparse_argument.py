@@ -393,3 +393,17 @@ def test_a_flag_the_release_declares_as_an_annotated_field_is_named_where_it_is(
     plain = before.replace("A[bool, Arg(help=\"x\")]", "bool")
     err = cannot(step, plain, AnchorNotFound)
     assert "declares the flag" not in err.message
+
+
+def test_the_same_registration_under_a_branch_the_anchor_is_not_under_is_a_conflict():
+    # a hostile round: `--b` registered only under `if is_hip():` was "already applied"; on CUDA the server's
+    # `--b 3` was an unrecognized argument
+    step = op("add_argparse_argument", function="add_args", after_flag="--a",
+              code='parser.add_argument("--b", type=int, default=0)')
+    before = ('def add_args(parser):\n    parser.add_argument("--a", type=int)\n    if is_hip():\n'
+              '        parser.add_argument("--b", type=int, default=0)\n')
+    err = cannot(step, before, Conflict)
+    assert "only under `if is_hip():`" in err.message, err.message
+    # in the branch the anchor is in too, it is the step's registration
+    unchanged(step, 'def add_args(parser):\n    if is_hip():\n        parser.add_argument("--a", type=int)\n'
+                    '        parser.add_argument("--b", type=int, default=0)\n')

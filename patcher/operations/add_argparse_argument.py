@@ -158,7 +158,14 @@ class AddArgparseArgument(Operation):
             (path, clash), *_ = existing
             have = code_of(module, path[-1])
             if len(existing) == 1 and same_code(have, self.code):
-                return AlreadyApplied(path[-1])
+                anchor = next((p for p, flags in flagged if self.after_flag in flags), None)
+                branch = _branch_not_taken_with(path, anchor, len(fpath))
+                if branch is None:
+                    return AlreadyApplied(path[-1])
+                raise Conflict(f"`{new_flag}` is registered in `{self.function}` only under `{branch}`, where the "
+                               f"step registers it always: the parser would lack it when that branch is not taken, "
+                               f"and refuse a second registration when it is",
+                               candidates=[Candidate(have.strip().splitlines()[0], node=path[-1])])
             taken = "`, `".join(clash)
             raise Conflict(f"`{taken}` {'is' if len(clash) == 1 else 'are'} already registered in `{self.function}`"
                            f"{' with other arguments' if clash == [new_flag] else ''}: argparse would refuse the "
@@ -213,6 +220,22 @@ def _declared_as_field(module: cst.Module, flag: str) -> tuple[str, str, cst.CST
                     and _code(x.annotation.annotation.value).strip().split(".")[-1] in ("A", "Annotated")
                     for x in stmt.body):
                 return dest, cls.name.value, stmt
+    return None
+
+
+_BRANCHES = (cst.If, cst.Else, cst.For, cst.While, cst.Match, cst.MatchCase, cst.ExceptHandler, cst.ExceptStarHandler)
+
+
+def _branch_not_taken_with(path, anchor, depth: int) -> str | None:
+    """The header of a branch (`if`, loop, `case`, `except`) around the statement at `path`, below the function
+    (`depth` nodes down), that is not around `anchor` too (or around nothing, without an anchor): code there may
+    not run when the anchor's does. None when every branch around it is around the anchor."""
+    for node in path[depth:-1]:
+        if isinstance(node, _BRANCHES) and not (anchor is not None and any(n is node for n in anchor)):
+            if isinstance(node, cst.Else):
+                return "else:"
+            head = cst.Module(body=[]).code_for_node(node).splitlines()[0].strip()
+            return head
     return None
 
 
