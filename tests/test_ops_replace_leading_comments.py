@@ -67,3 +67,14 @@ def test_new_lines_that_would_change_how_python_decodes_the_file_are_a_conflict(
     same = "# -*- coding: utf-8 -*-\n# Copyright 2025 Team\n"
     check(op("replace_leading_comments", match="# Copyright 2024 SGLang Team\n", code=same), before,
           before.replace("# Copyright 2024 SGLang Team\n", same))
+
+
+def test_a_step_that_takes_a_line_away_is_not_applied_while_the_line_is_there():
+    # a hostile round: `code` = `match` less the copyright line held "every line of code in order": the untouched
+    # file was "already applied" (and "already upstream" in a port), the line never taken away
+    step = op("replace_leading_comments", match="# Copyright 2023 SGLang Team\n# Licensed under Apache-2.0\n",
+              code="# Licensed under Apache-2.0\n")
+    check(step, "# Copyright 2023 SGLang Team\n# Licensed under Apache-2.0\nx = 1\n",
+          "# Licensed under Apache-2.0\nx = 1\n")
+    # upstream added a line of its own and has no copyright line: still the step's header
+    unchanged(step, "# Licensed under Apache-2.0\n# SPDX-License-Identifier: Apache-2.0\nx = 1\n")

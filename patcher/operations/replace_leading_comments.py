@@ -18,7 +18,7 @@ lines between the comments and the code stay as they were unless `code` ends wit
 code: no statement anchors them, so the whole block is the anchor.
 
 Answers: *changed* (the leading lines are `match`: they become `code`); *already applied* (they are `code`, or hold
-every line of it in order, among others);
+every line of it in order, among others, and none of the lines of `match` that `code` leaves out);
 *cannot apply* (they are something else: upstream changed them, with the first of them as the candidate).
 """
 
@@ -103,10 +103,12 @@ class ReplaceLeadingComments(Operation):
         have = _lines(_header_text(module))
         code = [line for line in _lines(self.code) if line]
         lines = iter(have)
-        if have == _lines(self.code) or (code and all(line in lines for line in code)):
+        want = _lines(self.match)
+        dropped = set(want) - set(code)  # lines the step takes away: still there, it has not run
+        if have == _lines(self.code) or (have != want and code and all(line in lines for line in code)
+                                         and not dropped & set(have)):
             # the lines of `code`, in order, among the module's own (upstream has the header, and a line more)
             return AlreadyApplied(None)
-        want = _lines(self.match)
         if have != want:
             if not have:
                 raise AnchorNotFound("the module's leading comment lines are not those of `match`: it has none")
