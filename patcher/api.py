@@ -108,6 +108,8 @@ def apply_recipe(recipe: Recipe, target: Target, *, params: dict[str, str] | Non
         notes = [retired_note(r) for r in transaction.retire_stale(target)]
         p = plan(recipe, target, params)
         planned = _planned(p, dry_run=False, recovery=recovery, notes=notes)
+        if p.errors and not p.selection.refuse:
+            _refuse_reapplying_over_drift(p, transaction.applied_records(target), refused=True)
         if planned.exit_code != ExitCode.OK or not p.changed_files:
             return planned
         _refuse_reapplying_over_drift(p, transaction.applied_records(target))
@@ -138,11 +140,20 @@ def apply_recipe(recipe: Recipe, target: Target, *, params: dict[str, str] | Non
                        unverified=checked.unverified)
 
 
-def _refuse_reapplying_over_drift(p: Plan, records: list[Any]) -> None:
+def _refuse_reapplying_over_drift(p: Plan, records: list[Any], *, refused: bool = False) -> None:
     """A recipe the ledger records as applied, whose files someone changed since (an edit next to or inside the
     recipe's code), and which would now change them again: applied over the edit, its code would go in a second
-    time (`budget = budget * 2` twice) or beside the edited copy. Refused: the edit is the operator's to settle."""
+    time (`budget = budget * 2` twice) or beside the edited copy. Refused: the edit is the operator's to settle.
+    With `refused`, for a plan that cannot apply: a step refused in a file the ledger says this recipe wrote and
+    someone changed since (a value of its own code edited by hand) is that drift, not a conflict with another
+    recipe."""
     from . import transaction
+
+    if refused:
+        named = {e.location.file for e in p.errors if e.location is not None and e.location.file}
+        p = replace(p, files=[f for f in p.files if f.rel in named])
+        if not p.files:
+            return
 
     # the bytes the ledger accounts for: each file as the last applied recipe that wrote it left it (another recipe
     # applied after this one on the same file is no hand edit)
@@ -150,14 +161,15 @@ def _refuse_reapplying_over_drift(p: Plan, records: list[Any]) -> None:
     for record in records:
         if record.recipe != p.recipe.id:
             continue
-        mine = {f.rel for f in p.changed_files}
+        mine = {f.rel for f in (p.files if refused else p.changed_files)}
         drifted = [s.rel for s in transaction.file_states(p.target, record)
                    if s.state is FileBytes.MODIFIED and s.rel in mine and s.sha != s.record.sha_before
                    and s.sha != expected.get(s.rel)]
         if drifted:
             raise DriftError(
                 f"{p.recipe.id} is applied, and {', '.join(f'`{r}`' for r in drifted)} changed since (by hand?): "
-                f"applied again, its code would go in beside the edited copy",
+                + (f"its steps no longer find their own code there ({p.errors[0].message})" if refused else
+                   "applied again, its code would go in beside the edited copy"),
                 hint="`specpatch verify` shows the change; `specpatch rollback --force` restores the original bytes "
                      "and keeps the edited file beside them, then apply again")
 

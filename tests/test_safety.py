@@ -857,6 +857,27 @@ def test_apply_over_a_hand_edit_of_its_own_code_is_drift_not_a_second_copy(site,
     assert snapshot(site) == edited
 
 
+def test_apply_over_a_hand_edited_value_of_its_own_code_that_now_refuses_is_drift_not_a_conflict(site, tmp_path):
+    # a hostile round: an operator changed the default the recipe's field has (8 -> 16); the next apply said
+    # "conflict ... roll back the other recipe" (exit 3), where check said drift (5)
+    recipes = recipe(tmp_path / "r", """\
+        steps:
+          - op: add_dataclass_field
+            file: srt/server_args.py
+            class: ServerArgs
+            after: port
+            code: "team_budget: int = 8"
+        """)
+    assert_error(specpatch("apply", "case", "--target", str(site), "--no-smoke", recipes=recipes), OK)
+    path = site / SERVER_ARGS
+    path.write_text(path.read_text().replace("team_budget: int = 8", "team_budget: int = 16", 1))
+    edited = snapshot(site)
+    assert_error(specpatch("apply", "case", "--target", str(site), "--no-smoke", recipes=recipes), DRIFT,
+                 "changed since (by hand?)", "no longer find their own code")
+    assert_error(specpatch("check", "case", "--target", str(site), recipes=recipes), DRIFT)
+    assert snapshot(site) == edited
+
+
 def test_a_later_recipe_on_the_same_file_is_no_hand_edit_for_the_first_ones_upgrade(site, tmp_path):
     # a review: team-utils v1, then another recipe on the same file, then team-utils v2: refused as drift (5),
     # though verify and check said the tree was as the ledger has it
