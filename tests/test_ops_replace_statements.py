@@ -594,3 +594,16 @@ def test_a_header_that_makes_a_parameter_required_where_a_call_of_the_module_doe
     assert "`Key()` does not pass `name`" in err.message
     fine = before.replace("DEFAULT = Key()", "DEFAULT = Key('x')")
     check(step, fine, fine.replace("name='k'", "name"))
+
+
+def test_a_removal_is_not_done_where_upstream_called_the_same_method_on_another_receiver():
+    # a hostile round: `torch.cuda.synchronize()` became `torch.get_device_module(self.device).synchronize()`
+    # upstream (as sglang did); removing the first was "already applied" and the sync still ran
+    step = op("replace_statements", within="Runner.forward", match="torch.cuda.synchronize()", code="")
+    before = ("class Runner:\n    def forward(self, batch):\n        out = self.model(batch)\n"
+              "        torch.get_device_module(self.device).synchronize()\n        return out\n")
+    err = cannot(step, before, AnchorNotFound)
+    assert "upstream may have edited it" in err.message, err.message
+    # another root (`stream`), or another method: gone is gone
+    unchanged(step, before.replace("torch.get_device_module(self.device)", "stream"))
+    unchanged(step, before.replace("synchronize()", "empty_cache()"))

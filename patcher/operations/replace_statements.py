@@ -515,6 +515,28 @@ def _edited_upstream(module: cst.Module, blocks: Sequence, first: cst.CSTNode) -
                 other = " ".join(module.code_for_node(stmt).split())
                 if difflib.SequenceMatcher(None, text, other).ratio() >= 0.75:
                     out.append(Candidate(f"`{first_line(module, stmt)}`", node=stmt))
+    if not out and want[0] == "call":
+        # the same method called on another receiver of the same root (`torch.cuda.synchronize()` made
+        # `torch.get_device_module(self.device).synchronize()`), with its arguments alike
+        def tail(stmt: cst.CSTNode, mod: cst.Module) -> tuple[str, str, str] | None:
+            if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1
+                    and isinstance(stmt.body[0], cst.Expr) and isinstance(stmt.body[0].value, cst.Call)
+                    and isinstance(stmt.body[0].value.func, cst.Attribute)):
+                return None
+            call = stmt.body[0].value
+            root = call.func
+            while isinstance(root, (cst.Attribute, cst.Call, cst.Subscript)):
+                root = root.value if not isinstance(root, cst.Call) else root.func
+            args = " ".join(" ".join(mod.code_for_node(a).split()) for a in call.args)
+            return (call.func.attr.value, root.value if isinstance(root, cst.Name) else "", args)
+
+        mine = tail(first, alone)
+        for _, statements in blocks if mine is not None and mine[1] else ():
+            for stmt in statements:
+                theirs = tail(stmt, module)
+                if theirs is not None and theirs[:2] == mine[:2] and (
+                        theirs[2] == mine[2] or difflib.SequenceMatcher(None, mine[2], theirs[2]).ratio() >= 0.75):
+                    out.append(Candidate(f"`{first_line(module, stmt)}`", node=stmt))
     return out
 
 
