@@ -456,3 +456,15 @@ def test_a_parameter_of_the_same_code_of_another_kind_or_place_is_a_conflict(bef
     unchanged(step, "def fetch(url, timeout=30, retries=3):\n    return url\n")
     unchanged(op("add_parameter", function="fetch", after="*", code="timeout=30"), before.replace(
         "retries=3, timeout=30", "retries=3, *, timeout=30"))
+
+
+def test_the_code_in_one_statement_of_its_kind_beside_an_edited_match_in_another_is_not_applied():
+    # a hostile round: `n * 2` -> `n * 4` in "an assignment to chunk"; upstream split the assignment into two arms,
+    # `chunk = n * 4` and `chunk = n * 3`: "already applied", and chunk stayed n * 3 on the other arm
+    step = op("replace_expression", within="plan", match="n * 2", code="n * 4", statement="an assignment to chunk")
+    before = ("def plan(n, big):\n    if big:\n        chunk = n * 4\n    else:\n        chunk = n * 3\n"
+              "    return chunk\n")
+    err = cannot(step, before, AnchorNotFound)
+    assert "alike `n * 2`" in err.message, err.message
+    # another assignment to chunk that holds nothing alike the match is no evidence against it
+    unchanged(step, before.replace("chunk = n * 3", "chunk = min(chunk, 10)"))

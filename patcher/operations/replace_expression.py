@@ -22,7 +22,9 @@ This is the general expression edit; the narrower ones
 importer prefers them when they express a change.
 
 Answers: *changed*; *already applied* (no expression matches `match` outside the ones that replaced it, and `code` is
-there); *cannot apply* (neither `match` nor `code` is found, with the expressions of the same kind that look most
+there; with `statement:`, in a statement of that kind, and no other statement of that kind holds an expression alike
+the match, which upstream would have edited: without `statement:`, `code` anywhere under `within` counts, so say
+it where the code is short); *cannot apply* (neither `match` nor `code` is found, with the expressions of the same kind that look most
 alike as candidates; several expressions match).
 """
 
@@ -94,6 +96,14 @@ class ReplaceExpression(Operation):
             anchors = mine or anchors
         if not anchors:
             if done := evidence():
+                edited = self._edited_beside(module, candidates, expressions_under(scope, (type(new),)), done,
+                                             new_key)
+                if edited is not None:
+                    raise AnchorNotFound(
+                        f"`{line_text(self.code)}` is in {self.statement} here, but so is `{line_text(edited[0])}`, "
+                        f"which is alike `{line_text(self.match)}` and holds neither: upstream may have edited the "
+                        f"expression the step changes (not taken as already applied)",
+                        candidates=[Candidate(f"`{line_text(edited[0])}`", node=edited[1])])
                 return AlreadyApplied(done[0])
             # compared whole: cut to a message's width, a candidate would read as the match does
             alike = {" ".join(module.code_for_node(n).split()): n for n in expressions_under(scope, (type(old),))}
@@ -114,6 +124,31 @@ class ReplaceExpression(Operation):
                     candidates=[Candidate(f"`{line_text(module.code_for_node(anchors[0]))}`", node=anchors[0])])
         new = _grouped(module, candidates._paths[id(anchors[0])], old, anchors[0], new)
         return Changed(candidates.replace(anchors[0], new), inserted=(), anchor=anchors[0])
+
+    def _edited_beside(self, module: cst.Module, candidates, news, done: list[cst.CSTNode],
+                       new_key: str | None) -> tuple[str, cst.CSTNode] | None:
+        """With `statement:`, the code found in one statement of that kind while another statement of that kind
+        holds an expression alike the match (`chunk = n * 3` beside the `chunk = n * 4` of one `if` arm, for a step
+        `n * 2` -> `n * 4`): the match was edited there, not replaced. The expression and its node, else None."""
+        import difflib
+
+        if self.statement is None:
+            return None
+
+        def statement_of(path: tuple[cst.CSTNode, ...]) -> cst.CSTNode | None:
+            return next((n for n in reversed(path) if isinstance(n, cst.BaseSmallStatement)), None)
+
+        mine = {id(statement_of(news._paths[id(n)])) for n in done}
+        want = " ".join(self.match.split())
+        for n in candidates:
+            path = candidates._paths[id(n)]
+            stmt = statement_of(path)
+            if stmt is None or id(stmt) in mine or _role(module, path) != self.statement:
+                continue
+            text = " ".join(module.code_for_node(n).split())
+            if node_key(module, n) != new_key and difflib.SequenceMatcher(None, want, text).ratio() >= 0.75:
+                return text, n
+        return None
 
     def statement_role(self, module: cst.Module) -> str | None:
         """What the statement holding the one expression that matches `match` does, in words that survive
