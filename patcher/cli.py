@@ -443,7 +443,8 @@ def try_(
 def import_(
     patch: Annotated[Path, typer.Argument(help="a unified diff (git or GNU), paths a/python/PKG/... or package-relative")],
     release: Annotated[str, typer.Option("--release", help="the release the patch was made against (fetched)")],
-    package: Annotated[str, typer.Option("--package", help="the package the patch changes")] = "sglang",
+    package: Annotated[Optional[str], typer.Option("--package", help="the package the patch changes (default: the "
+                                                   "one its paths name, `a/vllm/...`; else sglang)")] = None,
     out: Annotated[Optional[Path], typer.Option("--out", "-o", help="the recipe to write (NAME.yaml; its code goes "
                                                 "in NAME/ beside it)")] = None,
     json: JsonOpt = False,
@@ -454,7 +455,7 @@ def import_(
 
     ui = _ui()
     with reported_errors(ui, json):
-        with ui.status(f"lifting {patch.name} on {package} {release}"):
+        with ui.status(f"lifting {patch.name} on {package or 'its package'} {release}"):
             result = importer.import_patch(patch, package=package, release=release, out=out)
     render_import(ui, result, as_json=json)
     raise typer.Exit(result.exit_code)

@@ -115,6 +115,24 @@ def package_relative(raw: str, package: str = "sglang") -> str | None:
     return _inside(parts, raw)
 
 
+def packages_named(text: str) -> set[str]:
+    """The engines (`target.PACKAGES`) whose package folder the patch's file names name: `a/python/sglang/...`,
+    `a/vllm/...`, `sglang/...` (empty when its paths are package-relative, `srt/x.py`)."""
+    from .target import PACKAGES
+
+    found: set[str] = set()
+    for line in text.splitlines():
+        if not line.startswith(("--- ", "+++ ", "diff --git ")):
+            continue
+        for raw in line.split()[1:]:
+            parts = [p for p in PurePosixPath(raw.split("\t")[0]).parts if p not in (".", "/", "a", "b", "..")]
+            for name, info in PACKAGES.items():
+                root = [*PurePosixPath(info.checkout_src).parts, name] if info.checkout_src else [name]
+                if parts[:len(root)] == root or parts[:1] == [name]:
+                    found.add(name)
+    return found
+
+
 def _inside(parts: list[str], raw: str) -> str:
     """The package-relative path with its `..` resolved (`srt/../x.py` is `x.py`); UsageError when it climbs out of
     the package (the recipe written from it could not be loaded)."""
@@ -3558,8 +3576,10 @@ class ImportResult:
         }
 
 
-def import_patch(patch: Path, *, package: str, release: str, out: Path | None = None) -> ImportResult:
-    """Read the patch, fetch the pristine release, lift, write the recipe, check its round trip."""
+def import_patch(patch: Path, *, package: str | None, release: str, out: Path | None = None) -> ImportResult:
+    """Read the patch, fetch the pristine release, lift, write the recipe, check its round trip. Without `package`,
+    the engine the patch's paths name (`a/vllm/...`), else sglang; a `package` other than the only one they name is
+    refused before anything is fetched."""
     from .fetch import fetch_release
 
     try:
@@ -3567,6 +3587,14 @@ def import_patch(patch: Path, *, package: str, release: str, out: Path | None = 
         text = patch.read_bytes().decode("utf-8", errors="surrogateescape")
     except OSError as exc:
         raise UsageError(f"cannot read the patch {patch}: {exc.strerror}") from None
+    named = packages_named(text)
+    if package is None:
+        package = next(iter(named)) if len(named) == 1 else "sglang"
+    elif len(named) == 1 and package not in named:
+        other = next(iter(named))
+        raise UsageError(f"{patch.name} changes files of {other} (its paths are `{other}/...`), and --package is "
+                         f"{package}", hint=f"pass --package {other} (or leave --package out: the patch's paths "
+                                            f"name the package)")
     out = out or Path(f"{_slug(patch.stem)}.yaml")
     if out.suffix not in (".yaml", ".yml") or not re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", out.stem):
         raise UsageError(f"-o must be a .yaml path whose name is kebab-case (the recipe id), got {out}")

@@ -89,8 +89,8 @@ def git_diff(before: str, after: str, rel: str, prefix: str = "python/sglang/") 
     return f"diff --git a/{prefix}{rel} b/{prefix}{rel}\nindex 1111111..2222222 100644\n" + "".join(lines)
 
 
-def package(root: Path, files: dict[str, str]) -> Path:
-    pkg = root / "sglang"
+def package(root: Path, files: dict[str, str], name: str = "sglang") -> Path:
+    pkg = root / name
     files = {"__init__.py": "", **files}  # a package, as a release is (the round trip plans it as `apply` does)
     for rel, text in files.items():
         (pkg / rel).parent.mkdir(parents=True, exist_ok=True)
@@ -2870,3 +2870,20 @@ def test_upstream_evidence_shows_the_lines_in_the_function_the_step_edits():
     step = op("insert_statements", function="Norm.forward_hip", at="before", match="return x",
               code="if extra is not None:\n    x = x + extra\n")
     assert importer.upstream_evidence(step, text) == ("line 8: `if extra is not None:`", "line 9: `x = x + extra`")
+
+
+def test_import_takes_the_package_the_patch_paths_name_and_refuses_another(tmp_path, monkeypatch):
+    # a hostile round: a diff of `vllm/...` files, imported without --package, fetched sglang==0.12.0 ("could not
+    # download a wheel") or said "not in this release", and never named --package vllm
+    fetched = []
+    pkg = package(tmp_path / "base", {"srt/mod.py": BEFORE}, name="vllm")
+    monkeypatch.setattr("patcher.fetch.fetch_release",
+                        lambda package, release: fetched.append(package) or pkg.parent)
+    patch = tmp_path / "team.patch"
+    patch.write_text(git_diff(BEFORE, edited(BEFORE), "srt/mod.py", prefix="vllm/"))
+    assert importer.packages_named(patch.read_text()) == {"vllm"}
+    with pytest.raises(UsageError, match=r"changes files of vllm .* --package is sglang") as info:
+        importer.import_patch(patch, package="sglang", release="0.12.0", out=tmp_path / "r" / "team.yaml")
+    assert "--package vllm" in info.value.hint and not fetched
+    result = importer.import_patch(patch, package=None, release="0.12.0", out=tmp_path / "r" / "team.yaml")
+    assert fetched == ["vllm"] and result.round_trip.identical == ["srt/mod.py"], result.round_trip
