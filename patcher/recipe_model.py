@@ -245,8 +245,15 @@ class Recipe(Frozen):
             if variant.admits(version):
                 return self._selection(variant, f"release {version} is in {variant.versions}")
         ranges = ", ".join(f"{v.name}: {v.versions}" for v in self.variants)
+        hint = None
+        if version.is_prerelease:
+            final = Version(version.base_version)
+            near = next((v.name for v in self.variants if v.admits(final)), None)
+            hint = (f"{version} is a pre-release of {final}: releases sort it before {final}, so a range that starts "
+                    f"at {final} does not hold it" + (f" (the variant for {final} is `{near}`); if its code is "
+                                                     f"{final}'s, pass --assume-version {final}" if near else ""))
         raise VersionUnsupported(f"no variant of `{self.id}` supports {self.target.package} {version} "
-                                 f"(variants: {ranges})",
+                                 f"(variants: {ranges})", hint=hint,
                                  location=Location(recipe=self.id))
 
     def select_variant(self, name: str) -> "Selection":

@@ -332,3 +332,15 @@ def test_yaml_1_1_booleans_stay_text_and_a_float_constant_is_refused(tmp_path):
                         "steps:\n  - {op: add_import, file: m.py, code: import os}\n")
         value = load_recipe(path).constants["torch_min"]
         assert isinstance(value, float) and value == number, (written, value)
+
+
+def test_a_pre_release_that_no_variant_holds_is_named_so_with_its_release_s_variant(tmp_path):
+    # a hostile round: vllm 0.24.0rc1 fell in no variant (PEP 440 sorts it before 0.24), and the message listed a
+    # range `>=0.24,<0.34` that seemed to hold it
+    from patcher.errors import VersionUnsupported
+
+    recipe = load(tmp_path)
+    with pytest.raises(VersionUnsupported) as info:
+        recipe.select(Version("0.5.10rc1"))
+    assert "0.5.10rc1 is a pre-release of 0.5.10" in info.value.hint, info.value.hint
+    assert "--assume-version 0.5.10" in info.value.hint
