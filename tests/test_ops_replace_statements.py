@@ -600,10 +600,19 @@ def test_a_removal_is_not_done_where_upstream_called_the_same_method_on_another_
     # a hostile round: `torch.cuda.synchronize()` became `torch.get_device_module(self.device).synchronize()`
     # upstream (as sglang did); removing the first was "already applied" and the sync still ran
     step = op("replace_statements", within="Runner.forward", match="torch.cuda.synchronize()", code="")
-    before = ("class Runner:\n    def forward(self, batch):\n        out = self.model(batch)\n"
+    before = ("import torch\n\n\nclass Runner:\n    def forward(self, batch):\n        out = self.model(batch)\n"
               "        torch.get_device_module(self.device).synchronize()\n        return out\n")
     err = cannot(step, before, AnchorNotFound)
     assert "upstream may have edited it" in err.message, err.message
     # another root (`stream`), or another method: gone is gone
     unchanged(step, before.replace("torch.get_device_module(self.device)", "stream"))
     unchanged(step, before.replace("synchronize()", "empty_cache()"))
+    # two attributes of an instance are two objects: removing `self.topk_p.zero_()` beside `self.out.zero_()`
+    # (a real 0.5.9 case, EAGLEDraftCudaGraphRunner.replay) is done; and an insertion is not judged so
+    zero = op("replace_statements", within="Runner.forward", match="self.topk_p.zero_()", code="")
+    unchanged(zero, before.replace("torch.get_device_module(self.device).synchronize()", "self.out.zero_()"))
+    put = op("insert_statements", function="Runner.forward", at="before", match="return out",
+             code="self.topk_p.zero_()")
+    check(put, before.replace("torch.get_device_module(self.device).synchronize()", "self.out.zero_()"),
+          before.replace("torch.get_device_module(self.device).synchronize()",
+                         "self.out.zero_()\n        self.topk_p.zero_()"))

@@ -130,8 +130,6 @@ class ReplaceExpression(Operation):
         """With `statement:`, the code found in one statement of that kind while another statement of that kind
         holds an expression alike the match (`chunk = n * 3` beside the `chunk = n * 4` of one `if` arm, for a step
         `n * 2` -> `n * 4`): the match was edited there, not replaced. The expression and its node, else None."""
-        import difflib
-
         if self.statement is None:
             return None
 
@@ -139,14 +137,14 @@ class ReplaceExpression(Operation):
             return next((n for n in reversed(path) if isinstance(n, cst.BaseSmallStatement)), None)
 
         mine = {id(statement_of(news._paths[id(n)])) for n in done}
-        want = " ".join(self.match.split())
+        want = self.match
         for n in candidates:
             path = candidates._paths[id(n)]
             stmt = statement_of(path)
             if stmt is None or id(stmt) in mine or _role(module, path) != self.statement:
                 continue
             text = " ".join(module.code_for_node(n).split())
-            if node_key(module, n) != new_key and difflib.SequenceMatcher(None, want, text).ratio() >= 0.75:
+            if node_key(module, n) != new_key and _edited_form(text, want):
                 return text, n
         return None
 
@@ -180,6 +178,51 @@ def _part_of(code: str, match: str) -> bool:
     except (SyntaxError, ValueError, RecursionError):
         return False
     return any(ast.dump(n) == want for n in ast.walk(whole) if n is not whole)
+
+
+def _edited_form(code: str, match: str) -> bool:
+    """Whether an expression is the match with one or two of its values or names changed, and calls of the same
+    functions (`n * 3` for `n * 2`; not `BatchTokenOutput(rids=r)` for `BatchEmbeddingOutput(rids=r)`: another
+    call is another thing, however alike it reads)."""
+    import ast
+    import textwrap
+
+    try:
+        a = ast.parse("(\n" + textwrap.dedent(code).strip() + "\n)", mode="eval").body
+        b = ast.parse("(\n" + textwrap.dedent(match).strip() + "\n)", mode="eval").body
+    except (SyntaxError, ValueError, RecursionError):
+        return False
+
+    def leaves(x, y) -> int | None:  # how many leaves differ; None when the trees are not of one shape
+        if type(x) is not type(y):
+            return None
+        if isinstance(x, list):
+            if len(x) != len(y):
+                return None
+            counts = [leaves(i, j) for i, j in zip(x, y)]
+            return None if None in counts else sum(counts)
+        if not isinstance(x, ast.AST):
+            return int(x != y)
+        total = 0
+        for field in x._fields:
+            if field == "ctx":
+                continue
+            vx, vy = getattr(x, field, None), getattr(y, field, None)
+            if isinstance(x, ast.Call) and field == "func":
+                if ast.dump(vx) != ast.dump(vy):
+                    return None
+                continue
+            got = leaves(vx, vy)
+            if got is None:
+                return None
+            total += got
+        return total
+
+    try:
+        count = leaves(a, b)
+    except RecursionError:
+        return False
+    return count is not None and 1 <= count <= 2
 
 
 def _same_shape(code: str, match: str) -> bool:

@@ -196,7 +196,7 @@ class ReplaceStatements(Operation):
             if new and placed:
                 return AlreadyApplied(placed[0][1][0])
             if not new:
-                edited = _edited_upstream(module, blocks, old[0])
+                edited = _edited_upstream(module, blocks, old[0], receivers=True)
                 if edited:
                     raise AnchorNotFound(
                         f"no statements matching `{line_text(self.match)}` in {self._where()}, which the step "
@@ -485,11 +485,15 @@ def _common(stmt: cst.CSTNode) -> bool:
         and not any(isinstance(s, cst.Expr) and isinstance(s.value, cst.Call) for s in stmt.body)
 
 
-def _edited_upstream(module: cst.Module, blocks: Sequence, first: cst.CSTNode) -> list[Candidate]:
+def _edited_upstream(module: cst.Module, blocks: Sequence, first: cst.CSTNode, *,
+                     receivers: bool = False) -> list[Candidate]:
     """Statements of the blocks that look like an edited `first` (a statement a step removes and that is not there):
     the same kind of simple statement with the same target or callee (`x = ...`, `self.x: T = ...`, `f(...)`), or
     the same compound header keyword and target, whose code is three quarters alike. A removal whose statement
-    upstream merely edited is not done: the edited statement is still there."""
+    upstream merely edited is not done: the edited statement is still there. With `receivers`, also the same
+    method called, with alike arguments, on another receiver rooted at the same module the file imports
+    (`torch.cuda.synchronize()` as `torch.get_device_module(dev).synchronize()`; not `self.a.zero_()` as
+    `self.b.zero_()`: two attributes of an instance are two objects)."""
     import difflib
 
     def head(stmt: cst.CSTNode, mod: cst.Module) -> tuple | None:
@@ -515,9 +519,14 @@ def _edited_upstream(module: cst.Module, blocks: Sequence, first: cst.CSTNode) -
                 other = " ".join(module.code_for_node(stmt).split())
                 if difflib.SequenceMatcher(None, text, other).ratio() >= 0.75:
                     out.append(Candidate(f"`{first_line(module, stmt)}`", node=stmt))
-    if not out and want[0] == "call":
+    if not out and receivers and want[0] == "call":
         # the same method called on another receiver of the same root (`torch.cuda.synchronize()` made
         # `torch.get_device_module(self.device).synchronize()`), with its arguments alike
+        def mod_root(name: cst.BaseExpression) -> str:
+            while isinstance(name, cst.Attribute):
+                name = name.value
+            return name.value if isinstance(name, cst.Name) else ""
+
         def tail(stmt: cst.CSTNode, mod: cst.Module) -> tuple[str, str, str] | None:
             if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1
                     and isinstance(stmt.body[0], cst.Expr) and isinstance(stmt.body[0].value, cst.Call)
@@ -530,8 +539,12 @@ def _edited_upstream(module: cst.Module, blocks: Sequence, first: cst.CSTNode) -
             args = " ".join(" ".join(mod.code_for_node(a).split()) for a in call.args)
             return (call.func.attr.value, root.value if isinstance(root, cst.Name) else "", args)
 
+        imported = {(a.asname.name.value if a.asname else mod_root(a.name)) for node in module.body
+                    if isinstance(node, cst.SimpleStatementLine) for small in node.body
+                    if isinstance(small, (cst.Import, cst.ImportFrom)) and not isinstance(small.names, cst.ImportStar)
+                    for a in small.names}
         mine = tail(first, alone)
-        for _, statements in blocks if mine is not None and mine[1] else ():
+        for _, statements in blocks if mine is not None and mine[1] in imported else ():
             for stmt in statements:
                 theirs = tail(stmt, module)
                 if theirs is not None and theirs[:2] == mine[:2] and (
