@@ -274,10 +274,15 @@ def _checkout_release(root: Path, package_dir: Path, package: str) -> tuple[Vers
     return None, "unknown", problem
 
 
+_BUILT = {".so", ".pyd", ".dll", ".dylib", ".a", ".o", ".cubin", ".fatbin"}  #: compiled by a wheel's build
+
+
 def _differs_from_release(root: Path, package_dir: Path, package: str, version: Version) -> str | None:
     """None when every file of the pristine `package==version` wheel is, with the same bytes, in the commit checked
     out (HEAD: local uncommitted edits are the user's, they do not make the commit another release); else how it
-    differs. Files a recorded recipe changed are left out (specpatch checked the release when it applied them)."""
+    differs. Files a recorded recipe changed are left out (specpatch checked the release when it applied them), and
+    so are the build's products that no commit holds: compiled extensions, and files of folders git tracks nothing
+    in."""
     import hashlib
 
     from .errors import SpecpatchError
@@ -297,6 +302,9 @@ def _differs_from_release(root: Path, package_dir: Path, package: str, version: 
     except SpecpatchError as exc:
         return f"the {version} release could not be fetched to compare ({exc.message})"
     recorded = _recorded_files(root, package_dir)
+    # folders HEAD tracks files in: a wheel's file in a folder git tracks nothing of (vllm's `vllm_flash_attn/`,
+    # `third_party/`) was put there by the build, as a compiled extension anywhere was: no commit holds those
+    tracked = {"/".join(rel.split("/")[:k]) for rel in blobs for k in range(rel.count("/") + 1)}
     differ, total = [], 0
     for path in sorted(release.rglob("*")):
         if not path.is_file() or "__pycache__" in path.parts or path.name == "_version.py":
@@ -304,6 +312,8 @@ def _differs_from_release(root: Path, package_dir: Path, package: str, version: 
         rel = path.relative_to(release).as_posix()
         if rel in recorded:
             continue
+        if rel not in blobs and (path.suffix in _BUILT or rel.rpartition("/")[0] not in tracked):
+            continue  # a build product: compared by nobody
         total += 1
         data = path.read_bytes()
         if blobs.get(rel) != hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest():

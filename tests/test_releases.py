@@ -358,3 +358,32 @@ def test_apply_says_what_the_variant_does_on_the_release(tmp_path, sglang_releas
     assert done.returncode == 3, done.stderr
     assert "variant newer-than-measured" in done.stderr and "--variant fallback-0.5.23" in done.stderr
     assert worker.read_bytes() == was
+
+
+def test_a_checkout_is_its_release_whatever_the_wheel_s_build_added(tmp_path, monkeypatch):
+    # a hostile round: a vLLM checkout with exactly 0.23.0's source was "differs in 14 of 3345 files (e.g.
+    # _C.abi3.so)": the wheel holds compiled extensions and vendored folders no commit holds
+    from packaging.version import Version
+
+    from patcher import target as target_mod
+
+    wheel = tmp_path / "wheel" / "vllm"
+    for rel, text in {"__init__.py": "", "engine/args.py": "x = 1\n", "_C.abi3.so": "\x7fELF",
+                      "vllm_flash_attn/ops.py": "y = 2\n"}.items():
+        (wheel / rel).parent.mkdir(parents=True, exist_ok=True)
+        (wheel / rel).write_text(text)
+    checkout = tmp_path / "vllm-src"
+    shutil.copytree(wheel, checkout / "vllm", ignore=shutil.ignore_patterns("*.so", "vllm_flash_attn"))
+    git(checkout, "init", "-q", "-b", "main")
+    git(checkout, "add", "-A")
+    git(checkout, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "0.23.0")
+    monkeypatch.setattr("patcher.fetch.fetch_release", lambda package, version: wheel.parent)
+    assert target_mod._differs_from_release(checkout, checkout / "vllm", "vllm", Version("0.23.0")) is None
+    # a source file of the release that HEAD lacks in a folder it tracks is still a difference
+    git(checkout, "rm", "-q", "vllm/engine/args.py")
+    (checkout / "vllm/engine/keep.py").parent.mkdir(exist_ok=True)
+    (checkout / "vllm/engine/keep.py").write_text("")
+    git(checkout, "add", "-A")
+    git(checkout, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "drop args")
+    said = target_mod._differs_from_release(checkout, checkout / "vllm", "vllm", Version("0.23.0"))
+    assert said is not None and "engine/args.py" in said, said
