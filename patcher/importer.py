@@ -2728,6 +2728,11 @@ def _tree_names(tree: ast.AST) -> tuple[set[str], set[str], set[str]]:
                 uses.add(f"self.{node.attr}" if own else f".{node.attr}")
         elif isinstance(node, ast.keyword) and node.arg:
             uses.add(node.arg)
+        elif isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) \
+                and isinstance(node.slice.value, str) and node.slice.value.isidentifier():
+            # a name read through a string key: vLLM's flags read their config field as
+            # `**scheduler_kwargs["prefill_boost_tokens"]` (KeyError when the field is not there)
+            uses.add(node.slice.value)
         elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node in top:
             defines.add(node.target.id)
     return defines, attributes, uses - {"self", "cls"}

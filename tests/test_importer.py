@@ -2887,3 +2887,21 @@ def test_import_takes_the_package_the_patch_paths_name_and_refuses_another(tmp_p
     assert "--package vllm" in info.value.hint and not fetched
     result = importer.import_patch(patch, package=None, release="0.12.0", out=tmp_path / "r" / "team.yaml")
     assert fetched == ["vllm"] and result.round_trip.identical == ["srt/mod.py"], result.round_trip
+
+
+def test_a_step_that_reads_a_refused_steps_name_through_a_string_key_falls_with_it(tmp_path):
+    # a hostile round (vLLM): the flag `add_argument("--boost", **kwargs["boost_tokens"])` reads the config field
+    # by its name as a key; the field's step refused on the later release, the flag was "applied" (KeyError when
+    # the parser is built)
+    steps = [
+        {"name": "utils-h1-field", "op": "add_definition", "file": "srt/user.py", "group": "h1", "after": "gone",
+         "code": "boost_tokens = 0\n"},
+        {"name": "utils-h2-flag", "op": "add_definition", "file": "srt/utils.py", "group": "h2", "after": "Buffers",
+         "code": "BOOST = KWARGS['boost_tokens']\n"},
+    ]
+    out = recipe_of(tmp_path, steps)
+    later = package(tmp_path / "later", {"srt/utils.py": "KWARGS = {}\n\n\n" + UTILS, "srt/user.py": USER})
+    ported = {s.name: s for s in importer.port(load_recipe(out), later).steps}
+    assert ported["utils-h1-field"].status == "refused"
+    assert ported["utils-h2-flag"].status == "refused", ported["utils-h2-flag"]
+    assert "`boost_tokens`" in ported["utils-h2-flag"].message
