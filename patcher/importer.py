@@ -1164,6 +1164,8 @@ def _candidates(m: cst.Module, n: cst.Module, site: _Site) -> Iterator[list[dict
             # where it sorts, so that one a release already has is already there and the others still land
             yield [{"op": "add_import", "code": _code(n, site.npath, [s], lead=False).strip(), "sorted": True}
                    for s in new[:-1]]
+        if isinstance(owner, cst.ClassDef):
+            yield from _documented_fields(n, site, ms, site.i1, new[:-1], _dotted(site.mpath))
         if isinstance(owner, cst.Module) and defined_names(old[0]):
             spacing = tuple(new[-1].leading_lines)
             code = _code(n, site.npath, [new[0].with_changes(leading_lines=spacing), *new[1:-1]])
@@ -1288,6 +1290,7 @@ def _insertions(m, n, site, ms, new, owner, scope) -> Iterator[list[dict]]:
                               "code": _code(n, site.npath, [s], lead=False).strip()})
                 after = field_name(s)
             yield steps
+        yield from _documented_fields(n, site, ms, i, new, cls)
     if isinstance(owner, cst.Module):
         if all(_is_import_line(s) for s in new):
             yield [{"op": "add_import", "code": _code(n, site.npath, [s], lead=False).strip()} for s in new]
@@ -1312,6 +1315,23 @@ def _insertions(m, n, site, ms, new, owner, scope) -> Iterator[list[dict]]:
         yield steps
     if fn is not None and isinstance(fn[-1], cst.FunctionDef) and not isinstance(owner, (cst.Module, cst.ClassDef)):
         yield from _statement_insertions(m, site, ms, _code(n, site.npath, new), fn)
+
+
+def _documented_fields(n, site, ms, i: int, new, cls: str) -> Iterator[list[dict]]:
+    """Fields each with its docstring below it (vLLM's config classes) put below a field and its docstring:
+    `add_dataclass_field` steps whose code holds both (the blank lines above the first kept with it)."""
+    from .operations.add_dataclass_field import _is_doc
+
+    units = [new[k:k + 2] for k in range(0, len(new), 2)]
+    above = ms[i - 2] if i > 1 and _is_doc(ms[i - 1]) else None
+    if units and all(len(u) == 2 and field_name(u[0]) and _is_doc(u[1]) for u in units) \
+            and above is not None and field_name(above):
+        steps, after = [], field_name(above)
+        for u in units:
+            steps.append({"op": "add_dataclass_field", "class": cls, "after": after,
+                          "code": _code(n, site.npath, u)})
+            after = field_name(u[0])
+        yield steps
 
 
 def _statement_insertions(m, site, ms, new_code: str, fn: NodePath) -> Iterator[list[dict]]:

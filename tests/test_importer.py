@@ -2905,3 +2905,19 @@ def test_a_step_that_reads_a_refused_steps_name_through_a_string_key_falls_with_
     assert ported["utils-h1-field"].status == "refused"
     assert ported["utils-h2-flag"].status == "refused", ported["utils-h2-flag"]
     assert "`boost_tokens`" in ported["utils-h2-flag"].message
+
+
+def test_a_documented_field_put_below_the_last_documented_field_is_one_add_dataclass_field(tmp_path):
+    # a hostile round (vLLM 0.12.0's SchedulerConfig): the field and its docstring, above a method, were an
+    # unexpressed hunk (import exited 3)
+    before = ('class SchedulerConfig:\n    a: int = 1\n    """The a."""\n\n    stream_interval: int = 1\n'
+              '    """The interval,\n    in steps."""\n\n    @staticmethod\n    def default_factory(**kwargs):\n'
+              '        return 1\n')
+    after = before.replace('in steps."""\n\n', 'in steps."""\n\n    boost: int = 0\n    """Extra tokens."""\n\n')
+    pkg = package(tmp_path / "base", {"srt/config.py": before})
+    lifted = importer.lift(pkg, git_diff(before, after, "srt/config.py"))
+    assert [s.options["op"] for s in lifted.steps] == ["add_dataclass_field"], [s.options for s in lifted.steps]
+    assert lifted.steps[0].options["after"] == "stream_interval"
+    lifted, out = lift_and_write(tmp_path, pkg, git_diff(before, after, "srt/config.py"))
+    rt = importer.round_trip(out, pkg, lifted.expected)
+    assert rt.ok and rt.identical == ["srt/config.py"], rt

@@ -201,3 +201,15 @@ def test_a_field_of_the_same_code_below_kw_only_is_not_the_positional_field_the_
     assert "keyword-only there" in err.message, err.message
     unchanged(op("add_dataclass_field", cls="Args", after="_", code="b: int = 1"), before)
     unchanged(step, before.replace("    _: KW_ONLY\n    b: int = 1\n", "    b: int = 1\n    _: KW_ONLY\n"))
+
+
+def test_a_field_with_its_docstring_goes_below_the_anchor_field_and_its_docstring():
+    # a hostile round (vLLM): config fields are documented by the string below them; a team's field with its
+    # docstring could not be written by this operation, and `import` left the hunk unexpressed
+    step = op("add_dataclass_field", cls="SchedulerConfig", after="stream_interval",
+              code='\nboost: int = 0\n"""Extra tokens."""\n')
+    before = ('class SchedulerConfig:\n    stream_interval: int = 1\n    """The interval,\n    in steps."""\n\n'
+              '    @staticmethod\n    def default_factory():\n        return 1\n')
+    check(step, before, before.replace('in steps."""\n', 'in steps."""\n\n    boost: int = 0\n    """Extra tokens."""\n'))
+    # the same field with another docstring is another field's code
+    cannot(step, before.replace('in steps."""\n', 'in steps."""\n\n    boost: int = 0\n    """Other."""\n'), Conflict)

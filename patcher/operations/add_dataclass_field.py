@@ -8,6 +8,9 @@ Example::
       after: speculative_accept_threshold_acc
       code: "speculative_disable_batch_threshold: int = 0"
 
+`code` may hold the field's docstring below it (vLLM's config style); an anchor field with a docstring keeps it:
+the new field goes below both.
+
 Answers: *changed* (the field is inserted on the line after the anchor field's statement, with the class body's
 indentation); *already applied* (a field of that name with the same annotation and default exists); *cannot apply*
 (the class or the anchor field is missing or defined twice, or the field exists with another type or default).
@@ -58,10 +61,22 @@ class AddDataclassField(Operation):
         return f"{self.cls}.{self.after}"
 
     def new_field(self, module: cst.Module) -> tuple[cst.SimpleStatementLine, str]:
-        stmts = parse_statements(self.code, module, what="code")
-        if len(stmts) != 1 or field_name(stmts[0]) is None:
-            raise RecipeError(f"`code` must be exactly one field declaration such as `x: int = 0`, got {self.code!r}")
+        stmts = self._statements(module)
         return stmts[0], field_name(stmts[0])
+
+    def _statements(self, module: cst.Module) -> list[cst.SimpleStatementLine]:
+        """The field's statement, and its docstring when `code` has one below it (vLLM documents each config field
+        with the string that follows it)."""
+        stmts = parse_statements(self.code, module, what="code")
+        if not stmts or field_name(stmts[0]) is None or len(stmts) > 2 or len(stmts) == 2 and not _is_doc(stmts[1]):
+            raise RecipeError(f"`code` must be exactly one field declaration such as `x: int = 0` (and, below it, its "
+                              f"docstring), got {self.code!r}")
+        # blank lines above the field in `code` are kept above it (a documented field is spaced from the one before)
+        blank = len(self.code.replace("\r\n", "\n")) - len(self.code.replace("\r\n", "\n").lstrip("\n"))
+        if blank and len(stmts) == 2:
+            stmts = [stmts[0].with_changes(leading_lines=(*(cst.EmptyLine(indent=False) for _ in range(blank)),
+                                                          *stmts[0].leading_lines)), stmts[1]]
+        return list(stmts)
 
     @attempt
     def apply(self, module: cst.Module) -> Outcome:
@@ -70,8 +85,12 @@ class AddDataclassField(Operation):
         fields = [p for p in walk_statements(cpath) if field_name(p[-1]) is not None]
         # names compare as Python compares them (NFKC): a fullwidth letter names the same field
         existing = [p for p in fields if ident(field_name(p[-1])) == ident(name)]
+        stmts = self._statements(module)
         if existing:
             have = code_of(module, existing[0][-1])
+            doc = _doc_after(existing[0])
+            if len(stmts) == 2 and doc is not None:
+                have += code_of(module, doc)
             if same_code(have, self.code):
                 order = [p[-1] for p in fields]
                 stand = _keyword_only(module, order, existing[0][-1])
@@ -108,7 +127,22 @@ class AddDataclassField(Operation):
         if len(anchors) > 1:
             raise AnchorAmbiguous(f"field `{self.after}` is declared {len(anchors)} times in `{self.cls}`",
                                   candidates=[Candidate(code_of(module, p[-1]).strip(), node=p[-1]) for p in anchors])
-        return Changed(insert_after(anchors[0], [new]), inserted=(new,), anchor=anchors[0][-1])
+        doc = _doc_after(anchors[0])  # the anchor field's docstring stays with it: the new field goes below both
+        where = anchors[0] if doc is None else (*anchors[0][:-1], doc)
+        return Changed(insert_after(where, stmts), inserted=tuple(stmts), anchor=anchors[0][-1])
+
+
+def _is_doc(stmt: cst.CSTNode) -> bool:
+    """A statement that is a string alone (`\"\"\"The port.\"\"\"`): a field's docstring when it follows one."""
+    return isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Expr) \
+        and isinstance(stmt.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
+
+
+def _doc_after(path) -> cst.CSTNode | None:
+    """The docstring right below the field statement at `path[-1]` in its block, else None."""
+    block = list(body_of(path[-2]))
+    i = next((k for k, stmt in enumerate(block) if stmt is path[-1]), None)
+    return block[i + 1] if i is not None and i + 1 < len(block) and _is_doc(block[i + 1]) else None
 
 
 def _enum_alias(module: cst.Module, cls: cst.ClassDef, new: cst.SimpleStatementLine,
