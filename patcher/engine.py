@@ -64,6 +64,11 @@ class FilePlan:
     before: bytes
     after: bytes
     mode: int  #: permission bits of the original
+    #: whether the path was a symlink when planned (one made a link since is another file: it is not written)
+    was_link: bool = field(init=False, default=False)
+
+    def __post_init__(self) -> None:
+        self.was_link = self.path.is_symlink()
 
     @property
     def changed(self) -> bool:
@@ -543,7 +548,7 @@ def _package_sources(package_dir: Path, path: Path, planned: dict[Path, bytes],
     """(file, its bytes as the recipe leaves them) for each module of the package other than `path` whose text holds
     one of `names` (a cheap filter before any parse)."""
     wanted = [n.encode() for n in names]
-    for other in sorted(package_dir.rglob("*.py")):
+    for other in _package_modules(package_dir):
         if other == path:
             continue
         try:
@@ -1615,11 +1620,20 @@ def package_texts(package_dir: Path) -> dict[str, str]:
     """Every Python file under `package_dir` (relative path -> text, undecodable bytes replaced); unreadable ones
     left out."""
     texts: dict[str, str] = {}
-    for path in sorted(package_dir.rglob("*.py")):
+    for path in _package_modules(package_dir):
         with contextlib.suppress(OSError):
             if _source_file(path):
                 texts[path.relative_to(package_dir).as_posix()] = path.read_text(encoding="utf-8", errors="replace")
     return texts
+
+
+def _package_modules(package_dir: Path) -> list[Path]:
+    """The package's `.py` files, sorted, less those of specpatch's state folder (a bare package folder named as
+    the target keeps it inside: its backups are no modules of the package)."""
+    from .target import STATE_DIRNAME
+
+    return [p for p in sorted(package_dir.rglob("*.py"))
+            if STATE_DIRNAME not in p.relative_to(package_dir).parts]
 
 
 def _source_file(path: Path) -> bool:

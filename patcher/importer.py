@@ -1496,6 +1496,21 @@ def _expression_edits(m, n, spath, old, new, scope) -> Iterator[list[dict]]:
         if added:
             yield [{"op": "add_element", "after": _flat(m, mo.elements[added - 1].value),
                     "code": _flat(n, no.elements[added].value), **within}]
+    if isinstance(mo, cst.Dict) and isinstance(no, cst.Dict):
+        added = _one_added(mo.elements, no.elements)
+        if added and isinstance(no.elements[added], cst.DictElement) \
+                and isinstance(mo.elements[added - 1], cst.DictElement):
+            # an entry of a dict display (vLLM's `environment_variables`): after the entry above it, by its key,
+            # with the comment lines the patch put above it
+            def comments(element) -> list[str]:
+                ws = element.comma.whitespace_after if isinstance(element.comma, cst.Comma) else None
+                return [e.comment.value for e in getattr(ws, "empty_lines", ()) if e.comment is not None]
+
+            had = comments(mo.elements[added - 1])
+            lead = [c for c in comments(no.elements[added - 1]) if c not in had]
+            entry = _flat(n, no.elements[added].with_changes(comma=cst.MaybeSentinel.DEFAULT))
+            yield [{"op": "add_element", "after": _flat(m, mo.elements[added - 1].key),
+                    "code": "".join(f"{c}\n" for c in lead) + entry, **within}]
     if isinstance(mo, cst.Parameters) and isinstance(no, cst.Parameters) and isinstance(old, cst.FunctionDef):
         added = _one_added(mo.params, no.params)
         fn = _dotted(spath)
@@ -2659,7 +2674,8 @@ def step_names(op: Operation) -> tuple[set[str], set[str]]:
         defines -= known
         attributes -= known
         uses -= known
-    if op.op == "add_element" and isinstance(tree.body[0].value.elts[0], ast.Name):
+    if op.op == "add_element" and isinstance(tree.body[0].value, ast.Tuple) \
+            and isinstance(tree.body[0].value.elts[0], ast.Name):
         defines.add(tree.body[0].value.elts[0].id)  # a name joining a tuple may be assigned (`a, b = f()`) or read
     elif op.op != "add_import":
         uses -= defines | attributes
@@ -2675,8 +2691,10 @@ _WRAPPED = {"add_keyword_argument": "_w_({})", "add_parameter": "def _w_({}): pa
 
 
 def _code_tree(op: Operation, text: str) -> ast.Module | None:
-    """The step's code (dedented) parsed as a module, wrapped as its operation needs (`_w_` names the wrapper)."""
-    return _parsed(_WRAPPED.get(op.op, "{}").format(text))
+    """The step's code (dedented) parsed as a module, wrapped as its operation needs (`_w_` names the wrapper; a
+    dict entry of `add_element` as a dict)."""
+    return _parsed(_WRAPPED.get(op.op, "{}").format(text)) or (
+        _parsed("{" + text + "}") if op.op == "add_element" else None)
 
 
 def _parsed(text: str) -> ast.Module | None:

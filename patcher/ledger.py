@@ -289,6 +289,26 @@ class State:
     def of(cls, target: Target) -> "State":
         return cls(target.state_dir, target.root, target.package_dir)
 
+    def _in_target(self, record: Path) -> bool:
+        """Whether a file of the record folder's `after/` copy has its bytes in the target, where its `before/` copy
+        differs (the apply that made it reached the target's files)."""
+        after = record / "after"
+        if after.is_symlink() or not after.is_dir():
+            return False
+        for copy in after.rglob("*"):
+            if copy.is_symlink() or not copy.is_file():
+                continue
+            rel = copy.relative_to(after)
+            live, before = self.target_root / rel, record / "before" / rel
+            try:
+                data = copy.read_bytes()
+                if live.is_file() and not live.is_symlink() and live.read_bytes() == data and (
+                        not before.is_file() or before.read_bytes() != data):
+                    return True
+            except OSError:
+                continue
+        return False
+
     @property
     def ledger_path(self) -> Path:
         return self.root / "ledger.json"
@@ -346,6 +366,7 @@ class State:
         try:
             makedirs(self.root)
             ignore = self.root / ".gitignore"
+            self._refuse_link(ignore)  # a link (dangling too) would have specpatch write outside the target
             if not ignore.exists():
                 atomic_write(ignore, b"*\n", 0o644, unique=True)  # before the lock: two may race here
         except PermissionError as exc:
@@ -417,15 +438,30 @@ class State:
         shutil.rmtree(self.path(record_dir), ignore_errors=True)
 
     def sweep(self, keep: set[str]) -> list[str]:
-        """Remove record folders no ledger entry or journal names (a crash before its journal was written), and
-        leftover temporary files of the state folder. Returns what was removed, relative to the state folder."""
+        """Remove record folders no ledger entry or journal names, left by a commit that stopped before its journal
+        was written (the target's files never got their bytes), and leftover temporary files of the state folder.
+        Returns what was removed, relative to the state folder. A `records` that is a link, or a record folder the
+        ledger does not name whose `after` bytes are in the target (an apply whose ledger entry was lost: the
+        ledger deleted, or another target's copied in), is damage: StateDamaged, and nothing is removed (those
+        folders hold the only copy of the original bytes)."""
         removed: list[str] = []
+        if self.records_dir.is_symlink() or self.records_dir.exists() and not self.records_dir.is_dir():
+            raise StateDamaged(f"{self.records_dir} is not a folder of the state folder (a link, or a file): "
+                               f"specpatch reads and removes backups only in a folder of its own",
+                               hint="make it a plain folder again (move the backups back into it)")
         if self.records_dir.is_dir():
-            for d in sorted(self.records_dir.iterdir()):
-                rel = f"records/{d.name}"
-                if rel not in keep:
-                    shutil.rmtree(d, ignore_errors=True)
-                    removed.append(rel)
+            orphans = [d for d in sorted(self.records_dir.iterdir()) if f"records/{d.name}" not in keep]
+            written = [d for d in orphans if d.is_symlink() or self._in_target(d)]
+            if written:
+                raise StateDamaged(
+                    f"{written[0]} is the backup of an apply whose bytes are in the target, and "
+                    + ("the ledger does not name it" if self.ledger_path.exists() else "ledger.json is missing")
+                    + " (the ledger lost, or another target's copied in?)",
+                    hint="put back this target's ledger.json; to give the backups up, move that record folder away "
+                         "yourself: specpatch removes no backup of bytes that are in the target")
+            for d in orphans:
+                shutil.rmtree(d, ignore_errors=True)
+                removed.append(f"records/{d.name}")
         # only the fixed names written under the lock: a unique one may belong to an `ensure` running right now
         for tmp in (temp_path(self.ledger_path), temp_path(self.journal_path)):
             if tmp.exists():

@@ -165,6 +165,50 @@ def target_lock(target: Target, timeout: float = DEFAULT_LOCK_TIMEOUT) -> Iterat
         finally:
             lock._depth -= 1
         return
+    with _package_lock(target, timeout):
+        yield from _state_lock(target, timeout, held, key)
+
+
+@contextmanager
+def _package_lock(target: Target, timeout: float) -> Iterator[None]:
+    """A lock on the package folder itself, held around the state folder's: one package named two ways (a bare
+    package folder as `T` or as `T/sglang`) has two candidate state folders before its first apply, and so two
+    lock files; this one is the same for both. Once held, the state folder is looked for again: one made through
+    the other spelling while this command waited is refused, not doubled."""
+    import fcntl
+    import time
+
+    from .target import _one_state_folder
+
+    try:
+        fd = os.open(target.package_dir, os.O_RDONLY)
+    except OSError:
+        yield  # the package folder cannot be opened: the state folder's lock alone
+        return
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise LockTimeout(f"another specpatch holds the lock on {target.package_dir}; gave up after "
+                                      f"{timeout:g} s", location=Location(file=str(target.package_dir))) from None
+                time.sleep(0.05)
+            except OSError:
+                break  # a filesystem without flock on folders: the state folder's lock alone
+        now, _ = _one_state_folder(target.root, target.layout, target.package_dir)
+        if now != target.root and not target.state_dir.exists():
+            raise StateError(f"the state folder of {target.package_dir} was made under {now} (another specpatch, "
+                             f"through another spelling of the target) while this command waited",
+                             hint="run the command again: it finds that state folder")
+        yield
+    finally:
+        os.close(fd)
+
+
+def _state_lock(target: Target, timeout: float, held: dict, key) -> Iterator[TargetLock]:
     state = State.of(target)
     state.ensure()
     if state.lock_path.is_symlink() or (state.lock_path.exists() and not state.lock_path.is_file()):
@@ -380,7 +424,7 @@ def commit(plan: Plan, lock: TargetLock, *, verifying: bool = False) -> AppliedR
             for rel, data in ((fr.backup, fp.before), (fr.patched, fp.after)):
                 path = state.path(rel)
                 makedirs(path.parent)
-                atomic_write(path, data, 0o644)
+                atomic_write(path, data, (fr.mode & 0o777) | 0o600)  # readable by whom the file is, no more
         _step("apply:backups-written")
         state.write_journal(Journal(Transaction.APPLY, record.applied_at, os.getpid(), record, verifying=verifying))
         _step("apply:journal-written")
@@ -388,7 +432,7 @@ def commit(plan: Plan, lock: TargetLock, *, verifying: bool = False) -> AppliedR
             # looked at again right before its replace: another program (an upgrade, which takes no lock) may have
             # rewritten it since the check above, while the backups and the journal were written; the undo leaves
             # what it wrote as found
-            if _read(fp.path) != fp.before:
+            if _read(fp.path) != fp.before or fp.path.is_symlink() != fp.was_link:
                 raise ChangedDuringApply(f"`{fp.rel}` changed while the apply was writing (another program, an "
                                          f"upgrade?): the files already written were put back, the others left as "
                                          f"found", location=Location(recipe=recipe.id, file=fp.rel))
@@ -418,9 +462,19 @@ def commit(plan: Plan, lock: TargetLock, *, verifying: bool = False) -> AppliedR
         raise
     _step("apply:ledger-written")
     if not verifying:
-        state.remove_journal()
+        _close_journal(state, record.recipe)
         _step("apply:journal-removed")
     return record
+
+
+def _close_journal(state: State, recipe: str) -> None:
+    """Remove the journal of an apply past its commit point: a failure here leaves the apply done, not undone."""
+    try:
+        state.remove_journal()
+    except OSError as exc:
+        raise os_failure(exc, f"removing the journal of the apply of {recipe}",
+                         unfinished=f"{recipe} is applied and recorded (every file is patched); its journal could "
+                                    f"not be removed, and the next specpatch command on this target removes it") from exc
 
 
 def _release_moved(target: Target) -> str | None:
@@ -438,7 +492,9 @@ def _release_moved(target: Target) -> str | None:
 def verified(target: Target, lock: TargetLock) -> None:
     """Close an apply `commit(..., verifying=True)` left open: its checks passed (the journal goes, the apply stays)."""
     _require_lock(lock, target)
-    State.of(target).remove_journal()
+    state = State.of(target)
+    journal = state.read_journal()
+    _close_journal(state, journal.record.recipe if journal is not None else "the recipe")
     _step("apply:journal-removed")
 
 

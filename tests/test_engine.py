@@ -948,3 +948,16 @@ def test_a_name_the_package_re_exports_by_star_is_followed_to_its_importers(tmp_
     (root / "sglang/srt/__init__.py").write_text("from .a import *\nfrom .b import helper\n\nhelper(1)\n")
     (root / "sglang/srt/b.py").write_text("def helper(x):\n    return x\n")
     assert plan(recipe(tmp_path, text), find_target(root)).ok
+
+
+def test_the_state_folder_inside_a_bare_package_is_no_module_of_it(tmp_path):
+    # hostile round 10: a package folder named as the target keeps `.specpatch` inside it; the whole-package
+    # checks read its backups as modules (a false refusal, "near:" candidates in .specpatch/records)
+    from patcher.engine import package_texts
+
+    pkg = tmp_path / "sglang"
+    (pkg / ".specpatch" / "records" / "0001-x" / "before" / "srt").mkdir(parents=True)
+    (pkg / ".specpatch" / "records" / "0001-x" / "before" / "srt" / "a.py").write_text("old = 1\n")
+    (pkg / "srt").mkdir()
+    (pkg / "srt" / "a.py").write_text("new = 1\n")
+    assert list(package_texts(pkg)) == ["srt/a.py"]

@@ -2921,3 +2921,16 @@ def test_a_documented_field_put_below_the_last_documented_field_is_one_add_datac
     lifted, out = lift_and_write(tmp_path, pkg, git_diff(before, after, "srt/config.py"))
     rt = importer.round_trip(out, pkg, lifted.expected)
     assert rt.ok and rt.identical == ["srt/config.py"], rt
+
+
+def test_an_entry_added_to_a_dict_display_is_one_add_element_by_the_key_above_it(tmp_path):
+    # a hostile round (vLLM's envs.py): one new entry was a replace_expression of the whole dict
+    before = ('import os\n\nenvironment_variables = {\n    "A": lambda: int(os.getenv("A", "1")),\n'
+              '    "B": lambda: os.getenv("B"),\n}\n')
+    after = before.replace('    "B": lambda: os.getenv("B"),\n', '    "B": lambda: os.getenv("B"),\n'
+                           '    # team: a cap\n    "C": lambda: int(\n        os.getenv("C", "0")\n    ),\n')
+    pkg = package(tmp_path / "base", {"envs.py": before})
+    lifted, out = lift_and_write(tmp_path, pkg, git_diff(before, after, "envs.py"))
+    assert [(s.options["op"], s.options.get("after")) for s in lifted.steps] == [("add_element", '"B"')]
+    rt = importer.round_trip(out, pkg, lifted.expected)
+    assert rt.ok and rt.identical == ["envs.py"], rt

@@ -468,3 +468,27 @@ def test_the_code_in_one_statement_of_its_kind_beside_an_edited_match_in_another
     assert "alike `n * 2`" in err.message, err.message
     # another assignment to chunk that holds nothing alike the match is no evidence against it
     unchanged(step, before.replace("chunk = n * 3", "chunk = min(chunk, 10)"))
+
+
+def test_a_dict_entry_goes_after_the_entry_of_a_key_with_its_comment_lines():
+    # a hostile round (vLLM's envs.py): an environment variable added to `environment_variables` could only be a
+    # replace_expression of the whole 1,100-line dict, which ported nowhere
+    before = ('environment_variables = {\n    # a section\n    "A": lambda: 1,\n    "B": lambda: 2,\n'
+              '    # another\n    "D": lambda: 4,\n}\n')
+    step = op("add_element", after='"B"', code='"C": lambda: 3')
+    check(step, before, before.replace('    "B": lambda: 2,\n', '    "B": lambda: 2,\n    "C": lambda: 3,\n'))
+    last = op("add_element", after='"D"', code='# Team patch: a cap.\n"E": lambda: int(os.getenv("E", "0"))')
+    check(last, before, before.replace('    "D": lambda: 4,\n', '    "D": lambda: 4,\n    # Team patch: a cap.\n'
+                                                                 '    "E": lambda: int(os.getenv("E", "0")),\n'))
+    err = cannot(step, before.replace('"D": lambda: 4', '"C": lambda: 30'), Conflict)
+    assert "already has the key `\"C\"` with another value" in err.message, err.message
+    cannot(op("add_element", after='"Z"', code='"C": 3'), before, AnchorNotFound)
+
+
+def test_an_item_added_last_does_not_copy_the_comment_above_the_item_before_it():
+    # seen with the dict entries: the separator of the last two items was copied with the comment lines it held
+    # (`# three` above `3` written again above the new `4`)
+    step = op("add_element", after="3", code="4")
+    check(step, "X = [\n    1,\n    # three\n    3,\n]\n", "X = [\n    1,\n    # three\n    3,\n    4,\n]\n")
+    check(op("add_element", after="1", code="2"), "X = [\n    1,\n    # three\n    3,\n]\n",
+          "X = [\n    1,\n    2,\n    # three\n    3,\n]\n")

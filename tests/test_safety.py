@@ -903,3 +903,54 @@ def test_a_later_recipe_on_the_same_file_is_no_hand_edit_for_the_first_ones_upgr
     path.write_text(path.read_text().replace("        self.team_a2 = 2\n", "        self.team_a2 = 3\n", 1))
     recipe(tmp_path / "r", first + second + second.replace("team_a2 = 2", "team_a3 = 3"), name="teama")
     assert_error(specpatch("apply", "teama", "--target", str(site), "--no-smoke", recipes=recipes), DRIFT)
+
+
+# --------------------------------------------------------------------------------------------------- hostile round 10
+
+
+def _applied(site: Path, tmp_path: Path) -> Path:
+    recipes = recipe(tmp_path / "r", ONE)
+    assert_error(specpatch("apply", "case", "--target", str(site), "--no-smoke", recipes=recipes), OK)
+    return recipes
+
+
+def test_a_records_folder_that_is_a_link_is_damage_and_nothing_behind_it_is_removed(site, tmp_path):
+    # the sweep of leftover record folders followed a `records` link (backups moved to another disk) and removed
+    # the folders it found there, outside the target, with exit 0
+    recipes = _applied(site, tmp_path)
+    state = site / ".specpatch"
+    elsewhere = tmp_path / "elsewhere"
+    shutil.move(str(state / "records"), str(elsewhere))
+    (elsewhere / "projectA").mkdir()
+    (state / "records").symlink_to(elsewhere)
+    done = specpatch("verify", "--target", str(site), "--no-smoke", recipes=recipes)
+    assert_error(done, BAD_INPUT, "is not a folder of the state folder")
+    assert (elsewhere / "projectA").is_dir()
+
+
+def test_backups_the_ledger_lost_are_damage_not_leftovers_to_remove(site, tmp_path):
+    # ledger.json gone (or another target's copied in): "nothing to verify", exit 0, and every backup of the
+    # original bytes removed while the files stayed patched
+    recipes = _applied(site, tmp_path)
+    state = site / ".specpatch"
+    records = sorted(p.name for p in (state / "records").iterdir())
+    (state / "ledger.json").unlink()
+    done = specpatch("verify", "--target", str(site), "--no-smoke", recipes=recipes)
+    assert_error(done, BAD_INPUT, "ledger.json is missing")
+    assert sorted(p.name for p in (state / "records").iterdir()) == records
+
+
+def test_the_state_folders_gitignore_is_never_written_through_a_link(site, tmp_path):
+    recipes = recipe(tmp_path / "r", ONE)
+    (site / ".specpatch").mkdir()
+    (site / ".specpatch" / ".gitignore").symlink_to(tmp_path / "outside-made")
+    done = specpatch("apply", "case", "--target", str(site), "--no-smoke", recipes=recipes)
+    assert_error(done, BAD_INPUT, "is not a regular file (or is a link)")
+    assert not (tmp_path / "outside-made").exists()
+
+
+def test_a_backup_is_readable_by_whom_the_file_is_no_more(site, tmp_path):
+    (site / SERVER_ARGS).chmod(0o600)
+    _applied(site, tmp_path)
+    backups = [p for p in (site / ".specpatch" / "records").rglob("server_args.py")]
+    assert backups and all(p.stat().st_mode & 0o077 == 0 for p in backups), [oct(p.stat().st_mode) for p in backups]

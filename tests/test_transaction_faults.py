@@ -429,3 +429,58 @@ def test_a_dry_run_over_an_interrupted_apply_says_so_instead_of_a_diff_of_half_w
     assert snapshot(root) == half  # a dry run still writes nothing
     transaction.recover(target)
     assert api.apply_recipe(three, target, dry_run=True).exit_code == 0
+
+
+def test_a_file_made_a_link_while_the_apply_writes_is_not_written_through(root, target, three, tmp_path):
+    # hostile round 10: another program turned a target file into a link to an identical copy outside the target
+    # between the plan and the write; the patch went through the link to the outside file, exit 0
+    outside = tmp_path / "outside.py"
+    rel = FILES[0]
+
+    def relink(step: str) -> None:
+        if step == "apply:journal-written":
+            path = root / rel
+            outside.write_bytes(path.read_bytes())
+            path.unlink()
+            path.symlink_to(outside)
+
+    transaction._fault = relink
+    before = outside.read_bytes() if outside.exists() else None
+    with pytest.raises(Exception) as info:
+        apply(target, three)
+    assert "changed while the apply was writing" in str(info.value)
+    assert outside.read_bytes() == ORIGINAL[rel][0] and before is None
+
+
+def test_a_failure_past_the_commit_point_says_the_apply_is_done(root, target, three, patched):
+    # hostile round 10: an I/O error removing the journal after the ledger recorded the apply said "the tree was
+    # left whole (restored or untouched)"; the tree was patched and recorded
+    def fail(step: str) -> None:
+        if step == "apply:ledger-written":
+            raise OSError(errno.EIO, "injected")
+
+    real = State.remove_journal
+    State.remove_journal = lambda self: fail("apply:ledger-written")
+    try:
+        with pytest.raises(Exception) as info:
+            apply(target, three)
+    finally:
+        State.remove_journal = real
+    assert "is applied and recorded" in info.value.hint and "restored or untouched" not in info.value.hint
+    assert snapshot(root) == patched
+
+
+def test_one_package_named_two_ways_has_one_lock(tmp_path):
+    # hostile round 10: `apply --target T` and `apply --target T/pkg` at once each took the lock of their own state
+    # folder, both applied, and every later command said "two state folders"
+    from patcher.errors import LockTimeout
+    from patcher.target import find_target
+
+    root = make_tree(tmp_path / "t")
+    (root / "pkg" / "_version.py").write_text("__version__ = '1.0'\n")
+    first, second = find_target(root, package="pkg"), find_target(root / "pkg", package="pkg")
+    assert first.state_dir != second.state_dir
+    with transaction.target_lock(first, timeout=5):
+        with pytest.raises(LockTimeout):
+            with transaction.target_lock(second, timeout=0.3):
+                pass

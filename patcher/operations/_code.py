@@ -238,6 +238,11 @@ def insert_item(items: Sequence, index: int, new, opening: object = None) -> lis
     if index < len(items):
         ref = items[index - 1] if index > 0 else items[0]
         comma = _uncommented(ref.comma) if isinstance(ref.comma, cst.Comma) else space
+        after = ref.comma.whitespace_after if isinstance(ref.comma, cst.Comma) else None
+        if index > 0 and isinstance(after, cst.ParenthesizedWhitespace) and after.empty_lines:
+            # the comment and blank lines above the next item stay above it: the new item goes above them
+            items[index - 1] = ref.with_changes(comma=ref.comma.with_changes(
+                whitespace_after=after.with_changes(empty_lines=())))
         items.insert(index, new.with_changes(comma=comma))
         return items
     last = items[-1]
@@ -252,8 +257,9 @@ def insert_item(items: Sequence, index: int, new, opening: object = None) -> lis
     own = last.comma.whitespace_after if isinstance(last.comma, cst.Comma) else None
     layout = sep.whitespace_after
     if isinstance(layout, cst.ParenthesizedWhitespace):
+        # the layout of the others, not the comment lines above the item that follows them
         first = own.first_line if isinstance(own, cst.ParenthesizedWhitespace) else cst.TrailingWhitespace()
-        sep = sep.with_changes(whitespace_after=layout.with_changes(first_line=first))
+        sep = sep.with_changes(whitespace_after=layout.with_changes(first_line=first, empty_lines=()))
     items[-1] = last.with_changes(comma=sep)
     items.append(new.with_changes(comma=trailing))
     return items
