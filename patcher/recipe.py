@@ -139,6 +139,9 @@ def _check_op(step: Any, loc: tuple, fail) -> None:
     kind = step.get("op")
     if kind is None:
         raise fail(loc, f"step has no `op`; one of: {', '.join(sorted(REGISTRY))}")
+    if not isinstance(kind, str):
+        raise fail(loc + ("op",), f"`op` is the name of one operation (a string), got a {type(kind).__name__}; one "
+                                  f"of: {', '.join(sorted(REGISTRY))}")
     if kind not in REGISTRY:
         guess = difflib.get_close_matches(str(kind), list(REGISTRY), n=1)
         hint = f"; did you mean `{guess[0]}`?" if guess else f"; one of: {', '.join(sorted(REGISTRY))}"

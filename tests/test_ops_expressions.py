@@ -492,3 +492,19 @@ def test_an_item_added_last_does_not_copy_the_comment_above_the_item_before_it()
     check(step, "X = [\n    1,\n    # three\n    3,\n]\n", "X = [\n    1,\n    # three\n    3,\n    4,\n]\n")
     check(op("add_element", after="1", code="2"), "X = [\n    1,\n    # three\n    3,\n]\n",
           "X = [\n    1,\n    2,\n    # three\n    3,\n]\n")
+
+
+@pytest.mark.parametrize("kind, options", [
+    # hostile round 10 (a fuzzer): each was "internal error" (exit 1), libcst's ParserSyntaxError
+    ("replace_expression", {"match": "x * y", "code": "x * (\n    y)  # faster"}),
+    ("add_element", {"after": '"c"', "code": '"d"\n# d is new'}),
+    ("add_argparse_argument", {"function": "f", "after_flag": "--a",
+                               "code": 'parser.add_argument("--extra", type=int, default=0)x'}),
+])
+def test_code_libcst_cannot_read_is_refused_as_the_steps_code(kind, options):
+    from patcher.errors import RecipeError
+
+    step = op(kind, **options)
+    with pytest.raises(RecipeError):
+        step.apply(cst.parse_module('NAMES = ["c"]\nz = x * y\ndef f(parser):\n    parser.add_argument("--a")\n'))
+    assert step.describe()

@@ -310,3 +310,12 @@ def test_a_recipe_file_that_is_not_a_regular_file_is_refused_unread(tmp_path, ma
     with pytest.raises(RecipeError) as info:
         load_recipe(path)
     assert "is not a regular file" in info.value.message and info.value.exit_code == ExitCode.BAD_INPUT
+
+
+@pytest.mark.parametrize("op", ["[add_import]", "{add_import: 1}", "7"])
+def test_an_op_that_is_not_a_name_is_an_invalid_recipe_not_a_crash(tmp_path, op):
+    # hostile round 10 (a fuzzer): `op: [add_import]` was "internal error ... unhashable type", exit 1
+    text = f"id: r\ntitle: t\ntarget: {{package: sglang}}\nsteps:\n  - op: {op}\n    file: x.py\n    code: import os\n"
+    with pytest.raises(RecipeError) as info:
+        parse_recipe(text, tmp_path / "r.yaml")
+    assert "`op` is the name of one operation" in str(info.value) or "unknown operation" in str(info.value)

@@ -76,9 +76,15 @@ def parse_expression(code: str, *, what: str = "code") -> cst.BaseExpression:
         ast.parse(text, mode="eval")
     except SyntaxError as exc:
         raise RecipeError(f"the step's {what} must be one Python expression, got {text[:80]!r}: {exc.msg}") from None
-    if "\n" not in text:
-        return cst.parse_expression(text)
-    wrapped = cst.parse_expression(f"({text})")
+    try:
+        if "\n" not in text:
+            return cst.parse_expression(text)
+        wrapped = cst.parse_expression(f"({text})")
+    except cst.ParserSyntaxError:
+        # Python reads it (a comment at its end, past the expression): libcst keeps comments on nodes, and one
+        # after the last token belongs to no node of an expression
+        raise RecipeError(f"the step's {what} ends with a comment, which an expression has no place for: "
+                          f"{text.splitlines()[-1].strip()[:80]!r}; move it into the code or leave it out") from None
     # drop only the parentheses added here
     return wrapped.with_changes(lpar=wrapped.lpar[1:], rpar=wrapped.rpar[:-1])
 

@@ -39,6 +39,7 @@ from ..anchors import (body_of, code_of, find_function, insert_after, iter_calls
                        same_code, string_value, walk_statements)
 from ..errors import AnchorAmbiguous, AnchorNotFound, Candidate, Conflict, RecipeError
 from ..model import option
+from ._code import line_text
 from .base import AlreadyApplied, Changed, Operation, Outcome, attempt, register
 
 
@@ -126,7 +127,8 @@ class AddArgparseArgument(Operation):
 
 
     def describe(self) -> str:
-        return f"add argument `{self.new_flag()}` to `{self.function}` after `{self.after_flag}`"
+        flag = _first_flag(self.code) or line_text(self.code)
+        return f"add argument `{flag}` to `{self.function}` after `{self.after_flag}`"
 
     def anchor(self) -> str:
         return f'{self.function}: add_argument("{self.after_flag}", ...)'
@@ -327,6 +329,9 @@ def _first_flag(code: str) -> str | None:
     """The flag a one-statement `add_argument(...)` snippet registers (cached: `describe` and `apply` both ask)."""
     import textwrap
 
-    stmt = cst.parse_module(textwrap.dedent(code).strip() + "\n").body
+    try:
+        stmt = cst.parse_module(textwrap.dedent(code).strip() + "\n").body
+    except (cst.ParserSyntaxError, RecursionError):
+        return None  # the step refuses the code itself, saying why
     flags = flags_of(stmt[0]) if len(stmt) == 1 else []
     return flags[0] if flags else None
