@@ -1338,15 +1338,16 @@ def undefined_names_added(before: str, after: str, *, tree: ast.Module | None = 
         tree = ast.parse(after)
     if new is None:
         new = _new_lines(before, after.splitlines(), ())
+    made_local = _made_local(tree, new)
     gone = Counter(before.splitlines()) - Counter(after.splitlines())
     # a line the change took out (an import, an assignment a function's later lines read) may leave a name undefined
     # anywhere in its scope: then the whole module is read, not the changed scopes alone
     if not any(line.strip() and not line.strip().startswith("#") for line in gone) \
             and not undefined(_as_run(_changed_scopes(tree, new))):
-        return []
+        return made_local
     found = undefined(_as_run(tree))  # the whole module: a stub may have hidden a binding (`global x` in a function)
     if not found:
-        return []
+        return made_local
     try:
         known = {m.message_args[0] for m in undefined(_as_run(ast.parse(before)))}
     except (SyntaxError, ValueError):
@@ -1356,6 +1357,67 @@ def undefined_names_added(before: str, after: str, *, tree: ast.Module | None = 
         name = m.message_args[0]
         if name not in known and all(name != n for n, _, _ in out):
             out.append((name, m.lineno, isinstance(m, messages.UndefinedLocal)))
+    return out + [x for x in made_local if all(x[0] != n for n, _, _ in out)]
+
+
+def _made_local(tree: ast.Module, new: set[int]) -> list[tuple[str, int, bool]]:
+    """Names a function reads and that only the change's lines bind in it, by the forms pyflakes' "referenced
+    before assignment" does not follow: an `import`, a nested `def` or `class`, a walrus (in a comprehension too).
+    Any binding in a function makes the name local throughout it, so a read above the new binding (of a global or
+    builtin before the change) raises UnboundLocalError: (name, the read's line, True), each once."""
+    out: list[tuple[str, int, bool]] = []
+    for fn in ast.walk(tree):
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        a = fn.args
+        params = {x.arg for x in (*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg) if x is not None}
+        binds: dict[str, list[tuple[int, bool]]] = {}  # name -> (line, by a form pyflakes does not follow)
+        reads: dict[str, list[int]] = {}
+        declared: set[str] = set()
+
+        def visit(node: ast.AST) -> None:
+            for child in ast.iter_child_nodes(node):
+                if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    binds.setdefault(child.name, []).append((child.lineno, True))
+                    for d in child.decorator_list:
+                        visit_expr(d)
+                    continue  # its body runs in a scope of its own
+                if isinstance(child, ast.Lambda):
+                    continue
+                if isinstance(child, (ast.Import, ast.ImportFrom)):
+                    for alias in child.names:
+                        if alias.name != "*":
+                            binds.setdefault((alias.asname or alias.name).split(".")[0], []).append(
+                                (child.lineno, True))
+                elif isinstance(child, (ast.Global, ast.Nonlocal)):
+                    declared.update(child.names)
+                elif isinstance(child, ast.NamedExpr) and isinstance(child.target, ast.Name):
+                    binds.setdefault(child.target.id, []).append((child.lineno, True))
+                elif isinstance(child, ast.Name):
+                    if isinstance(child.ctx, ast.Load):
+                        reads.setdefault(child.id, []).append(child.lineno)
+                    else:
+                        binds.setdefault(child.id, []).append((child.lineno, False))
+                elif isinstance(child, ast.ExceptHandler) and child.name:
+                    binds.setdefault(child.name, []).append((child.lineno, False))
+                elif isinstance(child, (ast.MatchAs, ast.MatchStar)) and child.name:
+                    binds.setdefault(child.name, []).append((child.lineno, False))
+                visit(child)
+
+        def visit_expr(node: ast.AST) -> None:
+            for n in ast.walk(node):
+                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
+                    reads.setdefault(n.id, []).append(n.lineno)
+
+        visit(fn)
+        for name, where in binds.items():
+            if name in params or name in declared or not all(line in new for line, _ in where) \
+                    or not any(unfollowed for _, unfollowed in where):
+                continue  # local before the change too, or pyflakes' own case
+            first = min(line for line, _ in where)
+            above = sorted(line for line in reads.get(name, ()) if line < first)
+            if above and all(name != n for n, _, _ in out):
+                out.append((name, above[0], True))
     return out
 
 

@@ -961,3 +961,21 @@ def test_the_state_folder_inside_a_bare_package_is_no_module_of_it(tmp_path):
     (pkg / "srt").mkdir()
     (pkg / "srt" / "a.py").write_text("new = 1\n")
     assert list(package_texts(pkg)) == ["srt/a.py"]
+
+
+@pytest.mark.parametrize("code", ["from os import path as Args", "import Args", "def Args():\n    pass",
+                                  "class Args:\n    pass", "print([(Args := 1) for _ in ()])"])
+def test_code_that_binds_a_name_read_above_it_by_any_form_is_refused(code):
+    # hostile round 10 (a fuzzer): an import, a def, a class or a walrus in a comprehension below `a = Args()`
+    # makes `Args` local to the function: UnboundLocalError at the first call, exit 0 (pyflakes' "referenced
+    # before assignment" follows plain assignments only)
+    from patcher.engine import undefined_names_added
+
+    before = "class Args:\n    pass\n\n\ndef use():\n    a = Args()\n    return a\n"
+    lines = before.splitlines()
+    indented = "\n".join("    " + line for line in code.splitlines())
+    after = "\n".join(lines[:6] + [indented] + lines[6:]) + "\n"
+    found = undefined_names_added(before, after)
+    assert [(n, line, local) for n, line, local in found] == [("Args", 6, True)], found
+    # below a read of its own binding, or in a function that had the name local already: nothing
+    assert undefined_names_added(before, after.replace("    a = Args()\n", "    a = 1\n")) == []

@@ -941,3 +941,11 @@ def test_a_separator_string_that_differs_only_in_line_breaks_is_other_code():
     step = op("insert_statements", function="f", at="after", match="x = 1", code='sep = "\\n\\n"')
     check(step, 'def f():\n    x = 1\n    sep = "\\n"\n    return sep\n',
           'def f():\n    x = 1\n    sep = "\\n\\n"\n    sep = "\\n"\n    return sep\n')
+
+
+@pytest.mark.parametrize("code", ["(args := None)", "from os import sep as args", "def args():\n    pass"])
+def test_a_parameter_overwritten_by_a_walrus_an_import_or_a_def_is_a_conflict(code):
+    # hostile round 10 (a fuzzer): `args = None` was refused, these three were applied and every caller's args lost
+    step = op("insert_statements", function="Worker.__init__", at="start", code=code)
+    err = cannot(step, "class Worker:\n    def __init__(self, args):\n        self.args = args\n", Conflict)
+    assert "`args` is a parameter of `Worker.__init__`" in err.message, err.message

@@ -218,10 +218,22 @@ class InsertStatements(Operation):
         read = {n.id for st in fn.body[:at] for n in ast.walk(st) if isinstance(n, ast.Name)
                 and isinstance(n.ctx, ast.Load)}
         for stmt in code.body:
+            bound: list[str] = []
             if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
                 read |= _names(ast.unparse(stmt.value), ast.Load)
                 targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
-                lost = sorted(t.id for t in targets if isinstance(t, ast.Name) and t.id in params and t.id not in read)
+                bound = [t.id for t in targets if isinstance(t, ast.Name)]
+            elif isinstance(stmt, (ast.Import, ast.ImportFrom)):  # the other forms that bind: an import, a def
+                bound = [(x.asname or x.name).split(".")[0] for x in stmt.names]
+            elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                bound = [stmt.name]
+            elif isinstance(stmt, ast.Expr):  # `(args := None)`: a walrus, its value read first
+                walrus = [n for n in ast.walk(stmt) if isinstance(n, ast.NamedExpr) and isinstance(n.target, ast.Name)]
+                for n in walrus:
+                    read |= {m.id for m in ast.walk(n.value) if isinstance(m, ast.Name) and isinstance(m.ctx, ast.Load)}
+                bound = [n.target.id for n in walrus]
+            if bound:
+                lost = sorted(t for t in bound if t in params and t not in read)
                 if lost:
                     raise Conflict(f"`{lost[0]}` is a parameter of `{self.function}`, and the code's "
                                    f"`{ast.unparse(stmt)}` overwrites it before anything reads it: what every caller "
