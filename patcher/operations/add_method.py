@@ -125,7 +125,8 @@ class AddMethod(Operation):
                            f"replaced and never run", candidates=[Candidate(code_of(module, replaced).strip().splitlines()[0],
                                                                              node=replaced)])
         # (most names are new to the class: one rendering of it tells, not one per method)
-        shadow = _instance_binding(module, methods, name) if f".{name}" in code_of(module, cpath[-1]) else None
+        shadow = _instance_binding(module, methods, name) if f".{name}" in code_of(module, cpath[-1]) \
+            or f'"{name}"' in code_of(module, cpath[-1]) or f"'{name}'" in code_of(module, cpath[-1]) else None
         if shadow is not None:  # `self.reset = self._reset_cuda` in `__init__`: the instance's wins over the method
             raise Conflict(f"`{self.cls}` sets `self.{name}` on its instances, which hides a method of that name: "
                            f"the method would never be called",
@@ -229,28 +230,30 @@ def _instance_binding(module: cst.Module, methods: list[NodePath], name: str) ->
     for path in methods:
         fn = path[-1]
         params = [*fn.params.posonly_params, *fn.params.params]
-        if not params or "self." + name not in code_of(module, fn):
+        text = code_of(module, fn)
+        if not params or "." + name not in text and f'"{name}"' not in text and f"'{name}'" not in text:
             continue
         me = params[0].name.value
-        for stmt in walk(fn):
+        for stmt in (sp[-1] for sp in walk_statements((fn,))
+                     if isinstance(sp[-1], (cst.SimpleStatementLine, cst.For, cst.With))):
             tree = statement_ast(module, stmt)
+            if isinstance(tree, (ast.With, ast.AsyncWith)):  # `with ... as self.x:`: its header only
+                tree = ast.Assign(targets=[i.optional_vars for i in tree.items if i.optional_vars is not None],
+                                  value=ast.Constant(None))
             if tree is None or isinstance(tree, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 continue
             targets = tree.targets if isinstance(tree, ast.Assign) else [tree.target] \
-                if isinstance(tree, (ast.AnnAssign, ast.AugAssign)) else []
-            if any(isinstance(t, ast.Attribute) and t.attr == ident(name) and isinstance(t.value, ast.Name)
-                   and t.value.id == me for t in targets):
+                if isinstance(tree, (ast.AnnAssign, ast.AugAssign, ast.For, ast.AsyncFor)) else []
+            # unpacked (`self.a, self.reset = ...`) or a loop's target, and `setattr(self, "reset", ...)`
+            flat = [n for t in targets for n in ast.walk(t)]
+            calls = [] if isinstance(tree, (ast.For, ast.AsyncFor)) else [
+                n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+                     and n.func.id == "setattr" and len(n.args) >= 2 and isinstance(n.args[0], ast.Name)
+                     and n.args[0].id == me and isinstance(n.args[1], ast.Constant) and n.args[1].value == name]
+            if calls or any(isinstance(t, ast.Attribute) and t.attr == ident(name) and isinstance(t.value, ast.Name)
+                            and t.value.id == me for t in flat):
                 return stmt
     return None
-
-
-def walk(fn: cst.FunctionDef):
-    """The simple statements of a function, nested blocks included, nested defs left out."""
-    from ..anchors import walk_statements
-
-    for spath in walk_statements((fn,)):
-        if isinstance(spath[-1], cst.SimpleStatementLine):
-            yield spath[-1]
 
 
 def _mangled(name: str, cls: str) -> str:
