@@ -949,3 +949,17 @@ def test_a_parameter_overwritten_by_a_walrus_an_import_or_a_def_is_a_conflict(co
     step = op("insert_statements", function="Worker.__init__", at="start", code=code)
     err = cannot(step, "class Worker:\n    def __init__(self, args):\n        self.args = args\n", Conflict)
     assert "`args` is a parameter of `Worker.__init__`" in err.message, err.message
+
+
+def test_an_augmented_assignment_reads_what_it_sets_and_sets_nothing_for_the_class():
+    # hostile round 10 (a fuzzer): `self.count += 1` at the start of `__init__`, above `self.count = 0`, was applied
+    # (AttributeError at construction); and a method's `self.count += 1` counted as "set elsewhere in the class"
+    cls = ("class Worker:\n    def __init__(self, args):\n        self.args = args\n        self.count = 0\n\n"
+           "    def step(self):\n        self.count += 1\n")
+    for code in ("self.count += 1", "print(self.count)"):
+        step = op("insert_statements", function="Worker.__init__", at="start", code=code)
+        cannot(step, cls, ReadBeforeSet)
+    # set by the code itself first: its own
+    check(op("insert_statements", function="Worker.__init__", at="start", code="self.count = 1\nself.count += 1"),
+          cls, cls.replace("        self.args = args\n", "        self.count = 1\n        self.count += 1\n"
+                                                            "        self.args = args\n"))

@@ -293,9 +293,10 @@ class InsertStatements(Operation):
             return
         own = {_target(n) for n in ast.walk(tree) if isinstance(n, (ast.Name, ast.Attribute))
                and not isinstance(n.ctx, ast.Load)} | _stores(tree)  # its imports and defs too
-        # reads that run when the code runs: not those in a lambda or a nested def, which run when called, later
-        reads = {_target(n) for n in _run_now(tree) if isinstance(n, (ast.Name, ast.Attribute))
-                 and isinstance(n.ctx, ast.Load)} - own - {None}
+        # reads that run when the code runs: not those in a lambda or a nested def, which run when called, later;
+        # `self.count += 1` reads `self.count` first (unless the code sets it otherwise)
+        reads = ({_target(n) for n in _run_now(tree) if isinstance(n, (ast.Name, ast.Attribute))
+                  and isinstance(n.ctx, ast.Load)} - own | _only_augmented(tree)) - {None}
         if not reads:
             return
         from ..anchors import statement_ast, walk_statements
@@ -382,7 +383,7 @@ class InsertStatements(Operation):
             if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 if isinstance(fpath[-1], cst.FunctionDef) and stmt.name == fpath[-1].name.value:
                     continue
-                if any(t.endswith(f".{attr}") for t in _stores(stmt)) or stmt.name == attr \
+                if any(t.endswith(f".{attr}") for t in _stores(stmt) - _only_augmented(stmt)) or stmt.name == attr \
                         or stmt.name in ("__getattr__", "__getattribute__", "__setattr__"):
                     return True
             elif attr in _stores(stmt):
@@ -609,6 +610,14 @@ def _same_statements(module: cst.Module, have: Sequence[cst.CSTNode], new: Seque
 
 def _dedented(code: str) -> str:
     return textwrap.dedent(code).strip()
+
+
+def _only_augmented(tree: ast.AST) -> set[str]:
+    """What a piece of code sets with an augmented assignment only (`self.count += 1`): read before it is written,
+    it is no binding of a value."""
+    aug = {id(n.target) for n in ast.walk(tree) if isinstance(n, ast.AugAssign)}
+    stores = [n for n in ast.walk(tree) if isinstance(n, (ast.Name, ast.Attribute)) and isinstance(n.ctx, ast.Store)]
+    return {_target(n) for n in stores if id(n) in aug} - {_target(n) for n in stores if id(n) not in aug} - {None}
 
 
 def _names(code: str, ctx: type) -> set[str]:
