@@ -137,3 +137,13 @@ def test_a_bare_annotation_binds_nothing_and_type_checking_names_are_not_run_tim
     check(op("add_definition", code="LIMIT_HINT: int\n"), REBOUND, REBOUND.lstrip("\n") + "LIMIT_HINT: int\n")
     typed = "from typing import TYPE_CHECKING\n\nif TYPE_CHECKING:\n    from json import JSONDecoder\n"
     check(op("add_definition", code="JSONDecoder = None\n"), typed, typed + "JSONDecoder = None\n")
+
+
+@pytest.mark.parametrize("code", ["try:\n    import no_such_module\nexcept ImportError as helper:\n    pass\n",
+                                  "match 2:\n    case helper:\n        pass\n", "helper += 1\n"])
+def test_code_that_rebinds_a_module_name_by_any_form_is_a_conflict(code):
+    # hostile round 10 (a fuzzer): an `except ... as`, a `case` capture and an augmented assignment rebound the
+    # module's `helper` (deleted, 2, TypeError at import) with exit 0
+    step = op("add_definition", code=code)
+    err = cannot(step, "def helper(x):\n    return x + 1\n", Conflict)
+    assert "already binds `helper`" in err.message, err.message

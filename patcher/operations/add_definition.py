@@ -128,9 +128,13 @@ class AddDefinition(Operation):
         import ast
 
         try:
-            mine = bound_at_module_level(ast.parse(cst.Module(body=new).code).body)  # the code only: small
+            code = ast.parse(cst.Module(body=new).code).body  # the code only: small
         except (SyntaxError, ValueError, RecursionError):
             return  # the file's own checks say what is wrong with it
+        mine = bound_at_module_level(code)
+        # `helper += 1` makes no binding, but changes the module's own
+        mine.update({st.target.id: st.lineno for st in code if isinstance(st, ast.AugAssign)
+                     and isinstance(st.target, ast.Name)})
         if not mine:
             return
         theirs = _bound_in(module.body)  # read on the tree: rendering a big module costs more than the step
@@ -309,6 +313,16 @@ def bound_at_module_level(stmts: list) -> dict[str, int]:
                 for item in st.items:
                     if item.optional_vars is not None:
                         targets(item.optional_vars, st.lineno)
+            if isinstance(st, ast.Match):  # a `case` pattern's captures bind (`case helper:` rebinds `helper`)
+                walrus(st.subject)
+                for case in st.cases:
+                    for sub in ast.walk(case.pattern):
+                        name = sub.name if isinstance(sub, (ast.MatchAs, ast.MatchStar)) else \
+                            sub.rest if isinstance(sub, ast.MatchMapping) else None
+                        if name:
+                            out.setdefault(name, case.pattern.lineno)
+                    visit(case.body)
+                continue
             if not isinstance(st, (ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try)) \
                     and not (hasattr(ast, "TryStar") and isinstance(st, ast.TryStar)):
                 walrus(st)
@@ -322,6 +336,8 @@ def bound_at_module_level(stmts: list) -> dict[str, int]:
             for field in ("body", "orelse", "finalbody"):
                 visit(getattr(st, field, []) or [])
             for handler in getattr(st, "handlers", []):
+                if handler.name:  # `except E as helper:` binds it, and unbinds it where the handler ends
+                    out.setdefault(handler.name, handler.lineno)
                 visit(handler.body)
 
     visit(stmts)
