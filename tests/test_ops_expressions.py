@@ -508,3 +508,20 @@ def test_code_libcst_cannot_read_is_refused_as_the_steps_code(kind, options):
     with pytest.raises(RecipeError):
         step.apply(cst.parse_module('NAMES = ["c"]\nz = x * y\ndef f(parser):\n    parser.add_argument("--a")\n'))
     assert step.describe()
+
+
+def test_a_keyword_a_dataclass_of_the_module_has_no_field_for_is_a_conflict():
+    # hostile round 10 (a fuzzer): `Args(nope=3)` for a @dataclass without a field `nope` was applied (TypeError at
+    # the call); its generated `__init__` takes its fields (its bases' first), not a field(init=False) nor a ClassVar
+    before = ("from dataclasses import dataclass, field\n\n\n@dataclass\nclass Base:\n    model: str = 'm'\n\n\n"
+              "@dataclass\nclass Args(Base):\n    batch: int = 1\n    cache: dict = field(init=False)\n\n\n"
+              "def use():\n    return Args(batch=2)\n")
+    for code in ("nope=3", "cache={}"):
+        err = cannot(op("add_keyword_argument", call="Args(...)", code=code, within="use"), before, Conflict)
+        assert "takes no parameter" in err.message, err.message
+    check(op("add_keyword_argument", call="Args(...)", code="model='x'", within="use"), before,
+          before.replace("Args(batch=2)", "Args(batch=2, model='x')"))
+    # a base from elsewhere: what the `__init__` takes cannot be told
+    other = before.replace("class Base:", "class Base(Other):")
+    assert isinstance(op("add_keyword_argument", call="Args(...)", code="nope=3", within="use").apply(
+        cst.parse_module(other)), Changed)

@@ -78,6 +78,74 @@ def _lookup(module: cst.Module, cls: cst.ClassDef, name: str, *, own: bool = Tru
     return None
 
 
+def _dataclass_options(module: cst.Module, cls: cst.ClassDef) -> dict[str, str] | None:
+    """The options of a class's `@dataclass` (`@dataclass`, `@dataclasses.dataclass(...)`) as text, None when it
+    has another decorator or none."""
+    if len(cls.decorators) != 1:
+        return None
+    dec = cls.decorators[0].decorator
+    head = module.code_for_node(dec.func if isinstance(dec, cst.Call) else dec).strip().split(".")[-1]
+    if head != "dataclass":
+        return None
+    return {a.keyword.value: module.code_for_node(a.value).strip() for a in getattr(dec, "args", ())
+            if a.keyword is not None}
+
+
+def _dataclass_fields(module: cst.Module, cls: cst.ClassDef, seen: frozenset[str] = frozenset()
+                      ) -> list[tuple[str, bool]] | None:
+    """The parameters the generated `__init__` of a dataclass of the module takes, in order, each with whether it
+    is keyword-only: its bases' (dataclasses of the module) first. None when it cannot be told (a base from
+    elsewhere, a base that is no dataclass, `init=False`)."""
+    options = _dataclass_options(module, cls)
+    if options is None or options.get("init") == "False":
+        return None
+    out: list[tuple[str, bool]] = []
+    classes = module_classes(module)
+    for base in base_names(module, cls):
+        if base.split("[")[0] in _NEUTRAL:
+            continue
+        if base not in classes or base in seen:
+            return None
+        inherited = _dataclass_fields(module, classes[base], seen | {cls.name.value})
+        if inherited is None:
+            return None
+        out = [f for f in out if f[0] not in {n for n, _ in inherited}] + inherited
+    kw = options.get("kw_only") == "True"
+    for stmt in _body(cls):
+        small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
+        if not isinstance(small, cst.AnnAssign) or not isinstance(small.target, cst.Name):
+            continue
+        note = module.code_for_node(small.annotation.annotation)
+        if "KW_ONLY" in note:
+            kw = True
+            continue
+        if "ClassVar" in note:
+            continue
+        value = small.value
+        flat = "".join(module.code_for_node(value).split()) if value is not None else ""
+        if isinstance(value, cst.Call) and module.code_for_node(value.func).split(".")[-1] == "field" \
+                and "init=False" in flat:
+            continue
+        name = small.target.value
+        out = [f for f in out if f[0] != name] + [(name, kw or "kw_only=True" in flat)]
+    return out
+
+
+def _dataclass_init(module: cst.Module, cls: cst.ClassDef) -> Def | None:
+    """The `__init__` a dataclass of the module gets, as a def (its parameters, defaults left out), or one the
+    class writes itself; None when it cannot be told."""
+    own = [n for n in _body(cls) if isinstance(n, Def) and n.name.value == "__init__"]
+    if own:
+        return own[-1]  # the class's own: `@dataclass` leaves it as it is
+    fields = _dataclass_fields(module, cls)
+    if fields is None:
+        return None
+    plain = [n for n, k in fields if not k]
+    kwonly = [n for n, k in fields if k]
+    params = ", ".join(["self", *plain, *(["*", *kwonly] if kwonly else [])])
+    return cst.parse_statement(f"def __init__({params}):\n    pass\n")
+
+
 def _skip(fn: Def, bound: bool) -> int:
     kinds = _decorators(fn)
     if "staticmethod" in kinds:
@@ -129,8 +197,9 @@ def callee(module: cst.Module, path: tuple[cst.CSTNode, ...], call: cst.Call) ->
         if not found:
             return None, 0
         if isinstance(found[-1], cst.ClassDef):
-            if found[-1].decorators:
-                return None, 0  # a dataclass (or another decorator) writes its own `__init__`
+            if found[-1].decorators:  # a dataclass writes its own `__init__`, from its fields; another decorator: ?
+                init = _dataclass_init(module, found[-1])
+                return (init, 1) if init is not None else (None, 0)
             init = _lookup(module, found[-1], "__init__")
             return (init, 1) if init is not None else (None, 0)
         return found[-1], 0
