@@ -213,3 +213,14 @@ def test_a_field_with_its_docstring_goes_below_the_anchor_field_and_its_docstrin
     check(step, before, before.replace('in steps."""\n', 'in steps."""\n\n    boost: int = 0\n    """Extra tokens."""\n'))
     # the same field with another docstring is another field's code
     cannot(step, before.replace('in steps."""\n', 'in steps."""\n\n    boost: int = 0\n    """Other."""\n'), Conflict)
+
+
+@pytest.mark.parametrize("code", ["extra: bytearray = bytearray()", "extra: object = field(default=[])",
+                                  "extra: int = field(default_factory=list, default=1)"])
+def test_a_default_the_dataclass_refuses_at_import_is_a_conflict(code):
+    # hostile round 10 (a fuzzer): each was applied with exit 0 (dry run and --no-smoke), ValueError at import
+    step = op("add_dataclass_field", cls="Args", after="a", code=code)
+    cannot(step, "from dataclasses import dataclass, field\n\n\n@dataclass\nclass Args:\n    a: int = 0\n", Conflict)
+    # a ClassVar is no field: its value is the class's
+    check(op("add_dataclass_field", cls="Args", after="a", code="names: ClassVar[list] = []"),
+          "@dataclass\nclass Args:\n    a: int = 0\n", "@dataclass\nclass Args:\n    a: int = 0\n    names: ClassVar[list] = []\n")
