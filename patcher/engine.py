@@ -22,7 +22,8 @@ import libcst as cst
 from .anchors import code_of, line_of_text, lines_of, too_deep
 from .diff import unified_diff
 from .errors import (AnchorNotFound, CallMisfit, Candidate, Conflict, Location, MissingModuleError, NameTakenError,
-                     NotIdempotent, RenderError, SpecpatchError, TargetError, TargetSyntaxError, UndefinedNameError)
+                     NotIdempotent, RenderError, SpecpatchError, TargetError, TargetSyntaxError, UndefinedNameError,
+                     FlowChanged, Unreachable)
 from .operations._code import imported_module, type_checking_test
 from .operations.add_parameter import forwards_keyword
 from .operations.base import AlreadyApplied, CannotApply, Changed, Operation
@@ -972,10 +973,13 @@ def _flow_changed(recipe_id: str, rel: str, before: str, after: str, tree: ast.M
         dead_then, dead_now = _dead_statements(old), _dead_statements(fn)
         if len(dead_now) > len(dead_then):
             line = dead_now[-1]
-            found.append((line, f"puts code in `{name}` after a statement that always leaves its block (a "
-                                f"`return`, `raise`, `continue` or `break`, or an `if`, `with`, `try` or `while "
-                                f"True` every way through which does): it never runs"))
-        errors.extend(_charged(recipe_id, rel, lines, done, lineno, why) for lineno, why in found[:1])
+            if not found:
+                errors.append(_charged(recipe_id, rel, lines, done, line, (
+                    f"puts code in `{name}` after a statement that always leaves its block (a `return`, `raise`, "
+                    f"`continue` or `break`, or an `if`, `with`, `try` or `while True` every way through which "
+                    f"does): it never runs"), kind=Unreachable))
+        errors.extend(_charged(recipe_id, rel, lines, done, lineno, why, kind=FlowChanged)
+                      for lineno, why in found[:1])
     broken = _slots_broken(tree) + _class_scope_reads(tree)
     had = {why for _, why in _slots_broken(old_tree) + _class_scope_reads(old_tree)}
     errors.extend(_charged(recipe_id, rel, lines, done, lineno, why)
@@ -984,13 +988,13 @@ def _flow_changed(recipe_id: str, rel: str, before: str, after: str, tree: ast.M
 
 
 def _charged(recipe_id: str, rel: str, lines: list[str], done: list[tuple[StepReport, Changed | None]],
-             lineno: int, why: str) -> SpecpatchError:
-    """A conflict at a line of the patched file, charged to the step whose code holds the line (else the file's last
-    changed step)."""
+             lineno: int, why: str, *, kind: type[Conflict] = Conflict) -> SpecpatchError:
+    """A conflict (of `kind`) at a line of the patched file, charged to the step whose code holds the line (else
+    the file's last changed step)."""
     owner = next((r for r, c in done if c is not None and r.lines and r.lines[0] <= lineno <= r.lines[1]), None) \
         or next((r for r, c in reversed(done) if c is not None), None)
     text = lines[lineno - 1].strip() if 0 < lineno <= len(lines) else ""
-    return Conflict(f"once patched, `{rel}` {why} (line {lineno}: `{text}`)", location=Location(
+    return kind(f"once patched, `{rel}` {why} (line {lineno}: `{text}`)", location=Location(
         recipe=recipe_id, step=owner.index if owner else None, op=owner.op if owner else None, file=rel,
         anchor=owner.anchor if owner else None, line=lineno))
 

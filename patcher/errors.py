@@ -205,6 +205,12 @@ class ReadBeforeSet(Conflict):
     exit_code = ExitCode.CANNOT_APPLY
 
 
+class FlowChanged(Conflict):
+    title = "the recipe's code would change how a function runs"
+    hint = ("Python accepts it, and it does what nobody meant (a generator, a coroutine, a value returned from a "
+            "generator): change the code or where it goes; nothing was written")
+
+
 class Unreachable(Conflict):
     title = "inserted code would never run"
     hint = ("the block ends with a `return`, `raise`, `continue` or `break`: insert `at: before` with `match:` that "

@@ -434,6 +434,11 @@ def test_code_that_changes_how_a_function_runs_in_a_way_python_accepts_is_refuse
             f'  - file: srt/m.py\n    {step}\n')
     p = plan(recipe(tmp_path, text), find_target(root))
     assert not p.ok and says in p.errors[0].message, p.errors
+    # titled for what it is (a fuzzer: the dead code was "conflicting definition ... roll back the other recipe")
+    from patcher.errors import FlowChanged, Unreachable
+
+    kind = Unreachable if "always leaves" in says else FlowChanged
+    assert type(p.errors[0]) is kind and "other recipe" not in p.errors[0].hint, p.errors[0]
 
 
 ASYNC = """\
