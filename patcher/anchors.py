@@ -569,6 +569,17 @@ def parsed_statements(text: str, module: cst.Module, *, what: str = "code") -> l
         parsed = cst.parse_module(text.replace("\n", module.default_newline), config=parsing_config(module))
     except cst.ParserSyntaxError as exc:
         raise RecipeError(f"the step's {what} is not valid Python: {exc.message} (line {exc.raw_line})") from None
+    try:  # libcst reads newer syntax than the running interpreter, whose `ast` every check of specpatch reads
+        ast.parse(text)
+    except SyntaxError as exc:
+        import sys
+
+        version = ".".join(map(str, sys.version_info[:2]))
+        raise RecipeError(f"the step's {what} is not Python {version}, the Python specpatch runs on (line "
+                          f"{exc.lineno}: {exc.msg}): newer syntax (`def f[T]`, `type X = ...`) cannot be checked",
+                          hint="run specpatch with the Python the server runs, or write the code for this one") from None
+    except (ValueError, RecursionError):
+        pass
     body = list(parsed.body)
     if body and parsed.header:
         # libcst gives comments above the first statement to the module header: keep them with the statement

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import libcst as cst
 import pytest
 from op_helpers import cannot, check, op, src, unchanged
@@ -963,3 +965,14 @@ def test_an_augmented_assignment_reads_what_it_sets_and_sets_nothing_for_the_cla
     check(op("insert_statements", function="Worker.__init__", at="start", code="self.count = 1\nself.count += 1"),
           cls, cls.replace("        self.args = args\n", "        self.count = 1\n        self.count += 1\n"
                                                             "        self.args = args\n"))
+
+
+@pytest.mark.skipif(sys.version_info >= (3, 12), reason="the syntax is this Python's own from 3.12 on")
+@pytest.mark.parametrize("code", ["type Alias = int", "def first[T](xs: list[T]) -> T:\n    return xs[0]"])
+def test_code_newer_than_the_running_python_is_named_so(code):
+    # hostile round 10 (a fuzzer): libcst reads 3.12 syntax, the checks' `ast` on 3.11 does not: the step was
+    # refused as "would not find its own change on a second run ... reorder the steps"
+    from patcher.errors import RecipeError
+
+    with pytest.raises(RecipeError, match=r"is not Python 3\.\d+, the Python specpatch runs on"):
+        op("insert_statements", function="f", at="start", code=code).apply(cst.parse_module("def f():\n    pass\n"))
