@@ -3631,6 +3631,7 @@ def import_patch(patch: Path, *, package: str | None, release: str, out: Path | 
     except OSError as exc:
         raise UsageError(f"cannot read the patch {patch}: {exc.strerror}") from None
     named = packages_named(text)
+    inferred = package is None
     if package is None:
         package = next(iter(named)) if len(named) == 1 else "sglang"
     elif len(named) == 1 and package not in named:
@@ -3642,7 +3643,13 @@ def import_patch(patch: Path, *, package: str | None, release: str, out: Path | 
     if out.suffix not in (".yaml", ".yml") or not re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", out.stem):
         raise UsageError(f"-o must be a .yaml path whose name is kebab-case (the recipe id), got {out}")
     _earlier_output(out)  # before the release is fetched and the patch lifted: refuse at once what would be lost
-    package_dir = fetch_release(package, release) / package
+    try:
+        package_dir = fetch_release(package, release) / package
+    except SpecpatchError as exc:
+        if inferred:  # say where the package came from: the patch's paths, or the default
+            exc.hint = (f"{package} was taken from {'the patch' + chr(39) + 's paths' if named else 'the default'} "
+                        f"(no --package); {exc.hint}")
+        raise
     lifted = lift(package_dir, text, package=package)
     tried = [h for h in lifted.hunks if h.reason not in ("new file", "deleted file", "renamed file", "copied file",
                                                          "file not in this release", "file the patch adds",

@@ -2887,6 +2887,16 @@ def test_import_takes_the_package_the_patch_paths_name_and_refuses_another(tmp_p
     assert "--package vllm" in info.value.hint and not fetched
     result = importer.import_patch(patch, package=None, release="0.12.0", out=tmp_path / "r" / "team.yaml")
     assert fetched == ["vllm"] and result.round_trip.identical == ["srt/mod.py"], result.round_trip
+    # a release the inferred package lacks says where the package came from
+    from patcher.errors import FetchError
+
+    def missing(package, release):
+        raise FetchError(f"could not download a wheel of {package}=={release}")
+
+    monkeypatch.setattr("patcher.fetch.fetch_release", missing)
+    with pytest.raises(FetchError) as info:
+        importer.import_patch(patch, package=None, release="0.5.9", out=tmp_path / "r2" / "team.yaml")
+    assert "vllm was taken from the patch's paths" in info.value.hint, info.value.hint
 
 
 def test_a_step_that_reads_a_refused_steps_name_through_a_string_key_falls_with_it(tmp_path):
