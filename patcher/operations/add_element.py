@@ -105,29 +105,12 @@ class AddElement(Operation):
         value = parse_expression(self.code)
         after_key, new_key = expression_key(self.after), expression_key(self.code)
         scope = scope_path(module, self.within)
-        literals = expressions_under(scope, _LITERALS)
         targets = _unpacking_targets(scope[-1])
-        found = []
-        for lit in literals:
-            if id(lit) in targets:
-                continue  # `req, out = pair()`: names to unpack into, not a literal (the value side would not grow)
-            # `*X` unpacks X: it is not the element X (nor a match for `after: X`)
-            keys = [node_key(module, e.value) if not isinstance(e, cst.StarredElement) else None
-                    for e in lit.elements]
-            if after_key in keys:
-                found.append((lit, keys))
-        if not found:
-            texts = {line_text(module.code_for_node(e.value)): lit for lit in literals for e in lit.elements}
-            raise AnchorNotFound(f"no list, tuple or set literal holds `{line_text(self.after)}`",
-                                 candidates=[Candidate(f"`{t}`", node=texts[t])
-                                             for t in near(line_text(self.after), list(texts))])
-        if len(found) > 1 and all(new_key in keys for _, keys in found):
-            return AlreadyApplied(found[0][0])  # every literal that holds `after` holds `code` too: nothing to add
-        if len(found) > 1:
-            raise AnchorAmbiguous(f"{len(found)} literals hold `{line_text(self.after)}`",
-                                  candidates=[Candidate(f"`{line_text(module.code_for_node(lit))}`", node=lit)
-                                              for lit, _ in found])
-        lit, keys = found[0]
+        # `*X` unpacks X: it is not the element X (nor a match for `after: X`); `req, out = pair()` are names to
+        # unpack into, not a literal (the value side would not grow)
+        literals, (lit, keys) = self._holding(module, scope, _LITERALS, lambda e: None if isinstance(
+            e, cst.StarredElement) else e.value, new_key, skip=targets, what=("list, tuple or set literal holds",
+                                                                              "literals hold"))
         if new_key in keys:
             return AlreadyApplied(lit)
         new = cst.Element(value=value)
@@ -136,28 +119,40 @@ class AddElement(Operation):
             return self._refuse_bare_tuple(lit)
         return Changed(literals.replace(lit, lit.with_changes(elements=elements)), inserted=(), anchor=lit)
 
+    def _holding(self, module: cst.Module, scope, kinds: tuple, item, new_key: str | None, *,
+                 skip: set[int] = frozenset(), what: tuple[str, str]):
+        """The literals of `kinds` under the scope, and the one that holds `after` with the keys of its items
+        (`item` gives the node an item is compared by, None for one that is never `after`). None is AnchorNotFound,
+        with the items that read alike as candidates; several are AnchorAmbiguous, unless each holds `new_key`
+        too (the first is given: the step is applied there)."""
+        after_key = expression_key(self.after)
+        literals = expressions_under(scope, kinds)
+        found = []
+        for lit in literals:
+            if id(lit) in skip:
+                continue
+            keys = [node_key(module, node) if (node := item(e)) is not None else None for e in lit.elements]
+            if after_key in keys:
+                found.append((lit, keys))
+        if not found:
+            texts = {line_text(module.code_for_node(node)): lit for lit in literals for e in lit.elements
+                     if (node := item(e)) is not None}
+            raise AnchorNotFound(f"no {what[0]} `{line_text(self.after)}`",
+                                 candidates=[Candidate(f"`{t}`", node=texts[t])
+                                             for t in near(line_text(self.after), list(texts))])
+        if len(found) > 1 and not all(new_key in keys for _, keys in found):
+            raise AnchorAmbiguous(f"{len(found)} {what[1]} `{line_text(self.after)}`",
+                                  candidates=[Candidate(f"`{line_text(module.code_for_node(lit))}`", node=lit)
+                                              for lit, _ in found])
+        return literals, found[0]
+
     def _add_entry(self, module: cst.Module, entry: cst.DictElement) -> Outcome:
         """A dict entry: into the one dict literal under `within` with a key equal to `after` (compared as code),
         right after that entry; already applied when the dict has the new key with the same value."""
         after_key, new_key = expression_key(self.after), node_key(module, entry.key)
-        scope = scope_path(module, self.within)
-        dicts = expressions_under(scope, (cst.Dict,))
-        found = []
-        for lit in dicts:
-            keys = [node_key(module, e.key) if isinstance(e, cst.DictElement) else None for e in lit.elements]
-            if after_key in keys:
-                found.append((lit, keys))
-        if not found:
-            texts = {line_text(module.code_for_node(e.key)): lit for lit in dicts for e in lit.elements
-                     if isinstance(e, cst.DictElement)}
-            raise AnchorNotFound(f"no dict literal has the key `{line_text(self.after)}`",
-                                 candidates=[Candidate(f"`{t}`", node=texts[t])
-                                             for t in near(line_text(self.after), list(texts))])
-        if len(found) > 1:
-            raise AnchorAmbiguous(f"{len(found)} dict literals have the key `{line_text(self.after)}`",
-                                  candidates=[Candidate(f"`{line_text(module.code_for_node(lit))}`", node=lit)
-                                              for lit, _ in found])
-        lit, keys = found[0]
+        dicts, (lit, keys) = self._holding(module, scope_path(module, self.within), (cst.Dict,), lambda e: e.key if
+                                           isinstance(e, cst.DictElement) else None, new_key,
+                                           what=("dict literal has the key", "dict literals have the key"))
         if new_key in keys:
             have = lit.elements[keys.index(new_key)]
             if node_key(module, have.value) == expression_key(module.code_for_node(entry.value)):
