@@ -1370,9 +1370,13 @@ def _made_local(tree: ast.Module, new: set[int]) -> list[tuple[str, int, bool]]:
     Any binding in a function makes the name local throughout it, so a read above the new binding (of a global or
     builtin before the change) raises UnboundLocalError: (name, the read's line, True), each once."""
     out: list[tuple[str, int, bool]] = []
+    if not new:
+        return out
+    low, high = min(new), max(new)
     for fn in ast.walk(tree):
-        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            continue
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) or fn.end_lineno < low or fn.lineno > high \
+                or not any(line in new for line in range(fn.lineno, fn.end_lineno + 1)):
+            continue  # only functions the change wrote lines in can have a binding of its
         a = fn.args
         params = {x.arg for x in (*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg) if x is not None}
         binds: dict[str, list[tuple[int, bool]]] = {}  # name -> (line, by a form pyflakes does not follow)
