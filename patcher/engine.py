@@ -1383,24 +1383,32 @@ def _made_local(tree: ast.Module, new: set[int]) -> list[tuple[str, int, bool]]:
         reads: dict[str, list[int]] = {}
         declared: set[str] = set()
 
-        def visit(node: ast.AST) -> None:
+        def visit(node: ast.AST, at: int) -> None:
+            """`at`: the line of the statement being read (a walrus binds when its statement runs: a read in the
+            same statement, `[n for x in xs if (n := f(x))]`, is no read above it)."""
             for child in ast.iter_child_nodes(node):
+                line = child.lineno if isinstance(child, ast.stmt) else at
                 if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                     binds.setdefault(child.name, []).append((child.lineno, True))
-                    for d in child.decorator_list:
-                        visit_expr(d)
-                    continue  # its body runs in a scope of its own
+                    # its decorators, defaults (and a class's bases) run here, its body in a scope of its own
+                    outer = [*child.decorator_list]
+                    if isinstance(child, ast.ClassDef):
+                        outer += [*child.bases, *(k.value for k in child.keywords)]
+                    else:
+                        outer += [*child.args.defaults, *(d for d in child.args.kw_defaults if d is not None)]
+                    for expr in outer:
+                        visit_expr(expr)
+                    continue
                 if isinstance(child, ast.Lambda):
                     continue
                 if isinstance(child, (ast.Import, ast.ImportFrom)):
                     for alias in child.names:
                         if alias.name != "*":
-                            binds.setdefault((alias.asname or alias.name).split(".")[0], []).append(
-                                (child.lineno, True))
+                            binds.setdefault((alias.asname or alias.name).split(".")[0], []).append((line, True))
                 elif isinstance(child, (ast.Global, ast.Nonlocal)):
                     declared.update(child.names)
                 elif isinstance(child, ast.NamedExpr) and isinstance(child.target, ast.Name):
-                    binds.setdefault(child.target.id, []).append((child.lineno, True))
+                    binds.setdefault(child.target.id, []).append((line, True))
                 elif isinstance(child, ast.Name):
                     if isinstance(child.ctx, ast.Load):
                         reads.setdefault(child.id, []).append(child.lineno)
@@ -1410,14 +1418,15 @@ def _made_local(tree: ast.Module, new: set[int]) -> list[tuple[str, int, bool]]:
                     binds.setdefault(child.name, []).append((child.lineno, False))
                 elif isinstance(child, (ast.MatchAs, ast.MatchStar)) and child.name:
                     binds.setdefault(child.name, []).append((child.lineno, False))
-                visit(child)
+                visit(child, line)
 
         def visit_expr(node: ast.AST) -> None:
             for n in ast.walk(node):
                 if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
                     reads.setdefault(n.id, []).append(n.lineno)
 
-        visit(fn)
+        # the body only: the function's own annotations, defaults and decorators run in the scope around it
+        visit(ast.Module(body=fn.body, type_ignores=[]), fn.lineno)
         for name, where in binds.items():
             if name in params or name in declared or not all(line in new for line, _ in where) \
                     or not any(unfollowed for _, unfollowed in where):

@@ -984,3 +984,19 @@ def test_code_that_binds_a_name_read_above_it_by_any_form_is_refused(code):
     assert [(n, line, local) for n, line, local in found] == [("Args", 6, True)], found
     # below a read of its own binding, or in a function that had the name local already: nothing
     assert undefined_names_added(before, after.replace("    a = Args()\n", "    a = 1\n")) == []
+
+
+@pytest.mark.parametrize("before, code", [
+    # a review of the rule above on real sglang 0.5.9 code: the function's own annotations (its `def` line), and a
+    # walrus read in the same statement that binds it, are no reads above the new binding
+    ("def load(named_tensors: List[torch.Tensor]):\n    x = 1\n    return x\n", "import torch"),
+    ("def state(xs):\n    x = 1\n    return x\n", "vals = [\n    n\n    for y in xs\n    if (n := y + 1) > 0\n]"),
+    ("def state(xs):\n    x = 1\n    return x\n", "v = (\n    m\n    if (m := len(xs))\n    else 0\n)"),
+])
+def test_reads_that_run_outside_or_after_the_new_binding_are_not_made_local(before, code):
+    from patcher.engine import undefined_names_added
+
+    lines = before.splitlines()
+    indented = "\n".join("    " + line for line in code.splitlines())
+    after = "\n".join(lines[:2] + [indented] + lines[2:]) + "\n"
+    assert undefined_names_added(before, after) == []
