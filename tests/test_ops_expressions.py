@@ -525,3 +525,14 @@ def test_a_keyword_a_dataclass_of_the_module_has_no_field_for_is_a_conflict():
     other = before.replace("class Base:", "class Base(Other):")
     assert isinstance(op("add_keyword_argument", call="Args(...)", code="nope=3", within="use").apply(
         cst.parse_module(other)), Changed)
+
+
+def test_a_keyword_for_a_field_another_step_adds_to_the_dataclass_is_added():
+    # a review (sglang 0.5.9's GenerateReqInput): `tenant=` passed to the dataclass was refused as "takes no
+    # parameter" when the step adding the field `tenant` came later in the recipe
+    before = ("from dataclasses import dataclass\n\n\n@dataclass\nclass Req:\n    text: str = ''\n\n\n"
+              "def make():\n    return Req(text='x')\n")
+    step = op("add_keyword_argument", call="Req(...)", code="tenant='t'", within="make")
+    field = op("add_dataclass_field", cls="Req", after="text", code="tenant: str = ''")
+    cannot(step, before, Conflict)
+    check(step.among([step, field]), before, before.replace("Req(text='x')", "Req(text='x', tenant='t')"))

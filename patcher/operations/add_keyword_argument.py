@@ -23,6 +23,7 @@ a keyword of the call; or a conflict: the call already passes that keyword with 
 from __future__ import annotations
 
 import ast
+import textwrap
 from dataclasses import dataclass
 from typing import Literal
 
@@ -63,7 +64,8 @@ class AddKeywordArgument(Operation):
     code: str = option(check=load_check(_keyword), description="the keyword argument, e.g. enable_profiling=True")
     after: str | None = option(default=None, description="the keyword the new one follows; default: the end")
     within: str | None = option(default=None, description=WITHIN)
-    #: `function:parameter` of the parameters the recipe's add_parameter steps in this file add (set by `among`)
+    #: `function:parameter` of the parameters the recipe's add_parameter steps in this file add, and
+    #: `__init__:field` of its add_dataclass_field steps (set by `among`)
     parameters_added: tuple[str, ...] = option(default=(), exclude=True)
 
     def among(self, steps) -> "AddKeywordArgument":
@@ -78,6 +80,13 @@ class AddKeywordArgument(Operation):
                     added.append(f"{s.function.rsplit('.', 1)[-1]}:{_parameter(s.code).name.value}")
                 except RecipeError:
                     continue
+            elif s.op == "add_dataclass_field":  # a field is a parameter of the `__init__` the dataclass gets
+                try:
+                    field = ast.parse(textwrap.dedent(s.code).strip()).body[0]
+                except (SyntaxError, ValueError, RecursionError, IndexError):
+                    continue
+                if isinstance(field, ast.AnnAssign) and isinstance(field.target, ast.Name):
+                    added.append(f"__init__:{field.target.id}")
         return replace(self, parameters_added=tuple(added)) if added else self
 
     def describe(self) -> str:
