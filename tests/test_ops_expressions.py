@@ -536,3 +536,14 @@ def test_a_keyword_for_a_field_another_step_adds_to_the_dataclass_is_added():
     field = op("add_dataclass_field", cls="Req", after="text", code="tenant: str = ''")
     cannot(step, before, Conflict)
     check(step.among([step, field]), before, before.replace("Req(text='x')", "Req(text='x', tenant='t')"))
+
+
+def test_another_expression_of_the_same_shape_beside_the_code_is_no_edit_of_the_match():
+    # a review (sglang 0.5.9's server_args: `reserved_mem += max(self.chunked_prefill_size, 2048) * 1.5` in one arm,
+    # `max(self.max_prefill_tokens, 2048) * 1.5` in the other): the step's second run took the other arm's for an
+    # edit of its match, and the first apply was refused as "would not find its own change"
+    before = ("def f(self, chunked):\n    if chunked:\n        reserved_mem += max(self.chunked_prefill_size, 2048) * 1.5\n"
+              "    else:\n        reserved_mem += max(self.max_prefill_tokens, 2048) * 1.5\n")
+    step = op("replace_expression", within="f", match="max(self.chunked_prefill_size, 2048) * 1.5",
+              code="max(self.chunked_prefill_size, 2048) * 2", statement="an assignment to reserved_mem")
+    check(step, before, before.replace("chunked_prefill_size, 2048) * 1.5", "chunked_prefill_size, 2048) * 2"))

@@ -22,10 +22,10 @@ This is the general expression edit; the narrower ones
 importer prefers them when they express a change.
 
 Answers: *changed*; *already applied* (no expression matches `match` outside the ones that replaced it, and `code` is
-there; with `statement:`, in a statement of that kind, and no other statement of that kind holds an expression alike
-the match, which upstream would have edited: without `statement:`, `code` anywhere under `within` counts, so say
-it where the code is short); *cannot apply* (neither `match` nor `code` is found, with the expressions of the same kind that look most
-alike as candidates; several expressions match).
+there; with `statement:`, in a statement of that kind, and no other statement of that kind holds the match but for
+one or two literal values, which upstream would have edited: without `statement:`, `code` anywhere under `within`
+counts, so say it where the code is short); *cannot apply* (neither `match` nor `code` is found, with the
+expressions of the same kind that look most alike as candidates; several expressions match).
 """
 
 from __future__ import annotations
@@ -181,9 +181,10 @@ def _part_of(code: str, match: str) -> bool:
 
 
 def _edited_form(code: str, match: str) -> bool:
-    """Whether an expression is the match with one or two of its values or names changed, and calls of the same
-    functions (`n * 3` for `n * 2`; not `BatchTokenOutput(rids=r)` for `BatchEmbeddingOutput(rids=r)`: another
-    call is another thing, however alike it reads)."""
+    """Whether an expression is the match with one or two of its literal values changed (`n * 3` for `n * 2`): an
+    edit of the very expression. Another name, attribute or callee is another expression, however alike it reads
+    (`max(self.max_prefill_tokens, 2048) * 1.5` beside `max(self.chunked_prefill_size, 2048) * 1.5`; not
+    `BatchTokenOutput(rids=r)` for `BatchEmbeddingOutput(rids=r)`)."""
     import ast
     import textwrap
 
@@ -202,7 +203,9 @@ def _edited_form(code: str, match: str) -> bool:
             counts = [leaves(i, j) for i, j in zip(x, y)]
             return None if None in counts else sum(counts)
         if not isinstance(x, ast.AST):
-            return int(x != y)
+            return None if x != y else 0  # a name, an attribute, an operator: another expression
+        if isinstance(x, ast.Constant):
+            return int(x.value != y.value or type(x.value) is not type(y.value))
         total = 0
         for field in x._fields:
             if field == "ctx":
