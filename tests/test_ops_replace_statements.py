@@ -616,3 +616,12 @@ def test_a_removal_is_not_done_where_upstream_called_the_same_method_on_another_
     check(put, before.replace("torch.get_device_module(self.device).synchronize()", "self.out.zero_()"),
           before.replace("torch.get_device_module(self.device).synchronize()",
                          "self.out.zero_()\n        self.topk_p.zero_()"))
+
+
+def test_removing_a_call_beside_the_same_call_on_another_named_object_is_done():
+    # a review (sglang 0.5.9's server_args: `envs.SGLANG_NSA_FORCE_MLA.set(True)` beside another env var's
+    # `.set(True)`): the removal's second run took the other for an edit of it, and the first apply was refused
+    before = ("from sglang.srt.environ import envs\n\n\ndef f():\n    envs.SGLANG_A.set(True)\n"
+              "    envs.SGLANG_B.set(True)\n")
+    step = op("replace_statements", within="f", match="envs.SGLANG_A.set(True)", code="")
+    check(step, before, before.replace("    envs.SGLANG_A.set(True)\n", ""))

@@ -491,9 +491,9 @@ def _edited_upstream(module: cst.Module, blocks: Sequence, first: cst.CSTNode, *
     the same kind of simple statement with the same target or callee (`x = ...`, `self.x: T = ...`, `f(...)`), or
     the same compound header keyword and target, whose code is three quarters alike. A removal whose statement
     upstream merely edited is not done: the edited statement is still there. With `receivers`, also the same
-    method called, with alike arguments, on another receiver rooted at the same module the file imports
-    (`torch.cuda.synchronize()` as `torch.get_device_module(dev).synchronize()`; not `self.a.zero_()` as
-    `self.b.zero_()`: two attributes of an instance are two objects)."""
+    method called, with alike arguments, on a receiver rooted at the same module the file imports and reached another
+    way (named, now computed: `torch.cuda.synchronize()` as `torch.get_device_module(dev).synchronize()`; not
+    `self.a.zero_()` as `self.b.zero_()`, nor `envs.A.set(True)` as `envs.B.set(True)`: two objects)."""
     import difflib
 
     def head(stmt: cst.CSTNode, mod: cst.Module) -> tuple | None:
@@ -527,7 +527,12 @@ def _edited_upstream(module: cst.Module, blocks: Sequence, first: cst.CSTNode, *
                 name = name.value
             return name.value if isinstance(name, cst.Name) else ""
 
-        def tail(stmt: cst.CSTNode, mod: cst.Module) -> tuple[str, str, str] | None:
+        def plain(node: cst.BaseExpression) -> bool:  # `torch.cuda`, `envs.X`: an object named, not computed
+            while isinstance(node, cst.Attribute):
+                node = node.value
+            return isinstance(node, cst.Name)
+
+        def tail(stmt: cst.CSTNode, mod: cst.Module) -> tuple[str, str, str, bool] | None:
             if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1
                     and isinstance(stmt.body[0], cst.Expr) and isinstance(stmt.body[0].value, cst.Call)
                     and isinstance(stmt.body[0].value.func, cst.Attribute)):
@@ -537,7 +542,7 @@ def _edited_upstream(module: cst.Module, blocks: Sequence, first: cst.CSTNode, *
             while isinstance(root, (cst.Attribute, cst.Call, cst.Subscript)):
                 root = root.value if not isinstance(root, cst.Call) else root.func
             args = " ".join(" ".join(mod.code_for_node(a).split()) for a in call.args)
-            return (call.func.attr.value, root.value if isinstance(root, cst.Name) else "", args)
+            return (call.func.attr.value, root.value if isinstance(root, cst.Name) else "", args, plain(call.func.value))
 
         imported = {(a.asname.name.value if a.asname else mod_root(a.name)) for node in module.body
                     if isinstance(node, cst.SimpleStatementLine) for small in node.body
@@ -547,7 +552,9 @@ def _edited_upstream(module: cst.Module, blocks: Sequence, first: cst.CSTNode, *
         for _, statements in blocks if mine is not None and mine[1] in imported else ():
             for stmt in statements:
                 theirs = tail(stmt, module)
-                if theirs is not None and theirs[:2] == mine[:2] and (
+                # the way to the object changed (named, now computed, or the other way round): two objects both
+                # named (`envs.A.set(True)`, `envs.B.set(True)`) or both computed are two objects
+                if theirs is not None and theirs[:2] == mine[:2] and theirs[3] != mine[3] and (
                         theirs[2] == mine[2] or difflib.SequenceMatcher(None, mine[2], theirs[2]).ratio() >= 0.75):
                     out.append(Candidate(f"`{first_line(module, stmt)}`", node=stmt))
     return out
