@@ -96,13 +96,28 @@ def normalized(code: str) -> str | None:
         tree = ast.parse(textwrap.dedent(code).replace("\r\n", "\n"))
     except SyntaxError:
         return None
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
-            first = node.body[0]
-            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) \
-                    and isinstance(first.value.value, str) and "\n" in first.value.value:
-                first.value.value = inspect.cleandoc(first.value.value)
+    for constant in docstring_constants(tree):
+        if "\n" in constant.value:
+            constant.value = inspect.cleandoc(constant.value)
     return ast.dump(tree)
+
+
+def docstring_constants(tree: ast.AST) -> list[ast.Constant]:
+    """The string constants of `tree` that document something: the first statement of a module, class or def, and a
+    string statement right below an assignment of a module or class body (an attribute's docstring, as vLLM's config
+    fields have). They move with the code they document (their indentation is no part of what they say)."""
+    out: list[ast.Constant] = []
+    for node in ast.walk(tree):
+        if not isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for i, stmt in enumerate(node.body):
+            if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant)
+                    and isinstance(stmt.value.value, str)):
+                continue
+            if i == 0 or not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) \
+                    and isinstance(node.body[i - 1], (ast.Assign, ast.AnnAssign)):
+                out.append(stmt.value)
+    return out
 
 
 def same_code(a: str, b: str) -> bool:
@@ -443,10 +458,7 @@ def string_continuation_lines(code: str) -> set[int]:
         tokens = list(tokenize.generate_tokens(io.StringIO(code).readline))
     except (SyntaxError, ValueError, tokenize.TokenError, RecursionError, MemoryError):
         return set()
-    docstrings = {n.body[0].value.lineno for n in ast.walk(tree)
-                  if isinstance(n, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and n.body
-                  and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)
-                  and isinstance(n.body[0].value.value, str)}
+    docstrings = {c.lineno for c in docstring_constants(tree)}
     start_kind, end_kind = getattr(tokenize, "FSTRING_START", None), getattr(tokenize, "FSTRING_END", None)
     out: set[int] = set()
     opened: list[int] = []

@@ -224,3 +224,10 @@ def test_a_default_the_dataclass_refuses_at_import_is_a_conflict(code):
     # a ClassVar is no field: its value is the class's
     check(op("add_dataclass_field", cls="Args", after="a", code="names: ClassVar[list] = []"),
           "@dataclass\nclass Args:\n    a: int = 0\n", "@dataclass\nclass Args:\n    a: int = 0\n    names: ClassVar[list] = []\n")
+
+
+def test_a_field_docstring_moves_with_the_field_it_documents():
+    # a review (vLLM 0.34's SchedulerConfig): the docstring's second line stayed at column 0 inside the class body
+    step = op("add_dataclass_field", cls="C", after="a", code='b: int = 0\n"""The b,\nin two lines."""\n')
+    check(step, 'class C:\n    a: int = 1\n    """The a."""\n',
+          'class C:\n    a: int = 1\n    """The a."""\n    b: int = 0\n    """The b,\n    in two lines."""\n')
