@@ -394,3 +394,10 @@ def test_a_method_the_instance_sets_by_any_form_is_hidden(sets):
     step = op("add_method", cls="Holder", code="def hidden(self):\n    return 1\n")
     err = cannot(step, f"class Holder:\n    def __init__(self):\n        {sets}\n", Conflict)
     assert "hides a method" in err.message, err.message
+
+
+def test_a_method_read_in_an_assignment_target_is_not_hidden():
+    # a review: `self.cache[self.key()] = 1` reads `self.key` inside its target; taken for setting it
+    step = op("add_method", cls="Holder", code="def key(self):\n    return 1\n")
+    before = "class Holder:\n    def __init__(self):\n        self.cache = {}\n        self.cache[self.key()] = 1\n"
+    check(step, before, before + "\n    def key(self):\n        return 1\n")

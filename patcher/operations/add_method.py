@@ -245,7 +245,7 @@ def _instance_binding(module: cst.Module, methods: list[NodePath], name: str) ->
             targets = tree.targets if isinstance(tree, ast.Assign) else [tree.target] \
                 if isinstance(tree, (ast.AnnAssign, ast.AugAssign, ast.For, ast.AsyncFor)) else []
             # unpacked (`self.a, self.reset = ...`) or a loop's target, and `setattr(self, "reset", ...)`
-            flat = [n for t in targets for n in ast.walk(t)]
+            flat = [n for t in targets for n in ast.walk(t) if isinstance(getattr(n, "ctx", None), ast.Store)]
             calls = [] if isinstance(tree, (ast.For, ast.AsyncFor)) else [
                 n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
                      and n.func.id == "setattr" and len(n.args) >= 2 and isinstance(n.args[0], ast.Name)
