@@ -231,3 +231,13 @@ def test_a_field_docstring_moves_with_the_field_it_documents():
     step = op("add_dataclass_field", cls="C", after="a", code='b: int = 0\n"""The b,\nin two lines."""\n')
     check(step, 'class C:\n    a: int = 1\n    """The a."""\n',
           'class C:\n    a: int = 1\n    """The a."""\n    b: int = 0\n    """The b,\n    in two lines."""\n')
+
+
+def test_the_kw_only_sentinel_is_added_once():
+    # hostile round 11 (a fuzzer): adding `_: KW_ONLY` failed its own second run (the sentinel taken for a
+    # keyword-only field), and a second sentinel was applied (TypeError when the class is made)
+    step = op("add_dataclass_field", cls="C", after="a", code="_: KW_ONLY")
+    before = "@dataclass\nclass C:\n    a: int = 0\n    b: int = 1\n"
+    check(step, before, before.replace("    b: int", "    _: KW_ONLY\n    b: int"))
+    second = op("add_dataclass_field", cls="C", after="b", code="kw: KW_ONLY")
+    cannot(second, before.replace("    b: int", "    _: KW_ONLY\n    b: int"), Conflict)

@@ -547,3 +547,20 @@ def test_another_expression_of_the_same_shape_beside_the_code_is_no_edit_of_the_
     step = op("replace_expression", within="f", match="max(self.chunked_prefill_size, 2048) * 1.5",
               code="max(self.chunked_prefill_size, 2048) * 2", statement="an assignment to reserved_mem")
     check(step, before, before.replace("chunked_prefill_size, 2048) * 1.5", "chunked_prefill_size, 2048) * 2"))
+
+
+def test_several_elements_in_one_step_are_refused_at_load():
+    # hostile round 11 (a fuzzer): code '"D", "E"' was applied, and the second run did not find it
+    with pytest.raises(ValidationError, match="must be one element"):
+        op("add_element", after='"C"', code='"D", "E"')
+    check(op("add_element", after='"C"', code='("D", "E")'), 'X = ["C"]\n', 'X = ["C", ("D", "E")]\n')
+
+
+def test_a_case_patterns_capture_is_no_expression_to_replace():
+    # hostile round 11 (a fuzzer): `match: a` rewrote the capture of `case [a, *rest]:` into `case [n, *rest]:`,
+    # rebinding the parameter `n`, exit 0
+    before = "def make(n, xs):\n    match xs:\n        case [a, *rest]:\n            return a\n    return n\n"
+    err = cannot(op("replace_expression", within="make", match="rest", code="tail"), before, AnchorNotFound)
+    assert "no expression `rest`" in err.message
+    check(op("replace_expression", within="make", match="a", code="a + 1", statement="a `return` statement"),
+          before, before.replace("return a\n", "return a + 1\n"))

@@ -95,7 +95,7 @@ class AddDataclassField(Operation):
                 order = [p[-1] for p in fields]
                 stand = _keyword_only(module, order, existing[0][-1])
                 anchor = next((s for s in order if ident(field_name(s)) == ident(self.after)), None)
-                if anchor is None or "kw_only=True" in "".join(self.code.split()) \
+                if anchor is None or "kw_only=True" in "".join(self.code.split()) or _sentinel(module, stmts[0]) \
                         or stand == _keyword_only(module, order, anchor, after=True):
                     return AlreadyApplied(existing[0][-1])
                 kinds = {True: "keyword-only", False: "positional"}
@@ -105,6 +105,12 @@ class AddDataclassField(Operation):
                                candidates=[Candidate(have.strip(), node=existing[0][-1])])
             raise Conflict(f"`{self.cls}` already has a field `{name}` that differs: `{have.strip()}`",
                            candidates=[Candidate(have.strip(), node=existing[0][-1])])
+        if _sentinel(module, stmts[0]):
+            had = next((p[-1] for p in fields if _sentinel(module, p[-1])), None)
+            if had is not None:  # one `KW_ONLY` per dataclass: TypeError when the class is made
+                raise Conflict(f"`{self.cls}` already has a `KW_ONLY` sentinel (`{code_of(module, had).strip()}`): a "
+                               f"second one is TypeError when the class is made",
+                               candidates=[Candidate(code_of(module, had).strip(), node=had)])
         other = class_members(cpath).get(ident(name))
         if other is not None:  # a method or nested class of that name: the field would replace it
             raise Conflict(f"`{self.cls}` already binds `{name}` (not as a field): the field would replace it",
@@ -277,6 +283,12 @@ def _refuse_bad_init(module: cst.Module, cpath, new: cst.SimpleStatementLine, na
             raise Conflict(f"a call of `{cls_name}` in the module passes {len(positional)} arguments by position "
                            f"(`{shown}`): the new field `{name}`, number {position + 1} of its `__init__`, would "
                            f"take one meant for the next field", candidates=[Candidate(f"`{shown}`", node=call)])
+
+
+def _sentinel(module: cst.Module, stmt: cst.CSTNode) -> bool:
+    """Whether a class-body statement is the `_: KW_ONLY` sentinel of a dataclass."""
+    small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
+    return isinstance(small, cst.AnnAssign) and "KW_ONLY" in module.code_for_node(small.annotation.annotation)
 
 
 def _keyword_only(module: cst.Module, order: list[cst.CSTNode], stmt: cst.CSTNode, *, after: bool = False) -> bool:

@@ -66,9 +66,20 @@ def _entry(code: str) -> cst.DictElement | None:
 
 
 def _element_or_entry(code: str) -> None:
-    """Option check at load time: one expression, or one dict entry `key: value`."""
-    if _entry(code) is None:
-        check_expression(code)
+    """Option check at load time: one expression, or one dict entry `key: value`; not several elements (`"D", "E"`
+    is a tuple written without parentheses: one step adds one element)."""
+    import textwrap
+
+    if _entry(code) is not None:
+        return
+    check_expression(code)
+    try:
+        node = cst.parse_expression(textwrap.dedent(code).strip())
+    except (cst.ParserSyntaxError, RecursionError):
+        return  # parse_expression says what is wrong, when the step runs
+    if isinstance(node, cst.Tuple) and not node.lpar:
+        raise ValueError(f"must be one element, got {len(node.elements)} ({line_text(code)!r}): give each its own "
+                         f"step, or write a tuple element in parentheses")
 
 
 

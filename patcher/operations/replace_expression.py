@@ -71,8 +71,9 @@ class ReplaceExpression(Operation):
         scope = scope_path(module, self.within)
         old_key, new_key = expression_key(self.match), expression_key(self.code)
         candidates = expressions_under(scope, (type(old),))
-        found = [n for n in candidates if node_key(module, n) == old_key]
-        placed = [n for n in expressions_under(scope, (type(new),)) if node_key(module, n) == new_key]
+        found = [n for n in candidates if node_key(module, n) == old_key and not _capture(candidates._paths[id(n)])]
+        news = expressions_under(scope, (type(new),))
+        placed = [n for n in news if node_key(module, n) == new_key and not _capture(news._paths[id(n)])]
         anchors = [n for n in found if not any(contains(p, n) for p in placed)]
 
         def evidence() -> list[cst.CSTNode]:
@@ -178,6 +179,16 @@ def _part_of(code: str, match: str) -> bool:
     except (SyntaxError, ValueError, RecursionError):
         return False
     return any(ast.dump(n) == want for n in ast.walk(whole) if n is not whole)
+
+
+def _capture(path: tuple[cst.CSTNode, ...]) -> bool:
+    """Whether the name at the end of `path` is a capture of a `case` pattern (`case [a, *rest]:`, `**others`): a
+    name the pattern binds, no expression to replace."""
+    if len(path) < 2:
+        return False
+    parent, node = path[-2], path[-1]
+    return isinstance(parent, (cst.MatchAs, cst.MatchStar)) and parent.name is node \
+        or isinstance(parent, cst.MatchMapping) and parent.rest is node
 
 
 def _edited_form(code: str, match: str) -> bool:
