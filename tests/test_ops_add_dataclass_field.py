@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import libcst as cst
 import pytest
 from op_helpers import cannot, check, op, unchanged
 
@@ -171,7 +172,9 @@ def test_fields_the_generated_init_takes_by_keyword_only_or_plain_classes_are_no
                        "X = M(1, b=3, port=4)\n"),
     ("KNOWN: ClassVar[list] = ['eagle']", "@dataclass\nclass M:\n    port: int = 1\n"),  # no field: no default
     ("tenant: str", "@dataclass(init=False)\nclass M:\n    port: int = 1\n"),  # the class writes its __init__
-    ("tenant: str = field(kw_only=True)", "@dataclass\nclass M:\n    port: int = 1\n\n\nX = M(3)\n"),
+    # keyword-only: no position to shift (with a default: `M(3)` need not pass it; without one, hostile round 11,
+    # it must, and is refused in the test below)
+    ("tenant: str = field(default='', kw_only=True)", "@dataclass\nclass M:\n    port: int = 1\n\n\nX = M(3)\n"),
 ])
 def test_fields_that_leave_the_generated_init_working_are_added(code, before):
     step = op("add_dataclass_field", **{"class": "M", "after": "port", "code": code})
@@ -241,3 +244,25 @@ def test_the_kw_only_sentinel_is_added_once():
     check(step, before, before.replace("    b: int", "    _: KW_ONLY\n    b: int"))
     second = op("add_dataclass_field", cls="C", after="b", code="kw: KW_ONLY")
     cannot(second, before.replace("    b: int", "    _: KW_ONLY\n    b: int"), Conflict)
+
+
+@pytest.mark.parametrize("cls, after, code, call", [
+    # hostile round 11 (a fuzzer): each applied with exit 0; the module's own construction then raised TypeError
+    ("Req", "a", "b: int", "Req(a=1)"),
+    ("Kw", "a", "new: int", "Kw(a=1)"),
+    ("Frozen", "y", "new: int", "Frozen(x=1, y=2)"),
+    ("Point", "x", "w: int", "Point(1, y=2)"),
+])
+def test_a_field_without_default_a_construction_of_the_module_does_not_pass_is_a_conflict(cls, after, code, call):
+    before = ("from dataclasses import KW_ONLY, dataclass\nfrom typing import NamedTuple\n\n\n@dataclass\nclass Req:\n"
+              "    a: int\n\n\n@dataclass(kw_only=True)\nclass Kw:\n    a: int = 0\n\n\n@dataclass\nclass Frozen:\n"
+              "    x: int\n    _: KW_ONLY\n    y: int = 0\n\n\nclass Point(NamedTuple):\n    x: int\n    y: int = 0\n\n\n"
+              f"def make():\n    return {call}\n")
+    step = op("add_dataclass_field", cls=cls, after=after, code=code)
+    err = cannot(step, before, Conflict)
+    assert f"does not pass `{code.split(':')[0]}`" in err.message, err.message
+    # with a default, or with a step of the recipe that writes the class's calls, it is added
+    assert op("add_dataclass_field", cls=cls, after=after, code=code + " = 0").apply(
+        cst.parse_module(before)).__class__.__name__ == "Changed"
+    other = op("add_keyword_argument", call=f"{cls}(...)", code=f"{code.split(':')[0]}=1", within="make")
+    assert step.among([step, other]).apply(cst.parse_module(before)).__class__.__name__ == "Changed"

@@ -52,6 +52,17 @@ class AddDataclassField(Operation):
     cls: str = option(alias="class", description="the class, e.g. ServerArgs (dotted for nested classes)")
     after: str = option(description="the field the new one follows, e.g. speculative_accept_threshold_acc")
     code: str = option(description="the new field, e.g. 'speculative_disable_batch_threshold: int = 0'")
+    #: set by `among`, not by recipes: another step of the recipe, in this file, writes a call of the class (the
+    #: recipe passes the new field itself)
+    callers_changed: bool = option(default=False, exclude=True)
+
+    def among(self, steps) -> "AddDataclassField":
+        from dataclasses import replace
+
+        short = self.cls.rsplit(".", 1)[-1]
+        touched = any(s is not self and (f"{short}(" in (getattr(s, "code", None) or "")
+                                         or s.op == "add_keyword_argument" and f"{short}(" in s.call) for s in steps)
+        return replace(self, callers_changed=True) if touched else self
 
 
     def describe(self) -> str:
@@ -124,6 +135,9 @@ class AddDataclassField(Operation):
         anchors = [p for p in fields if ident(field_name(p[-1])) == ident(self.after)]
         if len(anchors) == 1:
             _refuse_bad_init(module, cpath, new, name, anchors[0][-1], self.cls)
+            if not self.callers_changed:
+                _refuse_unfilled_constructions(module, cpath, new, name, anchors[0][-1], self.cls,
+                                               [p[-1] for p in fields])
         if not anchors:
             by_name = {field_name(p[-1]): p[-1] for p in fields}
             raise AnchorNotFound(
@@ -283,6 +297,45 @@ def _refuse_bad_init(module: cst.Module, cpath, new: cst.SimpleStatementLine, na
             raise Conflict(f"a call of `{cls_name}` in the module passes {len(positional)} arguments by position "
                            f"(`{shown}`): the new field `{name}`, number {position + 1} of its `__init__`, would "
                            f"take one meant for the next field", candidates=[Candidate(f"`{shown}`", node=call)])
+
+
+def _refuse_unfilled_constructions(module: cst.Module, cpath, new: cst.SimpleStatementLine, name: str,
+                                   anchor: cst.CSTNode, cls_name: str, order: list[cst.CSTNode]) -> None:
+    """A field without a default is a parameter every construction must pass: a call of the class in the module
+    that passes it neither by keyword nor (a positional field) by position raises TypeError. For a dataclass (its
+    fields keyword-only too) and a NamedTuple; as `add_parameter` refuses for a function."""
+    from ._calls import _dataclass_options, base_names, calls_in_classes
+
+    cls = cpath[-1]
+    options = _dataclass_options(module, cls)
+    namedtuple = "NamedTuple" in base_names(module, cls)
+    small = new.body[0]
+    if options is None and not namedtuple or options is not None and options.get("init") == "False" \
+            or not isinstance(small, cst.AnnAssign):
+        return
+    note = module.code_for_node(small.annotation.annotation)
+    flat = "".join(module.code_for_node(small.value).split()) if small.value is not None else ""
+    is_field = isinstance(small.value, cst.Call) and module.code_for_node(small.value.func).split(".")[-1] == "field"
+    if "ClassVar" in note or "KW_ONLY" in note or is_field and "init=False" in flat:
+        return
+    if small.value is not None and (not is_field or "default=" in flat or "default_factory=" in flat):
+        return  # it has a default
+    keyword = options is not None and options.get("kw_only") == "True" or "kw_only=True" in flat \
+        or _keyword_only(module, order, anchor, after=True)
+    positional = [field_name(s) for s in order if not _sentinel(module, s) and _has_default(module, s) is not None
+                  and not _keyword_only(module, order, s)]
+    at = positional.index(field_name(anchor)) + 1 if field_name(anchor) in positional else len(positional)
+    short = cls_name.split(".")[-1]
+    for call, _ in calls_in_classes(module):
+        if not (isinstance(call.func, cst.Name) and call.func.value == short) or any(a.star for a in call.args):
+            continue
+        if any(a.keyword is not None and a.keyword.value == name for a in call.args):
+            continue
+        if not keyword and sum(1 for a in call.args if a.keyword is None) > at:
+            continue  # it passes the new field by position (the shift is judged in `_refuse_bad_init`)
+        text = line_text(module.code_for_node(call))
+        raise Conflict(f"`{text}` does not pass `{name}`, which the new field of `{cls_name}` requires (no "
+                       f"default): TypeError at that call", candidates=[Candidate(f"`{text}`", node=call)])
 
 
 def _sentinel(module: cst.Module, stmt: cst.CSTNode) -> bool:
