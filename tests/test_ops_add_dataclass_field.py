@@ -266,3 +266,11 @@ def test_a_field_without_default_a_construction_of_the_module_does_not_pass_is_a
         cst.parse_module(before)).__class__.__name__ == "Changed"
     other = op("add_keyword_argument", call=f"{cls}(...)", code=f"{code.split(':')[0]}=1", within="make")
     assert step.among([step, other]).apply(cst.parse_module(before)).__class__.__name__ == "Changed"
+
+
+@pytest.mark.parametrize("code", ["THREE = 1 + 1", "THREE = 4 // 2", "THREE = -(-2)"])
+def test_an_enum_member_whose_computed_value_another_has_is_an_alias(code):
+    # hostile round 11 (a fuzzer): `THREE = 2` was refused, `THREE = 1 + 1` applied: Env.THREE became Env.TWO
+    step = op("add_dataclass_field", cls="Env", after="TWO", code=code)
+    err = cannot(step, "import enum\n\n\nclass Env(enum.Enum):\n    ONE = 1\n    TWO = 2\n", Conflict)
+    assert "alias" in err.message, err.message

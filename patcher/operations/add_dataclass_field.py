@@ -183,8 +183,8 @@ def _enum_alias(module: cst.Module, cls: cst.ClassDef, new: cst.SimpleStatementL
         if not isinstance(small, cst.Assign):
             return None
         try:
-            return ("value", ast.literal_eval(module.code_for_node(small.value)))
-        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            return ("value", _constant_value(ast.parse(module.code_for_node(small.value).strip(), mode="eval").body))
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError, ArithmeticError):
             return None
 
     mine = value(new)
@@ -199,6 +199,34 @@ def _enum_alias(module: cst.Module, cls: cst.ClassDef, new: cst.SimpleStatementL
             if theirs == mine:
                 return path[-1]
     return None
+
+
+def _constant_value(node):
+    """The value of a literal, or of arithmetic on literals (`1 + 1`, `4 // 2`, `-(3)`, `2 ** 3`: what an Enum
+    member's value is when the module runs); ValueError for anything else (a name, a call)."""
+    import ast
+    import operator
+
+    binary = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
+              ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.LShift: operator.lshift,
+              ast.RShift: operator.rshift, ast.BitOr: operator.or_, ast.BitAnd: operator.and_,
+              ast.BitXor: operator.xor}
+    if isinstance(node, ast.BinOp) and type(node.op) in binary:
+        left, right = _constant_value(node.left), _constant_value(node.right)
+        if not all(isinstance(v, (int, float)) for v in (left, right)):
+            raise ValueError("not arithmetic")
+        if isinstance(node.op, ast.LShift) and right > 64:
+            raise ValueError("too large")
+        return binary[type(node.op)](left, right)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow):
+        left, right = _constant_value(node.left), _constant_value(node.right)
+        if not (isinstance(left, (int, float)) and isinstance(right, (int, float))) or abs(right) > 64:
+            raise ValueError("not small arithmetic")
+        return left ** right
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd, ast.Invert)):
+        value = _constant_value(node.operand)
+        return {ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Invert: operator.invert}[type(node.op)](value)
+    return ast.literal_eval(node)
 
 
 def _init_kind(module: cst.Module, cls: cst.ClassDef) -> str | None:
