@@ -1504,15 +1504,17 @@ def _star_reads(recipe_id: str, target: Target, rel_pkg: str, rel: str, before: 
 def _as_run(tree: ast.Module) -> ast.Module:
     """`tree` (changed in place) as the interpreter runs it, for the undefined-name check: the bodies of `if
     TYPE_CHECKING:` (`typing.TYPE_CHECKING`) blocks are `pass` (their `else:` stays), and the annotations the
-    interpreter does not evaluate are gone: all of them under `from __future__ import annotations`; else those of
-    local variables and the quoted parts of the others (a signature's and a module or class field's annotations are
-    evaluated when the def or the class statement runs)."""
+    interpreter does not evaluate are gone: all of them under `from __future__ import annotations` (but a field's
+    annotation that calls something: metadata read at run time); else those of local variables and the quoted parts
+    of the others (a signature's and a module or class field's annotations are evaluated when the def or the class
+    statement runs)."""
     lazy = any(isinstance(s, ast.ImportFrom) and s.module == "__future__" and any(a.name == "annotations"
                                                                                  for a in s.names)
                for s in tree.body)
 
-    def unquoted(node: ast.expr | None) -> ast.expr | None:
-        if node is None or lazy:
+    def unquoted(node: ast.expr | None, *, read: bool = False) -> ast.expr | None:
+        """`read`: evaluated whatever `lazy` says (a field's annotation with a call in it)."""
+        if node is None or lazy and not read:
             return None
         for sub in ast.walk(node):  # a forward reference in quotes is not evaluated
             for name, value in ast.iter_fields(sub):
@@ -1536,7 +1538,11 @@ def _as_run(tree: ast.Module) -> ast.Module:
                 walk(st.body, True)
                 continue
             if isinstance(st, ast.AnnAssign):  # a local's annotation is never evaluated
-                kept = None if local else unquoted(st.annotation)
+                # a field's annotation that calls something (`A[int, Arg(help=..., choices=CHOICES)]`, sglang
+                # 0.5.23's server arguments) is metadata a library reads at run time (`typing.get_type_hints`):
+                # evaluated then, under `from __future__ import annotations` too
+                called = lazy and not local and any(isinstance(n, ast.Call) for n in ast.walk(st.annotation))
+                kept = None if local else unquoted(st.annotation, read=called)
                 st.annotation = kept if kept is not None else ast.copy_location(ast.Constant(None), st.annotation)
                 continue
             if isinstance(st, ast.If) and type_checking_test(st.test):

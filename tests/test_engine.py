@@ -1000,3 +1000,16 @@ def test_reads_that_run_outside_or_after_the_new_binding_are_not_made_local(befo
     indented = "\n".join("    " + line for line in code.splitlines())
     after = "\n".join(lines[:2] + [indented] + lines[2:]) + "\n"
     assert undefined_names_added(before, after) == []
+
+
+def test_a_field_annotation_that_calls_something_is_read_under_lazy_annotations():
+    # hostile round 11 (a fuzzer, on sglang 0.5.23's arg_groups/fields/spec.py): under `from __future__ import
+    # annotations` the names check skipped annotations, but `A[int, Arg(help=NEW_HELP)]` is read at start-up by
+    # typing.get_type_hints: NameError when the parser is built, exit 0
+    from patcher.engine import undefined_names_added
+
+    before = ("from __future__ import annotations\n\n\nclass Spec:\n    steps: A[int, Arg(help='s')] = 1\n")
+    after = before + "    new: A[int, Arg(help=NEW_HELP)] = 0\n"
+    assert [n for n, _, _ in undefined_names_added(before, after)] == ["NEW_HELP"]
+    # a plain lazy annotation is still not read
+    assert undefined_names_added(before, before + "    new: Missing = 0\n") == []
