@@ -193,8 +193,9 @@ def _package_lock(target: Target, timeout: float) -> Iterator[None]:
                 break
             except BlockingIOError:
                 if time.monotonic() >= deadline:
-                    raise LockTimeout(f"another specpatch holds the lock on {target.package_dir}; gave up after "
-                                      f"{timeout:g} s", location=Location(file=str(target.package_dir))) from None
+                    # said as the state folder's lock is: the package folder's is held with it
+                    raise LockTimeout(f"another specpatch holds the lock on {target.root}; gave up after {timeout:g} s",
+                                      location=Location(file=str(State.of(target).lock_path))) from None
                 time.sleep(0.05)
             except OSError:
                 break  # a filesystem without flock on folders: the state folder's lock alone
