@@ -1250,8 +1250,11 @@ def test_a_class_the_release_already_defines_in_another_module_is_not_added_agai
     assert "another step of its group" in steps[1].message
     assert {s.status for s in importer.port(load_recipe(out), pkg).steps} == {"applied"}
 
-FIELDS = {"srt/a.py": "class A:\n    size: int = 0\n\n\ndef make_a():\n    return A(size=1)\n",
-          "srt/b.py": "class B:\n    size: int = 0\n\n\ndef make_b():\n    return B(size=1)\n"}
+# classes that take keywords (`object.__init__` takes none: `A(size=1)` on a bare class is a TypeError, refused)
+FIELDS = {"srt/a.py": "class A:\n    size: int = 0\n\n    def __init__(self, **kw):\n        pass\n\n\n"
+                      "def make_a():\n    return A(size=1)\n",
+          "srt/b.py": "class B:\n    size: int = 0\n\n    def __init__(self, **kw):\n        pass\n\n\n"
+                      "def make_b():\n    return B(size=1)\n"}
 
 
 def test_a_step_that_needs_a_name_an_unexpressed_hunk_adds_falls_and_a_same_named_field_of_another_file_does_not(

@@ -564,3 +564,20 @@ def test_a_case_patterns_capture_is_no_expression_to_replace():
     assert "no expression `rest`" in err.message
     check(op("replace_expression", within="make", match="a", code="a + 1", statement="a `return` statement"),
           before, before.replace("return a\n", "return a + 1\n"))
+
+
+@pytest.mark.parametrize("call, code", [
+    # hostile round 11 (a fuzzer): each was applied with exit 0 and raised TypeError at the call
+    ("Plain(...)", "u=1"),  # object's __init__ takes nothing
+    ("Config(...)", "self=1"),  # the bound instance takes no keyword
+    ("Point(...)", "z=2"),  # a NamedTuple's fields
+    ("NotDc(...)", "nope=2"),  # a plain subclass runs the dataclass's generated __init__
+    ("Child(...)", "a=1"),  # a field redeclared init=False is no parameter
+])
+def test_a_keyword_no_constructor_of_the_module_takes_is_a_conflict(call, code):
+    before = ("from dataclasses import dataclass, field\nfrom typing import NamedTuple\n\n\nclass Plain:\n    u: int = 0\n\n\n"
+              "@dataclass\nclass Config:\n    a: int = 0\n\n\nclass Point(NamedTuple):\n    x: int\n    y: int = 0\n\n\n"
+              "class NotDc(Config):\n    pass\n\n\n@dataclass\nclass Child(Config):\n    a: int = field(default=5, init=False)\n"
+              f"\n\ndef use():\n    return {call.replace('...', '')}\n")
+    err = cannot(op("add_keyword_argument", call=call, code=code, within="use"), before, Conflict)
+    assert "takes no parameter" in err.message, err.message

@@ -123,10 +123,11 @@ def _dataclass_fields(module: cst.Module, cls: cst.ClassDef, seen: frozenset[str
             continue
         value = small.value
         flat = "".join(module.code_for_node(value).split()) if value is not None else ""
+        name = small.target.value
         if isinstance(value, cst.Call) and module.code_for_node(value.func).split(".")[-1] == "field" \
                 and "init=False" in flat:
+            out = [f for f in out if f[0] != name]  # redeclared `init=False`: a base's parameter no more
             continue
-        name = small.target.value
         out = [f for f in out if f[0] != name] + [(name, kw or "kw_only=True" in flat)]
     return out
 
@@ -144,6 +145,36 @@ def _dataclass_init(module: cst.Module, cls: cst.ClassDef) -> Def | None:
     kwonly = [n for n, k in fields if k]
     params = ", ".join(["self", *plain, *(["*", *kwonly] if kwonly else [])])
     return cst.parse_statement(f"def __init__({params}):\n    pass\n")
+
+
+def _init_of(module: cst.Module, cls: cst.ClassDef, seen: frozenset[str] = frozenset()) -> Def | None:
+    """The `__init__` a call of the class runs: its own; the one a dataclass generates; a NamedTuple's (its
+    fields); the first base's, through the classes of the module; `object`'s (no parameter) for a class with no
+    base but those that define none. None when it cannot be told: another decorator, a metaclass, a `__new__`, a
+    base from elsewhere."""
+    own = [n for n in _body(cls) if isinstance(n, Def) and n.name.value == "__init__"]
+    if own:
+        return own[-1]
+    if cls.decorators:
+        return _dataclass_init(module, cls)  # a dataclass writes its own `__init__`; another decorator: unknown
+    bound = {n.name.value for n in _body(cls) if isinstance(n, (Def, cst.ClassDef))} | {
+        t.target.value for n in _body(cls) if isinstance(n, cst.SimpleStatementLine) for a in n.body
+        if isinstance(a, cst.Assign) for t in a.targets if isinstance(t.target, cst.Name)}
+    if any(b.keyword is not None for b in cls.bases) or {"__new__", "__init__", "__call__"} & bound:
+        return None  # a metaclass, a `__new__`, an `__init__ = ...`: what the call takes is theirs
+    bases = [b for b in base_names(module, cls) if b.split("[")[0] not in _NEUTRAL]
+    if len(bases) > 1:
+        return _lookup(module, cls, "__init__")  # the method resolution order across several bases
+    if bases == ["NamedTuple"]:
+        names = [s.body[0].target.value for s in _body(cls) if isinstance(s, cst.SimpleStatementLine)
+                 and len(s.body) == 1 and isinstance(s.body[0], cst.AnnAssign) and isinstance(s.body[0].target, cst.Name)]
+        return cst.parse_statement(f"def __init__({', '.join(['self', *names])}):\n    pass\n")
+    if not bases:
+        return cst.parse_statement("def __init__(self):\n    pass\n")  # `object.__init__` takes nothing
+    classes = module_classes(module)
+    if bases[0] not in classes or bases[0] in seen:
+        return None
+    return _init_of(module, classes[bases[0]], seen | {cls.name.value})
 
 
 def _skip(fn: Def, bound: bool) -> int:
@@ -197,10 +228,7 @@ def callee(module: cst.Module, path: tuple[cst.CSTNode, ...], call: cst.Call) ->
         if not found:
             return None, 0
         if isinstance(found[-1], cst.ClassDef):
-            if found[-1].decorators:  # a dataclass writes its own `__init__`, from its fields; another decorator: ?
-                init = _dataclass_init(module, found[-1])
-                return (init, 1) if init is not None else (None, 0)
-            init = _lookup(module, found[-1], "__init__")
+            init = _init_of(module, found[-1])
             return (init, 1) if init is not None else (None, 0)
         return found[-1], 0
     if not isinstance(func, cst.Attribute):

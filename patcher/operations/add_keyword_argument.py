@@ -137,12 +137,14 @@ class AddKeywordArgument(Operation):
                            f"`{line_text(module.code_for_node(call))}` (adding `{name}=` would raise TypeError)",
                            candidates=[Candidate(f"`{line_text(module.code_for_node(call))}`", node=call)])
         path = scope[:-1] + calls._paths[id(call)]
-        target, _ = callee(module, path, call)
+        target, skip = callee(module, path, call)
         wrapped = target is not None and any(  # a decorator (a wrapper, a cache) may take other arguments
             not (isinstance(d.decorator, cst.Name) and d.decorator.value in ("staticmethod", "classmethod"))
             for d in target.decorators)
+        # a parameter the call fills without an argument (`self`) takes no keyword: "multiple values"
         if target is not None and not wrapped and target.params.star_kwarg is None and \
-                name not in {p.name.value for p in (*target.params.params, *target.params.kwonly_params)} and \
+                name not in {p.name.value for p in (*[*target.params.posonly_params, *target.params.params][skip:],
+                                                     *target.params.kwonly_params)} and \
                 f"{target.name.value}:{name}" not in self.parameters_added:
             raise Conflict(f"`{target.name.value}`, which the module defines, takes no parameter `{name}` (nor "
                            f"`**kwargs`): the call would raise TypeError (upstream renamed or removed it?)",
