@@ -976,3 +976,12 @@ def test_code_newer_than_the_running_python_is_named_so(code):
 
     with pytest.raises(RecipeError, match=r"is not Python 3\.\d+, the Python specpatch runs on"):
         op("insert_statements", function="f", at="start", code=code).apply(cst.parse_module("def f():\n    pass\n"))
+
+
+def test_a_read_of_a_name_only_a_case_above_binds_says_so():
+    # hostile round 11 (a fuzzer): refused rightly, but the message said the function assigns it "only below the new
+    # code" and its hint told to anchor below: it is bound above, in a `case` that may not run
+    before = ("def make(x):\n    match x:\n        case {'k': v}:\n            pass\n    done = 1\n    return done\n")
+    step = op("insert_statements", function="make", at="after", match="done = 1", code="print(v)")
+    err = cannot(step, before, ReadBeforeSet)
+    assert "in a branch the new code's path does not go through" in err.message, err.message

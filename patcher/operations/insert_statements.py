@@ -320,10 +320,13 @@ class InsertStatements(Operation):
         if not later:
             return
         above: set[str] = set()
+        elsewhere: set[str] = set()  # what a branch off the new code's path binds (another arm, a `case`)
         stop_path = next((p for p in walk_statements(fpath) if p[-1] is stop), None) if stop is not None else None
         for spath in walk_statements(fpath):
             stmt = spath[-1]
             if stop_path is not None and stmt is not stop and _other_arm(spath, stop_path):
+                whole = statement_ast(module, stmt) if not isinstance(stmt, (cst.FunctionDef, cst.ClassDef)) else None
+                elsewhere |= (_stores(whole, header_only=True) if whole is not None else set()) | _bound_by_blocks(spath)
                 continue  # an `if` arm or `case` the new code's arm excludes: what it binds is not set there
             whole = statement_ast(module, stmt) if not isinstance(stmt, (cst.FunctionDef, cst.ClassDef)) else None
             if stmt is stop:
@@ -333,6 +336,7 @@ class InsertStatements(Operation):
                 break
             if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
                 above.add(stmt.name.value)  # a nested def binds its name where it stands
+            elsewhere |= _bound_by_blocks(spath)  # a `case` capture or `except` name above: that branch may not run
             if whole is not None:
                 above |= _stores(whole, header_only=True)
                 if me is not None and _calls_init(whole):
@@ -342,6 +346,9 @@ class InsertStatements(Operation):
         early = sorted(later - above)
         if early:
             where = "below the new code" if stop is not None or not include else "nowhere above it"
+            if set(early) <= elsewhere:
+                where = ("in a branch the new code's path does not go through (another `if` or `match` arm, a "
+                         "`case` pattern or an `except` handler above it), or below it")
             them = ("it", "it is") if len(early) == 1 else ("them", "they are")
             raise ReadBeforeSet(f"the code reads {', '.join(f'`{m}`' for m in early)}, which `{self.function}` "
                                 f"assigns only {where}: it would read {them[0]} before {them[1]} set")
