@@ -274,3 +274,14 @@ def test_an_enum_member_whose_computed_value_another_has_is_an_alias(code):
     step = op("add_dataclass_field", cls="Env", after="TWO", code=code)
     err = cannot(step, "import enum\n\n\nclass Env(enum.Enum):\n    ONE = 1\n    TWO = 2\n", Conflict)
     assert "alias" in err.message, err.message
+
+
+def test_an_initvar_the_post_init_does_not_take_is_a_conflict():
+    # hostile round 11 (a fuzzer): applied with exit 0, and every construction raised TypeError
+    before = ("@dataclass\nclass C:\n    seed: InitVar[int] = 0\n\n    def __post_init__(self, seed):\n"
+              "        self.s = seed\n")
+    err = cannot(op("add_dataclass_field", cls="C", after="seed", code="extra: InitVar[int] = 0"), before, Conflict)
+    assert "`__post_init__`" in err.message, err.message
+    taking = before.replace("(self, seed)", "(self, seed, extra=None)")
+    check(op("add_dataclass_field", cls="C", after="seed", code="extra: InitVar[int] = 0"), taking,
+          taking.replace("    seed: InitVar[int] = 0\n", "    seed: InitVar[int] = 0\n    extra: InitVar[int] = 0\n"))

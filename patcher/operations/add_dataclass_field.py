@@ -138,6 +138,7 @@ class AddDataclassField(Operation):
             if not self.callers_changed:
                 _refuse_unfilled_constructions(module, cpath, new, name, anchors[0][-1], self.cls,
                                                [p[-1] for p in fields])
+            _refuse_initvar_post_init_cannot_take(module, cpath, new, name, [p[-1] for p in fields], self.cls)
         if not anchors:
             by_name = {field_name(p[-1]): p[-1] for p in fields}
             raise AnchorNotFound(
@@ -364,6 +365,33 @@ def _refuse_unfilled_constructions(module: cst.Module, cpath, new: cst.SimpleSta
         text = line_text(module.code_for_node(call))
         raise Conflict(f"`{text}` does not pass `{name}`, which the new field of `{cls_name}` requires (no "
                        f"default): TypeError at that call", candidates=[Candidate(f"`{text}`", node=call)])
+
+
+def _refuse_initvar_post_init_cannot_take(module: cst.Module, cpath, new: cst.SimpleStatementLine, name: str,
+                                           order: list[cst.CSTNode], cls_name: str) -> None:
+    """A dataclass passes each `InitVar` field, in order, to its `__post_init__`: one more that the class's
+    `__post_init__` does not take is TypeError at every construction."""
+    def initvar(stmt: cst.CSTNode) -> bool:
+        small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
+        return isinstance(small, cst.AnnAssign) and "InitVar" in module.code_for_node(small.annotation.annotation)
+
+    if not initvar(new):
+        return
+    post = next((n for n in body_of(cpath[-1]) if isinstance(n, cst.FunctionDef) and n.name.value == "__post_init__"),
+                None)
+    if post is None:
+        return  # none: the dataclass calls none (a base's, from elsewhere, cannot be read)
+    params = post.params
+    if isinstance(params.star_arg, cst.Param):
+        return
+    takes = len([*params.posonly_params, *params.params]) - 1  # less `self`
+    count = sum(1 for s in order if initvar(s)) + 1
+    if count > takes:
+        raise Conflict(f"the new `InitVar` field `{name}` of `{cls_name}` is passed to its `__post_init__`, which "
+                       f"takes {takes} argument(s) besides `self` where {count} `InitVar` fields would pass {count}: "
+                       f"TypeError at every construction",
+                       candidates=[Candidate(f"`def __post_init__({line_text(module.code_for_node(params))})`",
+                                             node=post)])
 
 
 def _sentinel(module: cst.Module, stmt: cst.CSTNode) -> bool:
