@@ -78,17 +78,22 @@ def _lookup(module: cst.Module, cls: cst.ClassDef, name: str, *, own: bool = Tru
     return None
 
 
+def dataclass_decorator_options(module: cst.Module, cls: cst.ClassDef) -> dict[str, str] | None:
+    """The options of a class's `@dataclass` (`@dataclass`, `@dataclasses.dataclass(...)`) as text, among its
+    decorators; None when none of them is `dataclass`."""
+    for d in cls.decorators:
+        dec = d.decorator
+        head = module.code_for_node(dec.func if isinstance(dec, cst.Call) else dec).strip().split(".")[-1]
+        if head == "dataclass":
+            return {a.keyword.value: module.code_for_node(a.value).strip() for a in getattr(dec, "args", ())
+                    if a.keyword is not None}
+    return None
+
+
 def _dataclass_options(module: cst.Module, cls: cst.ClassDef) -> dict[str, str] | None:
-    """The options of a class's `@dataclass` (`@dataclass`, `@dataclasses.dataclass(...)`) as text, None when it
-    has another decorator or none."""
-    if len(cls.decorators) != 1:
-        return None
-    dec = cls.decorators[0].decorator
-    head = module.code_for_node(dec.func if isinstance(dec, cst.Call) else dec).strip().split(".")[-1]
-    if head != "dataclass":
-        return None
-    return {a.keyword.value: module.code_for_node(a.value).strip() for a in getattr(dec, "args", ())
-            if a.keyword is not None}
+    """`dataclass_decorator_options` of a class whose one decorator is `@dataclass`: None when it has another
+    decorator too (what that one does to the `__init__` cannot be told)."""
+    return dataclass_decorator_options(module, cls) if len(cls.decorators) == 1 else None
 
 
 def _dataclass_fields(module: cst.Module, cls: cst.ClassDef, seen: frozenset[str] = frozenset()
@@ -133,11 +138,8 @@ def _dataclass_fields(module: cst.Module, cls: cst.ClassDef, seen: frozenset[str
 
 
 def _dataclass_init(module: cst.Module, cls: cst.ClassDef) -> Def | None:
-    """The `__init__` a dataclass of the module gets, as a def (its parameters, defaults left out), or one the
-    class writes itself; None when it cannot be told."""
-    own = [n for n in _body(cls) if isinstance(n, Def) and n.name.value == "__init__"]
-    if own:
-        return own[-1]  # the class's own: `@dataclass` leaves it as it is
+    """The `__init__` a dataclass of the module without one of its own gets (`@dataclass` leaves an own one as it
+    is: `_init_of` reads that first), as a def: its parameters, defaults left out; None when it cannot be told."""
     fields = _dataclass_fields(module, cls)
     if fields is None:
         return None

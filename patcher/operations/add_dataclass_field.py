@@ -71,10 +71,6 @@ class AddDataclassField(Operation):
     def anchor(self) -> str:
         return f"{self.cls}.{self.after}"
 
-    def new_field(self, module: cst.Module) -> tuple[cst.SimpleStatementLine, str]:
-        stmts = self._statements(module)
-        return stmts[0], field_name(stmts[0])
-
     def _statements(self, module: cst.Module) -> list[cst.SimpleStatementLine]:
         """The field's statement, and its docstring when `code` has one below it (vLLM documents each config field
         with the string that follows it)."""
@@ -91,12 +87,12 @@ class AddDataclassField(Operation):
 
     @attempt
     def apply(self, module: cst.Module) -> Outcome:
-        new, name = self.new_field(module)
+        stmts = self._statements(module)  # the field, and its docstring if `code` has one
+        new, name = stmts[0], field_name(stmts[0])
         cpath = find_class(module, self.cls)
         fields = [p for p in walk_statements(cpath) if field_name(p[-1]) is not None]
         # names compare as Python compares them (NFKC): a fullwidth letter names the same field
         existing = [p for p in fields if ident(field_name(p[-1])) == ident(name)]
-        stmts = self._statements(module)
         if existing:
             have = code_of(module, existing[0][-1])
             doc = _doc_after(existing[0])
@@ -233,15 +229,13 @@ def _constant_value(node):
 def _init_kind(module: cst.Module, cls: cst.ClassDef) -> str | None:
     """"dataclass" for a class whose fields make a positional `__init__` (`@dataclass`, not `kw_only=True`),
     "namedtuple" for a `NamedTuple`, else None (a plain class, an Enum, a model class of another library)."""
-    for d in cls.decorators:
-        dec = d.decorator
-        head = module.code_for_node(dec.func if isinstance(dec, cst.Call) else dec).strip().split(".")[-1]
-        if head == "dataclass":
-            options = {a.keyword.value: module.code_for_node(a.value).strip() for a in getattr(dec, "args", ())
-                       if a.keyword is not None}
-            # no positional `__init__` to break: keyword-only fields, or an `__init__` the class writes itself
-            return None if options.get("kw_only") == "True" or options.get("init") == "False" else "dataclass"
-    if any(module.code_for_node(b.value).strip().split(".")[-1] == "NamedTuple" for b in cls.bases):
+    from ._calls import base_names, dataclass_decorator_options
+
+    options = dataclass_decorator_options(module, cls)
+    if options is not None:
+        # no positional `__init__` to break: keyword-only fields, or an `__init__` the class writes itself
+        return None if options.get("kw_only") == "True" or options.get("init") == "False" else "dataclass"
+    if "NamedTuple" in base_names(module, cls):
         return "namedtuple"
     return None
 
@@ -372,8 +366,7 @@ def _refuse_initvar_post_init_cannot_take(module: cst.Module, cpath, new: cst.Si
     """A dataclass passes each `InitVar` field, in order, to its `__post_init__`: one more that the class's
     `__post_init__` does not take is TypeError at every construction."""
     def initvar(stmt: cst.CSTNode) -> bool:
-        small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
-        return isinstance(small, cst.AnnAssign) and "InitVar" in module.code_for_node(small.annotation.annotation)
+        return "InitVar" in _annotation(module, stmt)
 
     if not initvar(new):
         return
@@ -394,10 +387,15 @@ def _refuse_initvar_post_init_cannot_take(module: cst.Module, cpath, new: cst.Si
                                              node=post)])
 
 
+def _annotation(module: cst.Module, stmt: cst.CSTNode) -> str:
+    """The annotation of a class-body statement `name: T (= value)`, as written; "" for any other statement."""
+    small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
+    return module.code_for_node(small.annotation.annotation) if isinstance(small, cst.AnnAssign) else ""
+
+
 def _sentinel(module: cst.Module, stmt: cst.CSTNode) -> bool:
     """Whether a class-body statement is the `_: KW_ONLY` sentinel of a dataclass."""
-    small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
-    return isinstance(small, cst.AnnAssign) and "KW_ONLY" in module.code_for_node(small.annotation.annotation)
+    return "KW_ONLY" in _annotation(module, stmt)
 
 
 def _keyword_only(module: cst.Module, order: list[cst.CSTNode], stmt: cst.CSTNode, *, after: bool = False) -> bool:
@@ -405,8 +403,7 @@ def _keyword_only(module: cst.Module, order: list[cst.CSTNode], stmt: cst.CSTNod
     `__init__` for being below the `_: KW_ONLY` sentinel. With `after`, for a field that goes right after `stmt`:
     the sentinel itself counts as above it."""
     for s in order:
-        if any(isinstance(x, cst.AnnAssign) and "KW_ONLY" in module.code_for_node(x.annotation.annotation)
-               for x in getattr(s, "body", ())):
+        if _sentinel(module, s):
             return True if s is stmt and after else any(t is stmt for t in order[order.index(s):])
         if s is stmt:
             break

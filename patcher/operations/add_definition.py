@@ -90,9 +90,10 @@ class AddDefinition(Operation):
             name = new[0].name.value
             same = [s for s in body if isinstance(s, (cst.FunctionDef, cst.ClassDef)) and s.name.value == name]
             if same:
-                if same_code(code_of(module, same[-1]), code_of(cst.Module(body=new), new[0])):
+                mine = code_of(cst.Module(body=new), new[0])
+                if same_code(code_of(module, same[-1]), mine):
                     return AlreadyApplied(same[-1])
-                if any(same_code(code_of(module, s), code_of(cst.Module(body=new), new[0])) for s in same):
+                if any(same_code(code_of(module, s), mine) for s in same):
                     raise Conflict(f"the module has this `{name}`, and defines `{name}` again below it: the later one "
                                    f"is what runs, not this code",
                                    candidates=[Candidate(f"`{first_line(module, same[-1])}`", node=same[-1])])

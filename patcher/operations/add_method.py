@@ -125,8 +125,9 @@ class AddMethod(Operation):
                            f"replaced and never run", candidates=[Candidate(code_of(module, replaced).strip().splitlines()[0],
                                                                              node=replaced)])
         # (most names are new to the class: one rendering of it tells, not one per method)
-        shadow = _instance_binding(module, methods, name) if f".{name}" in code_of(module, cpath[-1]) \
-            or f'"{name}"' in code_of(module, cpath[-1]) or f"'{name}'" in code_of(module, cpath[-1]) else None
+        whole = code_of(module, cpath[-1])
+        shadow = _instance_binding(module, methods, name) \
+            if f".{name}" in whole or f'"{name}"' in whole or f"'{name}'" in whole else None
         if shadow is not None:  # `self.reset = self._reset_cuda` in `__init__`: the instance's wins over the method
             raise Conflict(f"`{self.cls}` sets `self.{name}` on its instances, which hides a method of that name: "
                            f"the method would never be called",

@@ -80,7 +80,6 @@ class ReplaceExpression(Operation):
             # the code where the match would have stood: not inside an expression shaped as the match (`self.timeout`
             # in upstream's `self.timeout * 4`, where the step turns `self.timeout * 2` into `self.timeout`), and in
             # a statement of the recipe's kind when it says one
-            news = expressions_under(scope, (type(new),))
             inner = _part_of(self.code, self.match)  # the change keeps a part of the match (drops a factor)
             return [p for p in placed if not (inner and (parent := next(
                 (n for n in reversed(news._paths[id(p)][:-1]) if isinstance(n, cst.BaseExpression)), None)) is not None
@@ -97,8 +96,7 @@ class ReplaceExpression(Operation):
             anchors = mine or anchors
         if not anchors:
             if done := evidence():
-                edited = self._edited_beside(module, candidates, expressions_under(scope, (type(new),)), done,
-                                             new_key)
+                edited = self._edited_beside(module, candidates, news, done, new_key)
                 if edited is not None:
                     raise AnchorNotFound(
                         f"`{line_text(self.code)}` is in {self.statement} here, but so is `{line_text(edited[0])}`, "

@@ -527,11 +527,6 @@ def _edited_upstream(module: cst.Module, blocks: Sequence, first: cst.CSTNode, *
                 name = name.value
             return name.value if isinstance(name, cst.Name) else ""
 
-        def plain(node: cst.BaseExpression) -> bool:  # `torch.cuda`, `envs.X`: an object named, not computed
-            while isinstance(node, cst.Attribute):
-                node = node.value
-            return isinstance(node, cst.Name)
-
         def tail(stmt: cst.CSTNode, mod: cst.Module) -> tuple[str, str, str, bool] | None:
             if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1
                     and isinstance(stmt.body[0], cst.Expr) and isinstance(stmt.body[0].value, cst.Call)
@@ -542,7 +537,9 @@ def _edited_upstream(module: cst.Module, blocks: Sequence, first: cst.CSTNode, *
             while isinstance(root, (cst.Attribute, cst.Call, cst.Subscript)):
                 root = root.value if not isinstance(root, cst.Call) else root.func
             args = " ".join(" ".join(mod.code_for_node(a).split()) for a in call.args)
-            return (call.func.attr.value, root.value if isinstance(root, cst.Name) else "", args, plain(call.func.value))
+            # the last part: whether the object is named (`torch.cuda`, `envs.X`), not computed
+            return (call.func.attr.value, root.value if isinstance(root, cst.Name) else "", args,
+                    bool(mod_root(call.func.value)))
 
         imported = {(a.asname.name.value if a.asname else mod_root(a.name)) for node in module.body
                     if isinstance(node, cst.SimpleStatementLine) for small in node.body
