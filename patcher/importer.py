@@ -1495,7 +1495,7 @@ def _expression_edits(m, n, spath, old, new, scope) -> Iterator[list[dict]]:
         added = _one_added(mo.elements, no.elements)
         if added:
             yield [{"op": "add_element", "after": _flat(m, mo.elements[added - 1].value),
-                    "code": _flat(n, no.elements[added].value), **within}]
+                    "code": _flat_item(n, no.elements[added].value, no), **within}]
     if isinstance(mo, cst.Dict) and isinstance(no, cst.Dict):
         added = _one_added(mo.elements, no.elements)
         if added and isinstance(no.elements[added], cst.DictElement) \
@@ -1508,7 +1508,7 @@ def _expression_edits(m, n, spath, old, new, scope) -> Iterator[list[dict]]:
 
             had = comments(mo.elements[added - 1])
             lead = [c for c in comments(no.elements[added - 1]) if c not in had]
-            entry = _flat(n, no.elements[added].with_changes(comma=cst.MaybeSentinel.DEFAULT))
+            entry = _flat_item(n, no.elements[added].with_changes(comma=cst.MaybeSentinel.DEFAULT), no)
             yield [{"op": "add_element", "after": _flat(m, mo.elements[added - 1].key),
                     "code": "".join(f"{c}\n" for c in lead) + entry, **within}]
     if isinstance(mo, cst.Parameters) and isinstance(no, cst.Parameters) and isinstance(old, cst.FunctionDef):
@@ -1550,6 +1550,17 @@ def _bare_literal(node: cst.CSTNode) -> bool:
 def _flat(module: cst.Module, node: cst.CSTNode) -> str:
     """A node's code; when it spans lines, it is kept as written (the operations read it inside parentheses)."""
     return module.code_for_node(node).strip()
+
+
+def _flat_item(module: cst.Module, node: cst.CSTNode, literal: cst.CSTNode) -> str:
+    """An item of a literal as `add_element` reads its code: continuation lines relative to the item's first line
+    (the operation puts them back at the items' indentation)."""
+    from .operations._code import reindent
+    from .operations.add_element import item_indent
+
+    text = _flat(module, node)
+    indent = item_indent(literal)
+    return reindent(text, strip=indent) if indent else text
 
 
 def _one_added(old: Sequence[cst.CSTNode], new: Sequence[cst.CSTNode]) -> int | None:

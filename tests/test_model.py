@@ -325,6 +325,21 @@ def test_register_wants_a_literal_op():
     assert "Loose" not in {c.__name__ for c in REGISTRY.values()}
 
 
+def test_a_second_operation_under_a_registered_name_is_refused():
+    # a plugin's class named like a built-in one silently took every recipe's steps of that operation
+    from typing import Literal
+
+    @dataclass(frozen=True, kw_only=True)
+    class Impostor(Operation):
+        """Claims a built-in operation's name."""
+
+        op: Literal["add_method"]
+
+    with pytest.raises(TypeError, match="registered twice"):
+        register(Impostor)
+    assert REGISTRY["add_method"].__name__ == "AddMethod"
+
+
 # --------------------------------------------------------------------------------------------------- JSON Schema
 
 

@@ -581,3 +581,48 @@ def test_a_keyword_no_constructor_of_the_module_takes_is_a_conflict(call, code):
               f"\n\ndef use():\n    return {call.replace('...', '')}\n")
     err = cannot(op("add_keyword_argument", call=call, code=code, within="use"), before, Conflict)
     assert "takes no parameter" in err.message, err.message
+
+
+def test_an_item_with_comments_keeps_them_on_their_own_lines():
+    # fuzzer round 11 (07, 08): a dict entry ending with a comment was refused as "not one expression", and a
+    # comment at the end of the last item's line moved to the item added after it (libcst keeps it before the
+    # closing bracket)
+    before = 'X = [\n    "a",\n    "b",  # bee\n]\nD = {\n    "k": 1,\n    "j": 2,  # jay\n}\n'
+    check(op("add_element", after='"b"', code='"c"  # sea'), before,
+          before.replace('"b",  # bee\n', '"b",  # bee\n    "c",  # sea\n'))
+    check(op("add_element", after='"a"', code='# why\n"z"  # zed'), before,
+          before.replace('"a",\n', '"a",\n    # why\n    "z",  # zed\n'))
+    check(op("add_element", after='"j"', code='"n": 3  # en'), before,
+          before.replace('"j": 2,  # jay\n', '"j": 2,  # jay\n    "n": 3,  # en\n'))
+    no_comma = "f(\n    a=1,\n    b=2  # two\n)\n"
+    check(op("add_keyword_argument", call="f(...)", code="c=3"), no_comma,
+          "f(\n    a=1,\n    b=2,  # two\n    c=3\n)\n")
+    # on one line a comment has no line of its own: a conflict that says so, never a comment dropped
+    err = cannot(op("add_element", after='"a"', code='"z"  # zed'), 'X = ["a"]\n', Conflict)
+    assert "written on one line" in err.message, err.message
+    cannot(op("add_element", after='"k"', code='# why\n"n": 3'), 'D = {"k": 1}\n', Conflict)
+
+
+def test_a_multi_line_item_takes_the_indentation_of_its_neighbours():
+    # fuzzer round 11 (08): its continuation lines were written at the code's own indentation, left of the items
+    before = "def f():\n    return [\n        a,\n        b,\n    ]\n"
+    check(op("add_element", within="f", after="a", code="make(\n    1,\n    2,\n)"), before,
+          before.replace("        a,\n", "        a,\n        make(\n            1,\n            2,\n        ),\n"))
+    # the same for a keyword argument; the lines inside a string that spans lines are its value: left as they are
+    call = "def f():\n    return g(\n        a=1,\n    )\n"
+    check(op("add_keyword_argument", call="g(...)", within="f", code='doc=dedent(\n    """one\ntwo"""\n)'), call,
+          call.replace("        a=1,\n", '        a=1,\n        doc=dedent(\n            """one\ntwo"""\n        ),\n'))
+
+
+def test_an_unpacking_is_an_item_of_its_own():
+    # fuzzer round 11 (07): `*FLAGS` and `**BASE` were refused as "not one expression"
+    step = op("add_element", after="DEFAULT", code="*EXTRA")
+    check(step, "GROUPS = [DEFAULT]\n", "GROUPS = [DEFAULT, *EXTRA]\n")
+    unchanged(step, "GROUPS = [DEFAULT, *EXTRA]\n")
+    check(op("add_element", after="*EXTRA", code="LAST"), "GROUPS = [DEFAULT, *EXTRA]\n",
+          "GROUPS = [DEFAULT, *EXTRA, LAST]\n")
+    check(op("add_element", after='"a"', code="**BASE"), 'D = {"a": 1}\n', 'D = {"a": 1, **BASE}\n')
+    unchanged(op("add_element", after='"a"', code="**BASE"), 'D = {"a": 1, **BASE}\n')
+    # `*EXTRA` is not the element EXTRA, and the reverse
+    check(op("add_element", after="DEFAULT", code="EXTRA"), "GROUPS = [DEFAULT, *EXTRA]\n",
+          "GROUPS = [DEFAULT, EXTRA, *EXTRA]\n")

@@ -233,14 +233,20 @@ def expressions_under(scope: tuple[cst.CSTNode, ...], kinds: tuple[type, ...]) -
     return Expressions(visitor.found, visitor.paths, scope)
 
 
-def insert_item(items: Sequence, index: int, new, opening: object = None) -> list:
+def insert_item(items: Sequence, index: int, new, opening: object = None, closing: object = None) -> list:
     """A copy of a comma-separated list of nodes (call arguments, literal elements, parameters) with `new` at
     `index`, its commas laid out like those of its neighbours; `opening` is the whitespace after the opening
-    bracket (it says how items of a multi-line list are indented)."""
+    bracket (it says how items of a multi-line list are indented), `closing` the whitespace before the closing
+    bracket: the comment at the end of the last item's line, which libcst keeps there (or after a call's last
+    argument, a signature's last parameter), stays on that item's line when `new` goes after it (the caller takes
+    it off `closing` with `without_comment`)."""
     items = list(items)
     space = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
     if not items:
         return [new.with_changes(comma=cst.MaybeSentinel.DEFAULT)]
+    indent = item_indent(opening, items)
+    if indent:
+        new = new.visit(_Shift(indent))  # a multi-line item's continuation lines at the items' indentation
     if index < len(items):
         ref = items[index - 1] if index > 0 else items[0]
         comma = _uncommented(ref.comma) if isinstance(ref.comma, cst.Comma) else space
@@ -261,14 +267,83 @@ def insert_item(items: Sequence, index: int, new, opening: object = None) -> lis
     trailing = _uncommented(last.comma) if isinstance(last.comma, cst.Comma) else cst.MaybeSentinel.DEFAULT
     # the last item keeps the comment of its own line (`timeout=30,  # seconds`), with the layout of the others
     own = last.comma.whitespace_after if isinstance(last.comma, cst.Comma) else None
+    first = own.first_line if isinstance(own, cst.ParenthesizedWhitespace) else None
+    for field in ("whitespace_after_arg", "whitespace_after_param"):
+        held = getattr(last, field, None)
+        if isinstance(held, cst.ParenthesizedWhitespace) and held.first_line.comment is not None:
+            # `b=2  # two` then `)`: the comment goes with `b=2,`, the line break before `)` after the new item
+            first = first or held.first_line
+            last = last.with_changes(**{field: cst.SimpleWhitespace("")})
+            new = new.with_changes(**{field: without_comment(held)})
+    if isinstance(closing, cst.ParenthesizedWhitespace) and closing.first_line.comment is not None:
+        first = first or closing.first_line
+    if first is not None and first.comment is not None and not first.whitespace.value:
+        first = first.with_changes(whitespace=cst.SimpleWhitespace("  "))
     layout = sep.whitespace_after
     if isinstance(layout, cst.ParenthesizedWhitespace):
         # the layout of the others, not the comment lines above the item that follows them
-        first = own.first_line if isinstance(own, cst.ParenthesizedWhitespace) else cst.TrailingWhitespace()
-        sep = sep.with_changes(whitespace_after=layout.with_changes(first_line=first, empty_lines=()))
+        sep = sep.with_changes(whitespace_after=layout.with_changes(first_line=first or cst.TrailingWhitespace(),
+                                                                    empty_lines=()))
     items[-1] = last.with_changes(comma=sep)
     items.append(new.with_changes(comma=trailing))
     return items
+
+
+def item_indent(opening: object, items: Sequence) -> str | None:
+    """The indentation, beyond the block's, of the items of a list written one item per line (`opening` is the
+    whitespace after its opening bracket), else None."""
+    for ws in (opening, *(i.comma.whitespace_after for i in items if isinstance(i.comma, cst.Comma))):
+        if isinstance(ws, cst.ParenthesizedWhitespace):
+            return ws.last_line.value
+    return None
+
+
+class _Shift(cst.CSTTransformer):
+    """Moves the lines an expression continues on (never those inside a string: they are its value) right."""
+
+    def __init__(self, indent: str) -> None:
+        super().__init__()
+        self.indent = indent
+
+    def leave_ParenthesizedWhitespace(self, original, updated):
+        return updated.with_changes(last_line=cst.SimpleWhitespace(self.indent + updated.last_line.value),
+                                    empty_lines=[self._line(e) for e in updated.empty_lines])
+
+    def _line(self, line: cst.EmptyLine) -> cst.EmptyLine:
+        return line.with_changes(whitespace=cst.SimpleWhitespace(self.indent + line.whitespace.value)) \
+            if line.comment is not None else line
+
+
+def reindent(text: str, *, add: str = "", strip: str = "") -> str:
+    """`text` with its continuation lines (not the first) moved right by `add`, or left by `strip` where they start
+    with it; the lines inside a string that spans lines are left as they are (they are the string's value)."""
+    import io
+    import tokenize
+
+    lines = text.split("\n")
+    inside: set[int] = set()  # 0-based lines that continue a multi-line token (a triple-quoted string)
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+            inside.update(range(tok.start[0], tok.end[0]))  # rows start+1 .. end, 1-based: 0-based start .. end-1
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        return text
+    out = lines[:1]
+    for k, line in enumerate(lines[1:], start=1):
+        if k in inside or not line.strip():
+            out.append(line)
+        elif strip:
+            out.append(line[len(strip):] if line.startswith(strip) else line)
+        else:
+            out.append(add + line)
+    return "\n".join(out)
+
+
+def without_comment(ws: object) -> object:
+    """`ws` without the comment at the end of its first line (a closing bracket's whitespace, after an item that
+    `insert_item` gave that comment to)."""
+    if isinstance(ws, cst.ParenthesizedWhitespace) and ws.first_line.comment is not None:
+        return ws.with_changes(first_line=cst.TrailingWhitespace(newline=ws.first_line.newline))
+    return ws
 
 
 def _uncommented(comma: cst.Comma) -> cst.Comma:

@@ -12,12 +12,16 @@ Example (sglang 0.5.9, `ModelConfig.__init__`: one more draft-model architecture
 The literal is found by what it holds: the one list, tuple or set literal under `within` (any depth) that has an
 element equal to `after` (compared as code). Anchoring on an element, not on the whole literal, survives upstream
 adding or removing other elements. The new element takes the layout of its neighbours (one per line in a literal
-written one element per line, a trailing comma kept). The names an assignment, a `for`, a comprehension or a `with`
+written one element per line, a trailing comma kept, the continuation lines of a multi-line element at their
+indentation); comment lines above it and a comment at the end of its line go with it (a literal written on one line
+has no line for them: a conflict). An unpacking is an item of its own: `code: '*EXTRA'` adds one, `after: '*EXTRA'`
+follows one, and `*EXTRA` is never the element `EXTRA`. The names an assignment, a `for`, a comprehension or a `with`
 unpacks into (`req, out = pair()`) are no literal: a name added there, without the value growing, raises ValueError.
 
 A dict entry (`code: '"VLLM_TEAM_MAX": lambda: int(os.getenv("VLLM_TEAM_MAX", "8"))'`, `after: '"VLLM_PORT"'`,
-the key of the entry it follows) goes into the one dict literal with that key; the dict having the new key with
-another value, or a `**` unpacking after the anchor entry (which may set it too), is a conflict.
+the key of the entry it follows) goes into the one dict literal with that key (`**BASE` adds an unpacking); the dict
+having the new key with another value, or a `**` unpacking after the anchor entry (which may set it too), is a
+conflict.
 
 Answers: *changed*; *already applied* (that literal already holds `code`, anywhere in it; or several literals hold
 `after` and each of them holds `code`); *cannot apply* (no literal holds `after`, or several do and one of them lacks
@@ -26,6 +30,7 @@ Answers: *changed*; *already applied* (that literal already holds `code`, anywhe
 
 from __future__ import annotations
 
+import textwrap
 from dataclasses import dataclass
 from typing import Literal
 
@@ -35,52 +40,98 @@ from ..anchors import near
 from ..errors import AnchorAmbiguous, AnchorNotFound, Candidate
 from ..model import option
 from ._code import (WITHIN, check_expression, expression_key, expressions_under, insert_item, line_text, node_key,
-                    parse_expression, scope_path)
+                    item_indent as _item_indent, parse_expression, scope_path, without_comment)
 from .base import AlreadyApplied, Changed, Operation, Outcome, attempt, register
-from ..errors import Conflict
+from ..errors import Conflict, RecipeError
 
 _LITERALS = (cst.List, cst.Tuple, cst.Set)
 
 
 def _comment_lines(code: str) -> tuple[list[str], str]:
     """The comment lines at the top of `code` (they go above the new entry), and the rest."""
-    import textwrap
-
-    lines = textwrap.dedent(code).strip().splitlines()
+    lines = textwrap.dedent(code.replace("\r\n", "\n")).strip().splitlines()
     k = next((i for i, line in enumerate(lines) if not line.lstrip().startswith("#")), len(lines))
     return [line.strip() for line in lines[:k]], "\n".join(lines[k:])
 
 
-def _entry(code: str) -> cst.DictElement | None:
-    """`code` as a dict entry (`"KEY": value`, comment lines above it allowed), or None when it is not one."""
-    import textwrap
+@dataclass(frozen=True)
+class _Item:
+    """The step's code read as one item of a bracket: an element (`*X` included) or a dict entry (`**X` included),
+    with the comment lines above it and the comment at the end of its line."""
 
-    _, code = _comment_lines(code)
+    node: cst.CSTNode
+    above: tuple[str, ...]
+    comment: cst.Comment | None
+
+    @property
+    def is_entry(self) -> bool:
+        return isinstance(self.node, (cst.DictElement, cst.StarredDictElement))
+
+
+def _read(code: str) -> _Item | None:
+    """`code` as one item (`insert_item` puts its continuation lines at the items' indentation); None when it is
+    not one item."""
+    above, rest = _comment_lines(code)
     try:
-        node = cst.parse_expression("{" + textwrap.dedent(code).strip() + "}")
+        # braces read both kinds: `{"k": v}` is a dict, `{x}` and `{*x}` a set; the line breaks let a comment end it
+        node = cst.parse_expression("{\n" + rest + "\n}")
     except (cst.ParserSyntaxError, RecursionError):
         return None
-    if isinstance(node, cst.Dict) and len(node.elements) == 1 and isinstance(node.elements[0], cst.DictElement):
-        return node.elements[0].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+    if not isinstance(node, (cst.Dict, cst.Set)) or len(node.elements) != 1:
+        return None
+    close = node.rbrace.whitespace_before
+    if isinstance(close, cst.ParenthesizedWhitespace) and any(line.comment for line in close.empty_lines):
+        return None  # comment lines below the item: no item of a literal holds them
+    comment = close.first_line.comment if isinstance(close, cst.ParenthesizedWhitespace) else None
+    return _Item(node.elements[0].with_changes(comma=cst.MaybeSentinel.DEFAULT), tuple(above), comment)
+
+
+def _item_key(code: str) -> str | None:
+    """An item up to formatting and comments: an expression's key, `*` or `**` before an unpacking's."""
+    text = textwrap.dedent(code).strip()
+    stars = len(text) - len(text.lstrip("*"))
+    if stars in (1, 2):
+        key = expression_key(text[stars:])
+        return None if key is None else "*" * stars + key
+    return expression_key(text)
+
+
+def _key_of(module: cst.Module, item: cst.CSTNode) -> str | None:
+    """The key an item of a literal is compared by: an element's value, a dict entry's key, `*`/`**` before what an
+    unpacking unpacks (`*X` is not the element X)."""
+    if isinstance(item, cst.Element):
+        return node_key(module, item.value)
+    if isinstance(item, cst.StarredElement):
+        return "*" + (node_key(module, item.value) or "")
+    if isinstance(item, cst.DictElement):
+        return node_key(module, item.key)
+    if isinstance(item, cst.StarredDictElement):
+        return "**" + (node_key(module, item.value) or "")
     return None
 
 
-def _element_or_entry(code: str) -> None:
-    """Option check at load time: one expression, or one dict entry `key: value`; not several elements (`"D", "E"`
-    is a tuple written without parentheses: one step adds one element)."""
-    import textwrap
-
-    if _entry(code) is not None:
+def _check_item(code: str) -> None:
+    """Option check at load time: one element (`*X` included), or one dict entry `key: value` (`**X`); not several
+    elements (`"D", "E"` is a tuple written without parentheses: one step adds one element)."""
+    if _read(code) is not None:
         return
+    stripped = textwrap.dedent(code).strip()
+    if stripped.startswith("*"):
+        raise ValueError(f"must be one element or dict entry, got {line_text(code)!r}")
     check_expression(code)
     try:
-        node = cst.parse_expression(textwrap.dedent(code).strip())
+        node = cst.parse_expression(stripped)
     except (cst.ParserSyntaxError, RecursionError):
         return  # parse_expression says what is wrong, when the step runs
     if isinstance(node, cst.Tuple) and not node.lpar:
         raise ValueError(f"must be one element, got {len(node.elements)} ({line_text(code)!r}): give each its own "
                          f"step, or write a tuple element in parentheses")
 
+
+def _check_anchor(code: str) -> None:
+    """Option check at load time: `after` is an element (`*X` included) or a key (`**X`)."""
+    if _item_key(code) is None:
+        raise ValueError(f"must be one element of the literal (or a dict key), got {line_text(code)!r}")
 
 
 def _opening(literal: cst.CSTNode) -> object:
@@ -90,15 +141,70 @@ def _opening(literal: cst.CSTNode) -> object:
     return getattr(bracket, "whitespace_after", None)
 
 
+def _closing(literal: cst.CSTNode) -> tuple[str, cst.CSTNode] | None:
+    """The literal's closing bracket, as (its field, the node)."""
+    for field in ("rbracket", "rbrace"):
+        if (bracket := getattr(literal, field, None)) is not None:
+            return field, bracket
+    return ("rpar", literal.rpar[-1]) if getattr(literal, "rpar", None) else None
+
+
+def item_indent(literal: cst.CSTNode) -> str | None:
+    """The indentation of the items of a literal written one item per line (beyond the block's), else None."""
+    return _item_indent(_opening(literal), literal.elements)
+
+
+def _insert(literal: cst.CSTNode, at: int, item: _Item) -> cst.CSTNode | None:
+    """`literal` with `item` at `at`, its comment lines above it and its comment at the end of its line; None when
+    the literal is written on one line and the item has comments (they have no line of their own there)."""
+    closing = _closing(literal)
+    close_ws = closing[1].whitespace_before if closing else None
+    elements = insert_item(literal.elements, at, item.node, _opening(literal), close_ws)
+    changes: dict = {}
+    last = at == len(elements) - 1
+    if last and closing:
+        close_ws = without_comment(close_ws)
+    if item.comment is not None:
+        ws = elements[at].comma.whitespace_after if isinstance(elements[at].comma, cst.Comma) else None
+        if isinstance(ws, cst.ParenthesizedWhitespace):
+            elements[at] = elements[at].with_changes(comma=elements[at].comma.with_changes(
+                whitespace_after=ws.with_changes(first_line=_commented(ws.first_line, item.comment))))
+        elif last and isinstance(close_ws, cst.ParenthesizedWhitespace):
+            close_ws = close_ws.with_changes(first_line=_commented(close_ws.first_line, item.comment))
+        else:
+            return None
+    if closing:
+        field, bracket = closing
+        bracket = bracket.with_changes(whitespace_before=close_ws)
+        changes[field] = [*literal.rpar[:-1], bracket] if field == "rpar" else bracket
+    if item.above:
+        above = elements[at - 1].comma if at else None
+        if not (isinstance(above, cst.Comma) and isinstance(above.whitespace_after, cst.ParenthesizedWhitespace)):
+            return None
+        # the code's comment lines above the new item, at the items' indentation
+        ws = above.whitespace_after
+        lines = tuple(cst.EmptyLine(indent=False, whitespace=ws.last_line, comment=cst.Comment(c)) for c in item.above)
+        elements[at - 1] = elements[at - 1].with_changes(comma=above.with_changes(
+            whitespace_after=ws.with_changes(empty_lines=(*ws.empty_lines, *lines))))
+    return literal.with_changes(elements=elements, **changes)
+
+
+def _commented(line: cst.TrailingWhitespace, comment: cst.Comment) -> cst.TrailingWhitespace:
+    return line.with_changes(whitespace=cst.SimpleWhitespace("  "), comment=comment)
+
+
 @register
 @dataclass(frozen=True, kw_only=True)
 class AddElement(Operation):
     """Add an element right after `after` in the one list/tuple/set literal that holds `after`."""
 
     op: Literal["add_element"]
-    after: str = option(check=check_expression, description="an element of the literal; the new one follows it")
-    code: str = option(check=_element_or_entry, description="the new element, an expression; or a dict entry "
-                                                            "`key: value`, after the entry whose key is `after`")
+    after: str = option(check=_check_anchor, description="an element of the literal (`*X` for an unpacking); the "
+                                                        "new one follows it")
+    code: str = option(check=_check_item, description="the new element, an expression (`*X` unpacks X); or a dict "
+                                                      "entry `key: value` (`**X`), after the entry whose key is "
+                                                      "`after`; comment lines above it and a comment at the end of "
+                                                      "its line are kept")
     within: str | None = option(default=None, description=WITHIN)
 
     def describe(self) -> str:
@@ -110,44 +216,59 @@ class AddElement(Operation):
 
     @attempt
     def apply(self, module: cst.Module) -> Outcome:
-        entry = _entry(self.code)
-        if entry is not None:
-            return self._add_entry(module, entry)
-        value = parse_expression(self.code)
-        after_key, new_key = expression_key(self.after), expression_key(self.code)
-        scope = scope_path(module, self.within)
-        targets = _unpacking_targets(scope[-1])
-        # `*X` unpacks X: it is not the element X (nor a match for `after: X`); `req, out = pair()` are names to
-        # unpack into, not a literal (the value side would not grow)
-        literals, (lit, keys) = self._holding(module, scope, _LITERALS, lambda e: None if isinstance(
-            e, cst.StarredElement) else e.value, new_key, skip=targets, what=("list, tuple or set literal holds",
-                                                                              "literals hold"))
+        item = _read(self.code)
+        if item is None:
+            parse_expression(self.code)  # says what is wrong with the code
+            raise RecipeError(f"the step's code must be one element or dict entry, got {line_text(self.code)!r}")
+        new_key = _key_of(module, item.node)
+        if item.is_entry:
+            kinds, what = (cst.Dict,), ("dict literal has the key", "dict literals have the key")
+            skip: set[int] = set()
+        else:
+            # `req, out = pair()` are names to unpack into, not a literal (the value side would not grow)
+            kinds, what = _LITERALS, ("list, tuple or set literal holds", "literals hold")
+            skip = _unpacking_targets(scope_path(module, self.within)[-1])
+        literals, (lit, keys) = self._holding(module, scope_path(module, self.within), kinds, new_key, skip=skip,
+                                              what=what)
         if new_key in keys:
-            return AlreadyApplied(lit)
-        new = cst.Element(value=value)
-        elements = insert_item(lit.elements, keys.index(after_key) + 1, new, _opening(lit))
-        if isinstance(lit, cst.Tuple) and len(elements) == 2 and not lit.lpar:
+            have = lit.elements[keys.index(new_key)]
+            if not isinstance(item.node, cst.DictElement) or \
+                    node_key(module, have.value) == node_key(module, item.node.value):
+                return AlreadyApplied(lit)
+            # a later entry of the key wins in a dict display: the step's value would not be the one read
+            raise Conflict(f"the dict already has the key `{line_text(module.code_for_node(have.key))}` with another "
+                           f"value: `{line_text(module.code_for_node(have.with_changes(comma=cst.MaybeSentinel.DEFAULT)))}`",
+                           candidates=[Candidate(f"`{line_text(module.code_for_node(have.key))}`", node=have)])
+        at = keys.index(_item_key(self.after)) + 1
+        if isinstance(item.node, cst.DictElement) and any(
+                isinstance(e, cst.StarredDictElement) for e in lit.elements[at:]):
+            raise Conflict(f"a `**` unpacking follows `{line_text(self.after)}` in the dict: it may set the new key "
+                           f"too, and the later one wins", candidates=[Candidate(f"`{line_text(self.after)}`", node=lit)])
+        if isinstance(lit, cst.Tuple) and not lit.lpar and len(lit.elements) == 1:
             return self._refuse_bare_tuple(lit)
-        return Changed(literals.replace(lit, lit.with_changes(elements=elements)), inserted=(), anchor=lit)
+        changed = _insert(lit, at, item)
+        if changed is None:
+            raise Conflict(f"the literal holding `{line_text(self.after)}` is written on one line: the code's comments "
+                           f"have no line of their own there; leave them out of the code",
+                           candidates=[Candidate(f"`{line_text(module.code_for_node(lit))}`", node=lit)])
+        return Changed(literals.replace(lit, changed), inserted=(), anchor=lit)
 
-    def _holding(self, module: cst.Module, scope, kinds: tuple, item, new_key: str | None, *,
+    def _holding(self, module: cst.Module, scope, kinds: tuple, new_key: str | None, *,
                  skip: set[int] = frozenset(), what: tuple[str, str]):
-        """The literals of `kinds` under the scope, and the one that holds `after` with the keys of its items
-        (`item` gives the node an item is compared by, None for one that is never `after`). None is AnchorNotFound,
-        with the items that read alike as candidates; several are AnchorAmbiguous, unless each holds `new_key`
-        too (the first is given: the step is applied there)."""
-        after_key = expression_key(self.after)
+        """The literals of `kinds` under the scope, and the one that holds `after` with the keys of its items.
+        None is AnchorNotFound, with the items that read alike as candidates; several are AnchorAmbiguous, unless
+        each holds `new_key` too (the first is given: the step is applied there)."""
+        after_key = _item_key(self.after)
         literals = expressions_under(scope, kinds)
         found = []
         for lit in literals:
             if id(lit) in skip:
                 continue
-            keys = [node_key(module, node) if (node := item(e)) is not None else None for e in lit.elements]
+            keys = [_key_of(module, e) for e in lit.elements]
             if after_key in keys:
                 found.append((lit, keys))
         if not found:
-            texts = {line_text(module.code_for_node(node)): lit for lit in literals for e in lit.elements
-                     if (node := item(e)) is not None}
+            texts = {_item_text(module, e): lit for lit in literals if id(lit) not in skip for e in lit.elements}
             raise AnchorNotFound(f"no {what[0]} `{line_text(self.after)}`",
                                  candidates=[Candidate(f"`{t}`", node=texts[t])
                                              for t in near(line_text(self.after), list(texts))])
@@ -157,41 +278,18 @@ class AddElement(Operation):
                                               for lit, _ in found])
         return literals, found[0]
 
-    def _add_entry(self, module: cst.Module, entry: cst.DictElement) -> Outcome:
-        """A dict entry: into the one dict literal under `within` with a key equal to `after` (compared as code),
-        right after that entry; already applied when the dict has the new key with the same value."""
-        after_key, new_key = expression_key(self.after), node_key(module, entry.key)
-        dicts, (lit, keys) = self._holding(module, scope_path(module, self.within), (cst.Dict,), lambda e: e.key if
-                                           isinstance(e, cst.DictElement) else None, new_key,
-                                           what=("dict literal has the key", "dict literals have the key"))
-        if new_key in keys:
-            have = lit.elements[keys.index(new_key)]
-            if node_key(module, have.value) == expression_key(module.code_for_node(entry.value)):
-                return AlreadyApplied(lit)
-            # a later entry of the key wins in a dict display: the step's value would not be the one read
-            raise Conflict(f"the dict already has the key `{line_text(module.code_for_node(entry.key))}` with another "
-                           f"value: `{line_text(module.code_for_node(have.with_changes(comma=cst.MaybeSentinel.DEFAULT)))}`",
-                           candidates=[Candidate(f"`{line_text(module.code_for_node(have.key))}`", node=have)])
-        if any(isinstance(e, cst.StarredDictElement) for e in lit.elements[keys.index(after_key) + 1:]):
-            raise Conflict(f"a `**` unpacking follows `{line_text(self.after)}` in the dict: it may set the new key "
-                           f"too, and the later one wins", candidates=[Candidate(f"`{line_text(self.after)}`", node=lit)])
-        at = keys.index(after_key) + 1
-        elements = insert_item(lit.elements, at, entry, lit.lbrace.whitespace_after)
-        comments, _ = _comment_lines(self.code)
-        above = elements[at - 1].comma
-        if comments and isinstance(above, cst.Comma) and isinstance(above.whitespace_after, cst.ParenthesizedWhitespace):
-            # the code's comment lines above the new entry, at the entries' indentation
-            ws = above.whitespace_after
-            lines = tuple(cst.EmptyLine(indent=False, whitespace=ws.last_line, comment=cst.Comment(c)) for c in comments)
-            elements[at - 1] = elements[at - 1].with_changes(comma=above.with_changes(
-                whitespace_after=ws.with_changes(empty_lines=(*ws.empty_lines, *lines))))
-        return Changed(dicts.replace(lit, lit.with_changes(elements=elements)), inserted=(), anchor=lit)
-
     def _refuse_bare_tuple(self, lit: cst.CSTNode) -> Outcome:
         from .base import CannotApply
 
         return CannotApply(AnchorNotFound("a one-element tuple without parentheses cannot take a new element here",
                                           candidates=[Candidate("use replace_expression", node=lit)]))
+
+
+def _item_text(module: cst.Module, item: cst.CSTNode) -> str:
+    """What an item reads as, for a candidate: an element or an unpacking, a dict entry's key."""
+    if isinstance(item, cst.DictElement):
+        return line_text(module.code_for_node(item.key))
+    return line_text(module.code_for_node(item.with_changes(comma=cst.MaybeSentinel.DEFAULT)))
 
 
 def _unpacking_targets(node: cst.CSTNode) -> set[int]:

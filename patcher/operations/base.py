@@ -117,7 +117,13 @@ def register(cls: type[Operation]) -> type[Operation]:
     hint = next(o.type for o in options(cls) if o.name == "op")
     if get_origin(hint) is not Literal or len(get_args(hint)) != 1:
         raise TypeError(f"{cls.__name__}.op must be a Literal of the operation's name, e.g. Literal['add_method']")
-    REGISTRY[get_args(hint)[0]] = cls
+    name = get_args(hint)[0]
+    if name in REGISTRY and REGISTRY[name].__qualname__ != cls.__qualname__:
+        # a second class under one name would silently take every recipe's steps of the first (a module reloaded
+        # re-registers its own class: that one is the same operation)
+        raise TypeError(f"operation {name!r} is registered twice: {REGISTRY[name].__module__}."
+                        f"{REGISTRY[name].__qualname__} and {cls.__module__}.{cls.__qualname__}")
+    REGISTRY[name] = cls
     return cls
 
 
