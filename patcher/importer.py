@@ -1494,8 +1494,9 @@ def _expression_edits(m, n, spath, old, new, scope) -> Iterator[list[dict]]:
     if isinstance(mo, (cst.List, cst.Tuple, cst.Set)) and type(mo) is type(no):
         added = _one_added(mo.elements, no.elements)
         if added:
-            yield [{"op": "add_element", "after": _flat(m, mo.elements[added - 1].value),
-                    "code": _flat_item(n, no.elements[added].value, no), **within}]
+            bare = cst.MaybeSentinel.DEFAULT  # an element as written, `*X` of an unpacking included
+            yield [{"op": "add_element", "after": _flat(m, mo.elements[added - 1].with_changes(comma=bare)),
+                    "code": _flat_item(n, no.elements[added], no), **within}]
     if isinstance(mo, cst.Dict) and isinstance(no, cst.Dict):
         added = _one_added(mo.elements, no.elements)
         if added and isinstance(no.elements[added], cst.DictElement) \
@@ -1508,7 +1509,7 @@ def _expression_edits(m, n, spath, old, new, scope) -> Iterator[list[dict]]:
 
             had = comments(mo.elements[added - 1])
             lead = [c for c in comments(no.elements[added - 1]) if c not in had]
-            entry = _flat_item(n, no.elements[added].with_changes(comma=cst.MaybeSentinel.DEFAULT), no)
+            entry = _flat_item(n, no.elements[added], no)
             yield [{"op": "add_element", "after": _flat(m, mo.elements[added - 1].key),
                     "code": "".join(f"{c}\n" for c in lead) + entry, **within}]
     if isinstance(mo, cst.Parameters) and isinstance(no, cst.Parameters) and isinstance(old, cst.FunctionDef):
@@ -1552,15 +1553,23 @@ def _flat(module: cst.Module, node: cst.CSTNode) -> str:
     return module.code_for_node(node).strip()
 
 
-def _flat_item(module: cst.Module, node: cst.CSTNode, literal: cst.CSTNode) -> str:
+def _flat_item(module: cst.Module, item: cst.CSTNode, literal: cst.CSTNode) -> str:
     """An item of a literal as `add_element` reads its code: continuation lines relative to the item's first line
-    (the operation puts them back at the items' indentation)."""
+    (the operation puts them back at the items' indentation), the comment at the end of its line after it."""
     from .operations._code import reindent
     from .operations.add_element import item_indent
 
-    text = _flat(module, node)
+    text = _flat(module, item.with_changes(comma=cst.MaybeSentinel.DEFAULT))
     indent = item_indent(literal)
-    return reindent(text, strip=indent) if indent else text
+    text = reindent(text, strip=indent) if indent else text
+    # libcst keeps that comment after the item's comma, or before the closing bracket after the last item
+    ws = item.comma.whitespace_after if isinstance(item.comma, cst.Comma) else None
+    if not isinstance(ws, cst.ParenthesizedWhitespace) and literal.elements and literal.elements[-1] is item:
+        ws = next((b.whitespace_before for b in (getattr(literal, "rbracket", None), getattr(literal, "rbrace", None),
+                                                 *(getattr(literal, "rpar", None) or ())[-1:]) if b is not None), None)
+    if isinstance(ws, cst.ParenthesizedWhitespace) and ws.first_line.comment is not None:
+        text += "  " + ws.first_line.comment.value
+    return text
 
 
 def _one_added(old: Sequence[cst.CSTNode], new: Sequence[cst.CSTNode]) -> int | None:

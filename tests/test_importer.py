@@ -2947,3 +2947,18 @@ def test_an_entry_added_to_a_dict_display_is_one_add_element_by_the_key_above_it
     assert [(s.options["op"], s.options.get("after")) for s in lifted.steps] == [("add_element", '"B"')]
     rt = importer.round_trip(out, pkg, lifted.expected)
     assert rt.ok and rt.identical == ["envs.py"], rt
+
+
+def test_an_element_added_with_a_comment_or_as_an_unpacking_is_one_add_element(tmp_path):
+    # fuzzer round 11 (07): a starred element was lifted as its value (`EXTRA` for `*EXTRA`), and an element with
+    # a comment at the end of its line had no add_element form: each became a replacement of the whole literal
+    before = 'DEFAULT = OTHER = "d"\nEXTRA = []\nmake = list\nGROUPS = [\n    DEFAULT,\n    OTHER,\n]\n'
+    for added in ("    *EXTRA,\n", '    "team",  # our own group\n', "    make(\n        (1,),\n    ),\n"):
+        after = before.replace("    DEFAULT,\n", "    DEFAULT,\n" + added)
+        where = tmp_path / str(len(added))
+        pkg = package(where / "base", {"groups.py": before})
+        lifted, out = lift_and_write(where, pkg, git_diff(before, after, "groups.py"))
+        assert [(s.options["op"], s.options.get("after")) for s in lifted.steps] == [("add_element", "DEFAULT")], \
+            (added, [s.options for s in lifted.steps])
+        rt = importer.round_trip(out, pkg, lifted.expected)
+        assert rt.ok and rt.identical == ["groups.py"], rt
