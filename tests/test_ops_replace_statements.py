@@ -625,3 +625,31 @@ def test_removing_a_call_beside_the_same_call_on_another_named_object_is_done():
               "    envs.SGLANG_B.set(True)\n")
     step = op("replace_statements", within="f", match="envs.SGLANG_A.set(True)", code="")
     check(step, before, before.replace("    envs.SGLANG_A.set(True)\n", ""))
+
+
+def test_the_code_elsewhere_beside_the_match_with_another_literal_is_not_applied():
+    # hostile round 12 (a newcomer): `match` with a typo ("Enabled" for "Enable"), `code: pass`; the function's
+    # unrelated `except ImportError: pass` made it "already applied", exit 0, and the warning stayed
+    before = ("def handle(self):\n    if self.target is not None:\n        logger.warning(\"Enable it.\")\n"
+              "    try:\n        import deep_gemm\n    except ImportError:\n        pass\n")
+    step = op("replace_statements", within="handle", match='logger.warning("Enabled it.")', code="pass")
+    err = cannot(step, before, AnchorNotFound)
+    assert "with other literal values" in err.message and "Enable it." in str(err.candidates), err.message
+    # the step as written for this release applies, and is then applied; another callee is no edited form of it
+    right = op("replace_statements", within="handle", match='logger.warning("Enable it.")', code="pass")
+    after = before.replace('logger.warning("Enable it.")', "pass")
+    check(right, before, after)
+    unchanged(right, after)
+    unchanged(step, after.replace("        pass\n    try", '        logger.info("Enabled it.")\n    try'))
+
+
+def test_a_sibling_with_another_literal_beside_the_code_is_no_evidence_against_it():
+    # the rule above, beside the code: a warning left alone next to the one that became `pass`, or in the other arm
+    # of its `if`, is a sibling; the step applies, and is then applied (a second apply changes nothing)
+    for before in ('def f(a):\n    logger.warning("A")\n    logger.warning("B")\n',
+                   'def f(a):\n    if a:\n        logger.warning("A")\n    else:\n        logger.warning("B")\n',
+                   'def f(a):\n    try:\n        logger.warning("A")\n    except E:\n        logger.warning("B")\n'):
+        step = op("replace_statements", within="f", match='logger.warning("A")', code="pass")
+        after = before.replace('logger.warning("A")', "pass")
+        check(step, before, after)
+        unchanged(step, after)

@@ -289,6 +289,54 @@ def insert_item(items: Sequence, index: int, new, opening: object = None, closin
     return items
 
 
+def literal_edit(code: str, match: str, *, statements: bool = False) -> bool:
+    """Whether `code` is `match` with one or two of its literal values changed (`n * 3` for `n * 2`, a reworded
+    message): an edit of the very expression (or, with `statements`, of the very statements). Another name,
+    attribute or callee is other code, however alike it reads (`max(self.max_prefill_tokens, 2048) * 1.5` beside
+    `max(self.chunked_prefill_size, 2048) * 1.5`; not `BatchTokenOutput(rids=r)` for `BatchEmbeddingOutput(rids=r)`)."""
+    try:
+        if statements:
+            a, b = ast.parse(textwrap.dedent(code).strip()).body, ast.parse(textwrap.dedent(match).strip()).body
+        else:
+            a = ast.parse("(\n" + textwrap.dedent(code).strip() + "\n)", mode="eval").body
+            b = ast.parse("(\n" + textwrap.dedent(match).strip() + "\n)", mode="eval").body
+    except (SyntaxError, ValueError, RecursionError):
+        return False
+
+    def leaves(x, y) -> int | None:  # how many leaves differ; None when the trees are not of one shape
+        if type(x) is not type(y):
+            return None
+        if isinstance(x, list):
+            if len(x) != len(y):
+                return None
+            counts = [leaves(i, j) for i, j in zip(x, y)]
+            return None if None in counts else sum(counts)
+        if not isinstance(x, ast.AST):
+            return None if x != y else 0  # a name, an attribute, an operator: another expression
+        if isinstance(x, ast.Constant):
+            return int(x.value != y.value or type(x.value) is not type(y.value))
+        total = 0
+        for field in x._fields:
+            if field in ("ctx", "type_comment"):
+                continue
+            vx, vy = getattr(x, field, None), getattr(y, field, None)
+            if isinstance(x, ast.Call) and field == "func":
+                if ast.dump(vx) != ast.dump(vy):
+                    return None
+                continue
+            got = leaves(vx, vy)
+            if got is None:
+                return None
+            total += got
+        return total
+
+    try:
+        count = leaves(a, b)
+    except RecursionError:
+        return False
+    return count is not None and 1 <= count <= 2
+
+
 def item_indent(opening: object, items: Sequence) -> str | None:
     """The indentation, beyond the block's, of the items of a list written one item per line (`opening` is the
     whitespace after its opening bracket), else None."""

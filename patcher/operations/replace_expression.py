@@ -39,7 +39,7 @@ from ..anchors import near
 from ..errors import AnchorAmbiguous, AnchorNotFound, Candidate
 from ..model import option
 from ._code import (WITHIN, check_expression, contains, expression_key, expressions_under, line_text,
-                    line_text_against, node_key, parse_expression, scope_path)
+                    line_text_against, literal_edit, node_key, parse_expression, scope_path)
 from .base import AlreadyApplied, Changed, Operation, Outcome, attempt, register
 
 
@@ -191,50 +191,8 @@ def _capture(path: tuple[cst.CSTNode, ...]) -> bool:
 
 def _edited_form(code: str, match: str) -> bool:
     """Whether an expression is the match with one or two of its literal values changed (`n * 3` for `n * 2`): an
-    edit of the very expression. Another name, attribute or callee is another expression, however alike it reads
-    (`max(self.max_prefill_tokens, 2048) * 1.5` beside `max(self.chunked_prefill_size, 2048) * 1.5`; not
-    `BatchTokenOutput(rids=r)` for `BatchEmbeddingOutput(rids=r)`)."""
-    import ast
-    import textwrap
-
-    try:
-        a = ast.parse("(\n" + textwrap.dedent(code).strip() + "\n)", mode="eval").body
-        b = ast.parse("(\n" + textwrap.dedent(match).strip() + "\n)", mode="eval").body
-    except (SyntaxError, ValueError, RecursionError):
-        return False
-
-    def leaves(x, y) -> int | None:  # how many leaves differ; None when the trees are not of one shape
-        if type(x) is not type(y):
-            return None
-        if isinstance(x, list):
-            if len(x) != len(y):
-                return None
-            counts = [leaves(i, j) for i, j in zip(x, y)]
-            return None if None in counts else sum(counts)
-        if not isinstance(x, ast.AST):
-            return None if x != y else 0  # a name, an attribute, an operator: another expression
-        if isinstance(x, ast.Constant):
-            return int(x.value != y.value or type(x.value) is not type(y.value))
-        total = 0
-        for field in x._fields:
-            if field == "ctx":
-                continue
-            vx, vy = getattr(x, field, None), getattr(y, field, None)
-            if isinstance(x, ast.Call) and field == "func":
-                if ast.dump(vx) != ast.dump(vy):
-                    return None
-                continue
-            got = leaves(vx, vy)
-            if got is None:
-                return None
-            total += got
-        return total
-
-    try:
-        count = leaves(a, b)
-    except RecursionError:
-        return False
-    return count is not None and 1 <= count <= 2
+    edit of the very expression (`_code.literal_edit`)."""
+    return literal_edit(code, match)
 
 
 def _same_shape(code: str, match: str) -> bool:

@@ -42,7 +42,8 @@ arm); `match` is then looked for among that block's own statements only::
       code: ...
 
 Answers: *changed*; *already applied* (no run matches `match` outside the code that replaced it, and `code` is
-there; with an empty `code`: no run matches `match`, and no statement of the same kind with the same target or
+there, and no run is `match` with one or two literal values changed, which would be the match as upstream edited it
+or as a typo in `match` reads it: then *cannot apply*, naming it; with an empty `code`: no run matches `match`, and no statement of the same kind with the same target or
 callee and three quarters of its code is there, which would be the removed statement as upstream edited it: then
 *cannot apply*, naming it); *cannot apply* (the `inside` header is missing or ambiguous,
 naming it; nothing matches `match` nor `code`, with the
@@ -57,6 +58,7 @@ dataclass field) that `match` does not, which the block already assigns with oth
 
 from __future__ import annotations
 
+import textwrap
 from dataclasses import dataclass
 from typing import Literal, Sequence
 
@@ -66,7 +68,7 @@ from ..anchors import NodePath, body_of, fit, indent_of, near, set_block_body
 from ..errors import AnchorAmbiguous, AnchorNotFound, Candidate, Conflict, RecipeError
 from ..model import option
 from ._code import (WITHIN, INSIDE_ELSE, blocks_under, check_inside, contains, dotted_owner, fingerprint, first_line,
-                    header_text, inside_block, inside_words, line_text, on_a_shared_line, parse_block,
+                    header_text, inside_block, inside_words, line_text, literal_edit, on_a_shared_line, parse_block,
                     scope_path)
 from .base import AlreadyApplied, Changed, Operation, Outcome, attempt, register
 
@@ -194,6 +196,14 @@ class ReplaceStatements(Operation):
         anchors = [r for r in runs if not any(_inside(r, p) for p in placed)]
         if not anchors:
             if new and placed:
+                edited = _edited_runs(module, blocks, old, placed)
+                if edited:
+                    # `pass` of an unrelated `except:` is no evidence that a reworded warning was replaced
+                    raise AnchorNotFound(
+                        f"no statements matching `{line_text(self.match)}` in {self._where()}; `code` is there, but "
+                        f"so is `match` with other literal values (upstream edited it, or `match` has a typo): not "
+                        f"taken as already applied",
+                        candidates=edited)
                 return AlreadyApplied(placed[0][1][0])
             if not new:
                 edited = _edited_upstream(module, blocks, old[0], receivers=True)
@@ -450,6 +460,50 @@ def _text(module: cst.Module, stmts: Sequence[cst.CSTNode]) -> str:
     first = stmts[0].with_changes(leading_lines=()) if hasattr(stmts[0], "leading_lines") else stmts[0]
     code = "".join(module.code_for_node(s) for s in (first, *stmts[1:]))
     return textwrap.dedent(code.replace("\r\n", "\n")).strip("\n")
+
+
+def _edited_runs(module: cst.Module, blocks: Sequence, old: list, placed: list) -> list[Candidate]:
+    """The runs of statements that are `old` with one or two literal values changed (`literal_edit`), away from the
+    code's runs `placed` (not in their block, nor in another arm of the `if`, `try` or `match` that holds them): the
+    match as upstream edited it, or as a typo in `match` reads it, while `code` stands somewhere else. Beside the
+    code, such a run is a sibling the step left alone (`logger.warning("B")` next to where `logger.warning("A")`
+    became `pass`; the `x = 2` of the `else:` whose `if` arm had `x = 1`)."""
+    match = cst.Module(body=old).code
+    near = {id(_arm_root(owner)) for owner, _ in placed}
+    out = []
+    for owner, statements in blocks:
+        if id(_arm_root(owner)) in near:
+            continue
+        statements = list(statements)
+        for i in range(len(statements) - len(old) + 1):
+            run = (owner, tuple(statements[i:i + len(old)]))
+            if type(run[1][0]) is not type(old[0]) or any(_inside(run, p) for p in placed):
+                continue
+            if literal_edit("\n".join(textwrap.dedent(module.code_for_node(st)) for st in run[1]), match,
+                            statements=True):
+                out.append(Candidate(f"`{first_line(module, run[1][0])}`", node=run[1][0]))
+    return out
+
+
+_ARMS = (cst.If, cst.Else, cst.Try, cst.TryStar, cst.ExceptHandler, cst.ExceptStarHandler, cst.Finally, cst.Match,
+         cst.MatchCase)
+
+
+def _arm_root(owner: NodePath) -> cst.CSTNode:
+    """The statement whose arms a block is one of (the `if` of an `elif:` or `else:` arm, the `try` of a handler,
+    the `match` of a `case`), else the block's own owner."""
+    k = len(owner) - 1
+    while k > 0 and isinstance(owner[k], _ARMS) and isinstance(owner[k - 1], _ARMS) and _arm_of(owner[k - 1], owner[k]):
+        k -= 1
+    return owner[k]
+
+
+def _arm_of(parent: cst.CSTNode, child: cst.CSTNode) -> bool:
+    if isinstance(parent, cst.If):
+        return parent.orelse is child
+    if isinstance(parent, (cst.Try, cst.TryStar)):
+        return child in parent.handlers or child is parent.orelse or child is parent.finalbody
+    return isinstance(parent, cst.Match) and child in parent.cases
 
 
 def _inside(run: tuple[NodePath, tuple], placed: tuple[NodePath, tuple]) -> bool:
