@@ -12,8 +12,8 @@ from typing import Any, Callable
 from packaging.version import Version
 
 from .engine import Plan, plan
-from .errors import (DriftError, ExitCode, PendingTransaction, RecipeNotFound, SpecpatchError, StateLost, UsageError,
-                     VersionUnsupported, os_failure)
+from .errors import (DriftError, ExitCode, Location, ParamsChanged, PendingTransaction, RecipeNotFound, SpecpatchError,
+                     StateLost, UsageError, VersionUnsupported, os_failure)
 from .recipe import Recipe, available, load_recipe
 from .results import (ApplyOutcome, ApplyResult, CheckResult, CheckState, FileBytes, FileVerdict, RecipeVerification,
                       TryOutcome, TryResult, VariantKind, VerifyResult)
@@ -99,7 +99,10 @@ def apply_recipe(recipe: Recipe, target: Target, *, params: dict[str, str] | Non
                 f"through it, and a dry run would show a diff against half-written files",
                 hint="wait for it to end, or run `specpatch verify` (or apply/rollback): it finishes or undoes the "
                      "interrupted one first; then the dry run")
-        return _planned(plan(recipe, target, params), dry_run=True)
+        p = plan(recipe, target, params)
+        if target.state_dir.is_dir():
+            _refuse_other_params(p, transaction.applied_records(target))
+        return _planned(p, dry_run=True)
     from . import transaction
     from . import verify as v
 
@@ -107,6 +110,7 @@ def apply_recipe(recipe: Recipe, target: Target, *, params: dict[str, str] | Non
         recovery = transaction.recover(target)
         notes = [retired_note(r) for r in transaction.retire_stale(target)]
         p = plan(recipe, target, params)
+        _refuse_other_params(p, transaction.applied_records(target))
         planned = _planned(p, dry_run=False, recovery=recovery, notes=notes)
         if p.errors and not p.selection.refuse:
             _refuse_reapplying_over_drift(p, transaction.applied_records(target), refused=True)
@@ -138,6 +142,35 @@ def apply_recipe(recipe: Recipe, target: Target, *, params: dict[str, str] | Non
             notes += _after_apply_notes(p)
     return ApplyResult(p, False, outcome, code, recovery, record, checked.checks, tuple(notes),
                        unverified=checked.unverified)
+
+
+def _other_params(p: Plan, record: Any) -> str | None:
+    """What differs between the parameter values `record` (the recipe's ledger entry) was applied with and the plan's,
+    in words; None when they are the same."""
+    import json
+
+    if record is None or not p.params:
+        return None
+    had, want = ({k: json.dumps(v, sort_keys=True, default=str) for k, v in values.items()}
+                 for values in (record.params, p.params))
+    changed = sorted(k for k in set(had) | set(want) if had.get(k) != want.get(k))
+    if not changed:
+        return None
+    return (f"{p.recipe.id} is applied with {', '.join(f'{k}={record.params.get(k)!r}' for k in changed)}, not "
+            f"{', '.join(f'{k}={p.params.get(k)!r}' for k in changed)}")
+
+
+def _refuse_other_params(p: Plan, records: list[Any]) -> None:
+    """The recipe is applied with other parameter values: its steps would find their own code with the old values
+    ("conflicting definition", "roll back the other recipe") or put a second copy beside it. A parameter of an applied
+    recipe changes by a rollback, then an apply."""
+    differs = _other_params(p, next((r for r in reversed(records) if r.recipe == p.recipe.id), None))
+    if differs is not None:
+        raise ParamsChanged(differs, hint=_PARAMS_HINT.format(id=p.recipe.id), location=Location(recipe=p.recipe.id))
+
+
+_PARAMS_HINT = ("a parameter of an applied recipe changes by a rollback, then an apply: `specpatch rollback {id}`, "
+                "then `specpatch apply {id}` with the new values")
 
 
 def _refuse_reapplying_over_drift(p: Plan, records: list[Any], *, refused: bool = False) -> None:
@@ -447,6 +480,7 @@ class _Found:
     pending: Any  #: the journal of an interrupted transaction, or None
     files: tuple[dict[str, Any], ...]  #: the recorded files now (`_check_files`)
     in_progress: bool = False  #: the pending transaction is running now (its process holds the target's lock)
+    other_params: str | None = None  #: the parameter values asked for differ from the applied ones, in words
 
     @property
     def changed_by_hand(self) -> list[str]:
@@ -517,6 +551,8 @@ CHECK_RULES: tuple[_Rule, ...] = (
     _Rule(lambda f: bool(f.changed_by_hand), CheckState.DRIFT, _code(ExitCode.DRIFT),
           lambda f: f"{f.recipe.id} was applied, but files changed since: {', '.join(f.changes)} "
                     f"({'edits still present' if f.present else 'edits gone or changed'})"),
+    _Rule(lambda f: f.other_params is not None, CheckState.CANNOT_APPLY, _code(ExitCode.CANNOT_APPLY),
+          lambda f: f"{f.other_params}: " + _PARAMS_HINT.format(id=f.recipe.id)),
     _Rule(lambda f: f.present and f.record is None, CheckState.APPLIED, _code(ExitCode.OK),
           lambda f: f"the edits of {f.recipe.id} are present (not recorded by specpatch: applied by hand or by "
                     f"another tool)"),
@@ -548,6 +584,7 @@ def check(recipe: Recipe, target: Target, *, params: dict[str, str] | None = Non
     - ``would_change`` (WOULD_CHANGE): an applied recipe whose changed files all have their original bytes again
       (the package was reinstalled: `apply` patches it again);
     - ``drift`` (DRIFT): applied, but a patched file was changed or removed since (or the edits are gone);
+    - ``cannot_apply`` (CANNOT_APPLY): applied, with other parameter values than those asked for;
     - ``applied`` (OK): the plan changes nothing and every file the ledger recorded still has its patched bytes
       (a recipe whose edits are present without a ledger entry, applied by hand or by another tool, counts too);
     - ``cannot_apply`` (the errors' code: CANNOT_APPLY, or BAD_INPUT for a file that does not parse);
@@ -576,7 +613,8 @@ def check(recipe: Recipe, target: Target, *, params: dict[str, str] | None = Non
     # every entry of the recipe (a second apply over a partial reinstall has a second, of the files it wrote then)
     files = tuple({f["file"]: f for r in records for f in _check_files(target, r, report.applied)}.values()) \
         if record else ()
-    found = _Found(recipe, target, p, record, stale, report.pending, files, report.in_progress)
+    found = _Found(recipe, target, p, record, stale, report.pending, files, report.in_progress,
+                   _other_params(p, record))
     rule = next(r for r in CHECK_RULES if r.when(found))
     message = rule.say(found)
     if stale is not None:

@@ -21,9 +21,9 @@ import libcst as cst
 
 from .anchors import code_of, line_of_text, lines_of, too_deep
 from .diff import unified_diff
-from .errors import (AnchorNotFound, CallMisfit, Candidate, Conflict, Location, MissingModuleError, NameTakenError,
-                     NotIdempotent, RenderError, SpecpatchError, TargetError, TargetSyntaxError, UndefinedNameError,
-                     FlowChanged, Unreachable)
+from .errors import (AnchorNotFound, CallMisfit, Candidate, Conflict, FileNotInRelease, FlowChanged, Location,
+                     MissingModuleError, NameTakenError, NotIdempotent, RenderError, SpecpatchError, TargetError,
+                     TargetSyntaxError, UndefinedNameError, Unreachable)
 from .operations._code import imported_module, type_checking_test
 from .operations.add_parameter import forwards_keyword
 from .operations.base import AlreadyApplied, CannotApply, Changed, Operation
@@ -202,11 +202,12 @@ def _plan_file(result: Plan, rel_pkg: str, file_steps: list[tuple[int, Operation
     rel = target.rel(path)
     first = file_steps[0]
     if not path.is_file():
-        # a folder, FIFO or device of that name is not the Python file the step edits (and is never opened)
-        what = "does not exist in the target" if not path.exists() else "is not a regular file in the target"
-        err = TargetError(f"`{rel}` {what}", location=Location(
-            recipe=recipe.id, step=first[0], op=first[1].op, file=rel, anchor=first[1].anchor()),
-            hint="this release may lay its files out differently; `specpatch show RECIPE` lists supported releases")
+        # a folder, FIFO or device of that name is not the Python file the step edits (and is never opened): an
+        # unusable target; no file of that name is the release's layout, a port's matter as a moved function is
+        at = Location(recipe=recipe.id, step=first[0], op=first[1].op, file=rel, anchor=first[1].anchor())
+        err = FileNotInRelease(f"`{rel}` does not exist in the target", location=at) if not path.exists() else \
+            TargetError(f"`{rel}` is not a regular file in the target", location=at, hint=(
+                "this release may lay its files out differently; `specpatch show RECIPE` lists supported releases"))
         result.errors.append(err)
         return
     before = path.read_bytes()

@@ -142,6 +142,20 @@ class VersionUnsupported(SpecpatchError):
     exit_code = ExitCode.CANNOT_APPLY
 
 
+class FileNotInRelease(SpecpatchError):
+    """A file a step edits is not in the release: upstream moved, renamed or removed it, as it moves a function (a
+    port's matter, exit 3, not a broken target)."""
+    title = "file not in this release"
+    hint = "this release may lay its files out differently; `specpatch show RECIPE` lists the releases it supports"
+    exit_code = ExitCode.CANNOT_APPLY
+
+
+class ParamsChanged(SpecpatchError):
+    title = "applied with other parameters"
+    hint = "a parameter of an applied recipe changes by a rollback, then an apply"
+    exit_code = ExitCode.CANNOT_APPLY
+
+
 class AnchorNotFound(SpecpatchError):
     title = "anchor not found"
     hint = "this release may have moved the code; `specpatch show RECIPE` lists the releases it supports"

@@ -180,6 +180,22 @@ def test_check_uses_the_parameters_recorded_at_apply(tree):
     assert done.returncode == OK, done.stderr
 
 
+
+def test_other_parameter_values_than_the_applied_ones_say_rollback_then_apply(tree):
+    """Hostile round 12 (a newcomer): apply again with another --param was "conflicting definition ... roll back the
+    other recipe" (there was no other recipe), and check said the same."""
+    target = tree()
+    assert specpatch("apply", "toy-greeting", "--target", str(target), "--no-smoke").returncode == OK
+    before = {p: p.read_bytes() for p in target.rglob("*.py")}
+    for command in (("apply", "--no-smoke"), ("apply", "--dry-run"), ("check",)):
+        done = specpatch(command[0], "toy-greeting", "--target", str(target), *command[1:],
+                         "--param", "greeting=good morning")
+        assert done.returncode == CANNOT_APPLY, (command, done.stderr)
+        assert "toy-greeting is applied with greeting=" in done.stderr and "not greeting='good morning'" in \
+            done.stderr and "specpatch rollback toy-greeting" in done.stderr, (command, done.stderr)
+    assert {p: p.read_bytes() for p in target.rglob("*.py")} == before
+
+
 def test_edits_present_without_a_ledger_count_as_applied(tree):
     """A tree patched by another tool (or an older specpatch without state) is applied: the gate passes."""
     target = tree()

@@ -524,6 +524,9 @@ def test_missing_file(tmp_path):
     root = make_target(tmp_path, {})
     p = plan(recipe(tmp_path), find_target(root))
     assert not p.ok and "does not exist" in p.errors[0].message
+    # hostile round 12 (a newcomer): exit 2, "unusable target", where a moved function is exit 3: a CI gate that
+    # reads 3 as "this release needs a port" was told to fix its configuration
+    assert p.errors[0].exit_code == ExitCode.CANNOT_APPLY and p.errors[0].title == "file not in this release"
 
 
 @pytest.mark.parametrize("kind", ["folder", "fifo"])
@@ -1013,3 +1016,19 @@ def test_a_field_annotation_that_calls_something_is_read_under_lazy_annotations(
     assert [n for n, _, _ in undefined_names_added(before, after)] == ["NEW_HELP"]
     # a plain lazy annotation is still not read
     assert undefined_names_added(before, before + "    new: Missing = 0\n") == []
+
+
+def test_a_name_a_package_exports_in_all_that_it_does_not_bind_is_undefined(tmp_path):
+    # hostile round 12 (import/port): `"team_helper"` added to `sglang/__init__.py`'s `__all__` without the import
+    # that binds it was applied and "verified" (pyflakes lets a package's `__init__.py` list anything), and
+    # `from sglang import *` raised AttributeError; a submodule is what such a package may list
+    head = "id: demo\nversion: 1\ntitle: t\ntarget: {package: sglang, versions: '>=0.5'}\nsteps:\n"
+    root = make_target(tmp_path, {"srt/__init__.py": b"", "team.py": b""})
+    (root / "sglang" / "__init__.py").write_text('from sglang.version import x\n\n__all__ = [\n    "x",\n]\n')
+    (root / "sglang" / "version.py").write_text("x = 1\n")
+    bad = plan(recipe(tmp_path, head + "  - {op: add_element, file: __init__.py, after: '\"x\"', code: "
+                                      "'\"team_helper\"'}\n"), find_target(root))
+    assert not bad.ok and "`team_helper` is not defined in `sglang/__init__.py`" in bad.errors[0].message, bad.errors
+    for fine in ('"srt"', '"team"'):
+        assert plan(recipe(tmp_path, head + f"  - {{op: add_element, file: __init__.py, after: '\"x\"', code: "
+                                            f"'{fine}'}}\n"), find_target(root)).ok, fine
