@@ -330,7 +330,8 @@ def _plan_file(result: Plan, rel_pkg: str, file_steps: list[tuple[int, Operation
                 recipe=recipe.id, file=rel, line=line, step=owner.index if owner else None,
                 op=owner.op if owner else None, anchor=owner.anchor if owner else None)))
         if tree is not None and not result.errors:
-            result.errors.extend(_undefined_names(recipe.id, rel, original_text, text, tree, done))
+            result.errors.extend(_undefined_names(recipe.id, rel, original_text, text, tree, done,
+                                                  submodule=submodule_of(path.parent)))
         if tree is not None and not result.errors:
             result.errors.extend(_flow_changed(recipe.id, rel, original_text, text, tree, done))
         taking = any(c is not None and r.op in _TAKING for r, c in done)  # a step that may take a name away
@@ -1276,8 +1277,15 @@ def _self_read(node: ast.AST, me: str) -> str | None:
     return None
 
 
+def submodule_of(folder: Path) -> Callable[[str], bool]:
+    """Whether a name is a submodule of the package whose folder is `folder` (`name.py` or `name/` in it): what a
+    package's `__init__.py` may list in `__all__` without binding it."""
+    return lambda name: (folder / f"{name}.py").is_file() or (folder / name).is_dir()
+
+
 def _undefined_names(recipe_id: str, rel: str, before: str, after: str, tree: ast.Module,
-                     done: list[tuple[StepReport, Changed | None]]) -> list[SpecpatchError]:
+                     done: list[tuple[StepReport, Changed | None]], *,
+                     submodule: Callable[[str], bool] | None = None) -> list[SpecpatchError]:
     """`undefined_names_added`, each name charged to the step whose code holds it (else the file's last changed
     step), at its line in the patched file: code of the recipe that would raise NameError, most often because
     upstream removed an import the code relied on."""
@@ -1286,7 +1294,7 @@ def _undefined_names(recipe_id: str, rel: str, before: str, after: str, tree: as
     lines = after.splitlines()
     errors: list[SpecpatchError] = []
     for name, lineno, local in undefined_names_added(before, after, tree=tree, new=_new_lines(before, lines, done),
-                                                     filename=rel):
+                                                     filename=rel, submodule=submodule):
         word = re.compile(rf"(?<![\w.]){re.escape(name)}\b")
         owner = next((r for r, c in done if c is not None and c.inserted and r.lines
                       and r.lines[0] <= lineno <= r.lines[1]), None) \
@@ -1307,8 +1315,8 @@ def _undefined_names(recipe_id: str, rel: str, before: str, after: str, tree: as
 
 def undefined_names_added(before: str, after: str, *, tree: ast.Module | None = None, new: set[int] | None = None,
                           filename: str = "<patched>",
-                          star_names: Callable[[str], frozenset[str] | None] | None = None
-                          ) -> list[tuple[str, int, bool]]:
+                          star_names: Callable[[str], frozenset[str] | None] | None = None,
+                          submodule: Callable[[str], bool] | None = None) -> list[tuple[str, int, bool]]:
     """The names the patched text `after` reads at run time and does not define (pyflakes' "undefined name", as at
     import and at the first call of a function, and a name `__all__` lists that the module does not bind, unless it
     serves names through a module `__getattr__`; and its "local variable referenced before assignment": a function
@@ -1324,7 +1332,9 @@ def undefined_names_added(before: str, after: str, *, tree: ast.Module | None = 
     8,000-line server_args.py, not 60), unless the change took out a line (an import, or an assignment the rest of its scope may read); only
     when it finds something is the whole original read, to leave out what was undefined before the change. `new`:
     the patched lines the change wrote (by default, those whose text the original has fewer times). `after` must
-    parse (`tree`, if given, is its parse; it is changed in place)."""
+    parse (`tree`, if given, is its parse; it is changed in place). In a package's `__init__.py`, where pyflakes lets
+    `__all__` list anything (a submodule is imported by `from package import *`), a listed name the module does not
+    bind counts when `submodule` says it is no submodule either (`from sglang import *` raises AttributeError)."""
     from collections import Counter
 
     from pyflakes import checker, messages
@@ -1332,8 +1342,12 @@ def undefined_names_added(before: str, after: str, *, tree: ast.Module | None = 
     def undefined(module: ast.Module) -> list[messages.Message]:
         if star_names is not None:
             _expand_stars(module, star_names)
-        found = [m for m in checker.Checker(module, filename=filename).messages
+        init = os.path.basename(filename) == "__init__.py"
+        found = [m for m in checker.Checker(module, filename=f"{filename}.as-module" if init else filename).messages
                  if isinstance(m, (messages.UndefinedName, messages.UndefinedExport, messages.UndefinedLocal))]
+        if init:  # pyflakes' own leave for a package, kept for its submodules (or for all, not knowing them)
+            found = [m for m in found if not isinstance(m, messages.UndefinedExport)
+                     or submodule is not None and not submodule(m.message_args[0])]
         if any(isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and s.name == "__getattr__"
                for s in module.body):  # a module that serves names on demand (PEP 562): `__all__` may list them
             found = [m for m in found if not isinstance(m, messages.UndefinedExport)]

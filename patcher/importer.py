@@ -2066,7 +2066,7 @@ def _port(recipe, package_dir: Path, skip: tuple[str, ...], base_dir: Path | Non
             base_texts = _texts_of(base_dir, [renamed.get(rel, rel) for rel in by_file])
             base_texts.update({new: base_texts.pop(old, "") for new, old in renamed.items()})
         more = consistent(ops, steps, pristine, base_texts)
-        for index, why in undefined_after(ops, steps, planned, pristine, base_texts).items():
+        for index, why in undefined_after(ops, steps, planned, pristine, base_texts, package_dir).items():
             more.setdefault(index, why)
         for index, why in missing_modules_after(ops, steps, planned, pristine, package_dir,
                                                 recipe.target.package, base_dir).items():
@@ -3028,20 +3028,21 @@ def _reads_tied(op: Operation, owner: str, tied: set[str]) -> str | None:
 
 def undefined_after(ops: Sequence[tuple[int, Operation]], steps: Sequence[PortedStep],
                     planned: dict[str, tuple[list[PortedStep], bytes | None]], pristine: dict[str, str],
-                    base: dict[str, str] | None = None) -> dict[int, tuple[str, str]]:
+                    base: dict[str, str] | None = None, package_dir: Path | None = None) -> dict[int, tuple[str, str]]:
     """The applied steps whose code reads a name that the planned file does not define and the release's file did
     not read undefined (`engine.undefined_names_added`, the check `apply` makes): applied, the code would raise
     NameError, most often because upstream removed an import, renamed a local or a helper the code relied on. Each
     name is charged to the applied steps of its file whose code reads it (else whose code holds the word); with
     `base`, the message names the base release's statement that bound it (`import time`). Index -> (status, why)."""
-    from .engine import undefined_names_added
+    from .engine import submodule_of, undefined_names_added
 
     op_of = dict(ops)
     out: dict[int, tuple[str, str]] = {}
     for rel, text, steps_here in _changed_by_applied(ops, steps, planned, pristine):
         mine = [i for i, _ in steps_here]
         try:
-            found = undefined_names_added(pristine[rel], text, filename=rel)
+            found = undefined_names_added(pristine[rel], text, filename=rel, submodule=submodule_of(
+                (package_dir / rel).parent) if package_dir is not None else None)
         except (SyntaxError, ValueError, RecursionError):
             continue  # the file's own checks say what is wrong with it
         for name, _, local in found:
