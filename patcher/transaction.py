@@ -429,6 +429,7 @@ def commit(plan: Plan, lock: TargetLock, *, verifying: bool = False) -> AppliedR
         _step("apply:backups-written")
         state.write_journal(Journal(Transaction.APPLY, record.applied_at, os.getpid(), record, verifying=verifying))
         _step("apply:journal-written")
+        _preflight_apply(state, changed)
         for fp, fr in zip(changed, files):
             # looked at again right before its replace: another program (an upgrade, which takes no lock) may have
             # rewritten it since the check above, while the backups and the journal were written; the undo leaves
@@ -454,18 +455,48 @@ def commit(plan: Plan, lock: TargetLock, *, verifying: bool = False) -> AppliedR
             note_interrupt(exc, f"the apply of {recipe.id} was undone: every file has its original bytes")
         except BaseException as undo_exc:
             doing = f"applying {recipe.id} failed ({_why(exc)}) and restoring the files failed too"
+            # before its journal the apply replaces no file of the target: the tree is untouched; after it, say
+            # which files are patched and which original, and that the journal finishes the rollback
+            unfinished = _unfinished(state, f"the apply of {recipe.id} ({_left_as(changed)})") \
+                if state.journal_path.exists() else None
             if isinstance(undo_exc, OSError):
-                err = os_failure(undo_exc, doing)
-                err.hint = "the journal is kept: the next apply, rollback or verify finishes the rollback; " + err.hint
-                raise err from exc
+                raise os_failure(undo_exc, doing, unfinished=unfinished) from exc
             raise StateError(f"{doing} ({undo_exc!r})", location=Location(recipe=recipe.id),
-                             hint="the journal is kept: the next apply, rollback or verify finishes the rollback") from exc
+                             hint=unfinished or "the tree is untouched; fix the cause and run the command again") \
+                from exc
         raise
     _step("apply:ledger-written")
     if not verifying:
         _close_journal(state, record.recipe)
         _step("apply:journal-removed")
     return record
+
+
+def _left_as(changed: list) -> str:
+    """Each file of an apply as it is now: patched, original, or neither (changed by another program)."""
+    def now(fp) -> str:
+        data = _read(fp.path)
+        return "patched" if data == fp.after else "original" if data == fp.before else "changed by another program"
+    return ", ".join(f"{fp.rel} {now(fp)}" for fp in changed)
+
+
+def _preflight_apply(state: State, changed: list) -> None:
+    """Refuse, with no file of the target replaced yet, an apply the device has no room to finish or to undo: each
+    file's new bytes are written beside it before the rename, and an undo writes its old bytes the same way; the
+    ledger is written last (the commit point)."""
+    need: dict[int, tuple[int, Path]] = {}
+    places = [(fp.path.parent, len(fp.after) + len(fp.before) + 64 * 1024) for fp in changed]
+    places.append((state.root, (state.ledger_path.stat().st_size if state.ledger_path.exists() else 0) + 64 * 1024))
+    for folder, size in places:
+        dev = os.stat(folder).st_dev
+        have, _ = need.get(dev, (0, folder))
+        need[dev] = (have + size, folder)
+    for size, folder in need.values():
+        st = os.statvfs(folder)
+        if st.f_bavail * st.f_frsize < size:
+            raise OSError(errno.ENOSPC, f"{size // 1024} KiB are needed to write the files and, should that fail, put "
+                                        f"them back, {st.f_bavail * st.f_frsize // 1024} KiB are free (no file of the "
+                                        f"target was written)", str(folder))
 
 
 def _close_journal(state: State, recipe: str) -> None:

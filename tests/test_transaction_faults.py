@@ -149,6 +149,55 @@ def test_a_failing_restore_keeps_the_journal_for_the_next_command(root, target, 
     assert assert_consistent(root, target, patched) == "original"
 
 
+@pytest.mark.parametrize("before_journal", [True, False])
+def test_an_apply_the_system_stops_and_cannot_undo_says_which_files_are_patched(root, target, three, patched,
+                                                                                 before_journal):
+    """Hostile round 12 (installs): a device that kept failing writes stopped the apply after one file and its undo
+    too: exit 8 with "the tree was left whole" over a half-patched tree. Past the journal the error names each file
+    as it is and the journal that finishes the rollback; before it no file of the target was touched."""
+    from patcher.errors import OSFailure
+
+    failing = "apply:backups-written" if before_journal else "apply:after-write:pkg/b.py"
+
+    def hook(step: str) -> None:
+        if step == failing or step.startswith("undo:"):
+            raise OSError(errno.ENOSPC, "No space left on device", str(root / "pkg/b.py"))
+
+    transaction._fault = hook
+    with pytest.raises(OSFailure) as info:
+        apply(target, three)
+    transaction._fault = None
+    hint = info.value.hint
+    if before_journal:
+        assert "left whole" in hint and "part-way" not in hint, hint
+        assert snapshot(root) == ORIGINAL
+    else:
+        assert "left whole" not in hint and "stopped part-way" in hint, hint
+        # the undo put one file back before it failed too: the other is still patched, the third was never written
+        assert hint.count(" patched") == 1 and "pkg/c.py original" in hint, hint
+        assert transaction.recover(target).outcome == "rolled_back"
+        assert snapshot(root) == ORIGINAL
+
+
+def test_an_apply_without_room_to_finish_or_undo_is_refused_before_a_file_is_replaced(root, target, three,
+                                                                                         monkeypatch):
+    """Past its backups and journal, the apply checks the device has room for each file's new bytes and, should a
+    write fail, for putting the old ones back; without it, no file of the target is replaced."""
+    real = os.statvfs
+
+    class Full:
+        def __init__(self, st):
+            self.f_frsize, self.f_bavail = st.f_frsize, 1
+
+    monkeypatch.setattr(transaction.os, "statvfs", lambda path: Full(real(path)))
+    with pytest.raises(OSError) as info:
+        apply(target, three)
+    assert info.value.errno == errno.ENOSPC and "no file of the target was written" in str(info.value)
+    monkeypatch.undo()
+    assert snapshot(root) == ORIGINAL and transaction.status(target).pending is None
+    assert transaction.applied_records(target) == []
+
+
 # --------------------------------------------------------------------------------------------------- kill -9
 
 
