@@ -626,3 +626,50 @@ def test_an_unpacking_is_an_item_of_its_own():
     # `*EXTRA` is not the element EXTRA, and the reverse
     check(op("add_element", after="DEFAULT", code="EXTRA"), "GROUPS = [DEFAULT, *EXTRA]\n",
           "GROUPS = [DEFAULT, EXTRA, *EXTRA]\n")
+
+
+def test_a_keyword_for_a_positional_only_parameter_is_a_conflict():
+    # fuzzer round 12 (F5): `f(b=2, a=5)` for `def f(a=0, /, b=0)` was applied: TypeError at the call (and with
+    # `**kw`, the keyword lands there, not in `a`)
+    for signature in ("a=0, /, b=0", "a=0, /, b=0, **kw"):
+        before = f"def f({signature}):\n    return a\n\n\ndef use():\n    return f(b=2)\n"
+        err = cannot(op("add_keyword_argument", call="f(...)", within="use", code="a=5"), before, Conflict)
+        assert "positional-only" in err.message, err.message
+
+
+def test_a_dict_key_given_twice_is_judged_by_the_entry_that_runs():
+    # fuzzer round 12 (F2): the first entry was read; the last one is the value, and a `**` after it may reset it
+    before = 'D = {\n    "a": 1,\n    "b": 2,\n    "a": 3,\n}\n'
+    unchanged(op("add_element", after='"b"', code='"a": 3'), before)
+    cannot(op("add_element", after='"b"', code='"a": 1'), before, Conflict)
+    err = cannot(op("add_element", after='"b"', code='"a": 1'), 'D = {"a": 1, "b": 2, **B}\n', Conflict)
+    assert "may set it again" in err.message, err.message
+
+
+@pytest.mark.parametrize("before, after", [
+    # fuzzer round 12 (F6, F7): a bare tuple put where commas make other code: subscript elements (a second apply
+    # no longer found it), two context managers, two bases; or a syntax error (`if uu, vv:`)
+    ("def f(stuff, key):\n    return stuff[key]\n", "def f(stuff, key):\n    return stuff[(uu, vv)]\n"),
+    ("def f(key):\n    with key:\n        pass\n", "def f(key):\n    with ((uu, vv)):\n        pass\n"),
+    ("class C(key):\n    pass\n", "class C((uu, vv)):\n    pass\n"),
+    ("def f(key):\n    if key:\n        pass\n", "def f(key):\n    if (uu, vv):\n        pass\n"),
+    ("def f(key):\n    while key:\n        break\n", "def f(key):\n    while (uu, vv):\n        break\n"),
+    # where a statement takes a bare tuple, it stays bare
+    ("def f(key):\n    return key\n", "def f(key):\n    return uu, vv\n"),
+    ("def f(key):\n    x = key\n", "def f(key):\n    x = uu, vv\n"),
+])
+def test_a_tuple_put_for_one_expression_stays_one_tuple(before, after):
+    step = op("replace_expression", match="key", code="uu, vv", statement=None, within=before.split("(")[0]
+              .split()[-1])
+    check(step, before, after)
+    unchanged(step, after)
+
+
+def test_the_comment_ending_the_last_items_line_stays_when_items_share_a_row():
+    # fuzzer round 12 (F1): appended after items written in a row, or after a hanging item, the new item took the
+    # row and the comment ending it was dropped
+    check(op("add_element", after="b", code="c"), "X = [\n    a, b,  # row note\n]\n",
+          "X = [\n    a, b,  # row note\n    c,\n]\n")
+    check(op("add_keyword_argument", call="f(...)", code="y=3"), "f(\n    1, x=2,  # note\n)\n",
+          "f(\n    1, x=2,  # note\n    y=3,\n)\n")
+    check(op("add_element", after="a", code="b"), "X = [a  # note\n     ]\n", "X = [a,  # note\n     b\n     ]\n")

@@ -284,6 +284,13 @@ def insert_item(items: Sequence, index: int, new, opening: object = None, closin
         # the layout of the others, not the comment lines above the item that follows them
         sep = sep.with_changes(whitespace_after=layout.with_changes(first_line=first or cst.TrailingWhitespace(),
                                                                     empty_lines=()))
+    elif first is not None and first.comment is not None:
+        # items in a row (`a, b,  # note`) or one item: the comment ends its line, so the new item starts the next
+        if indent is None:
+            indent = closing.last_line.value if isinstance(closing, cst.ParenthesizedWhitespace) \
+                and closing.last_line.value else "    "
+        sep = cst.Comma(whitespace_after=cst.ParenthesizedWhitespace(
+            first_line=first, indent=True, last_line=cst.SimpleWhitespace(indent)))
     items[-1] = last.with_changes(comma=sep)
     items.append(new.with_changes(comma=trailing))
     return items

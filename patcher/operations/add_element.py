@@ -231,9 +231,16 @@ class AddElement(Operation):
         literals, (lit, keys) = self._holding(module, scope_path(module, self.within), kinds, new_key, skip=skip,
                                               what=what)
         if new_key in keys:
-            have = lit.elements[keys.index(new_key)]
-            if not isinstance(item.node, cst.DictElement) or \
-                    node_key(module, have.value) == node_key(module, item.node.value):
+            # a dict display keeps the last entry of a key, and a `**` unpacking after it may set it again
+            last = len(keys) - 1 - keys[::-1].index(new_key)
+            have = lit.elements[last]
+            if not isinstance(item.node, cst.DictElement):
+                return AlreadyApplied(lit)
+            if any(isinstance(e, cst.StarredDictElement) for e in lit.elements[last + 1:]):
+                raise Conflict(f"the dict has the key `{line_text(module.code_for_node(have.key))}`, and a `**` "
+                               f"unpacking after it may set it again: the value read is not known",
+                               candidates=[Candidate(f"`{line_text(module.code_for_node(have.key))}`", node=have)])
+            if node_key(module, have.value) == node_key(module, item.node.value):
                 return AlreadyApplied(lit)
             # a later entry of the key wins in a dict display: the step's value would not be the one read
             raise Conflict(f"the dict already has the key `{line_text(module.code_for_node(have.key))}` with another "

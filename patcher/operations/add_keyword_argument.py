@@ -141,6 +141,12 @@ class AddKeywordArgument(Operation):
         wrapped = target is not None and any(  # a decorator (a wrapper, a cache) may take other arguments
             not (isinstance(d.decorator, cst.Name) and d.decorator.value in ("staticmethod", "classmethod"))
             for d in target.decorators)
+        if target is not None and not wrapped and name in {p.name.value for p in target.params.posonly_params}:
+            # `f(a=5)` for `def f(a=0, /, ...)`: TypeError, or, with `**kwargs`, a keyword the parameter never sees
+            raise Conflict(f"`{name}` is a positional-only parameter of `{target.name.value}` (before its `/`): "
+                           f"passed by keyword it raises TypeError, or lands in `**kwargs`, not in `{name}`",
+                           candidates=[Candidate(f"`def {target.name.value}("
+                                                 f"{line_text(module.code_for_node(target.params))})`", node=target)])
         # a parameter the call fills without an argument (`self`) takes no keyword: "multiple values"
         if target is not None and not wrapped and target.params.star_kwarg is None and \
                 name not in {p.name.value for p in (*[*target.params.posonly_params, *target.params.params][skip:],

@@ -244,10 +244,21 @@ def _grouped(module: cst.Module, path: tuple[cst.CSTNode, ...], pattern: cst.Bas
         return new.with_changes(lpar=old.lpar, rpar=old.rpar)
     if not hasattr(new, "lpar") or new.lpar:
         return new
+    grouped = new.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+    if isinstance(new, cst.Tuple) and not isinstance(old, cst.Tuple):
+        # a tuple written bare is one only where a statement takes a bare tuple (`return a, b`, `x = a, b`);
+        # elsewhere its commas would make other code: subscript elements (`d[a, b]`, which libcst then no longer
+        # reads as the tuple), two context managers or two bases, or a syntax error (`if a, b:`)
+        holder = path[-2] if len(path) > 1 else None
+        if isinstance(holder, (cst.Return, cst.Assign, cst.AugAssign, cst.AnnAssign, cst.Expr)) \
+                or isinstance(holder, cst.For) and holder.iter is old:
+            return new
+        if isinstance(holder, cst.WithItem):  # `with (a, b):` is two context managers: the tuple is `((a, b))`
+            return new.with_changes(lpar=[cst.LeftParen(), cst.LeftParen()], rpar=[cst.RightParen(), cst.RightParen()])
+        return grouped
     parent = next((n for n in reversed(path[:-1]) if isinstance(n, cst.BaseExpression)), None)
     if parent is None:
         return new
-    grouped = new.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
     try:
         bare = ast.parse("(\n" + module.code_for_node(parent.deep_replace(old, new)) + "\n)", mode="eval")
         held = ast.parse("(\n" + module.code_for_node(parent.deep_replace(old, grouped)) + "\n)", mode="eval")
