@@ -72,7 +72,11 @@ def expand(data: dict, lines: LineMap, fail: Fail) -> None:
     by_name: dict[str, int] = {}
     for vi, variant in enumerate(variants):
         if isinstance(variant, dict) and isinstance(variant.get("name"), str):
-            by_name.setdefault(variant["name"], vi)
+            if variant["name"] in by_name:  # `extends` and `--variant` would take the first without a word
+                raise fail(("variants", vi, "name"), f"two variants are named `{variant['name']}` (variants "
+                                                     f"{by_name[variant['name']] + 1} and {vi + 1}); variant names "
+                                                     f"are unique")
+            by_name[variant["name"]] = vi
     done: dict[int, tuple[list[_Step], Any, dict]] = {}
 
     def resolve(vi: int, chain: tuple[str, ...]) -> tuple[list[_Step], Any, dict]:
@@ -340,6 +344,11 @@ def _finish(step: _Step, loc: tuple, constants: dict, data: dict, lines: LineMap
             have |= names
         if key in keys and constants and set(_PLACEHOLDER.findall(value)) & set(constants):
             value = _render_constants(value, constants, where, loc + (key,), fail)
+        elif key not in keys and (named := set(_PLACEHOLDER.findall(value)) & (set(params) | set(constants))):
+            # left as written, `after: max_queued_{{suffix}}` would be looked for literally: "anchor not found"
+            raise fail(loc + (key,), f"{where}: `{{{{{sorted(named)[0]}}}}}` in `{key}` is not filled in: only "
+                                     f"{', '.join(f'`{k}`' for k in sorted(keys))} take{'s' if len(keys) == 1 else ''} "
+                                     f"parameters and constants")
         out[key] = value
     for name, (_text, _indent, given) in step.pieces.items():
         if name not in have:

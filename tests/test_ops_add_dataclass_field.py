@@ -144,8 +144,6 @@ def test_an_enum_member_of_a_value_another_member_has_is_a_conflict():
     ("extra: int = 1", "@dataclasses.dataclass\nclass ServerArgs:\n    host: str\n    port: str\n    log: str\n",
      "the field `log` of the dataclass `ServerArgs` has no default and would follow `extra`"),
     ("z: int", "class ServerArgs(NamedTuple):\n    x: int\n    port: int = 0\n", "namedtuple `ServerArgs`"),
-    ("burst = 5", "@dataclass\nclass ServerArgs:\n    port: int = 1\n", "is not a field of the dataclass"),
-    ("hosts: list = []", "@dataclass\nclass ServerArgs:\n    port: int = 1\n", "mutable default"),
     ("window: int = 0", "@dataclass\nclass ServerArgs:\n    port: int = 1\n    burst: int = 2\n\n\n"
                         "DEFAULT = ServerArgs(10, 20)\n", "passes 2 arguments by position"),
 ])
@@ -153,6 +151,20 @@ def test_a_field_that_breaks_the_generated_init_is_a_conflict(code, before, says
     step = op("add_dataclass_field", **{"class": "ServerArgs", "after": "port", "code": code})
     err = cannot(step, before, Conflict)
     assert says in err.message, err.message
+
+
+@pytest.mark.parametrize("code, says", [
+    ("burst = 5", "is not a field of the dataclass"),
+    ("hosts: list = []", "mutable default"),
+])
+def test_a_field_whose_own_code_the_dataclass_refuses_is_a_broken_step(code, says):
+    # hostile round 12 (a newcomer): "conflicting definition", exit 3, "roll back the other recipe", where no other
+    # recipe and no release would take the code: the step's code is wrong (exit 2, the step named)
+    from patcher.errors import RecipeError
+
+    step = op("add_dataclass_field", **{"class": "ServerArgs", "after": "port", "code": code})
+    with pytest.raises(RecipeError, match=says):
+        step.apply(cst.parse_module("@dataclass\nclass ServerArgs:\n    port: int = 1\n"))
 
 
 def test_fields_the_generated_init_takes_by_keyword_only_or_plain_classes_are_not_judged():
@@ -220,10 +232,14 @@ def test_a_field_with_its_docstring_goes_below_the_anchor_field_and_its_docstrin
 
 @pytest.mark.parametrize("code", ["extra: bytearray = bytearray()", "extra: object = field(default=[])",
                                   "extra: int = field(default_factory=list, default=1)"])
-def test_a_default_the_dataclass_refuses_at_import_is_a_conflict(code):
+def test_a_default_the_dataclass_refuses_at_import_is_a_broken_step(code):
     # hostile round 10 (a fuzzer): each was applied with exit 0 (dry run and --no-smoke), ValueError at import
+    from patcher.errors import RecipeError
+
     step = op("add_dataclass_field", cls="Args", after="a", code=code)
-    cannot(step, "from dataclasses import dataclass, field\n\n\n@dataclass\nclass Args:\n    a: int = 0\n", Conflict)
+    with pytest.raises(RecipeError):
+        step.apply(cst.parse_module("from dataclasses import dataclass, field\n\n\n@dataclass\nclass Args:\n"
+                                    "    a: int = 0\n"))
     # a ClassVar is no field: its value is the class's
     check(op("add_dataclass_field", cls="Args", after="a", code="names: ClassVar[list] = []"),
           "@dataclass\nclass Args:\n    a: int = 0\n", "@dataclass\nclass Args:\n    a: int = 0\n    names: ClassVar[list] = []\n")

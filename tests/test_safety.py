@@ -303,6 +303,14 @@ ONE = fields(("srt/server_args.py", "speculative_accept_threshold_acc", "aa: int
         "  - op:", "  - name: same\n    op:").replace("aa: int = 1", "bb: int = 2"), None,
      "two steps are named `same`"),
     ("no steps", "steps: []\n", None, "has no steps"),
+    # hostile round 12 (a newcomer): a placeholder in an option that takes none was looked for literally ("anchor
+    # not found", exit 3, "this release may have moved the code")
+    ("placeholder in an anchor", "params:\n  suffix: {type: str, default: acc}\n" + ONE.replace(
+        "speculative_accept_threshold_acc", "speculative_accept_threshold_{{suffix}}"), None,
+     "`{{suffix}}` in `after` is not filled in"),
+    # hostile round 12 (a newcomer): a copied variant kept its name; `extends` and --variant took the first
+    ("same variant names", "variants:\n  - {name: v, versions: '<0.5.9', steps: []}\n  - {name: v, versions: "
+                           "'>=0.5.9'}\n" + ONE, None, "two variants are named `v`"),
     ("negative timeout", ONE + "verify:\n  timeout: -1\n", None, "positive number of seconds"),
     ("negative probe timeout", ONE + "verify:\n  probes: [{path: p.py, timeout: -5}]\n", {"p.py": "pass\n"},
      "positive number of seconds"),

@@ -270,23 +270,23 @@ def _refuse_bad_init(module: cst.Module, cpath, new: cst.SimpleStatementLine, na
         return
     small = new.body[0]
     if not isinstance(small, cst.AnnAssign):
-        raise Conflict(f"`{name} = ...` is not a field of the {kind} `{cls_name}` (no annotation): a class attribute "
-                       f"its `__init__` does not take; write `{name}: <type> = ...`")
+        raise RecipeError(f"`{name} = ...` is not a field of the {kind} `{cls_name}` (no annotation): a class "
+                          f"attribute its `__init__` does not take; write `{name}: <type> = ...`")
     value = small.value if "ClassVar" not in module.code_for_node(small.annotation.annotation) else None
     if kind == "dataclass" and isinstance(value, cst.Call) \
             and module.code_for_node(value.func).strip().split(".")[-1] == "field":
         keys = {a.keyword.value: a.value for a in value.args if a.keyword is not None}
         if "default" in keys and "default_factory" in keys:
-            raise Conflict(f"the field `{name}` of the dataclass `{cls_name}` gives both `default` and "
-                           f"`default_factory`: ValueError when the class is created")
+            raise RecipeError(f"the field `{name}` of the dataclass `{cls_name}` gives both `default` and "
+                              f"`default_factory`: ValueError when the class is created")
         value = keys.get("default")  # `field(default=[])` is a mutable default as `= []` is
     if kind == "dataclass" and value is not None and (
             isinstance(value, (cst.List, cst.Dict, cst.Set, cst.ListComp, cst.DictComp, cst.SetComp))
             or isinstance(value, cst.Call)
             and module.code_for_node(value.func).strip() in ("list", "dict", "set", "bytearray")):
-        raise Conflict(f"the field `{name}` of the dataclass `{cls_name}` has a mutable default "
-                       f"(`{module.code_for_node(value)}`): ValueError when the class is created; use "
-                       f"`field(default_factory=...)`")
+        raise RecipeError(f"the field `{name}` of the dataclass `{cls_name}` has a mutable default "
+                          f"(`{module.code_for_node(value)}`): ValueError when the class is created; use "
+                          f"`field(default_factory=...)`")
     order = []
     for stmt in body_of(cpath[-1]):
         if isinstance(stmt, cst.SimpleStatementLine) and field_name(stmt) is not None:
