@@ -178,6 +178,16 @@ def _check_semantics(recipe: Recipe, fail) -> None:
         if not variant.refuse and not (variant.steps or recipe.steps):
             raise fail(("variants", vi), f"variant `{variant.name}` has no steps (and the recipe none to inherit); "
                                          f"give it steps or `refuse`")
+    extended = {v.extends for v in recipe.variants if v.extends}
+    for vi in _admitting_none(recipe.variants, recipe.target.versions):
+        variant = recipe.variants[vi]
+        # `versions: "<0"` says it on purpose: a base, or a variant chosen by name only (`--variant`)
+        if variant.name not in extended and variant.versions.replace(" ", "") != "<0":
+            raise fail(("variants", vi, "versions"), f"variant `{variant.name}` ({variant.versions}) can never be "
+                                                     f"selected: it admits no release the recipe is for "
+                                                     f"({recipe.target.versions or 'any'}) and no variant extends it "
+                                                     f"(a typo in the range? `versions: \"<0\"` if it is chosen by "
+                                                     f"name only)")
     for vi, earlier in _shadowed(recipe.variants):
         variant = recipe.variants[vi]
         raise fail(("variants", vi, "versions"), f"variant `{variant.name}` ({variant.versions}) can never be "
@@ -208,23 +218,40 @@ def _check_semantics(recipe: Recipe, fail) -> None:
             raise fail(loc, f"{kind} `{path}` not found in {recipe.folder}")
 
 
-def _shadowed(variants) -> list[tuple[int, list[str]]]:
-    """(index, earlier variants' names) of each variant that admits releases, all of which an earlier variant admits
-    too: `select` takes the first that admits a release, so it is never chosen. Judged on sample releases: every
-    version its specifiers name, the same with `.post1` (inside the range above it), and one below them all and one
-    above."""
+def _admitting_none(variants, target_versions: str | None) -> list[int]:
+    """The indexes of the variants that admit none of the sample releases (`_samples`) within the recipe's range: a
+    base for overlays (`versions: "<0"`), or a range written wrong (`>=0.5.13,<0.5.3`)."""
+    from packaging.specifiers import SpecifierSet
+
+    within = SpecifierSet(target_versions or "")
+    named = {v for v in _samples(variants, extra=(target_versions or "",)) if within.contains(v, prereleases=True)}
+    return [i for i, variant in enumerate(variants) if not any(variant.admits(v) for v in named)]
+
+
+def _samples(variants, extra: tuple[str, ...] = ()) -> set:
+    """Sample releases: every version the variants' specifiers name, the same with `.post1` and `.1` (inside the
+    range above it), the next major, and one below them all."""
     from packaging.specifiers import SpecifierSet
     from packaging.version import InvalidVersion, Version
 
     named: set[Version] = {Version("0"), Version("0.0.0.post1")}
-    for variant in variants:
-        for spec in SpecifierSet(variant.versions):
+    for versions in [*(v.versions for v in variants), *extra]:
+        for spec in SpecifierSet(versions):
             try:
                 v = Version(spec.version.rstrip(".*"))
             except InvalidVersion:
                 continue
             named |= {v, Version(f"{v.base_version}.post1"), Version(f"{v.base_version}.1"),
                       Version(f"{v.major + 1}")}
+    return named
+
+
+def _shadowed(variants) -> list[tuple[int, list[str]]]:
+    """(index, earlier variants' names) of each variant that admits releases, all of which an earlier variant admits
+    too: `select` takes the first that admits a release, so it is never chosen. Judged on sample releases: every
+    version its specifiers name, the same with `.post1` (inside the range above it), and one below them all and one
+    above."""
+    named = _samples(variants)
     out = []
     for i, variant in enumerate(variants):
         mine = [v for v in named if variant.admits(v)]

@@ -171,13 +171,13 @@ def test_new_code_drops_the_pieces_given_for_the_old_code(tmp_path):
 def test_a_root_variant_has_its_own_steps_and_checks(tmp_path):
     text = RECIPE.replace("variants:\n", """variants:
   - name: root
-    versions: ">=0.5.0,<0.5.4"
+    versions: ">=0.5.4,<0.5.5"
     steps:
       - {name: only, op: add_import, file: srt/server_args.py, code: import sys}
     verify:
       imports: [sglang.srt.server_args]
 """)
-    root = load(tmp_path, text).select(Version("0.5.3"))
+    root = load(tmp_path, text).select(Version("0.5.4"))
     assert [s.name for s in root.steps] == ["only"]
     assert root.verify.probes == () and root.verify.stubs == ()
 

@@ -309,6 +309,8 @@ ONE = fields(("srt/server_args.py", "speculative_accept_threshold_acc", "aa: int
         "speculative_accept_threshold_acc", "speculative_accept_threshold_{{suffix}}"), None,
      "`{{suffix}}` in `after` is not filled in"),
     # hostile round 12 (a newcomer): a copied variant kept its name; `extends` and --variant took the first
+    ("variant range admits nothing", "variants:\n  - {name: v, versions: '>=0.5.13,<0.5.3'}\n" + ONE, None,
+     "it admits no release the recipe is for"),
     ("same variant names", "variants:\n  - {name: v, versions: '<0.5.9', steps: []}\n  - {name: v, versions: "
                            "'>=0.5.9'}\n" + ONE, None, "two variants are named `v`"),
     ("negative timeout", ONE + "verify:\n  timeout: -1\n", None, "positive number of seconds"),
