@@ -212,6 +212,20 @@ def _defs(path: NodePath, kind: type) -> Iterator[NodePath]:
             yield spath
 
 
+def _dotted_defs(module: cst.Module) -> dict[str, cst.CSTNode]:
+    """Every class and function of the module by its dotted path (`ServerArgs.__post_init__`), nested ones too."""
+    out: dict[str, cst.CSTNode] = {}
+
+    def walk(path: NodePath, prefix: str) -> None:
+        for p in _defs(path, (cst.ClassDef, cst.FunctionDef)):
+            name = prefix + p[-1].name.value
+            out.setdefault(name, p[-1])
+            walk(p, name + ".")
+
+    walk((module,), "")
+    return out
+
+
 def ident(name: str) -> str:
     """A name as Python compares identifiers: NFKC-normalised (PEP 3131), so that `ｆoo` and `foo` are one name."""
     return unicodedata.normalize("NFKC", name) if not name.isascii() else name
@@ -250,9 +264,21 @@ def find_def(module: cst.Module, dotted: str, *, what: str = "definition") -> No
         where = ".".join(parts[:depth]) or "the module"
         if not found:
             nodes = {p[-1].name.value: p[-1] for p in _defs(path, kind)}
+            candidates = [Candidate(f"`{n}`", node=nodes[n]) for n in near(part, list(nodes))]
+            # the likeliest slips: a method named without its class (`__post_init__` for `ServerArgs.__post_init__`)
+            # or the path begun with the module's (`sglang.srt.server_args.ServerArgs`): the defs of that name
+            # deeper in the module, by the path that names them
+            deeper = _dotted_defs(module)
+            tail = ".".join(parts[depth:])
+            named = [n for n in deeper if n.endswith("." + tail) or n == tail] or \
+                [n for k in range(1, len(parts)) for n in deeper if n == ".".join(parts[k:])]
+            candidates += [Candidate(f"`{n}`", node=deeper[n]) for n in named[:3] if f"`{n}`" not in
+                           {c.text for c in candidates}]
             raise AnchorNotFound(
-                f"no {what} `{part}` in {where}" + (f" (looking for `{dotted}`)" if depth else ""),
-                candidates=[Candidate(f"`{n}`", node=nodes[n]) for n in near(part, list(nodes))],
+                f"no {what} `{part}` in {where}" + (f" (looking for `{dotted}`)" if depth else "")
+                + ("; a dotted path starts at the module's top level (the module is the step's `file:`)"
+                   if named else ""),
+                candidates=candidates,
             )
         found = _run_time(found, where)
         if len(found) > 1 and all(accessor(p[-1]) for p in found):

@@ -985,3 +985,12 @@ def test_a_read_of_a_name_only_a_case_above_binds_says_so():
     step = op("insert_statements", function="make", at="after", match="done = 1", code="print(v)")
     err = cannot(step, before, ReadBeforeSet)
     assert "in a branch the new code's path does not go through" in err.message, err.message
+
+
+def test_a_method_named_without_its_class_or_with_the_module_path_names_the_path_that_works():
+    # hostile round 12 (a newcomer): `function: __post_init__` and `function: sglang.srt.server_args.ServerArgs
+    # .__post_init__` said "anchor not found" with no candidate (a typo in the last part got one)
+    before = "class ServerArgs:\n    def __post_init__(self):\n        self.x = 1\n"
+    for function in ("__post_init__", "sglang.srt.server_args.ServerArgs.__post_init__"):
+        err = cannot(op("insert_statements", function=function, at="start", code="pass"), before, AnchorNotFound)
+        assert "`ServerArgs.__post_init__`" in str(err.candidates) and "top level" in err.message, err
