@@ -673,3 +673,17 @@ def test_the_comment_ending_the_last_items_line_stays_when_items_share_a_row():
     check(op("add_keyword_argument", call="f(...)", code="y=3"), "f(\n    1, x=2,  # note\n)\n",
           "f(\n    1, x=2,  # note\n    y=3,\n)\n")
     check(op("add_element", after="a", code="b"), "X = [a  # note\n     ]\n", "X = [a,  # note\n     b\n     ]\n")
+
+
+def test_an_expression_continued_as_inside_brackets_is_read_and_written_in_parentheses():
+    # fuzzer round 12 (F10): `match`/`code` copied from inside parentheses (`self.a is None\n    or self.b is None`)
+    # loaded, then "unexpected indent" (exit 2); as code of an `if` test it would not compile bare
+    before = "class S:\n    def check(self):\n        if self.a is None:\n            return 1\n"
+    step = op("replace_expression", within="S.check", match="self.a is None",
+              code="self.a is None\n    or self.b is None")
+    after = before.replace("if self.a is None:", "if (self.a is None\n            or self.b is None):")
+    check(step, before, after)
+    unchanged(step, after)
+    unchanged(op("replace_expression", within="S.check", match="self.a is None\n    or self.b is None",
+                 code="self.a is None\n    or self.b is None or self.c"), before.replace(
+        "if self.a is None:", "if self.a is None or self.b is None or self.c:"))

@@ -75,7 +75,11 @@ def parse_expression(code: str, *, what: str = "code") -> cst.BaseExpression:
     try:
         ast.parse(text, mode="eval")
     except SyntaxError as exc:
-        raise RecipeError(f"the step's {what} must be one Python expression, got {text[:80]!r}: {exc.msg}") from None
+        try:  # continuation lines copied from inside brackets (`a is None\n    or b is None`): read in them
+            ast.parse(f"(\n{text}\n)", mode="eval")
+        except SyntaxError:
+            raise RecipeError(f"the step's {what} must be one Python expression, got {text[:80]!r}: {exc.msg}") \
+                from None
     try:
         if "\n" not in text:
             return cst.parse_expression(text)

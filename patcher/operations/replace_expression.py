@@ -239,12 +239,19 @@ def _grouped(module: cst.Module, path: tuple[cst.CSTNode, ...], pattern: cst.Bas
     precedence, a tuple in an argument list), it is put in parentheses. Read with `ast`: the code around the place,
     rewritten, must hold the new expression as one of its subtrees."""
     import ast
+    import textwrap
 
     if getattr(old, "lpar", None) and not getattr(pattern, "lpar", None) and hasattr(new, "lpar") and not new.lpar:
         return new.with_changes(lpar=old.lpar, rpar=old.rpar)
     if not hasattr(new, "lpar") or new.lpar:
         return new
     grouped = new.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+    text = module.code_for_node(new)
+    if "\n" in text:
+        try:  # lines that continue only inside brackets (`a is None\n    or b is None`): in parentheses
+            ast.parse(textwrap.dedent(text).strip(), mode="eval")
+        except SyntaxError:
+            return grouped
     if isinstance(new, cst.Tuple) and not isinstance(old, cst.Tuple):
         # a tuple written bare is one only where a statement takes a bare tuple (`return a, b`, `x = a, b`);
         # elsewhere its commas would make other code: subscript elements (`d[a, b]`, which libcst then no longer
