@@ -527,6 +527,10 @@ def units_of(text: str, fp: FilePatch) -> tuple[list[Unit], list[tuple[Hunk, str
         there = lines[at:at + len(old)] or lines
         crlf = bool(there) and not any(o.endswith("\r") for o in old) and \
             all(ln.endswith("\r\n") for ln in there if ln.endswith("\n")) and any(ln.endswith("\n") for ln in there)
+        # and the reverse: every line of the hunk ends in "\r" where the file's lines end in "\n" alone (the hunk's
+        # lines gained carriage returns on the way: an editor or a mail client, the patch's framing lines kept LF)
+        lf = bool(there) and all(ln.endswith("\r") for ln in body if ln[:1] in " -+") and \
+            not any(ln.endswith("\r\n") for ln in there) and any(ln.endswith("\n") for ln in there)
         for k, ln in enumerate(body):
             tag = ln[:1]
             if tag == "\\":
@@ -541,7 +545,8 @@ def units_of(text: str, fp: FilePatch) -> tuple[list[Unit], list[tuple[Hunk, str
                 run_old.append(lines[pos])
                 pos += 1
             else:
-                run_new.append(ln[1:] + ("" if no_eol else "\r\n" if crlf and not ln.endswith("\r") else "\n"))
+                text = ln[1:-1] if lf else ln[1:]
+                run_new.append(text + ("" if no_eol else "\r\n" if crlf and not ln.endswith("\r") else "\n"))
         if run_old or run_new:
             runs.append((pos - len(run_old), run_old, run_new))
         shift = 0

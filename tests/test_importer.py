@@ -2962,3 +2962,18 @@ def test_an_element_added_with_a_comment_or_as_an_unpacking_is_one_add_element(t
             (added, [s.options for s in lifted.steps])
         rt = importer.round_trip(out, pkg, lifted.expected)
         assert rt.ok and rt.identical == ["groups.py"], rt
+
+
+def test_hunk_lines_that_gained_carriage_returns_on_an_lf_file_are_the_files_lines(tmp_path):
+    # hostile round 12 (import): only the hunks' lines ending in "\r" (an editor or a mail client; the framing lines
+    # kept LF) on an LF file: every hunk "not expressed: no operation reproduces it exactly", the endings unnamed
+    before = "def f(a):\n    x = a\n    return x\n"
+    after = before.replace("    return x\n", "    x += 1\n    return x\n")
+    patch = "".join(ln if ln.startswith(("diff ", "index ", "--- ", "+++ ", "@@")) else ln.replace("\n", "\r\n")
+                    for ln in git_diff(before, after, "m.py").splitlines(True))
+    pkg = package(tmp_path / "base", {"m.py": before})
+    lifted, out = lift_and_write(tmp_path, pkg, patch)
+    assert lifted.expected["m.py"] == after.encode(), lifted.expected
+    assert [s.options["op"] for s in lifted.steps] == ["insert_statements"]
+    rt = importer.round_trip(out, pkg, lifted.expected)
+    assert rt.ok and rt.identical == ["m.py"], rt
