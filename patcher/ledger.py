@@ -98,7 +98,11 @@ def atomic_write(path: Path, data: bytes, mode: int, *, before_replace: Callable
             os.chmod(tmp, mode)
         if before_replace is not None:
             before_replace()
-        os.replace(tmp, path)
+        try:
+            os.replace(tmp, path)
+        except OSError as exc:  # the file being replaced is the one to name (`chattr +i`), not the temporary copy
+            exc.filename, exc.filename2 = str(path), None
+            raise
     except BaseException as exc:
         tmp.unlink(missing_ok=True)
         if isinstance(exc, OSError) and exc.filename is None:

@@ -201,9 +201,10 @@ def _package_lock(target: Target, timeout: float) -> Iterator[None]:
                 break  # a filesystem without flock on folders: the state folder's lock alone
         now, _ = _one_state_folder(target.root, target.layout, target.package_dir)
         if now != target.root and not target.state_dir.exists():
-            raise StateError(f"the state folder of {target.package_dir} was made under {now} (another specpatch, "
-                             f"through another spelling of the target) while this command waited",
-                             hint="run the command again: it finds that state folder")
+            # not a bug: a race another command won (exit 6, as any lock lost to another specpatch)
+            raise LockTimeout(f"the state folder of {target.package_dir} was made under {now} (another specpatch, "
+                              f"through another spelling of the target) while this command waited",
+                              hint="run the command again: it finds that state folder")
         yield
     finally:
         os.close(fd)
@@ -439,7 +440,7 @@ def commit(plan: Plan, lock: TargetLock, *, verifying: bool = False) -> AppliedR
                                          f"upgrade?): the files already written were put back, the others left as "
                                          f"found", location=Location(recipe=recipe.id, file=fp.rel))
             atomic_write(fp.path, fp.after, fr.mode, owner=_owner(fp.path),
-                         before_replace=lambda rel=fr.rel: _step(f"apply:temp-written:{rel}"))
+                         before_replace=lambda fp=fp, rel=fr.rel: _unchanged_at_replace(fp, recipe.id, rel))
             _remove_bytecode(fp.path)  # an unchecked-hash .pyc would otherwise keep running the old code
             _step(f"apply:after-write:{fr.rel}")
         moved = _release_moved(target)
@@ -470,6 +471,17 @@ def commit(plan: Plan, lock: TargetLock, *, verifying: bool = False) -> AppliedR
         _close_journal(state, record.recipe)
         _step("apply:journal-removed")
     return record
+
+
+def _unchanged_at_replace(fp, recipe_id: str, rel: str) -> None:
+    """Right before the rename of a file's new bytes over it (its temporary copy written and synced): the file must
+    still be the one planned. An upgrade that replaced it while the copy was written would otherwise lose its file to
+    the rename, and the undo would then put the old release's bytes back over the new release."""
+    _step(f"apply:temp-written:{rel}")
+    if _read(fp.path) != fp.before or fp.path.is_symlink() != fp.was_link:
+        raise ChangedDuringApply(f"`{fp.rel}` changed while the apply was writing (another program, an upgrade?): "
+                                 f"the files already written were put back, the others left as found",
+                                 location=Location(recipe=recipe_id, file=fp.rel))
 
 
 def _left_as(changed: list) -> str:
@@ -712,7 +724,16 @@ def _preflight_restore(state: State, states: list[FileState]) -> None:
     """Refuse, before the journal and with nothing touched, a rollback the system would stop half-way: a folder we
     may not write, an immutable or append-only file (`chattr +i`: not even root may rename over it), or a device
     without room for the temporary copy of each file to restore (the old bytes stay until each rename)."""
-    need: dict[int, tuple[int, Path]] = {}
+    # the rollback ends by rewriting the ledger (its commit point): an immutable ledger or state folder would stop it
+    # there, every file restored and the journal left behind
+    for held in (state.root, state.ledger_path):
+        if held.exists() and _immutable(held):
+            raise PermissionError(errno.EPERM, "the state folder or its ledger is immutable or append-only (nothing "
+                                               "was rolled back)", str(held))
+    if not os.access(state.root, os.W_OK | os.X_OK):
+        raise PermissionError(errno.EACCES, "the state folder may not be written (nothing was rolled back)",
+                              str(state.root))
+    need: dict[int, tuple[int, int, Path]] = {}  # device -> (growth so far, most needed at once, a folder)
     for s in states:
         path = Path(os.path.realpath(state.target_file(s.rel)))
         folder = path.parent
@@ -727,9 +748,12 @@ def _preflight_restore(state: State, states: list[FileState]) -> None:
             raise PermissionError(errno.EPERM, "the file is immutable or append-only (nothing was rolled back)",
                                   str(path))
         dev = os.stat(folder).st_dev
-        size, _ = need.get(dev, (0, folder))
-        need[dev] = (size + state.path(s.record.backup).stat().st_size + 64 * 1024, folder)
-    for size, folder in need.values():
+        # the files are restored one at a time: each one's temporary copy, on top of what the files restored before
+        # it grew by (a rename frees the bytes it replaces)
+        size = state.path(s.record.backup).stat().st_size
+        growth, peak, _ = need.get(dev, (0, 0, folder))
+        need[dev] = (growth + max(0, size - len(s.current or b"")), max(peak, growth + size + 64 * 1024), folder)
+    for _, size, folder in need.values():
         st = os.statvfs(folder)
         if st.f_bavail * st.f_frsize < size:
             raise OSError(errno.ENOSPC, f"{size // 1024} KiB are needed to restore the files, "

@@ -198,6 +198,28 @@ def test_an_apply_without_room_to_finish_or_undo_is_refused_before_a_file_is_rep
     assert transaction.applied_records(target) == []
 
 
+def test_an_upgrade_that_replaces_a_file_while_its_new_bytes_are_written_keeps_its_file(root, target, three,
+                                                                                          patched):
+    """Hostile round 12 (installs): pip replaced a file after the apply had checked it, while its new bytes were
+    being written; the rename put them over the new release's file (lost), and the undo then put the old release's
+    bytes back. The file is looked at again right before the rename."""
+    from patcher.errors import ChangedDuringApply
+
+    upgraded = b"# the next release's b.py\n"
+
+    def hook(step: str) -> None:
+        if step == "apply:temp-written:pkg/b.py":
+            (root / "pkg/b.py").write_bytes(upgraded)
+
+    transaction._fault = hook
+    with pytest.raises(ChangedDuringApply, match="changed while the apply was writing"):
+        apply(target, three)
+    transaction._fault = None
+    assert (root / "pkg/b.py").read_bytes() == upgraded
+    assert (root / "pkg/a.py").read_bytes() == ORIGINAL["pkg/a.py"][0]
+    assert transaction.status(target).pending is None and transaction.applied_records(target) == []
+
+
 # --------------------------------------------------------------------------------------------------- kill -9
 
 
