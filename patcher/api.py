@@ -12,8 +12,8 @@ from typing import Any, Callable
 from packaging.version import Version
 
 from .engine import Plan, plan
-from .errors import (DriftError, ExitCode, Location, ParamsChanged, PendingTransaction, RecipeNotFound, SpecpatchError,
-                     StateLost, UsageError, VersionUnsupported, os_failure)
+from .errors import (DriftError, ExitCode, Location, LockTimeout, ParamsChanged, PendingTransaction, RecipeNotFound,
+                     SpecpatchError, StateLost, UsageError, VersionUnsupported, os_failure)
 from .recipe import Recipe, available, load_recipe
 from .results import (ApplyOutcome, ApplyResult, CheckResult, CheckState, FileBytes, FileVerdict, RecipeVerification,
                       TryOutcome, TryResult, VariantKind, VerifyResult)
@@ -93,7 +93,8 @@ def apply_recipe(recipe: Recipe, target: Target, *, params: dict[str, str] | Non
         pending = transaction.status(target).pending if target.state_dir.is_dir() else None
         if pending is not None:
             running = transaction.lock_held_elsewhere(target)
-            raise PendingTransaction(
+            # one running now is a lock to wait for (exit 6, as `check` says), not an interrupted one (exit 5)
+            raise (LockTimeout if running else PendingTransaction)(
                 f"an {'' if running else 'interrupted '}{pending.kind} of {pending.record.recipe} (started "
                 f"{pending.started}, pid {pending.pid}) is {'running' if running else 'pending'}: the tree is part-way "
                 f"through it, and a dry run would show a diff against half-written files",

@@ -350,6 +350,7 @@ def rollback(
     json: JsonOpt = False,
     lock_timeout: LockOpt = 60.0,
     recipe_path: RecipePathOpt = None,
+    python: PythonOpt = None,
 ) -> None:
     """Restore the exact original bytes and modes of the files a recipe changed."""
     from . import api
@@ -357,7 +358,7 @@ def rollback(
 
     ui = _ui()
     with reported_errors(ui, json):
-        result = api.rollback(_target(target, package or _package_of(recipe, recipe_path), None), recipe,
+        result = api.rollback(_target(target, package or _package_of(recipe, recipe_path), None, python), recipe,
                               force=force, lock_timeout=lock_timeout, extra_dirs=recipe_path)
     render_rollback(ui, result, as_json=json)
     raise typer.Exit(int(result.exit_code))
@@ -370,6 +371,7 @@ def status(
     json: JsonOpt = False,
     lock_timeout: Annotated[float, typer.Option("--lock-timeout", hidden=True,
                                                 help="accepted for old scripts; status takes no lock")] = 60.0,
+    python: PythonOpt = None,
 ) -> None:
     """List the recipes applied to TARGET and any unfinished transaction (reads only: takes no lock)."""
     from . import api
@@ -377,7 +379,7 @@ def status(
 
     ui = _ui()
     with reported_errors(ui, json):
-        result = api.status(_target(target, package, None))
+        result = api.status(_target(target, package, None, python))
     render_status(ui, result, as_json=json)
     raise typer.Exit(int(result.exit_code))
 
@@ -391,6 +393,7 @@ def check(
     param: ParamOpt = None,
     assume_version: VersionOpt = None,
     recipe_path: RecipePathOpt = None,
+    python: PythonOpt = None,
 ) -> None:
     """CI gate, writes nothing: exit 0 when RECIPE is applied and intact.
 
@@ -403,7 +406,7 @@ def check(
     ui = _ui()
     with reported_errors(ui, json):
         loaded = api.load(recipe, recipe_path)
-        where = _target(target, package or loaded.target.package, assume_version)
+        where = _target(target, package or loaded.target.package, assume_version, python)
         with ui.status(f"checking {loaded.id} on {_release(where)}"):
             result = api.check(loaded, where, params=_params(param))
     render_check(ui, result, as_json=json)

@@ -241,6 +241,9 @@ def test_an_apply_running_now_is_locked_not_drift(tree, tmp_path):
         assert "in progress" in done.stderr and f"pid {apply.pid}" in done.stderr
         status = specpatch("status", "--target", str(target))
         assert "in progress" in status.stderr and "will recover" not in status.stderr, status.stderr
+        # hostile round 12 (installs): a dry run meanwhile said "an interrupted transaction is pending", exit 5
+        dry = specpatch("apply", "toy-greeting", "--target", str(target), "--dry-run")
+        assert dry.returncode == 6 and "is running" in dry.stderr, dry.stderr
     finally:
         go.touch()
         assert apply.wait(timeout=120) == 0

@@ -457,3 +457,19 @@ def test_try_verifies_a_recipe_loaded_from_a_folder_of_its_own(tmp_path, monkeyp
 
     [checked] = api.verify(find_target(tmp_path / "kept", package="sglang"), smoke=False).recipes
     assert any("`--recipe-path DIR`" in n for n in checked.notes), checked.notes
+
+
+def test_every_command_finds_the_package_through_python(target, tmp_path):
+    # hostile round 12 (installs): apply and verify took `--package sglang --python S`, rollback, status and check
+    # had no --python: an install patched that way could not be rolled back or checked the same way
+    python = tmp_path / "serving-python"
+    python.write_text(f"#!/bin/sh\nPYTHONPATH={target} exec {sys.executable} \"$@\"\n")
+    python.chmod(0o755)
+    where = ("--package", "sglang", "--python", str(python))
+    assert specpatch("apply", "toy-greeting", *where, "--no-smoke").returncode == 0
+    status = specpatch("status", *where)
+    assert status.returncode == 0 and "toy-greeting" in status.stdout + status.stderr, status.stderr
+    assert specpatch("check", "toy-greeting", *where).returncode == 0
+    done = specpatch("rollback", *where)
+    assert done.returncode == 0 and "toy-greeting" in done.stdout + done.stderr, done.stderr
+    assert not [p for p in (target / ".specpatch").rglob("journal.json")]
