@@ -31,11 +31,25 @@ def _system_errors(doing: str):
             try:
                 return fn(*args, **kwargs)
             except OSError as exc:
-                raise os_failure(exc, doing) from exc
+                raise os_failure(exc, doing, unfinished=_left_part_way(args, kwargs)) from exc
 
         return call
 
     return wrap
+
+
+def _left_part_way(args: tuple, kwargs: dict) -> str | None:
+    """When the target of a use case that the system stopped still has a journal (an earlier apply or rollback that
+    was interrupted, and that this command could not finish either): the tree is part-way, not whole, in words."""
+    target = next((a for a in (*args, *kwargs.values()) if isinstance(a, Target)), None)
+    try:
+        journal = target.state_dir / "journal.json" if target is not None else None
+        if journal is None or not journal.is_file():
+            return None
+    except OSError:
+        return None
+    return (f"an interrupted apply or rollback left the tree part-way: its journal ({journal}) is kept, and the next "
+            f"specpatch command on this target that can write finishes it (`specpatch status` shows it)")
 
 
 def load(name_or_path: str, extra_dirs: list[Path] | None = None) -> Recipe:

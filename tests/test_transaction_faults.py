@@ -220,6 +220,24 @@ def test_an_upgrade_that_replaces_a_file_while_its_new_bytes_are_written_keeps_i
     assert transaction.status(target).pending is None and transaction.applied_records(target) == []
 
 
+def test_a_command_the_system_stops_over_an_interrupted_apply_says_the_tree_is_part_way(root, target, three,
+                                                                                         monkeypatch):
+    """Hostile round 12 (installs): after an apply killed half-way, a rollback on a file system gone read-only said
+    "the tree was left whole"."""
+    from patcher import api
+    from patcher.errors import OSFailure
+
+    assert killed_at("apply:after-write:pkg/a.py", lambda: apply(target, three)) == -signal.SIGKILL
+
+    def read_only(*args, **kwargs):
+        raise OSError(errno.EROFS, "Read-only file system", str(root / "pkg/a.py"))
+
+    monkeypatch.setattr(transaction, "recover", read_only)
+    with pytest.raises(OSFailure) as info:
+        api.rollback(target)
+    assert "part-way" in info.value.hint and "left whole" not in info.value.hint, info.value.hint
+
+
 # --------------------------------------------------------------------------------------------------- kill -9
 
 
