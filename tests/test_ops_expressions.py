@@ -687,3 +687,40 @@ def test_an_expression_continued_as_inside_brackets_is_read_and_written_in_paren
     unchanged(op("replace_expression", within="S.check", match="self.a is None\n    or self.b is None",
                  code="self.a is None\n    or self.b is None or self.c"), before.replace(
         "if self.a is None:", "if self.a is None or self.b is None or self.c:"))
+
+
+def test_steps_adding_after_one_anchor_keep_their_recipe_order():
+    # fuzzer round 12 (F8): the second step went right after the anchor, before the first's item: `[1, 11, 10, 2]`
+    # (a list's order is its value), and add_parameter's second run refused the recipe as not idempotent
+    from patcher import engine
+    from patcher.recipe import parse_recipe
+    from patcher.target import find_target
+    import tempfile
+    from pathlib import Path
+
+    cases = [
+        ("X = [\n    1,\n    2,\n]\n", [("add_element", "after: '1'", "10"), ("add_element", "after: '1'", "11")],
+         "X = [\n    1,\n    10,\n    11,\n    2,\n]\n"),
+        ("def f(**k):\n    pass\n\n\nf(a=1, z=0)\n", [("add_keyword_argument", "call: 'f(...)', after: a", "b=2"),
+                                                     ("add_keyword_argument", "call: 'f(...)', after: a", "c=3")],
+         "def f(**k):\n    pass\n\n\nf(a=1, b=2, c=3, z=0)\n"),
+        ("def f(a, z=0):\n    pass\n", [("add_parameter", "function: f, after: a", "b=2"),
+                                       ("add_parameter", "function: f, after: a", "c=3")],
+         "def f(a, b=2, c=3, z=0):\n    pass\n"),
+        ("def f(a, *, z=0):\n    pass\n", [("add_parameter", "function: f, after: '*'", "b=2"),
+                                           ("add_parameter", "function: f, after: '*'", "c=3")],
+         "def f(a, *, b=2, c=3, z=0):\n    pass\n"),
+    ]
+    for before, steps, after in cases:
+        with tempfile.TemporaryDirectory() as tmp:
+            root = Path(tmp)
+            (root / "t" / "sglang").mkdir(parents=True)
+            (root / "t" / "sglang" / "__init__.py").write_text("")
+            (root / "t" / "sglang" / "_version.py").write_text("__version__ = '0.5.9'\n")
+            (root / "t" / "sglang" / "m.py").write_text(before)
+            text = "id: order\nversion: 1\ntitle: t\ntarget: {package: sglang}\nsteps:\n" + "".join(
+                f"  - {{op: {kind}, file: m.py, {where}, code: \"{code}\"}}\n" for kind, where, code in steps)
+            recipe = parse_recipe(text, root / "order.yaml")
+            planned = engine.plan(recipe, find_target(root / "t"))
+            assert planned.ok, planned.errors
+            assert planned.files[0].after.decode() == after, planned.files[0].after.decode()

@@ -206,6 +206,20 @@ class AddElement(Operation):
                                                       "`after`; comment lines above it and a comment at the end of "
                                                       "its line are kept")
     within: str | None = option(default=None, description=WITHIN)
+    #: the items earlier steps of the recipe add after the same item (set by `among`): the new one goes after them,
+    #: in recipe order (a list's order is part of its value)
+    placed_before: tuple[str, ...] = option(default=(), exclude=True)
+
+    def among(self, steps) -> "AddElement":
+        from dataclasses import replace
+
+        mine = next(i for i, s in enumerate(steps) if s is self)
+        before = []
+        for s in steps[:mine]:
+            if s.op == self.op and s.within == self.within and _item_key(s.after) == _item_key(self.after) \
+                    and (item := _read(s.code)) is not None:
+                before.append(_key_of(cst.Module(body=[]), item.node))
+        return replace(self, placed_before=tuple(before)) if before else self
 
     def describe(self) -> str:
         return f"add `{line_text(self.code)}` after `{line_text(self.after)}` in its literal" + (
@@ -247,6 +261,8 @@ class AddElement(Operation):
                            f"value: `{line_text(module.code_for_node(have.with_changes(comma=cst.MaybeSentinel.DEFAULT)))}`",
                            candidates=[Candidate(f"`{line_text(module.code_for_node(have.key))}`", node=have)])
         at = keys.index(_item_key(self.after)) + 1
+        while at < len(keys) and keys[at] in self.placed_before:  # steps after the same item: in recipe order
+            at += 1
         if isinstance(item.node, cst.DictElement) and any(
                 isinstance(e, cst.StarredDictElement) for e in lit.elements[at:]):
             raise Conflict(f"a `**` unpacking follows `{line_text(self.after)}` in the dict: it may set the new key "

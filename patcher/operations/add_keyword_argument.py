@@ -67,6 +67,9 @@ class AddKeywordArgument(Operation):
     #: `function:parameter` of the parameters the recipe's add_parameter steps in this file add, and
     #: `__init__:field` of its add_dataclass_field steps (set by `among`)
     parameters_added: tuple[str, ...] = option(default=(), exclude=True)
+    #: the keywords earlier steps of the recipe add after the same keyword of the same call (set by `among`): the new
+    #: one goes after them, in recipe order
+    placed_before: tuple[str, ...] = option(default=(), exclude=True)
 
     def among(self, steps) -> "AddKeywordArgument":
         from dataclasses import replace
@@ -87,7 +90,16 @@ class AddKeywordArgument(Operation):
                     continue
                 if isinstance(field, ast.AnnAssign) and isinstance(field.target, ast.Name):
                     added.append(f"__init__:{field.target.id}")
-        return replace(self, parameters_added=tuple(added)) if added else self
+        mine = next(i for i, s in enumerate(steps) if s is self)
+        before = []
+        for s in steps[:mine]:
+            if s.op == self.op and self.after is not None and (s.call, s.after, s.within) == (
+                    self.call, self.after, self.within):
+                try:
+                    before.append(_keyword(s.code).keyword.value)
+                except RecipeError:
+                    continue
+        return replace(self, parameters_added=tuple(added), placed_before=tuple(before)) if added or before else self
 
     def describe(self) -> str:
         return f"add `{line_text(self.code)}` to the call `{Pattern.parse(self.call)}`" + (
@@ -170,6 +182,8 @@ class AddKeywordArgument(Operation):
                 raise AnchorNotFound(f"the call `{pattern}` has no keyword `{self.after}`",
                                      candidates=[Candidate(f"`{k}`") for k in near(self.after, [k for k in keys if k])])
             index = keys.index(self.after) + 1
+            while index < len(keys) and keys[index] in self.placed_before:  # steps after the same keyword: in order
+                index += 1
         changed = call.with_changes(args=insert_item(args, index, new, call.whitespace_before_args))
         return Changed(calls.replace(call, changed), inserted=(), anchor=call)
 

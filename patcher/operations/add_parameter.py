@@ -66,6 +66,9 @@ class AddParameter(Operation):
     #: set by `among`, not by recipes: another step of the recipe, in this file, writes a call of the function (the
     #: recipe moves its callers' arguments itself)
     callers_changed: bool = option(default=False, exclude=True)
+    #: the parameters earlier steps of the recipe add after the same parameter of the function (set by `among`): the
+    #: new one goes after them, in recipe order
+    placed_before: tuple[str, ...] = option(default=(), exclude=True)
 
     def among(self, steps) -> "AddParameter":
         from dataclasses import replace
@@ -75,7 +78,17 @@ class AddParameter(Operation):
         # another step writes calls of it: in its code, or a keyword it adds to one (`call: self.process(...)`)
         touched = any(s is not self and (f"{name}(" in (getattr(s, "code", None) or "")
                                          or s.op == "add_keyword_argument" and f"{name}(" in s.call) for s in steps)
-        return replace(self, callers_changed=True) if touched else self
+        mine = next(i for i, s in enumerate(steps) if s is self)
+        before = []
+        for s in steps[:mine]:
+            if s.op == self.op and self.after is not None and (s.function, s.after) == (self.function, self.after):
+                try:
+                    before.append(_parameter(s.code).name.value)
+                except RecipeError:
+                    continue
+        if touched or before:
+            return replace(self, callers_changed=touched, placed_before=tuple(before))
+        return self
 
     def _refuse_shifting_callers(self, module: cst.Module, fpath, field: str, index: int) -> None:
         """A plain parameter put before others moves them one place right: a call in this module that passes
@@ -123,14 +136,20 @@ class AddParameter(Operation):
         others = {f: [q.name.value for q in getattr(params, f) if q is not param] for f in kinds}
         index = [q is param for q in getattr(params, field)].index(True)
         if self.after == "*":
-            want = ("kwonly_params", 0)
+            at = 0
+            while at < len(others["kwonly_params"]) and others["kwonly_params"][at] in self.placed_before:
+                at += 1
+            want = ("kwonly_params", at)
         elif self.after is None:
             want = ("params", None)
         else:
             where = next((f for f in kinds if self.after in others[f]), None)
             if where is None:
                 return f"`{self.after}` is not a parameter there"
-            want = (where, others[where].index(self.after) + 1)
+            at = others[where].index(self.after) + 1
+            while at < len(others[where]) and others[where][at] in self.placed_before:
+                at += 1
+            want = (where, at)
         if want[0] != field:
             return f"it is {kinds[field]} there, where the step makes it {kinds[want[0]]}"
         if want[1] is not None and want[1] != index:
@@ -168,6 +187,9 @@ class AddParameter(Operation):
                 raise AnchorNotFound(f"`{self.function}` has no `*` or `*args` (no keyword-only parameters)",
                                      candidates=[Candidate(f"`def {fn.name.value}(...)`", node=fn)])
             field, index = "kwonly_params", 0
+            names = [p.name.value for p in params.kwonly_params]
+            while index < len(names) and names[index] in self.placed_before:  # in recipe order
+                index += 1
         elif self.after is None:
             index = len(params.params)
         else:
@@ -175,6 +197,8 @@ class AddParameter(Operation):
                 names = [p.name.value for p in getattr(params, field)]
                 if self.after in names:
                     index = names.index(self.after) + 1
+                    while index < len(names) and names[index] in self.placed_before:  # in recipe order
+                        index += 1
                     break
             else:
                 raise AnchorNotFound(f"`{self.function}` has no parameter `{self.after}`",
