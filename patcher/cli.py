@@ -512,7 +512,7 @@ def test(
                                                     autocompletion=_complete_recipe)] = None,
     fixtures: Annotated[Optional[Path], typer.Option(
         "--fixtures", help="fixture root: <root>/<recipe-id>/<case>/{before,after}/ (default: the `fixtures/` "
-        "folder beside a --recipe-path folder, else the shipped ones)")]
+        "folder in a --recipe-path folder, or beside it, else the shipped ones)")]
     = None,
     update: Annotated[bool, typer.Option("--update", help="rewrite after/ from the current output (review with "
                                                           "`git diff`)")] = False,
@@ -526,14 +526,15 @@ def test(
     # the recipes of another checkout are tested against that checkout's cases (`recipes/` beside `fixtures/`), and
     # never update the shipped ones
     extra = _recipe_folders(recipe_path)[:-1]  # --recipe-path, then $SPECPATCH_RECIPE_PATH
-    beside = [d.parent / "fixtures" for d in extra if (d.parent / "fixtures").is_dir()]
+    # `team-recipes/fixtures/` (the layout docs/writing-recipes.md shows), else `fixtures/` beside the recipe folder
+    beside = [f for d in extra for f in (d / "fixtures", d.parent / "fixtures") if f.is_dir()]
     root = fixtures or (beside[0] if beside else testing.FIXTURES_DIR)
     results = []
     with reported_errors(ui):
         if fixtures is not None and not fixtures.is_dir():
             raise UsageError(f"--fixtures {fixtures}: no such folder")
         if update and extra and fixtures is None and not beside:
-            raise UsageError(f"--update with --recipe-path and no `fixtures/` folder beside it would rewrite the "
+            raise UsageError(f"--update with --recipe-path and no `fixtures/` folder in or beside it would rewrite the "
                              f"shipped cases ({testing.FIXTURES_DIR}) from another tree's recipes: pass --fixtures DIR")
         with ui.status("running fixture cases") as say:
             for result in testing.iter_results(recipe, fixtures_root=root, update=update, recipe_dirs=recipe_path):

@@ -175,7 +175,8 @@ def _model(model: type, data: Any, loc: tuple, errors: list[Problem], excluded: 
     opts = options(model)
     known = {name for o in opts for name in o.names}
     # unknown keys first: a typo in a key usually explains a "missing" error that comes with it
-    errors += [Problem(loc + (key,), "extra_forbidden", f"unknown option `{key}`") for key in data if key not in known]
+    errors += [Problem(loc + (key,), "extra_forbidden", f"unknown option `{key}`" + _guess(key, known))
+               for key in data if key not in known]
     values: dict[str, Any] = {}
     for o in opts:
         given = [name for name in o.names if name in data]
@@ -439,3 +440,11 @@ def _json(value: Any) -> Any:
     if isinstance(value, PurePath):
         return str(value)
     return value
+
+
+def _guess(key: object, known: set[str]) -> str:
+    """`; did you mean `x`?` for the known option nearest a mistyped key (`varients`, `probe`), else nothing."""
+    import difflib
+
+    guess = difflib.get_close_matches(str(key), sorted(known), n=1)
+    return f"; did you mean `{guess[0]}`?" if guess else ""

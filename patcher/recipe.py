@@ -115,7 +115,8 @@ def _describe_error(err: Problem, data: dict) -> str:
     if err.type == "missing":
         return f"missing option `{loc[-1]}`" + (f" in {where}" if where and where != "steps" else "")
     if err.type == "extra_forbidden":
-        return f"unknown option `{loc[-1]}`" + _did_you_mean_option(data, loc)
+        return f"unknown option `{loc[-1]}`" + (_did_you_mean_option(data, loc) or err.msg.partition("`" + str(
+            loc[-1]) + "`")[2])
     return f"`{'.'.join(str(x) for x in loc)}`: {err.msg}" if loc else err.msg
 
 

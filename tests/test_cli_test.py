@@ -153,7 +153,13 @@ def test_recipes_of_another_checkout_are_tested_against_its_own_fixtures(tmp_pat
     shutil.copytree(TEAM_FIXTURES, clone / "fixtures")
     done = specpatch("test", "toy-greeting", "--recipe-path", str(clone / "recipes"))
     assert done.returncode == 0 and "PASS toy-greeting/baseline: ok" in done.stdout, done.stdout + done.stderr
-    # without a fixtures folder beside it, --update refuses to touch the shipped cases
+    # hostile round 12 (a newcomer): the layout docs/writing-recipes.md shows, `fixtures/` inside the recipe folder,
+    # was not looked at (the shipped cases were run instead: exit 2)
+    shutil.move(str(clone / "fixtures"), str(clone / "recipes" / "fixtures"))
+    done = specpatch("test", "toy-greeting", "--recipe-path", str(clone / "recipes"))
+    assert done.returncode == 0 and "PASS toy-greeting/baseline: ok" in done.stdout, done.stdout + done.stderr
+    shutil.move(str(clone / "recipes" / "fixtures"), str(clone / "fixtures"))
+    # without a fixtures folder in or beside it, --update refuses to touch the shipped cases
     shutil.rmtree(clone / "fixtures")
     done = specpatch("test", "toy-greeting", "--update", "--recipe-path", str(clone / "recipes"))
     assert done.returncode == 2 and "pass --fixtures DIR" in done.stderr, done.stdout + done.stderr

@@ -319,3 +319,9 @@ def test_an_op_that_is_not_a_name_is_an_invalid_recipe_not_a_crash(tmp_path, op)
     with pytest.raises(RecipeError) as info:
         parse_recipe(text, tmp_path / "r.yaml")
     assert "`op` is the name of one operation" in str(info.value) or "unknown operation" in str(info.value)
+
+
+def test_a_mistyped_recipe_key_is_answered_with_the_nearest_one(tmp_path):
+    # hostile round 12 (a newcomer): step options got "did you mean", the recipe's own keys and verify's did not
+    err = refused(tmp_path, GOOD + "varients: []\n")
+    assert "unknown option `varients`; did you mean `variants`?" in err.message, err.message
