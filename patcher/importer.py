@@ -1607,6 +1607,39 @@ def _differing_chain(a: cst.CSTNode, b: cst.CSTNode) -> list[tuple[cst.CSTNode, 
         chain.append((a, b))
 
 
+def _comments_above(m, n, site, ms, ns) -> dict | None:
+    """A `replace_leading_comments` step with `above` when the site's statements are the same code and only the
+    comment lines above the first differ (a reworded comment above a function or a statement): anchored on that
+    statement (a compound one by its header), not on the code around it, which upstream may edit."""
+    from .operations.replace_statements import _DOTS, _HEADED
+
+    old, new = ms[site.i1:site.i2], ns[site.j1:site.j2]
+    if not old or len(old) != len(new) or not all(hasattr(s, "leading_lines") for s in (old[0], new[0])):
+        return None
+    bare = [s.with_changes(leading_lines=()) for s in (old[0], new[0])]
+    if not bare[0].deep_equals(bare[1]) or not all(a.deep_equals(b) for a, b in zip(old[1:], new[1:])):
+        return None
+
+    def lines(stmt: cst.CSTNode) -> str:
+        marked = [i for i, line in enumerate(stmt.leading_lines) if line.comment is not None]
+        held = stmt.leading_lines[marked[0]:marked[-1] + 1] if marked else ()
+        return "".join((line.comment.value if line.comment is not None else "") + "\n" for line in held)
+
+    match, code = lines(old[0]), lines(new[0])
+    if match == code:
+        return None
+    stmt = bare[0]
+    if isinstance(stmt, _HEADED) and getattr(stmt, "orelse", None) is None:
+        changes = {"body": _DOTS}
+        if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
+            changes["lines_after_decorators"] = ()
+        stmt = stmt.with_changes(**changes)
+    elif not isinstance(stmt, cst.SimpleStatementLine):
+        return None
+    return {"op": "replace_leading_comments", "above": _code(m, site.mpath, [stmt], lead=False), "match": match,
+            "code": code}
+
+
 def _replacements(m, n, site, ms, ns, scope, inside: tuple[dict, NodePath] | None = None) -> Iterator[list[dict]]:
     """`replace_statements` of the site, then with 1-2 statements of context on each side. With `inside` (the
     options naming the site's block by its header, and the block's path): when the site's statements are there more
@@ -1616,6 +1649,9 @@ def _replacements(m, n, site, ms, ns, scope, inside: tuple[dict, NodePath] | Non
     from .operations.replace_statements import _runs
 
     within = {"within": scope} if scope else {}
+    comments = _comments_above(m, n, site, ms, ns)
+    if comments is not None:  # the code is the same, only the comment lines above it changed
+        yield [{**comments, **within}]
     seen = set()
     for above, below in ((0, 0), (1, 0), (0, 1), (1, 1), (2, 0), (2, 1)):
         i1, i2 = site.i1 - above, site.i2 + below

@@ -2977,3 +2977,21 @@ def test_hunk_lines_that_gained_carriage_returns_on_an_lf_file_are_the_files_lin
     assert [s.options["op"] for s in lifted.steps] == ["insert_statements"]
     rt = importer.round_trip(out, pkg, lifted.expected)
     assert rt.ok and rt.identical == ["m.py"], rt
+
+
+def test_a_reworded_comment_above_a_function_is_one_step_on_that_function(tmp_path):
+    # hostile round 12 (import): the comment above a decorated function, or above a function's first statement, was
+    # lifted as a replacement of the whole function and the one before it, which fell with any edit upstream made
+    # to either; it is a replace_leading_comments above that statement, which ports where the code moved on
+    before = ("def get_load():\n    return 1\n\n\n# converts json\n@app.post('/x')\nasync def set_state(obj):\n"
+              "    # may alloc\n    if obj:\n        return 2\n    return 3\n")
+    after = before.replace("# converts json", "# converts JSON").replace("# may alloc", "# may allocate")
+    pkg = package(tmp_path / "base", {"srt/h.py": before})
+    lifted, out = lift_and_write(tmp_path, pkg, git_diff(before, after, "srt/h.py"))
+    assert [s.options["op"] for s in lifted.steps] == ["replace_leading_comments"] * 2, \
+        [s.options for s in lifted.steps]
+    rt = importer.round_trip(out, pkg, lifted.expected)
+    assert rt.ok and rt.identical == ["srt/h.py"], rt
+    later = package(tmp_path / "later", {"srt/h.py": before.replace("return 1", "return load()").replace(
+        "return 3", "return 4")})
+    assert [s.status for s in importer.port(load_recipe(out), later, base_dir=pkg).steps] == ["applied"] * 2

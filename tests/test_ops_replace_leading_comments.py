@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from op_helpers import cannot, check, op, unchanged
 
-from patcher.errors import AnchorNotFound, Conflict
+from patcher.errors import AnchorAmbiguous, AnchorNotFound, Conflict
 from patcher.model import ValidationError
 
 OLD = "# Copyright 2023-2024 SGLang Team\n# Licensed under the Apache License, Version 2.0\n"
@@ -78,3 +78,41 @@ def test_a_step_that_takes_a_line_away_is_not_applied_while_the_line_is_there():
           "# Licensed under Apache-2.0\nx = 1\n")
     # upstream added a line of its own and has no copyright line: still the step's header
     unchanged(step, "# Licensed under Apache-2.0\n# SPDX-License-Identifier: Apache-2.0\nx = 1\n")
+
+
+def test_the_comment_lines_above_a_statement_anywhere():
+    # hostile round 12 (import): a reworded comment above a decorated function, or above the first statement of a
+    # function, was lifted as a replacement of the whole function (and of the one before it), refused wherever
+    # upstream edited that code
+    before = ("def get_load():\n    return 1\n\n\n# converts json\n@app.post('/x')\nasync def set_state(obj):\n"
+              "    # may alloc\n    if obj:\n        return 2\n    return 3\n")
+    step = op("replace_leading_comments", above="@app.post('/x')\nasync def set_state(obj):\n    ...",
+              match="# converts json", code="# converts JSON\n# to obj")
+    after = before.replace("# converts json\n", "# converts JSON\n# to obj\n")
+    check(step, before, after)
+    unchanged(step, after)
+    upstream = after.replace("    return 1\n", "    return load()\n").replace("    return 3\n", "    return 4\n")
+    unchanged(step, upstream.replace("# converts JSON\n# to obj\n", "# converts JSON\n# to obj\n# (upstream)\n"))
+    inner = op("replace_leading_comments", within="set_state", above="if obj:\n    ...", match="# may alloc",
+               code="# may allocate")
+    check(inner, before, before.replace("    # may alloc\n", "    # may allocate\n"))
+    err = cannot(inner, before.replace("# may alloc", "# might alloc"), AnchorNotFound)
+    assert "line 1 is `# might alloc` where `match` has `# may alloc`" in err.message, err.message
+    cannot(op("replace_leading_comments", above="if nothing:\n    ...", match="# a", code="# b"), before,
+           AnchorNotFound)
+    # no comment there yet (`match: ""`): the new lines go right above the statement, below its blank lines; above
+    # the module's first statement, they are the module's leading lines
+    add = op("replace_leading_comments", within="set_state", above="return 3", match="", code="# the end")
+    check(add, before, before.replace("    return 3\n", "    # the end\n    return 3\n"))
+    first = op("replace_leading_comments", above="def get_load():\n    ...", match="", code="# the load")
+    check(first, before, "# the load\n" + before)
+
+
+def test_a_statement_there_twice_is_told_apart_by_its_comment_lines():
+    before = ("def release(req):\n    # may alloc\n    if req is None:\n        return\n    work(req)\n"
+              "    if req is None:\n        return\n")
+    step = op("replace_leading_comments", within="release", above="if req is None:\n    ...", match="# may alloc",
+              code="# may allocate")
+    check(step, before, before.replace("# may alloc\n", "# may allocate\n"))
+    err = cannot(step, before.replace("    # may alloc\n", ""), AnchorAmbiguous)
+    assert "2 statements are" in err.message, err.message

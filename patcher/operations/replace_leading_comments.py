@@ -17,9 +17,27 @@ first statement or docstring), spaces at the ends of lines and blank lines below
 lines between the comments and the code stay as they were unless `code` ends with its own. These lines are not
 code: no statement anchors them, so the whole block is the anchor.
 
+With `above` (a statement, a `def`, `class` or other compound statement written as its header with a block of
+`...`, as `replace_statements` matches headers) and optionally `within` (a class or function, dotted), the comment
+lines right above that statement, wherever it is, are the ones replaced: what `specpatch import` writes for a hunk
+that rewords the comment above a function or a statement and leaves the code alone (a replacement of the code
+around it would fall with any edit upstream makes to that code)::
+
+    - op: replace_leading_comments
+      file: srt/entrypoints/http_server.py
+      above: |
+        @app.api_route("/set_internal_state", methods=["POST", "PUT"])
+        async def set_internal_state(obj: SetInternalStateReq, request: Request):
+            ...
+      match: "# fastapi implicitly converts json in the request to obj (dataclass)"
+      code: "# fastapi converts the request's JSON to obj (a dataclass)"
+
+The blank lines above the first comment and below the last stay as they are.
+
 Answers: *changed* (the leading lines are `match`: they become `code`); *already applied* (they are `code`, or hold
 every line of it in order, among others, and none of the lines of `match` that `code` leaves out);
-*cannot apply* (they are something else: upstream changed them, with the first of them as the candidate).
+*cannot apply* (they are something else: upstream changed them, with the first of them as the candidate; with
+`above`, also: no statement or several are `above`).
 """
 
 from __future__ import annotations
@@ -31,8 +49,9 @@ from typing import Literal
 
 import libcst as cst
 
-from ..errors import AnchorNotFound, Candidate, Conflict
+from ..errors import AnchorAmbiguous, AnchorNotFound, Candidate, Conflict, RecipeError
 from ..model import option
+from ._code import WITHIN, blocks_under, fingerprint, first_line, line_text, parse_block, scope_path
 from .base import AlreadyApplied, Changed, Operation, Outcome, attempt, register
 
 
@@ -82,6 +101,9 @@ class ReplaceLeadingComments(Operation):
     op: Literal["replace_leading_comments"]
     match: str = option(description="the module's leading comment lines as the release has them (\"\": none)")
     code: str = option(description="the leading comment lines to put in their place")
+    above: str | None = option(default=None, description="a statement (a compound one as its header with a block of "
+                               "`...`): the comment lines right above it are replaced, not the module's top")
+    within: str | None = option(default=None, description=WITHIN)
 
     def __post_init__(self) -> None:
         for name in ("match", "code"):
@@ -92,35 +114,23 @@ class ReplaceLeadingComments(Operation):
             raise ValueError("`match` and `code` are the same lines: there is nothing to replace")
 
     def describe(self) -> str:
+        if self.above is not None:
+            return f"replace the comment lines above `{line_text(self.above)}`"
         return "replace the module's leading comment lines"
 
     def anchor(self) -> str:
         first = next((line for line in _lines(self.match) if line), "")
+        if self.above is not None:
+            return f"{self.within or 'the module'}: the comment lines above `{line_text(self.above)}`"
         return f"the module's leading comments: `{first}`" if first else "the module's top (no leading comments)"
 
     @attempt
     def apply(self, module: cst.Module) -> Outcome:
+        if self.above is not None:
+            return self._above(module)
         have = _lines(_header_text(module))
-        code = [line for line in _lines(self.code) if line]
-        lines = iter(have)
-        want = _lines(self.match)
-        dropped = set(want) - set(code)  # lines the step takes away: still there, it has not run
-        if have == _lines(self.code) or (have != want and code and all(line in lines for line in code)
-                                         and not dropped & set(have)):
-            # the lines of `code`, in order, among the module's own (upstream has the header, and a line more)
+        if _judged(have, self.match, self.code, "the module's leading comment lines"):
             return AlreadyApplied(None)
-        if have != want:
-            if not have:
-                raise AnchorNotFound("the module's leading comment lines are not those of `match`: it has none")
-            k = next((i for i, (a, b) in enumerate(zip(have, want)) if a != b), min(len(have), len(want)))
-            line = have[k] if k < len(have) else have[-1]
-            if k < len(have):
-                where = f"line {k + 1} is `{line}`" + (f" where `match` has `{want[k]}`" if k < len(want) else
-                                                       ", past the end of `match`")
-            else:
-                where = f"they end at line {len(have)}, `match` goes on with `{want[k]}`"
-            raise AnchorNotFound(f"the module's leading comment lines are not those of `match`: {where}",
-                                 candidates=[Candidate(f"`{line or '(a blank line)'}`")])
         declared = _declared_encoding(self.code)
         if _codec(declared or "utf-8") != _codec(module.encoding):
             says = f"declare the encoding `{declared}`" if declared else "declare no encoding"
@@ -134,3 +144,83 @@ class ReplaceLeadingComments(Operation):
                                 comment=cst.Comment(line.strip()) if line.strip() else None)
                   for line in (ln.rstrip() for ln in lines)]
         return Changed(module.with_changes(header=header))
+
+    def _above(self, module: cst.Module) -> Outcome:
+        """The comment lines right above the one statement that is `above`."""
+        from .replace_statements import _header_only, header_key
+
+        wanted = parse_block(self.above, module, what="above")
+        if len(wanted) != 1:
+            raise RecipeError("`above` must be one statement (a compound one as its header with a block of `...`)")
+        header = _header_only(wanted)
+        key = header_key(cst.Module(body=[]), wanted[0]) if header else fingerprint(cst.Module(body=[]), wanted[0])
+        found = [stmt for _, statements in blocks_under(scope_path(module, self.within)) for stmt in statements
+                 if type(stmt) is type(wanted[0])
+                 and (header_key(module, stmt) if header else fingerprint(module, stmt)) == key]
+        where = f"`{self.within}`" if self.within else "the module"
+        if not found:
+            raise AnchorNotFound(f"no statement `{line_text(self.above)}` in {where}")
+        if len(found) > 1:  # the one whose comment lines are `match` (or `code` already) is the anchor
+            mine = [stmt for stmt in found if _comment_lines(stmt) in ([ln.strip() for ln in _lines(t)]
+                                                                        for t in (self.match, self.code))]
+            found = mine if len(mine) == 1 else found
+        if len(found) > 1:
+            raise AnchorAmbiguous(f"{len(found)} statements are `{line_text(self.above)}` in {where}",
+                                  candidates=[Candidate(f"`{first_line(module, s)}`", node=s) for s in found])
+        stmt = found[0]
+        if module.body and stmt is module.body[0]:
+            # the comment lines above the module's first statement are the module's leading lines (libcst's header)
+            from dataclasses import replace
+
+            return replace(self, above=None, within=None).apply(module)
+        leading = list(stmt.leading_lines)
+        k0, k1 = _comment_span(stmt)
+        have = _comment_lines(stmt)
+        if _judged(have, self.match, self.code, f"the comment lines above `{first_line(module, stmt)}`",
+                   strip=True):
+            return AlreadyApplied(stmt)
+        lines = [cst.EmptyLine(indent=True, comment=cst.Comment(line)) if line else
+                 cst.EmptyLine(indent=False, whitespace=cst.SimpleWhitespace(""))
+                 for line in (ln.strip() for ln in _lines(self.code))]
+        changed = stmt.with_changes(leading_lines=[*leading[:k0], *lines, *leading[k1:]])
+        return Changed(module.deep_replace(stmt, changed), inserted=(), anchor=changed)
+
+
+def _comment_span(stmt: cst.CSTNode) -> tuple[int, int]:
+    """Where the comment lines above a statement are among its leading lines (blank lines above and below aside)."""
+    marked = [i for i, line in enumerate(stmt.leading_lines) if line.comment is not None]
+    return (marked[0], marked[-1] + 1) if marked else (len(stmt.leading_lines), len(stmt.leading_lines))
+
+
+def _comment_lines(stmt: cst.CSTNode) -> list[str]:
+    k0, k1 = _comment_span(stmt)
+    return [line.comment.value if line.comment is not None else "" for line in stmt.leading_lines[k0:k1]]
+
+
+def _judged(have: list[str], match: str, code_text: str, what: str, *, strip: bool = False) -> bool:
+    """Whether the lines `have` are the step's code already (True) or its `match` (False); else AnchorNotFound, naming
+    the first line that differs. Already applied: the lines of `code`, in order, among others (upstream has the
+    header, and a line more), and none of those of `match` that `code` leaves out."""
+    def norm(text: str) -> list[str]:
+        return [line.strip() for line in _lines(text)] if strip else _lines(text)
+
+    code = [line for line in norm(code_text) if line]
+    lines = iter(have)
+    want = norm(match)
+    dropped = set(want) - set(code)  # lines the step takes away: still there, it has not run
+    if have == norm(code_text) or (have != want and code and all(line in lines for line in code)
+                                   and not dropped & set(have)):
+        return True
+    if have != want:
+        if not have:
+            raise AnchorNotFound(f"{what} are not those of `match`: there are none")
+        k = next((i for i, (a, b) in enumerate(zip(have, want)) if a != b), min(len(have), len(want)))
+        line = have[k] if k < len(have) else have[-1]
+        if k < len(have):
+            where = f"line {k + 1} is `{line}`" + (f" where `match` has `{want[k]}`" if k < len(want) else
+                                                   ", past the end of `match`")
+        else:
+            where = f"they end at line {len(have)}, `match` goes on with `{want[k]}`"
+        raise AnchorNotFound(f"{what} are not those of `match`: {where}",
+                             candidates=[Candidate(f"`{line or '(a blank line)'}`")])
+    return False
