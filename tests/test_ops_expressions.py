@@ -724,3 +724,16 @@ def test_steps_adding_after_one_anchor_keep_their_recipe_order():
             planned = engine.plan(recipe, find_target(root / "t"))
             assert planned.ok, planned.errors
             assert planned.files[0].after.decode() == after, planned.files[0].after.decode()
+
+
+def test_a_parameter_beside_a_star_in_a_signature_written_one_per_line_gets_its_own_line():
+    # fuzzer round 12 (F3, F4): before a lone `*args` it took the `*args` line (`c=2, *args,  # note`); after a
+    # `*args` closing the list, it went to column 0 after a line of spaces, and the `*args` line's comment moved
+    check(op("add_parameter", function="f", code="c=2"), "def f(\n    *args,  # note\n    b=1,\n):\n    pass\n",
+          "def f(\n    c=2,\n    *args,  # note\n    b=1,\n):\n    pass\n")
+    check(op("add_parameter", function="f", after="*", code="c=2"), "def f(\n    a,\n    *args  # va\n):\n    pass\n",
+          "def f(\n    a,\n    *args,  # va\n    c=2\n):\n    pass\n")
+    check(op("add_parameter", function="f", after="*", code="c=2"), "def f(\n    *args\n):\n    pass\n",
+          "def f(\n    *args,\n    c=2\n):\n    pass\n")
+    check(op("add_parameter", function="f", after="*", code="c=2"), "def f(a, *args):\n    pass\n",
+          "def f(a, *args, c=2):\n    pass\n")

@@ -30,7 +30,7 @@ from ..anchors import find_function, near, same_code
 from ..errors import AnchorNotFound, Candidate, Conflict, RecipeError
 from ..model import option
 from ._calls import calls_to
-from ._code import insert_item, line_text, load_check
+from ._code import insert_item, line_text, load_check, without_comment
 from .base import AlreadyApplied, Changed, Operation, Outcome, attempt, register
 
 
@@ -213,10 +213,23 @@ class AddParameter(Operation):
                 items = [new.with_changes(comma=sep), *params.kwonly_params]
             else:  # `*args` closing the list: it takes the comma of the parameter before it, the new one its own
                 before = params.params[-1].comma if params.params else None
+                layout = before if isinstance(before, cst.Comma) else cst.Comma(
+                    whitespace_after=fn.whitespace_before_params if isinstance(
+                        fn.whitespace_before_params, cst.ParenthesizedWhitespace) else cst.SimpleWhitespace(" "))
+                held = getattr(star, "whitespace_after_param", None)
+                if isinstance(held, cst.ParenthesizedWhitespace) and isinstance(
+                        layout.whitespace_after, cst.ParenthesizedWhitespace):
+                    # `*args  # va` then `)`: the comment stays on the `*args` line, the line break before `)` goes
+                    # after the new parameter
+                    first = held.first_line
+                    if first.comment is not None and not first.whitespace.value:
+                        first = first.with_changes(whitespace=cst.SimpleWhitespace("  "))
+                    layout = layout.with_changes(whitespace_after=layout.whitespace_after.with_changes(
+                        first_line=first, empty_lines=()))
+                    new = new.with_changes(whitespace_after_param=without_comment(held))
+                    star = star.with_changes(whitespace_after_param=cst.SimpleWhitespace(""))
                 items = [new.with_changes(comma=star.comma)]
-                params = params.with_changes(star_arg=star.with_changes(
-                    comma=before if isinstance(before, cst.Comma) else cst.Comma(
-                        whitespace_after=cst.SimpleWhitespace(" "))))
+                params = params.with_changes(star_arg=star.with_changes(comma=layout))
         else:
             if field in ("posonly_params", "params") and not self.callers_changed:
                 self._refuse_shifting_callers(module, fpath, field, index)
@@ -228,12 +241,15 @@ class AddParameter(Operation):
             position = (len(params.posonly_params) + index if field == "params" else index) \
                 if field != "kwonly_params" else None
             self._refuse_unfilled_callers(module, fpath, new, position)
-        if field == "params" and index == len(params.params) and len(items) > 1 and (
+        if field == "params" and index == len(params.params) and (
                 params.star_arg is not cst.MaybeSentinel.DEFAULT or params.kwonly_params or params.star_kwarg):
-            # something follows the plain parameters: the new last one needs its comma
+            # something follows the plain parameters: the new last one needs its comma, laid out as the others (the
+            # only one: as the line break after `(` says, one per line)
             last = items[-1]
             if not isinstance(last.comma, cst.Comma):
-                items[-1] = last.with_changes(comma=items[-2].comma)
+                items[-1] = last.with_changes(comma=items[-2].comma if len(items) > 1 else cst.Comma(
+                    whitespace_after=fn.whitespace_before_params if isinstance(
+                        fn.whitespace_before_params, cst.ParenthesizedWhitespace) else cst.SimpleWhitespace(" ")))
         try:
             changed = fn.with_changes(params=params.with_changes(**{field: items}))
         except cst.CSTValidationError as exc:
