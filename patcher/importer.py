@@ -1489,7 +1489,8 @@ def _expression_edits(m, n, spath, old, new, scope) -> Iterator[list[dict]]:
         if added is not None and no.args[added].keyword is not None:
             arg = no.args[added]
             step = {"op": "add_keyword_argument", "call": f"{_flat(m, mo.func)}(...)",
-                    "code": _flat(n, arg.with_changes(comma=cst.MaybeSentinel.DEFAULT)), **within}
+                    "code": _flat(n, arg.with_changes(comma=cst.MaybeSentinel.DEFAULT)) + _own_comment(arg),
+                    **within}
             before = no.args[added - 1] if added > 0 else None
             if added < len(no.args) - 1 and before is not None and before.keyword is not None:
                 step["after"] = before.keyword.value
@@ -1522,7 +1523,8 @@ def _expression_edits(m, n, spath, old, new, scope) -> Iterator[list[dict]]:
         fn = _dotted(spath)
         if added is not None:
             step = {"op": "add_parameter", "function": fn,
-                    "code": _flat(n, no.params[added].with_changes(comma=cst.MaybeSentinel.DEFAULT))}
+                    "code": _flat(n, no.params[added].with_changes(comma=cst.MaybeSentinel.DEFAULT))
+                    + _own_comment(no.params[added])}
             if 0 < added < len(no.params) - 1:  # the last plain one goes last: after those upstream appends
                 step["after"] = no.params[added - 1].name.value
             yield [step]
@@ -1567,14 +1569,23 @@ def _flat_item(module: cst.Module, item: cst.CSTNode, literal: cst.CSTNode) -> s
     text = _flat(module, item.with_changes(comma=cst.MaybeSentinel.DEFAULT))
     indent = item_indent(literal)
     text = reindent(text, strip=indent) if indent else text
-    # libcst keeps that comment after the item's comma, or before the closing bracket after the last item
+    return text + _own_comment(item, literal)
+
+
+def _own_comment(item: cst.CSTNode, literal: cst.CSTNode | None = None) -> str:
+    """The comment ending an item's line (`timeout=30,  # seconds`), as `  # ...` to put after its code, else "".
+    libcst keeps it after the item's comma, after a last argument or parameter without one, or before the closing
+    bracket of a literal after its last item."""
     ws = item.comma.whitespace_after if isinstance(item.comma, cst.Comma) else None
-    if not isinstance(ws, cst.ParenthesizedWhitespace) and literal.elements and literal.elements[-1] is item:
+    if not isinstance(ws, cst.ParenthesizedWhitespace):
+        ws = getattr(item, "whitespace_after_arg", None) or getattr(item, "whitespace_after_param", None)
+    if not isinstance(ws, cst.ParenthesizedWhitespace) and literal is not None and literal.elements \
+            and literal.elements[-1] is item:
         ws = next((b.whitespace_before for b in (getattr(literal, "rbracket", None), getattr(literal, "rbrace", None),
                                                  *(getattr(literal, "rpar", None) or ())[-1:]) if b is not None), None)
     if isinstance(ws, cst.ParenthesizedWhitespace) and ws.first_line.comment is not None:
-        text += "  " + ws.first_line.comment.value
-    return text
+        return "  " + ws.first_line.comment.value
+    return ""
 
 
 def _one_added(old: Sequence[cst.CSTNode], new: Sequence[cst.CSTNode]) -> int | None:

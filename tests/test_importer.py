@@ -2995,3 +2995,17 @@ def test_a_reworded_comment_above_a_function_is_one_step_on_that_function(tmp_pa
     later = package(tmp_path / "later", {"srt/h.py": before.replace("return 1", "return load()").replace(
         "return 3", "return 4")})
     assert [s.status for s in importer.port(load_recipe(out), later, base_dir=pkg).steps] == ["applied"] * 2
+
+
+def test_a_keyword_or_parameter_added_with_a_comment_is_one_step(tmp_path):
+    # fuzzer round 12 (F9): the comment ending the new argument's line was not in the step's code, so the step did
+    # not reproduce the patch and the hunk fell back to a replacement of the whole statement
+    before = "def f(\n    a,\n):\n    return g(\n        a,\n    )\n\n\ndef g(*x, **k):\n    return x\n"
+    after = before.replace("    a,\n):", "    a,\n    b=0,  # new\n):").replace(
+        "        a,\n    )", "        a,\n        t=30,  # seconds\n    )")
+    pkg = package(tmp_path / "base", {"m.py": before})
+    lifted, out = lift_and_write(tmp_path, pkg, git_diff(before, after, "m.py"))
+    assert sorted(s.options["op"] for s in lifted.steps) == ["add_keyword_argument", "add_parameter"], \
+        [s.options for s in lifted.steps]
+    rt = importer.round_trip(out, pkg, lifted.expected)
+    assert rt.ok and rt.identical == ["m.py"], rt

@@ -737,3 +737,18 @@ def test_a_parameter_beside_a_star_in_a_signature_written_one_per_line_gets_its_
           "def f(\n    *args,\n    c=2\n):\n    pass\n")
     check(op("add_parameter", function="f", after="*", code="c=2"), "def f(a, *args):\n    pass\n",
           "def f(a, *args, c=2):\n    pass\n")
+
+
+def test_a_comment_ending_the_code_of_a_keyword_or_a_parameter_ends_its_line():
+    # fuzzer round 12 (F9): refused as "must be one keyword argument" (it is one); add_element kept such a comment
+    check(op("add_keyword_argument", call="f(...)", code="timeout=30  # seconds"),
+          "def f(*a, **k):\n    pass\n\n\nf(\n    1,\n)\n",
+          "def f(*a, **k):\n    pass\n\n\nf(\n    1,\n    timeout=30,  # seconds\n)\n")
+    check(op("add_parameter", function="f", code="timeout=30  # seconds"), "def f(\n    a,\n):\n    pass\n",
+          "def f(\n    a,\n    timeout=30,  # seconds\n):\n    pass\n")
+    # the last one, with no trailing comma: the line break before `)` follows it
+    check(op("add_keyword_argument", call="f(...)", code="c=3"), "def f(**k):\n    pass\n\n\nf(\n    a=1,\n    b=2\n)\n",
+          "def f(**k):\n    pass\n\n\nf(\n    a=1,\n    b=2,\n    c=3\n)\n")
+    err = cannot(op("add_keyword_argument", call="f(...)", code="timeout=30  # seconds"),
+                 "def f(*a, **k):\n    pass\n\n\nf(1)\n", Conflict)
+    assert "written on one line" in err.message, err.message

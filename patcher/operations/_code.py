@@ -274,9 +274,11 @@ def insert_item(items: Sequence, index: int, new, opening: object = None, closin
     first = own.first_line if isinstance(own, cst.ParenthesizedWhitespace) else None
     for field in ("whitespace_after_arg", "whitespace_after_param"):
         held = getattr(last, field, None)
-        if isinstance(held, cst.ParenthesizedWhitespace) and held.first_line.comment is not None:
-            # `b=2  # two` then `)`: the comment goes with `b=2,`, the line break before `)` after the new item
-            first = first or held.first_line
+        if isinstance(held, cst.ParenthesizedWhitespace):
+            # `b=2  # two` (or `b=2`) then `)` on its own line: the comment goes with `b=2,`, the line break before
+            # `)` after the new item
+            if held.first_line.comment is not None:
+                first = first or held.first_line
             last = last.with_changes(**{field: cst.SimpleWhitespace("")})
             new = new.with_changes(**{field: without_comment(held)})
     if isinstance(closing, cst.ParenthesizedWhitespace) and closing.first_line.comment is not None:
@@ -395,6 +397,51 @@ def reindent(text: str, *, add: str = "", strip: str = "") -> str:
         else:
             out.append(add + line)
     return "\n".join(out)
+
+
+def split_comment(code: str) -> tuple[str, cst.Comment | None]:
+    """`code` without the comment ending its last line (`timeout=30  # seconds`), and that comment."""
+    import io
+    import tokenize
+
+    text = textwrap.dedent(code.replace("\r\n", "\n")).strip()
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        return code, None
+    meaningful = [t for t in tokens if t.type not in (tokenize.NL, tokenize.NEWLINE, tokenize.ENDMARKER,
+                                                       tokenize.INDENT, tokenize.DEDENT)]
+    if not meaningful or meaningful[-1].type != tokenize.COMMENT or len(meaningful) < 2:
+        return code, None
+    comment = meaningful[-1]
+    lines = text.split("\n")
+    row, col = comment.start
+    lines[row - 1] = lines[row - 1][:col].rstrip()
+    return "\n".join(lines).rstrip(), cst.Comment(comment.string)
+
+
+def with_comment(items: list, index: int, comment: cst.Comment, closing: object = None) -> tuple[list, object] | None:
+    """`items` with `comment` ending the line of `items[index]` (a keyword argument, a parameter, an element), and
+    `closing` (the whitespace before the closing bracket) as it then is; None when that line is not its own (the
+    list is written on one line)."""
+    item = items[index]
+
+    def put(ws: cst.ParenthesizedWhitespace) -> cst.ParenthesizedWhitespace:
+        return ws.with_changes(first_line=ws.first_line.with_changes(whitespace=cst.SimpleWhitespace("  "),
+                                                                      comment=comment))
+
+    ws = item.comma.whitespace_after if isinstance(item.comma, cst.Comma) else None
+    if isinstance(ws, cst.ParenthesizedWhitespace):
+        items[index] = item.with_changes(comma=item.comma.with_changes(whitespace_after=put(ws)))
+        return items, closing
+    for field in ("whitespace_after_arg", "whitespace_after_param"):
+        held = getattr(item, field, None)
+        if isinstance(held, cst.ParenthesizedWhitespace):
+            items[index] = item.with_changes(**{field: put(held)})
+            return items, closing
+    if index == len(items) - 1 and isinstance(closing, cst.ParenthesizedWhitespace):
+        return items, put(closing)
+    return None
 
 
 def without_comment(ws: object) -> object:

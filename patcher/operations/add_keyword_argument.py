@@ -34,7 +34,8 @@ from ..errors import AnchorAmbiguous, AnchorNotFound, Candidate, Conflict, Recip
 from ..model import option
 from ..patterns import Pattern
 from ._calls import callee
-from ._code import WITHIN, load_check, expressions_under, insert_item, line_text, node_key, parse_expression, scope_path
+from ._code import (WITHIN, expressions_under, insert_item, line_text, load_check, node_key, parse_expression,
+                    scope_path, split_comment, with_comment)
 from .base import AlreadyApplied, Changed, Operation, Outcome, attempt, register
 
 
@@ -45,6 +46,7 @@ def _call_pattern(code: str) -> None:
 
 
 def _keyword(code: str) -> cst.Arg:
+    code, _ = split_comment(code)  # a comment ending its line is put on the line of the new argument
     try:
         arg = parse_expression(f"f({code.strip()})", what="code").args
     except (RecipeError, AttributeError):
@@ -184,7 +186,16 @@ class AddKeywordArgument(Operation):
             index = keys.index(self.after) + 1
             while index < len(keys) and keys[index] in self.placed_before:  # steps after the same keyword: in order
                 index += 1
-        changed = call.with_changes(args=insert_item(args, index, new, call.whitespace_before_args))
+        items = insert_item(args, index, new, call.whitespace_before_args)
+        _, comment = split_comment(self.code)
+        if comment is not None:
+            placed = with_comment(items, index, comment)
+            if placed is None:
+                raise Conflict(f"the call `{line_text(module.code_for_node(call))}` is written on one line: the code's "
+                               f"comment has no line of its own there; leave it out of the code",
+                               candidates=[Candidate(f"`{line_text(module.code_for_node(call))}`", node=call)])
+            items = placed[0]
+        changed = call.with_changes(args=items)
         return Changed(calls.replace(call, changed), inserted=(), anchor=call)
 
 

@@ -30,11 +30,12 @@ from ..anchors import find_function, near, same_code
 from ..errors import AnchorNotFound, Candidate, Conflict, RecipeError
 from ..model import option
 from ._calls import calls_to
-from ._code import insert_item, line_text, load_check, without_comment
+from ._code import insert_item, line_text, load_check, split_comment, with_comment, without_comment
 from .base import AlreadyApplied, Changed, Operation, Outcome, attempt, register
 
 
 def _parameter(code: str) -> cst.Param:
+    code, _ = split_comment(code)  # a comment ending its line is put on the line of the new parameter
     try:
         params = cst.parse_statement(f"def f({code.strip()}):\n    pass\n").params
     except cst.ParserSyntaxError:
@@ -170,7 +171,7 @@ class AddParameter(Operation):
         have = [p for p in everything if p.name.value == new.name.value]
         if have:
             text = module.code_for_node(have[0].with_changes(comma=cst.MaybeSentinel.DEFAULT))
-            if same_code(f"def f({text}): pass", f"def f({self.code.strip()}): pass"):
+            if same_code(f"def f({text}): pass", f"def f({split_comment(self.code)[0].strip()}): pass"):
                 misplaced = self._misplaced(params, have[0])
                 if misplaced is None:
                     return AlreadyApplied(fn)
@@ -250,6 +251,15 @@ class AddParameter(Operation):
                 items[-1] = last.with_changes(comma=items[-2].comma if len(items) > 1 else cst.Comma(
                     whitespace_after=fn.whitespace_before_params if isinstance(
                         fn.whitespace_before_params, cst.ParenthesizedWhitespace) else cst.SimpleWhitespace(" ")))
+        _, comment = split_comment(self.code)
+        if comment is not None:
+            at = next(i for i, p in enumerate(items) if p.name.value == new.name.value)
+            placed = with_comment(list(items), at, comment)
+            if placed is None:
+                raise Conflict(f"the signature of `{self.function}` is written on one line: the code's comment has no "
+                               f"line of its own there; leave it out of the code",
+                               candidates=[Candidate(f"`def {fn.name.value}(...)`", node=fn)])
+            items = placed[0]
         try:
             changed = fn.with_changes(params=params.with_changes(**{field: items}))
         except cst.CSTValidationError as exc:
