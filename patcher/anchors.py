@@ -606,7 +606,14 @@ def parsed_statements(text: str, module: cst.Module, *, what: str = "code") -> l
     try:
         parsed = cst.parse_module(text.replace("\n", module.default_newline), config=parsing_config(module))
     except cst.ParserSyntaxError as exc:
-        raise RecipeError(f"the step's {what} is not valid Python: {exc.message} (line {exc.raw_line})") from None
+        line = exc.raw_line
+        try:  # Python's own parser names the line a tokenizer error is on (libcst's says 1 for mixed tabs)
+            ast.parse(text)
+        except SyntaxError as own:
+            line = own.lineno or line
+        except (ValueError, RecursionError):
+            pass
+        raise RecipeError(f"the step's {what} is not valid Python: {exc.message} (line {line})") from None
     try:  # libcst reads newer syntax than the running interpreter, whose `ast` every check of specpatch reads
         ast.parse(text)
     except SyntaxError as exc:

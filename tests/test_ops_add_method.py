@@ -401,3 +401,12 @@ def test_a_method_read_in_an_assignment_target_is_not_hidden():
     step = op("add_method", cls="Holder", code="def key(self):\n    return 1\n")
     before = "class Holder:\n    def __init__(self):\n        self.cache = {}\n        self.cache[self.key()] = 1\n"
     check(step, before, before + "\n    def key(self):\n        return 1\n")
+
+
+def test_code_mixing_tabs_and_spaces_is_refused_at_the_line_python_names():
+    # hostile round 12 (a newcomer): libcst's tokenizer said line 1 for a mix on line 3
+    from patcher.errors import RecipeError
+
+    step = op("add_method", cls="A", code="def f(self):\n\tx = 1\n        if x:\n\t    return x\n")
+    with pytest.raises(RecipeError, match=r"\(line 3\)"):
+        step.apply(cst.parse_module("class A:\n    x = 1\n"))
