@@ -653,3 +653,20 @@ def test_a_sibling_with_another_literal_beside_the_code_is_no_evidence_against_i
         after = before.replace('logger.warning("A")', "pass")
         check(step, before, after)
         unchanged(step, after)
+
+
+def test_siblings_of_the_same_shape_in_other_blocks_are_no_evidence_against_the_code():
+    # review 12: `self.chunked_prefill_size = 16384` -> `32768` in one GPU tier of sglang 0.5.9's
+    # `_handle_gpu_memory_settings` was refused on its second run (the other tiers' values read as "the match with
+    # other literal values"), and so was silencing one of a function's warnings
+    tiers = ("def tune(self, mem):\n    if mem < 20:\n        self.chunk = 2048\n    elif mem < 60:\n"
+             "        self.chunk = 8192\n    else:\n        self.chunk = 16384\n")
+    step = op("replace_statements", within="tune", match="self.chunk = 16384", code="self.chunk = 32768")
+    check(step, tiers, tiers.replace("16384", "32768"))
+    unchanged(step, tiers.replace("16384", "32768"))
+    warnings = ('def handle(self):\n    if self.a:\n        logger.warning("Radix cache is disabled because of a.")\n'
+                '    if self.b:\n        logger.warning("Overlap schedule is turned off for b.")\n')
+    silence = op("replace_statements", within="handle", code="pass",
+                 match='logger.warning("Radix cache is disabled because of a.")')
+    check(silence, warnings, warnings.replace('logger.warning("Radix cache is disabled because of a.")', "pass"))
+    unchanged(silence, warnings.replace('logger.warning("Radix cache is disabled because of a.")', "pass"))

@@ -58,6 +58,7 @@ dataclass field) that `match` does not, which the block already assigns with oth
 
 from __future__ import annotations
 
+import difflib
 import textwrap
 from dataclasses import dataclass
 from typing import Literal, Sequence
@@ -196,7 +197,10 @@ class ReplaceStatements(Operation):
         anchors = [r for r in runs if not any(_inside(r, p) for p in placed)]
         if not anchors:
             if new and placed:
-                edited = _edited_runs(module, blocks, old, placed)
+                # a code that is the match with other values (`= 16384` -> `= 32768`) stands where the match stood:
+                # its siblings in other blocks (the other GPU tiers' values) are no evidence against it
+                edited = [] if literal_edit(self.code, self.match, statements=True) else \
+                    _edited_runs(module, blocks, old, placed)
                 if edited:
                     # `pass` of an unrelated `except:` is no evidence that a reworded warning was replaced
                     raise AnchorNotFound(
@@ -479,8 +483,11 @@ def _edited_runs(module: cst.Module, blocks: Sequence, old: list, placed: list) 
             run = (owner, tuple(statements[i:i + len(old)]))
             if type(run[1][0]) is not type(old[0]) or any(_inside(run, p) for p in placed):
                 continue
-            if literal_edit("\n".join(textwrap.dedent(module.code_for_node(st)) for st in run[1]), match,
-                            statements=True):
+            text = "\n".join(textwrap.dedent(module.code_for_node(st)) for st in run[1])
+            # a typo or a rewording reads almost as the match does; another statement of the same shape (another
+            # warning, another tier's value) does not
+            if literal_edit(text, match, statements=True) and difflib.SequenceMatcher(
+                    None, " ".join(text.split()), " ".join(match.split())).ratio() >= 0.9:
                 out.append(Candidate(f"`{first_line(module, run[1][0])}`", node=run[1][0]))
     return out
 
