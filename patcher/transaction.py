@@ -496,14 +496,23 @@ def _preflight_apply(state: State, changed: list) -> None:
     """Refuse, with no file of the target replaced yet, an apply the device has no room to finish or to undo: each
     file's new bytes are written beside it before the rename, and an undo writes its old bytes the same way; the
     ledger is written last (the commit point)."""
-    need: dict[int, tuple[int, Path]] = {}
-    places = [(fp.path.parent, len(fp.after) + len(fp.before) + 64 * 1024) for fp in changed]
-    places.append((state.root, (state.ledger_path.stat().st_size if state.ledger_path.exists() else 0) + 64 * 1024))
-    for folder, size in places:
-        dev = os.stat(folder).st_dev
-        have, _ = need.get(dev, (0, folder))
-        need[dev] = (have + size, folder)
-    for size, folder in need.values():
+    # one file at a time: each new copy is renamed over its file (which frees the old bytes) before the next is
+    # written, so a device needs the largest copy on top of what the files written before it grew by; an undo then
+    # writes the old bytes back the same way
+    need: dict[int, list] = {}  # device -> [growth so far, most needed at once, a folder]
+    for fp in changed:
+        dev = os.stat(fp.path.parent).st_dev
+        held = need.setdefault(dev, [0, 0, fp.path.parent])
+        held[1] = max(held[1], held[0] + len(fp.after))
+        held[0] += max(0, len(fp.after) - len(fp.before))
+    for fp in changed:
+        held = need[os.stat(fp.path.parent).st_dev]
+        held[1] = max(held[1], held[0] + len(fp.before))  # the undo's copy, on top of the grown files
+    ledger = state.ledger_path.stat().st_size if state.ledger_path.exists() else 0
+    held = need.setdefault(os.stat(state.root).st_dev, [0, 0, state.root])
+    held[1] = max(held[1], held[0] + ledger + 4096)
+    for _, size, folder in need.values():
+        size += 64 * 1024
         st = os.statvfs(folder)
         if st.f_bavail * st.f_frsize < size:
             raise OSError(errno.ENOSPC, f"{size // 1024} KiB are needed to write the files and, should that fail, put "
