@@ -707,6 +707,14 @@ def test_steps_adding_after_one_anchor_keep_their_recipe_order():
         ("def f(a, z=0):\n    pass\n", [("add_parameter", "function: f, after: a", "b=2"),
                                        ("add_parameter", "function: f, after: a", "c=3")],
          "def f(a, b=2, c=3, z=0):\n    pass\n"),
+        # review 12: a chain (c after b, which went after a) is passed over too by a later step after a
+        ("def f(a, z=0):\n    pass\n", [("add_parameter", "function: f, after: a", "b=2"),
+                                       ("add_parameter", "function: f, after: b", "c=3"),
+                                       ("add_parameter", "function: f, after: a", "d=4")],
+         "def f(a, b=2, c=3, d=4, z=0):\n    pass\n"),
+        ("X = [\n    1,\n    2,\n]\n", [("add_element", "after: '1'", "10"), ("add_element", "after: '10'", "11"),
+                                       ("add_element", "after: '1'", "12")],
+         "X = [\n    1,\n    10,\n    11,\n    12,\n    2,\n]\n"),
         ("def f(a, *, z=0):\n    pass\n", [("add_parameter", "function: f, after: '*'", "b=2"),
                                            ("add_parameter", "function: f, after: '*'", "c=3")],
          "def f(a, *, b=2, c=3, z=0):\n    pass\n"),
@@ -752,3 +760,10 @@ def test_a_comment_ending_the_code_of_a_keyword_or_a_parameter_ends_its_line():
     err = cannot(op("add_keyword_argument", call="f(...)", code="timeout=30  # seconds"),
                  "def f(*a, **k):\n    pass\n\n\nf(1)\n", Conflict)
     assert "written on one line" in err.message, err.message
+
+
+def test_comment_lines_above_a_new_item_in_a_class_are_at_the_items_column():
+    # review 12: they went 4 columns left of the item inside a class or function
+    before = 'class W:\n    P = {\n        "a": 1,\n        "c": 3,\n    }\n'
+    check(op("add_element", after='"a"', code='# norm weights\n"b": 2'), before,
+          before.replace('        "a": 1,\n', '        "a": 1,\n        # norm weights\n        "b": 2,\n'))

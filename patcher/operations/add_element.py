@@ -183,7 +183,8 @@ def _insert(literal: cst.CSTNode, at: int, item: _Item) -> cst.CSTNode | None:
             return None
         # the code's comment lines above the new item, at the items' indentation
         ws = above.whitespace_after
-        lines = tuple(cst.EmptyLine(indent=False, whitespace=ws.last_line, comment=cst.Comment(c)) for c in item.above)
+        lines = tuple(cst.EmptyLine(indent=ws.indent, whitespace=ws.last_line, comment=cst.Comment(c))
+                      for c in item.above)
         elements[at - 1] = elements[at - 1].with_changes(comma=above.with_changes(
             whitespace_after=ws.with_changes(empty_lines=(*ws.empty_lines, *lines))))
     return literal.with_changes(elements=elements, **changes)
@@ -214,11 +215,12 @@ class AddElement(Operation):
         from dataclasses import replace
 
         mine = next(i for i, s in enumerate(steps) if s is self)
-        before = []
+        before, chain = [], {_item_key(self.after)}  # after the anchor, or after an item added after it
         for s in steps[:mine]:
-            if s.op == self.op and s.within == self.within and _item_key(s.after) == _item_key(self.after) \
+            if s.op == self.op and s.within == self.within and _item_key(s.after) in chain \
                     and (item := _read(s.code)) is not None:
                 before.append(_key_of(cst.Module(body=[]), item.node))
+                chain.add(before[-1])
         return replace(self, placed_before=tuple(before)) if before else self
 
     def describe(self) -> str:

@@ -93,14 +93,15 @@ class AddKeywordArgument(Operation):
                 if isinstance(field, ast.AnnAssign) and isinstance(field.target, ast.Name):
                     added.append(f"__init__:{field.target.id}")
         mine = next(i for i, s in enumerate(steps) if s is self)
-        before = []
+        before, chain = [], {self.after}  # after the keyword, or after a keyword added after it
         for s in steps[:mine]:
-            if s.op == self.op and self.after is not None and (s.call, s.after, s.within) == (
-                    self.call, self.after, self.within):
+            if s.op == self.op and self.after is not None and s.after in chain and (s.call, s.within) == (
+                    self.call, self.within):
                 try:
                     before.append(_keyword(s.code).keyword.value)
                 except RecipeError:
                     continue
+                chain.add(before[-1])
         return replace(self, parameters_added=tuple(added), placed_before=tuple(before)) if added or before else self
 
     def describe(self) -> str:

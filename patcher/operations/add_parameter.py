@@ -80,13 +80,14 @@ class AddParameter(Operation):
         touched = any(s is not self and (f"{name}(" in (getattr(s, "code", None) or "")
                                          or s.op == "add_keyword_argument" and f"{name}(" in s.call) for s in steps)
         mine = next(i for i, s in enumerate(steps) if s is self)
-        before = []
+        before, chain = [], {self.after}  # after the parameter, or after a parameter added after it
         for s in steps[:mine]:
-            if s.op == self.op and self.after is not None and (s.function, s.after) == (self.function, self.after):
+            if s.op == self.op and self.after is not None and s.after in chain and s.function == self.function:
                 try:
                     before.append(_parameter(s.code).name.value)
                 except RecipeError:
                     continue
+                chain.add(before[-1])
         if touched or before:
             return replace(self, callers_changed=touched, placed_before=tuple(before))
         return self
