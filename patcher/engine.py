@@ -1277,6 +1277,22 @@ def _self_read(node: ast.AST, me: str) -> str | None:
     return None
 
 
+def _module_getattr(module: ast.Module) -> bool:
+    """Whether the module defines a module-level `__getattr__` (PEP 562), also inside an `if`/`else` or `try` at
+    module level (vLLM's `__init__.py`: `if TYPE_CHECKING: ... else: def __getattr__(name): ...`)."""
+    todo = list(module.body)
+    while todo:
+        stmt = todo.pop()
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name == "__getattr__":
+            return True
+        if isinstance(stmt, (ast.If, ast.Try, ast.With)) or type(stmt).__name__ == "TryStar":
+            for field in ("body", "orelse", "finalbody"):
+                todo += getattr(stmt, field, [])
+            for handler in getattr(stmt, "handlers", []):
+                todo += handler.body
+    return False
+
+
 def submodule_of(folder: Path) -> Callable[[str], bool]:
     """Whether a name is a submodule of the package whose folder is `folder` (`name.py` or `name/` in it): what a
     package's `__init__.py` may list in `__all__` without binding it."""
@@ -1348,8 +1364,7 @@ def undefined_names_added(before: str, after: str, *, tree: ast.Module | None = 
         if init:  # pyflakes' own leave for a package, kept for its submodules (or for all, not knowing them)
             found = [m for m in found if not isinstance(m, messages.UndefinedExport)
                      or submodule is not None and not submodule(m.message_args[0])]
-        if any(isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and s.name == "__getattr__"
-               for s in module.body):  # a module that serves names on demand (PEP 562): `__all__` may list them
+        if _module_getattr(module):  # a module that serves names on demand (PEP 562): `__all__` may list them
             found = [m for m in found if not isinstance(m, messages.UndefinedExport)]
         return found
 

@@ -1032,3 +1032,10 @@ def test_a_name_a_package_exports_in_all_that_it_does_not_bind_is_undefined(tmp_
     for fine in ('"srt"', '"team"'):
         assert plan(recipe(tmp_path, head + f"  - {{op: add_element, file: __init__.py, after: '\"x\"', code: "
                                             f"'{fine}'}}\n"), find_target(root)).ok, fine
+    # review 12: a package serving names on demand (PEP 562) from a `__getattr__` under `if TYPE_CHECKING: ...
+    # else:` (vLLM's `__init__.py`) may list any
+    (root / "sglang" / "__init__.py").write_text(
+        'from typing import TYPE_CHECKING\n\nif TYPE_CHECKING:\n    from sglang.version import x\nelse:\n\n'
+        '    def __getattr__(name):\n        return 1\n\n\n__all__ = [\n    "x",\n]\n')
+    assert plan(recipe(tmp_path, head + "  - {op: add_element, file: __init__.py, after: '\"x\"', code: "
+                                        "'\"team_helper\"'}\n"), find_target(root)).ok
