@@ -1631,10 +1631,10 @@ def _comments_above(m, n, site, ms, ns) -> dict | None:
     if not bare[0].deep_equals(bare[1]) or not all(a.deep_equals(b) for a, b in zip(old[1:], new[1:])):
         return None
 
-    def lines(stmt: cst.CSTNode) -> str:
-        marked = [i for i, line in enumerate(stmt.leading_lines) if line.comment is not None]
-        held = stmt.leading_lines[marked[0]:marked[-1] + 1] if marked else ()
-        return "".join((line.comment.value if line.comment is not None else "") + "\n" for line in held)
+    from .operations.replace_leading_comments import _comment_lines
+
+    def lines(stmt: cst.CSTNode) -> str:  # the block the operation replaces: the comment lines right above
+        return "".join(line + "\n" for line in _comment_lines(stmt.leading_lines))
 
     match, code = lines(old[0]), lines(new[0])
     if match == code:

@@ -116,3 +116,22 @@ def test_a_statement_there_twice_is_told_apart_by_its_comment_lines():
     check(step, before, before.replace("# may alloc\n", "# may allocate\n"))
     err = cannot(step, before.replace("    # may alloc\n", ""), AnchorAmbiguous)
     assert "2 statements are" in err.message, err.message
+
+
+def test_above_the_first_statement_only_its_own_block_is_compared():
+    # review 12: above a module's first statement, `match` was compared with the module's whole header, the
+    # licence above a blank line included, and the step refused
+    before = "# Copyright 2025 SGLang\n# Licensed\n\n# fp4 helpers\nfrom enum import Enum\n\nX = 1\n"
+    step = op("replace_leading_comments", above="from enum import Enum", match="# fp4 helpers",
+              code="# fp4 helpers (team)")
+    after = before.replace("# fp4 helpers\n", "# fp4 helpers (team)\n")
+    check(step, before, after)
+    unchanged(step, after)
+
+
+def test_above_a_def_whose_decorator_upstream_changed_is_that_def():
+    # review 12: the step named the decorator and the signature; a release whose decorator differs refused it
+    before = "# serve it\n@app.post('/x', response_class=J)\nasync def set_state(obj):\n    return 1\n"
+    step = op("replace_leading_comments", above="@app.post('/x')\nasync def set_state(obj):\n    ...",
+              match="# serve it", code="# serve it (team)")
+    check(step, "X = 1\n\n\n" + before, "X = 1\n\n\n" + before.replace("# serve it", "# serve it (team)"))

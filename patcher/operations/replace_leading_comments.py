@@ -32,7 +32,8 @@ around it would fall with any edit upstream makes to that code)::
       match: "# fastapi implicitly converts json in the request to obj (dataclass)"
       code: "# fastapi converts the request's JSON to obj (a dataclass)"
 
-The blank lines above the first comment and below the last stay as they are.
+The lines replaced are the block of comment lines right above the statement (an earlier block, after a blank line,
+is not its own: a section's heading, a licence above a module's first statement); the blank lines around it stay.
 
 Answers: *changed* (the leading lines are `match`: they become `code`); *already applied* (they are `code`, or hold
 every line of it in order, among others, and none of the lines of `match` that `code` leaves out);
@@ -158,43 +159,58 @@ class ReplaceLeadingComments(Operation):
                  if type(stmt) is type(wanted[0])
                  and (header_key(module, stmt) if header else fingerprint(module, stmt)) == key]
         where = f"`{self.within}`" if self.within else "the module"
+        if not found and isinstance(wanted[0], (cst.FunctionDef, cst.ClassDef)):
+            # a def or class whose decorators or signature upstream changed is still the one of that name: the
+            # comment above it is its own
+            named = [stmt for _, statements in blocks_under(scope_path(module, self.within)) for stmt in statements
+                     if type(stmt) is type(wanted[0]) and stmt.name.value == wanted[0].name.value]
+            found = named if len(named) == 1 else found
         if not found:
             raise AnchorNotFound(f"no statement `{line_text(self.above)}` in {where}")
         if len(found) > 1:  # the one whose comment lines are `match` (or `code` already) is the anchor
-            mine = [stmt for stmt in found if _comment_lines(stmt) in ([ln.strip() for ln in _lines(t)]
-                                                                        for t in (self.match, self.code))]
+            wanted_lines = [[ln.strip() for ln in _lines(t)] for t in (self.match, self.code)]
+            mine = [stmt for stmt in found if _comment_lines(stmt.leading_lines) in wanted_lines]
             found = mine if len(mine) == 1 else found
         if len(found) > 1:
             raise AnchorAmbiguous(f"{len(found)} statements are `{line_text(self.above)}` in {where}",
                                   candidates=[Candidate(f"`{first_line(module, s)}`", node=s) for s in found])
         stmt = found[0]
-        if module.body and stmt is module.body[0]:
-            # the comment lines above the module's first statement are the module's leading lines (libcst's header)
-            from dataclasses import replace
-
-            return replace(self, above=None, within=None).apply(module)
-        leading = list(stmt.leading_lines)
-        k0, k1 = _comment_span(stmt)
-        have = _comment_lines(stmt)
+        # above the module's first statement, libcst holds the lines in the module's header (a licence there too:
+        # only the block of comment lines right above the statement is the step's)
+        first = bool(module.body) and stmt is module.body[0]
+        leading = [*module.header, *stmt.leading_lines] if first else list(stmt.leading_lines)
+        k0, k1 = _comment_span(leading)
+        have = _comment_lines(leading)
         if _judged(have, self.match, self.code, f"the comment lines above `{first_line(module, stmt)}`",
                    strip=True):
             return AlreadyApplied(stmt)
         lines = [cst.EmptyLine(indent=True, comment=cst.Comment(line)) if line else
                  cst.EmptyLine(indent=False, whitespace=cst.SimpleWhitespace(""))
                  for line in (ln.strip() for ln in _lines(self.code))]
-        changed = stmt.with_changes(leading_lines=[*leading[:k0], *lines, *leading[k1:]])
+        now = [*leading[:k0], *lines, *leading[k1:]]
+        if first:
+            return Changed(module.with_changes(header=now, body=[stmt.with_changes(leading_lines=()),
+                                                                 *module.body[1:]]), inserted=(), anchor=stmt)
+        changed = stmt.with_changes(leading_lines=now)
         return Changed(module.deep_replace(stmt, changed), inserted=(), anchor=changed)
 
 
-def _comment_span(stmt: cst.CSTNode) -> tuple[int, int]:
-    """Where the comment lines above a statement are among its leading lines (blank lines above and below aside)."""
-    marked = [i for i, line in enumerate(stmt.leading_lines) if line.comment is not None]
-    return (marked[0], marked[-1] + 1) if marked else (len(stmt.leading_lines), len(stmt.leading_lines))
+def _comment_span(leading) -> tuple[int, int]:
+    """Where the block of comment lines right above a statement is among its leading lines: the last comment lines
+    with no blank line between them (an earlier block, a section's heading or a licence, is not the statement's);
+    the blank lines below it stay."""
+    marked = [i for i, line in enumerate(leading) if line.comment is not None]
+    if not marked:
+        return len(leading), len(leading)
+    k0 = k1 = marked[-1] + 1
+    while k0 > 0 and leading[k0 - 1].comment is not None:
+        k0 -= 1
+    return k0, k1
 
 
-def _comment_lines(stmt: cst.CSTNode) -> list[str]:
-    k0, k1 = _comment_span(stmt)
-    return [line.comment.value if line.comment is not None else "" for line in stmt.leading_lines[k0:k1]]
+def _comment_lines(leading) -> list[str]:
+    k0, k1 = _comment_span(leading)
+    return [line.comment.value for line in leading[k0:k1]]
 
 
 def _judged(have: list[str], match: str, code_text: str, what: str, *, strip: bool = False) -> bool:
