@@ -244,6 +244,8 @@ def _samples(variants, extra: tuple[str, ...] = ()) -> set:
                 continue
             named |= {v, Version(f"{v.base_version}.post1"), Version(f"{v.base_version}.1"),
                       Version(f"{v.major + 1}")}
+            if v.post is not None:  # `>0.5.5.post1,<0.5.5.post3` admits 0.5.5.post2 only
+                named.add(Version(f"{v.base_version}.post{v.post + 1}"))
     return named
 
 

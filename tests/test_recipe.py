@@ -325,3 +325,14 @@ def test_a_mistyped_recipe_key_is_answered_with_the_nearest_one(tmp_path):
     # hostile round 12 (a newcomer): step options got "did you mean", the recipe's own keys and verify's did not
     err = refused(tmp_path, GOOD + "varients: []\n")
     assert "unknown option `varients`; did you mean `variants`?" in err.message, err.message
+
+
+def test_a_variant_of_one_post_release_between_two_named_ones_loads(tmp_path):
+    # review 12: `>0.5.5.post1,<0.5.5.post3` (0.5.5.post2 only) was refused as "can never be selected"
+    from packaging.version import Version
+
+    text = GOOD + "variants:\n  - name: post2\n    versions: '>0.5.5.post1,<0.5.5.post3'\n"
+    recipe = load_recipe(write(tmp_path, text, "demo.yaml"))
+    assert recipe.select(Version("0.5.5.post2")).variant == "post2"
+    assert "admits no release" in refused(tmp_path, GOOD + "variants:\n  - name: none\n    versions: "
+                                                           "'>0.5.5.post1,<0.5.5.post2'\n").message
