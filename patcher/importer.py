@@ -2616,6 +2616,22 @@ def _plan_file(recipe, rel: str, ops: list[tuple[int, Operation]], package_dir: 
             steps.append(PortedStep(index, op.name, op.op, rel, status, message, cands, err, evidence))
         else:
             steps.append(PortedStep(index, op.name, op.op, rel, status))
+    for step in steps:
+        # what `apply` asks of each step before it writes (`engine._second_run`): planned again on the file as the
+        # recipe leaves it, it must find its own change; one that would not is left out, as apply would refuse it
+        if step.status != "applied":
+            continue
+        op = dict(ops)[step.index]
+        try:
+            again = op.among([o for _, o in ops]).apply(module)
+        except SpecpatchError:
+            again = None
+        if not isinstance(again, AlreadyApplied):
+            why = "it would change the file again" if isinstance(again, Changed) else (
+                f"{again.error.title}: {again.error.message}" if isinstance(again, CannotApply) else "it fails")
+            held[step.index] = ("refused", f"applied to `{rel}` as the recipe leaves it, the step does not find "
+                                           f"its own change ({why}): a second apply or `specpatch check` would fail")
+            return _plan_file(recipe, rel, ops, package_dir, held, pristine, standing, release)
     if any(s.status == "applied" for s in steps) and _compile_error(module.code, rel) is not None:
         # Python refuses the planned file (`global x` after a read of `x`, `return` outside a function...): what
         # `apply` finds before writing. The first applied step after which the file no longer compiles is left out

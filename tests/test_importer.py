@@ -490,10 +490,11 @@ def test_statements_inserted_in_a_function_anchor_on_a_pattern_that_survives_an_
     ported = importer.port(load_recipe(out2), package(tmp_path / "later2", {"srt/m.py": later.replace(
         "polls = poll_all(", "polls = get_env = poll_all(")}))
     assert b"        )\n\n        # a timeout\n        timeout = float(" in ported.files["srt/m.py"]
-    # a release that has the statement elsewhere in the function: not inserted twice
+    # a release that has the statement where the step's fallback puts it (before `done = []`, the anchor nested in
+    # the `if`): already upstream, as a second apply finds it (review 12: apply refused its own result there)
     has = later.replace("    done = []\n", "    timeout = float(get_env(\"T\", \"600\"))\n    done = []\n")
     ported = importer.port(recipe, package(tmp_path / "has", {"srt/m.py": has}))
-    assert [s.status for s in ported.steps] == ["upstream_other_form"]
+    assert [s.status for s in ported.steps] == ["already_upstream"]
     assert ported.files["srt/m.py"].count(b"timeout = float(") == 1
 
 
@@ -3009,3 +3010,19 @@ def test_a_keyword_or_parameter_added_with_a_comment_is_one_step(tmp_path):
         [s.options for s in lifted.steps]
     rt = importer.round_trip(out, pkg, lifted.expected)
     assert rt.ok and rt.identical == ["m.py"], rt
+
+
+def test_port_leaves_out_a_step_that_would_not_find_its_own_change_on_a_second_run(tmp_path):
+    # review 12: port answered "applied" for a step apply then refused (its second run: a later step rewrites what
+    # it anchors on); port asks what apply asks
+    pkg = package(tmp_path / "rel", {"m.py": "def f():\n    x = 1\n    return x\n"})
+    (tmp_path / "r").mkdir()
+    (tmp_path / "r" / "two.yaml").write_text(
+        "id: two\nversion: 1\ntitle: t\ntarget: {package: sglang}\nsteps:\n"
+        "  - {name: log, op: insert_statements, file: m.py, function: f, at: after, match: x = 1, code: log(x)}\n"
+        "  - {name: bump, op: replace_statements, file: m.py, within: f, match: x = 1, code: x = 2}\n")
+    (pkg / "m.py").write_text("def log(v):\n    pass\n\n\n" + (pkg / "m.py").read_text())
+    ported = importer.port(load_recipe(tmp_path / "r" / "two.yaml"), pkg)
+    by_name = {s.name: s for s in ported.steps}
+    assert by_name["log"].status == "refused" and "second apply" in by_name["log"].message, by_name["log"]
+    assert by_name["bump"].status == "applied"

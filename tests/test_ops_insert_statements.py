@@ -994,3 +994,16 @@ def test_a_method_named_without_its_class_or_with_the_module_path_names_the_path
     for function in ("__post_init__", "sglang.srt.server_args.ServerArgs.__post_init__"):
         err = cannot(op("insert_statements", function=function, at="start", code="pass"), before, AnchorNotFound)
         assert "`ServerArgs.__post_init__`" in str(err.candidates) and "top level" in err.message, err
+
+
+def test_code_placed_beside_the_fallback_is_found_there_on_a_second_run():
+    # review 12: with `match` nested in an `if` upstream added, the code went before `fallback_match`; planned again
+    # on that result, the step found `match` and its own code "elsewhere" (conflict): apply refused its own result
+    before = ("def pop(self):\n    if self.queue:\n        polls = poll_all(self.queue)\n\n    done = []\n"
+              "    return done\n")
+    step = op("insert_statements", function="pop", at="after", match="polls = poll_all(...)",
+              fallback_match="done = []", code="timeout = float(get_env('T', '600'))", if_present_elsewhere="refuse")
+    # before `done = []`, which keeps its blank line (below the code, as where the recipe was made)
+    after = before.replace("\n\n    done = []\n", "\n    timeout = float(get_env('T', '600'))\n\n    done = []\n")
+    check(step, before, after)
+    unchanged(step, after)

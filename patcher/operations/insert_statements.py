@@ -91,7 +91,7 @@ import libcst as cst
 
 from ..anchors import (NodePath, body_of, code_of, find_function, fit, indent_of, insert_after, insert_before,
                        is_docstring, near_statements, normalized, replace_at, set_block_body, statements_matching)
-from ..errors import (AnchorAmbiguous, AnchorNotFound, Candidate, Conflict, ReadBeforeSet, RecipeError,
+from ..errors import (AnchorAmbiguous, AnchorNotFound, Candidate, Conflict, ReadBeforeSet, RecipeError, SpecpatchError,
                       Unreachable)
 from ..model import option
 from ..patterns import Pattern
@@ -258,7 +258,15 @@ class InsertStatements(Operation):
                     self._refuse_reading_before_set(module, fpath, None, include=True)
             return outcome
         try:
-            outcome = self._next_to_match(module, fpath, block, new, Pattern.parse(self.match), self.at)
+            try:
+                outcome = self._next_to_match(module, fpath, block, new, Pattern.parse(self.match), self.at)
+            except Conflict:
+                # the code already where a first run put it: beside `fallback_match`, `match` being nested below
+                # that statement's block (a second run of the step, `check`)
+                done = self._beside_fallback(module, fpath, block, new)
+                if done is None:
+                    raise
+                return done
             if isinstance(outcome, Changed):
                 self._refuse_reading_before_set(module, fpath, outcome.anchor, include=self.at == "after")
             if not (self.fallback_match is not None and isinstance(outcome, Changed)
@@ -279,6 +287,24 @@ class InsertStatements(Operation):
             if isinstance(outcome, Changed):
                 self._refuse_reading_ahead(module, fpath, outcome.anchor, other)
             return outcome
+
+    def _beside_fallback(self, module: cst.Module, fpath: NodePath, block: NodePath,
+                         new: list[cst.BaseStatement]) -> Outcome | None:
+        """AlreadyApplied when the code stands where the fallback put it (beside `fallback_match`) and the one
+        statement matching `match` is nested below that statement's block, as when the fallback placed it; else
+        None."""
+        if self.fallback_match is None:
+            return None
+        matches = statements_matching(module, block, Pattern.parse(self.match))
+        if len(matches) != 1 or not self._nested_below_fallback(module, block, matches[0][-1], new):
+            return None
+        other = "before" if self.at == "after" else "after"
+        try:
+            outcome = self._next_to_match(module, fpath, block, new, Pattern.parse(self.fallback_match), other,
+                                          keep_lines=other == "before")
+        except SpecpatchError:
+            return None
+        return outcome if isinstance(outcome, AlreadyApplied) else None
 
     def _refuse_reading_before_set(self, module: cst.Module, fpath: NodePath, stop: cst.CSTNode | None, *,
                                    include: bool) -> None:
