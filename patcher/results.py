@@ -175,7 +175,8 @@ EXIT_CODES: tuple[ExitMeaning, ...] = (
                 "`import`: a patch with no hunk it can read, an `-o` that would replace a file import did not write "
                 "(a `recipes/` folder beside `-o recipes.yaml`) or a symbolic link"),
     ExitMeaning((ExitCode.CANNOT_APPLY,), "cannot apply",
-                "cannot apply: anchor missing or ambiguous, conflicting definition, a patched file that reads a name "
+                "cannot apply: anchor missing or ambiguous, a file the step edits not in this release (moved or "
+                "renamed upstream), conflicting definition, a patched file that reads a name "
                 "it does not define, a recipe that would not find its own change on a second run, release outside "
                 "the recipe's range or refused by it; nothing written; "
                 "`rollback`: a recipe applied later changed the same files (roll it back first); `import`: a part of "
