@@ -496,28 +496,39 @@ def _preflight_apply(state: State, changed: list) -> None:
     """Refuse, with no file of the target replaced yet, an apply the device has no room to finish or to undo: each
     file's new bytes are written beside it before the rename, and an undo writes its old bytes the same way; the
     ledger is written last (the commit point)."""
-    # one file at a time: each new copy is renamed over its file (which frees the old bytes) before the next is
-    # written, so a device needs the largest copy on top of what the files written before it grew by; an undo then
-    # writes the old bytes back the same way
-    need: dict[int, list] = {}  # device -> [growth so far, most needed at once, a folder]
+    room = _Room()
     for fp in changed:
-        dev = os.stat(fp.path.parent).st_dev
-        held = need.setdefault(dev, [0, 0, fp.path.parent])
-        held[1] = max(held[1], held[0] + len(fp.after))
-        held[0] += max(0, len(fp.after) - len(fp.before))
+        room.write(fp.path.parent, len(fp.after), replacing=len(fp.before))
     for fp in changed:
-        held = need[os.stat(fp.path.parent).st_dev]
-        held[1] = max(held[1], held[0] + len(fp.before))  # the undo's copy, on top of the grown files
-    ledger = state.ledger_path.stat().st_size if state.ledger_path.exists() else 0
-    held = need.setdefault(os.stat(state.root).st_dev, [0, 0, state.root])
-    held[1] = max(held[1], held[0] + ledger + 4096)
-    for _, size, folder in need.values():
-        size += 64 * 1024
-        st = os.statvfs(folder)
-        if st.f_bavail * st.f_frsize < size:
-            raise OSError(errno.ENOSPC, f"{size // 1024} KiB are needed to write the files and, should that fail, put "
-                                        f"them back, {st.f_bavail * st.f_frsize // 1024} KiB are free (no file of the "
-                                        f"target was written)", str(folder))
+        room.write(fp.path.parent, len(fp.before))  # the undo's copy, on top of the grown files
+    room.write(state.root, (state.ledger_path.stat().st_size if state.ledger_path.exists() else 0) + 4096)
+    room.check("write the files and, should that fail, put them back", "no file of the target was written")
+
+
+class _Room:
+    """The room a sequence of writes needs on each device. Each is a temporary copy renamed over its file before
+    the next is written (the rename frees the bytes it replaces), so a device needs, at its worst, one copy on top
+    of what the files written before it grew by; and 64 KiB to spare."""
+
+    def __init__(self) -> None:
+        self.devices: dict[int, list] = {}  # device -> [growth so far, most needed at once, a folder on it]
+
+    def write(self, folder: Path, size: int, *, replacing: int | None = None) -> None:
+        """A copy of `size` bytes in `folder`; with `replacing`, renamed over a file of that size (the device keeps
+        what it grew by), else one that does not stay (an undo's, the ledger's)."""
+        held = self.devices.setdefault(os.stat(folder).st_dev, [0, 0, folder])
+        held[1] = max(held[1], held[0] + size)
+        if replacing is not None:
+            held[0] += max(0, size - replacing)
+
+    def check(self, doing: str, untouched: str) -> None:
+        for _, size, folder in self.devices.values():
+            size += 64 * 1024
+            st = os.statvfs(folder)
+            if st.f_bavail * st.f_frsize < size:
+                raise OSError(errno.ENOSPC, f"{size // 1024} KiB are needed to {doing}, "
+                                            f"{st.f_bavail * st.f_frsize // 1024} KiB are free ({untouched})",
+                              str(folder))
 
 
 def _close_journal(state: State, recipe: str) -> None:
@@ -742,7 +753,7 @@ def _preflight_restore(state: State, states: list[FileState]) -> None:
     if not os.access(state.root, os.W_OK | os.X_OK):
         raise PermissionError(errno.EACCES, "the state folder may not be written (nothing was rolled back)",
                               str(state.root))
-    need: dict[int, tuple[int, int, Path]] = {}  # device -> (growth so far, most needed at once, a folder)
+    room = _Room()
     for s in states:
         path = Path(os.path.realpath(state.target_file(s.rel)))
         folder = path.parent
@@ -756,18 +767,9 @@ def _preflight_restore(state: State, states: list[FileState]) -> None:
         if s.current is not None and _immutable(path):
             raise PermissionError(errno.EPERM, "the file is immutable or append-only (nothing was rolled back)",
                                   str(path))
-        dev = os.stat(folder).st_dev
-        # the files are restored one at a time: each one's temporary copy, on top of what the files restored before
-        # it grew by (a rename frees the bytes it replaces)
-        size = state.path(s.record.backup).stat().st_size
-        growth, peak, _ = need.get(dev, (0, 0, folder))
-        need[dev] = (growth + max(0, size - len(s.current or b"")), max(peak, growth + size + 64 * 1024), folder)
-    for _, size, folder in need.values():
-        st = os.statvfs(folder)
-        if st.f_bavail * st.f_frsize < size:
-            raise OSError(errno.ENOSPC, f"{size // 1024} KiB are needed to restore the files, "
-                                        f"{st.f_bavail * st.f_frsize // 1024} KiB are free (nothing was rolled back)",
-                          str(folder))
+        # the files are restored one at a time
+        room.write(folder, state.path(s.record.backup).stat().st_size, replacing=len(s.current or b""))
+    room.check("restore the files", "nothing was rolled back")
 
 
 def _immutable(path: Path) -> bool:
