@@ -1563,12 +1563,12 @@ def _flat(module: cst.Module, node: cst.CSTNode) -> str:
 def _flat_item(module: cst.Module, item: cst.CSTNode, literal: cst.CSTNode) -> str:
     """An item of a literal as `add_element` reads its code: continuation lines relative to the item's first line
     (the operation puts them back at the items' indentation), the comment at the end of its line after it."""
-    from .operations._code import reindent
+    from .operations._code import unindent
     from .operations.add_element import item_indent
 
     text = _flat(module, item.with_changes(comma=cst.MaybeSentinel.DEFAULT))
     indent = item_indent(literal)
-    text = reindent(text, strip=indent) if indent else text
+    text = unindent(text, indent) if indent else text
     return text + _own_comment(item, literal)
 
 

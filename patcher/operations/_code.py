@@ -6,7 +6,7 @@ import ast
 import contextlib
 import textwrap
 from pathlib import PurePosixPath
-from typing import Any, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import libcst as cst
 
@@ -302,6 +302,28 @@ def insert_item(items: Sequence, index: int, new, opening: object = None, closin
     return items
 
 
+def added_before(me, steps: Sequence, anchor: str | None, place: Callable, key: Callable) -> tuple[str, ...]:
+    """The keys of the items the steps of the recipe before `me` add after `anchor`, at the same place (`place(step)`
+    is the same), or after an item one of them adds (a chain): `me` goes past them, in recipe order. `key(step)` is
+    a step's anchor or item key (None when its code does not read as one)."""
+    if anchor is None:
+        return ()
+    mine = next(i for i, s in enumerate(steps) if s is me)
+    before, chain = [], {anchor}
+    for s in steps[:mine]:
+        if s.op == me.op and place(s) == place(me) and key(s, "after") in chain and (k := key(s, "code")) is not None:
+            before.append(k)
+            chain.add(k)
+    return tuple(before)
+
+
+def past(keys: Sequence, at: int, placed: Sequence) -> int:
+    """`at`, moved past the items at it whose keys are in `placed` (what earlier steps added there)."""
+    while at < len(keys) and keys[at] in placed:
+        at += 1
+    return at
+
+
 def literal_edit(code: str, match: str, *, statements: bool = False) -> bool:
     """Whether `code` is `match` with one or two of its literal values changed (`n * 3` for `n * 2`, a reworded
     message): an edit of the very expression (or, with `statements`, of the very statements). Another name,
@@ -375,9 +397,9 @@ class _Shift(cst.CSTTransformer):
             if line.comment is not None else line
 
 
-def reindent(text: str, *, add: str = "", strip: str = "") -> str:
-    """`text` with its continuation lines (not the first) moved right by `add`, or left by `strip` where they start
-    with it; the lines inside a string that spans lines are left as they are (they are the string's value)."""
+def unindent(text: str, prefix: str) -> str:
+    """`text` with `prefix` taken off the start of its continuation lines (not the first) that have it; blank lines,
+    and the lines inside a string that spans lines (they are the string's value), are left as they are."""
     import io
     import tokenize
 
@@ -388,15 +410,8 @@ def reindent(text: str, *, add: str = "", strip: str = "") -> str:
             inside.update(range(tok.start[0], tok.end[0]))  # rows start+1 .. end, 1-based: 0-based start .. end-1
     except (tokenize.TokenError, SyntaxError, IndentationError):
         return text
-    out = lines[:1]
-    for k, line in enumerate(lines[1:], start=1):
-        if k in inside or not line.strip():
-            out.append(line)
-        elif strip:
-            out.append(line[len(strip):] if line.startswith(strip) else line)
-        else:
-            out.append(add + line)
-    return "\n".join(out)
+    return "\n".join(lines[:1] + [line[len(prefix):] if k not in inside and line.strip() and line.startswith(prefix)
+                                  else line for k, line in enumerate(lines[1:], start=1)])
 
 
 def split_comment(code: str) -> tuple[str, cst.Comment | None]:

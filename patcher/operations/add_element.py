@@ -39,8 +39,9 @@ import libcst as cst
 from ..anchors import near
 from ..errors import AnchorAmbiguous, AnchorNotFound, Candidate
 from ..model import option
-from ._code import (WITHIN, check_expression, expression_key, expressions_under, insert_item, line_text, node_key,
-                    item_indent as _item_indent, parse_expression, scope_path, without_comment)
+from ._code import (WITHIN, added_before, check_expression, expression_key, expressions_under, insert_item,
+                    item_indent as _item_indent, line_text, node_key, parse_expression, past, scope_path, with_comment,
+                    without_comment)
 from .base import AlreadyApplied, Changed, Operation, Outcome, attempt, register
 from ..errors import Conflict, RecipeError
 
@@ -165,14 +166,10 @@ def _insert(literal: cst.CSTNode, at: int, item: _Item) -> cst.CSTNode | None:
     if last and closing:
         close_ws = without_comment(close_ws)
     if item.comment is not None:
-        ws = elements[at].comma.whitespace_after if isinstance(elements[at].comma, cst.Comma) else None
-        if isinstance(ws, cst.ParenthesizedWhitespace):
-            elements[at] = elements[at].with_changes(comma=elements[at].comma.with_changes(
-                whitespace_after=ws.with_changes(first_line=_commented(ws.first_line, item.comment))))
-        elif last and isinstance(close_ws, cst.ParenthesizedWhitespace):
-            close_ws = close_ws.with_changes(first_line=_commented(close_ws.first_line, item.comment))
-        else:
+        placed = with_comment(elements, at, item.comment, close_ws)
+        if placed is None:
             return None
+        elements, close_ws = placed
     if closing:
         field, bracket = closing
         bracket = bracket.with_changes(whitespace_before=close_ws)
@@ -188,10 +185,6 @@ def _insert(literal: cst.CSTNode, at: int, item: _Item) -> cst.CSTNode | None:
         elements[at - 1] = elements[at - 1].with_changes(comma=above.with_changes(
             whitespace_after=ws.with_changes(empty_lines=(*ws.empty_lines, *lines))))
     return literal.with_changes(elements=elements, **changes)
-
-
-def _commented(line: cst.TrailingWhitespace, comment: cst.Comment) -> cst.TrailingWhitespace:
-    return line.with_changes(whitespace=cst.SimpleWhitespace("  "), comment=comment)
 
 
 @register
@@ -214,14 +207,14 @@ class AddElement(Operation):
     def among(self, steps) -> "AddElement":
         from dataclasses import replace
 
-        mine = next(i for i, s in enumerate(steps) if s is self)
-        before, chain = [], {_item_key(self.after)}  # after the anchor, or after an item added after it
-        for s in steps[:mine]:
-            if s.op == self.op and s.within == self.within and _item_key(s.after) in chain \
-                    and (item := _read(s.code)) is not None:
-                before.append(_key_of(cst.Module(body=[]), item.node))
-                chain.add(before[-1])
-        return replace(self, placed_before=tuple(before)) if before else self
+        def key(step, option: str) -> str | None:
+            if option == "after":
+                return _item_key(step.after)
+            item = _read(step.code)
+            return _key_of(cst.Module(body=[]), item.node) if item is not None else None
+
+        before = added_before(self, steps, _item_key(self.after), lambda s: s.within, key)
+        return replace(self, placed_before=before) if before else self
 
     def describe(self) -> str:
         return f"add `{line_text(self.code)}` after `{line_text(self.after)}` in its literal" + (
@@ -263,8 +256,7 @@ class AddElement(Operation):
                            f"value: `{line_text(module.code_for_node(have.with_changes(comma=cst.MaybeSentinel.DEFAULT)))}`",
                            candidates=[Candidate(f"`{line_text(module.code_for_node(have.key))}`", node=have)])
         at = keys.index(_item_key(self.after)) + 1
-        while at < len(keys) and keys[at] in self.placed_before:  # steps after the same item: in recipe order
-            at += 1
+        at = past(keys, at, self.placed_before)  # steps after the same item: in recipe order
         if isinstance(item.node, cst.DictElement) and any(
                 isinstance(e, cst.StarredDictElement) for e in lit.elements[at:]):
             raise Conflict(f"a `**` unpacking follows `{line_text(self.after)}` in the dict: it may set the new key "

@@ -34,8 +34,8 @@ from ..errors import AnchorAmbiguous, AnchorNotFound, Candidate, Conflict, Recip
 from ..model import option
 from ..patterns import Pattern
 from ._calls import callee
-from ._code import (WITHIN, expressions_under, insert_item, line_text, load_check, node_key, parse_expression,
-                    scope_path, split_comment, with_comment)
+from ._code import (WITHIN, added_before, expressions_under, insert_item, line_text, load_check, node_key,
+                    parse_expression, past, scope_path, split_comment, with_comment)
 from .base import AlreadyApplied, Changed, Operation, Outcome, attempt, register
 
 
@@ -92,17 +92,16 @@ class AddKeywordArgument(Operation):
                     continue
                 if isinstance(field, ast.AnnAssign) and isinstance(field.target, ast.Name):
                     added.append(f"__init__:{field.target.id}")
-        mine = next(i for i, s in enumerate(steps) if s is self)
-        before, chain = [], {self.after}  # after the keyword, or after a keyword added after it
-        for s in steps[:mine]:
-            if s.op == self.op and self.after is not None and s.after in chain and (s.call, s.within) == (
-                    self.call, self.within):
-                try:
-                    before.append(_keyword(s.code).keyword.value)
-                except RecipeError:
-                    continue
-                chain.add(before[-1])
-        return replace(self, parameters_added=tuple(added), placed_before=tuple(before)) if added or before else self
+        def key(step, option: str) -> str | None:
+            if option == "after":
+                return step.after
+            try:
+                return _keyword(step.code).keyword.value
+            except RecipeError:
+                return None
+
+        before = added_before(self, steps, self.after, lambda s: (s.call, s.within), key)
+        return replace(self, parameters_added=tuple(added), placed_before=before) if added or before else self
 
     def describe(self) -> str:
         return f"add `{line_text(self.code)}` to the call `{Pattern.parse(self.call)}`" + (
@@ -185,8 +184,7 @@ class AddKeywordArgument(Operation):
                 raise AnchorNotFound(f"the call `{pattern}` has no keyword `{self.after}`",
                                      candidates=[Candidate(f"`{k}`") for k in near(self.after, [k for k in keys if k])])
             index = keys.index(self.after) + 1
-            while index < len(keys) and keys[index] in self.placed_before:  # steps after the same keyword: in order
-                index += 1
+            index = past(keys, index, self.placed_before)  # steps after the same keyword: in recipe order
         items = insert_item(args, index, new, call.whitespace_before_args)
         _, comment = split_comment(self.code)
         if comment is not None:

@@ -30,7 +30,8 @@ from ..anchors import find_function, near, same_code
 from ..errors import AnchorNotFound, Candidate, Conflict, RecipeError
 from ..model import option
 from ._calls import calls_to
-from ._code import insert_item, line_text, load_check, split_comment, with_comment, without_comment
+from ._code import (added_before, insert_item, line_text, load_check, past, split_comment, with_comment,
+                    without_comment)
 from .base import AlreadyApplied, Changed, Operation, Outcome, attempt, register
 
 
@@ -79,17 +80,17 @@ class AddParameter(Operation):
         # another step writes calls of it: in its code, or a keyword it adds to one (`call: self.process(...)`)
         touched = any(s is not self and (f"{name}(" in (getattr(s, "code", None) or "")
                                          or s.op == "add_keyword_argument" and f"{name}(" in s.call) for s in steps)
-        mine = next(i for i, s in enumerate(steps) if s is self)
-        before, chain = [], {self.after}  # after the parameter, or after a parameter added after it
-        for s in steps[:mine]:
-            if s.op == self.op and self.after is not None and s.after in chain and s.function == self.function:
-                try:
-                    before.append(_parameter(s.code).name.value)
-                except RecipeError:
-                    continue
-                chain.add(before[-1])
+        def key(step, option: str) -> str | None:
+            if option == "after":
+                return step.after
+            try:
+                return _parameter(step.code).name.value
+            except RecipeError:
+                return None
+
+        before = added_before(self, steps, self.after, lambda s: s.function, key)
         if touched or before:
-            return replace(self, callers_changed=touched, placed_before=tuple(before))
+            return replace(self, callers_changed=touched, placed_before=before)
         return self
 
     def _refuse_shifting_callers(self, module: cst.Module, fpath, field: str, index: int) -> None:
@@ -138,20 +139,14 @@ class AddParameter(Operation):
         others = {f: [q.name.value for q in getattr(params, f) if q is not param] for f in kinds}
         index = [q is param for q in getattr(params, field)].index(True)
         if self.after == "*":
-            at = 0
-            while at < len(others["kwonly_params"]) and others["kwonly_params"][at] in self.placed_before:
-                at += 1
-            want = ("kwonly_params", at)
+            want = ("kwonly_params", past(others["kwonly_params"], 0, self.placed_before))
         elif self.after is None:
             want = ("params", None)
         else:
             where = next((f for f in kinds if self.after in others[f]), None)
             if where is None:
                 return f"`{self.after}` is not a parameter there"
-            at = others[where].index(self.after) + 1
-            while at < len(others[where]) and others[where][at] in self.placed_before:
-                at += 1
-            want = (where, at)
+            want = (where, past(others[where], others[where].index(self.after) + 1, self.placed_before))
         if want[0] != field:
             return f"it is {kinds[field]} there, where the step makes it {kinds[want[0]]}"
         if want[1] is not None and want[1] != index:
@@ -189,18 +184,14 @@ class AddParameter(Operation):
                 raise AnchorNotFound(f"`{self.function}` has no `*` or `*args` (no keyword-only parameters)",
                                      candidates=[Candidate(f"`def {fn.name.value}(...)`", node=fn)])
             field, index = "kwonly_params", 0
-            names = [p.name.value for p in params.kwonly_params]
-            while index < len(names) and names[index] in self.placed_before:  # in recipe order
-                index += 1
+            index = past([p.name.value for p in params.kwonly_params], 0, self.placed_before)  # in recipe order
         elif self.after is None:
             index = len(params.params)
         else:
             for field in ("posonly_params", "params", "kwonly_params"):
                 names = [p.name.value for p in getattr(params, field)]
                 if self.after in names:
-                    index = names.index(self.after) + 1
-                    while index < len(names) and names[index] in self.placed_before:  # in recipe order
-                        index += 1
+                    index = past(names, names.index(self.after) + 1, self.placed_before)  # in recipe order
                     break
             else:
                 raise AnchorNotFound(f"`{self.function}` has no parameter `{self.after}`",
