@@ -47,6 +47,13 @@ def _parameter(code: str) -> cst.Param:
     return plain[0]
 
 
+def _first_comma(fn: cst.FunctionDef) -> cst.Comma:
+    """The comma after a signature's only parameter, laid out as the line break after `(` says (one per line), else
+    followed by a space."""
+    ws = fn.whitespace_before_params
+    return cst.Comma(whitespace_after=ws if isinstance(ws, cst.ParenthesizedWhitespace) else cst.SimpleWhitespace(" "))
+
+
 @register
 @dataclass(frozen=True, kw_only=True)
 class AddParameter(Operation):
@@ -206,9 +213,7 @@ class AddParameter(Operation):
                 items = [new.with_changes(comma=sep), *params.kwonly_params]
             else:  # `*args` closing the list: it takes the comma of the parameter before it, the new one its own
                 before = params.params[-1].comma if params.params else None
-                layout = before if isinstance(before, cst.Comma) else cst.Comma(
-                    whitespace_after=fn.whitespace_before_params if isinstance(
-                        fn.whitespace_before_params, cst.ParenthesizedWhitespace) else cst.SimpleWhitespace(" "))
+                layout = before if isinstance(before, cst.Comma) else _first_comma(fn)
                 held = getattr(star, "whitespace_after_param", None)
                 if isinstance(held, cst.ParenthesizedWhitespace) and isinstance(
                         layout.whitespace_after, cst.ParenthesizedWhitespace):
@@ -240,9 +245,7 @@ class AddParameter(Operation):
             # only one: as the line break after `(` says, one per line)
             last = items[-1]
             if not isinstance(last.comma, cst.Comma):
-                items[-1] = last.with_changes(comma=items[-2].comma if len(items) > 1 else cst.Comma(
-                    whitespace_after=fn.whitespace_before_params if isinstance(
-                        fn.whitespace_before_params, cst.ParenthesizedWhitespace) else cst.SimpleWhitespace(" ")))
+                items[-1] = last.with_changes(comma=items[-2].comma if len(items) > 1 else _first_comma(fn))
         _, comment = split_comment(self.code)
         if comment is not None:
             at = next(i for i, p in enumerate(items) if p.name.value == new.name.value)
