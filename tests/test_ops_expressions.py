@@ -767,3 +767,22 @@ def test_comment_lines_above_a_new_item_in_a_class_are_at_the_items_column():
     before = 'class W:\n    P = {\n        "a": 1,\n        "c": 3,\n    }\n'
     check(op("add_element", after='"a"', code='# norm weights\n"b": 2'), before,
           before.replace('        "a": 1,\n', '        "a": 1,\n        # norm weights\n        "b": 2,\n'))
+
+
+def test_a_multi_line_expression_inside_brackets_keeps_its_indentation_and_takes_no_parentheses():
+    # review 12 (10b): a call's argument replaced by a conditional on three lines was written `device=(model.device`
+    # with its continuation lines at the statement's column, the recipe's own indentation below its first line lost
+    before = 'def run(model, get):\n    loader = get(\n        name="x",\n        device=model.device,\n    )\n'
+    step = op("replace_expression", within="run", match="model.device",
+              code='model.device\n    if model.device is not None\n    else "cuda"')
+    after = before.replace("device=model.device,",
+                           'device=model.device\n            if model.device is not None\n            else "cuda",')
+    check(step, before, after)
+    unchanged(step, after)
+
+
+def test_a_parameter_after_a_row_ending_in_a_comment_goes_under_the_parameters():
+    # review 12 (10a): in a signature aligned under its `(`, the new parameter went to column 4, under `def`
+    before = "def sig(self, a: int, b: int  # row\n        ):\n    return a\n"
+    check(op("add_parameter", function="sig", code="c: int = 0"), before,
+          "def sig(self, a: int, b: int,  # row\n        c: int = 0\n        ):\n    return a\n")

@@ -250,7 +250,7 @@ def insert_item(items: Sequence, index: int, new, opening: object = None, closin
         return [new.with_changes(comma=cst.MaybeSentinel.DEFAULT)]
     indent = item_indent(opening, items)
     if indent:
-        new = new.visit(_Shift(indent))  # a multi-line item's continuation lines at the items' indentation
+        new = new.visit(Shift(indent))  # a multi-line item's continuation lines at the items' indentation
     if index < len(items):
         ref = items[index - 1] if index > 0 else items[0]
         comma = _uncommented(ref.comma) if isinstance(ref.comma, cst.Comma) else space
@@ -272,9 +272,11 @@ def insert_item(items: Sequence, index: int, new, opening: object = None, closin
     # the last item keeps the comment of its own line (`timeout=30,  # seconds`), with the layout of the others
     own = last.comma.whitespace_after if isinstance(last.comma, cst.Comma) else None
     first = own.first_line if isinstance(own, cst.ParenthesizedWhitespace) else None
+    before_close = closing.last_line.value if isinstance(closing, cst.ParenthesizedWhitespace) else ""
     for field in ("whitespace_after_arg", "whitespace_after_param"):
         held = getattr(last, field, None)
         if isinstance(held, cst.ParenthesizedWhitespace):
+            before_close = before_close or held.last_line.value
             # `b=2  # two` (or `b=2`) then `)` on its own line: the comment goes with `b=2,`, the line break before
             # `)` after the new item
             if held.first_line.comment is not None:
@@ -293,8 +295,8 @@ def insert_item(items: Sequence, index: int, new, opening: object = None, closin
     elif first is not None and first.comment is not None:
         # items in a row (`a, b,  # note`) or one item: the comment ends its line, so the new item starts the next
         if indent is None:
-            indent = closing.last_line.value if isinstance(closing, cst.ParenthesizedWhitespace) \
-                and closing.last_line.value else "    "
+            # the column of the closing bracket on its own line (aligned under the items), else one level in
+            indent = before_close or "    "
         sep = cst.Comma(whitespace_after=cst.ParenthesizedWhitespace(
             first_line=first, indent=True, last_line=cst.SimpleWhitespace(indent)))
     items[-1] = last.with_changes(comma=sep)
@@ -381,7 +383,7 @@ def item_indent(opening: object, items: Sequence) -> str | None:
     return None
 
 
-class _Shift(cst.CSTTransformer):
+class Shift(cst.CSTTransformer):
     """Moves the lines an expression continues on (never those inside a string: they are its value) right."""
 
     def __init__(self, indent: str) -> None:

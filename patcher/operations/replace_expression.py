@@ -38,7 +38,7 @@ import libcst as cst
 from ..anchors import near
 from ..errors import AnchorAmbiguous, AnchorNotFound, Candidate
 from ..model import option
-from ._code import (WITHIN, check_expression, contains, expression_key, expressions_under, line_text,
+from ._code import (WITHIN, Shift, check_expression, contains, expression_key, expressions_under, line_text,
                     line_text_against, literal_edit, node_key, parse_expression, scope_path)
 from .base import AlreadyApplied, Changed, Operation, Outcome, attempt, register
 
@@ -245,13 +245,22 @@ def _grouped(module: cst.Module, path: tuple[cst.CSTNode, ...], pattern: cst.Bas
         return new.with_changes(lpar=old.lpar, rpar=old.rpar)
     if not hasattr(new, "lpar") or new.lpar:
         return new
-    grouped = new.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
     text = module.code_for_node(new)
     if "\n" in text:
-        try:  # lines that continue only inside brackets (`a is None\n    or b is None`): in parentheses
+        # continuation lines start at the column of the line the expression starts on, as the recipe has them below
+        # its first line (`device=model.device` / `    if ...`: under the argument, not at the statement's column)
+        new = new.visit(Shift(_line_indent(module, path, old)))
+    grouped = new.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+    if "\n" in text:
+        try:  # lines that continue only inside brackets (`a is None\n    or b is None`): in parentheses, unless the
+            # place is inside brackets already (a call's argument, a list's item)
             ast.parse(textwrap.dedent(text).strip(), mode="eval")
         except SyntaxError:
-            return grouped
+            statement = next((n for n in reversed(path[:-1]) if isinstance(n, cst.BaseStatement)), None)
+            try:
+                ast.parse(module.code_for_node(statement.deep_replace(old, new)))
+            except (SyntaxError, ValueError, RecursionError, AttributeError):
+                return grouped
     if isinstance(new, cst.Tuple) and not isinstance(old, cst.Tuple):
         # a tuple written bare is one only where a statement takes a bare tuple (`return a, b`, `x = a, b`);
         # elsewhere its commas would make other code: subscript elements (`d[a, b]`, which libcst then no longer
@@ -273,6 +282,18 @@ def _grouped(module: cst.Module, path: tuple[cst.CSTNode, ...], pattern: cst.Bas
         return grouped
     # where the parentheses change nothing Python runs (`a and b and c`: `and` is one chain), none are added
     return new if ast.dump(_flat(bare)) == ast.dump(_flat(held)) else grouped
+
+
+def _line_indent(module: cst.Module, path: tuple[cst.CSTNode, ...], old: cst.CSTNode) -> str:
+    """The indentation, beyond its block's, of the line on which `old` (at the end of `path`) starts: its statement
+    rendered with a marker in its place, the marker's line read."""
+    statement = next((n for n in reversed(path[:-1]) if isinstance(n, cst.BaseStatement)), None)
+    if statement is None:
+        return ""
+    marker = "_specpatch_place_"
+    text = module.code_for_node(statement.deep_replace(old, cst.Name(marker)))
+    line = next((t for t in text.split("\n") if marker in t), "")
+    return line[:len(line) - len(line.lstrip())]
 
 
 def _flat(tree):
