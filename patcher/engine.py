@@ -22,7 +22,7 @@ import libcst as cst
 from .anchors import code_of, line_of_text, lines_of, too_deep
 from .diff import unified_diff
 from .errors import (AnchorNotFound, CallMisfit, Candidate, Conflict, FileNotInRelease, FlowChanged, Location,
-                     MissingModuleError, NameTakenError, NotIdempotent, RenderError, SpecpatchError, TargetError,
+                     MissingModuleError, NameTakenError, NotIdempotent, ReadBeforeSet, RenderError, SpecpatchError, TargetError,
                      TargetSyntaxError, UndefinedNameError, Unreachable)
 from .operations._code import imported_module, type_checking_test
 from .operations.add_parameter import forwards_keyword
@@ -334,6 +334,8 @@ def _plan_file(result: Plan, rel_pkg: str, file_steps: list[tuple[int, Operation
                                                   submodule=submodule_of(path.parent)))
         if tree is not None and not result.errors:
             result.errors.extend(_flow_changed(recipe.id, rel, original_text, text, tree, done))
+        if tree is not None and not result.errors:
+            result.errors.extend(_attributes_read_early(recipe.id, rel, original_text, text, tree, done))
         taking = any(c is not None and r.op in _TAKING for r, c in done)  # a step that may take a name away
         if tree is not None and not result.errors and taking:
             result.errors.extend(_attributes_taken(recipe.id, rel, original_text, text, tree, done))
@@ -1327,6 +1329,98 @@ def _undefined_names(recipe_id: str, rel: str, before: str, after: str, tree: as
             location=Location(recipe=recipe_id, step=owner.index if owner else None, op=owner.op if owner else None,
                               file=rel, anchor=owner.anchor if owner else None, line=lineno)))
     return errors
+
+
+def _attributes_read_early(recipe_id: str, rel: str, before: str, after: str, tree: ast.Module,
+                           done: list[tuple[StepReport, Changed | None]]) -> list[SpecpatchError]:
+    """`self.x` read in a class's `__init__` above every assignment of it there, where the release read it after one:
+    AttributeError at every construction (a replacement's `self.size = min(n, self.limit)` above `self.limit = 10`).
+    Each read charged to the step whose code holds its line, else the file's last changed step."""
+    try:
+        old = ast.parse(before)
+    except (SyntaxError, ValueError, RecursionError):
+        return []
+    had = {(cls, attr) for cls, attr, _ in init_reads_before_set(old)}
+    lines = after.splitlines()
+    errors: list[SpecpatchError] = []
+    for cls, attr, lineno in init_reads_before_set(tree):
+        if (cls, attr) in had:
+            continue
+        had.add((cls, attr))  # once per attribute
+        owner = next((r for r, c in done if c is not None and r.lines and r.lines[0] <= lineno <= r.lines[1]),
+                     None) or next((r for r, c in reversed(done) if c is not None), None)
+        line = lines[lineno - 1].strip() if 0 < lineno <= len(lines) else ""
+        errors.append(ReadBeforeSet(
+            f"`{cls}.__init__` reads `self.{attr}` (line {lineno}: `{line}`) above every assignment of it there once "
+            f"the recipe's code is in: AttributeError at every construction of `{cls}`",
+            location=Location(recipe=recipe_id, step=owner.index if owner else None, op=owner.op if owner else None,
+                              file=rel, anchor=owner.anchor if owner else None, line=lineno)))
+    return errors
+
+
+def init_reads_before_set(tree: ast.Module) -> list[tuple[str, str, int]]:
+    """(class, attribute, line) for each `self.attribute` that a class's `__init__` reads, when it runs, above every
+    line of it that assigns the attribute (in source order, any arm counting as assigned; an attribute it never
+    assigns may come from a base class), and that the class does not provide otherwise: not in its body, not assigned by another of its methods (`__init__` may call it), not after a
+    call of a base class's `__init__`. Reads in a lambda or nested def run later and are left out; so is every
+    attribute once the function passes `self` to a call or reads `self.__dict__`."""
+    found: list[tuple[str, str, int]] = []
+    for cls in (n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)):
+        init = next((n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"), None)
+        if init is None or not init.args.args:
+            continue
+        me = init.args.args[0].arg
+        provided = {t.id for n in cls.body for t in _targets(n) if isinstance(t, ast.Name)}
+        provided |= {n.name for n in cls.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+        for method in cls.body:
+            if isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)) and method is not init \
+                    and method.args.args:
+                other = method.args.args[0].arg
+                provided |= {n.attr for n in ast.walk(method) if isinstance(n, ast.Attribute)
+                             and isinstance(n.value, ast.Name) and n.value.id == other
+                             and not isinstance(n.ctx, ast.Load)}
+        events: list[tuple[int, int, str, str]] = []  # (line, column, kind, attribute)
+        todo: list[ast.AST] = list(init.body)
+        rebound = False
+        while todo and not rebound:
+            node = todo.pop()
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+                continue  # runs when called, later
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == me:
+                events.append((node.lineno, node.col_offset, "read" if isinstance(node.ctx, ast.Load) else "set",
+                               node.attr))
+            elif isinstance(node, ast.Call) and (
+                    isinstance(node.func, ast.Attribute) and node.func.attr == "__init__"
+                    or any(isinstance(a, ast.Name) and a.id == me for a in (*node.args, *(k.value for k in
+                                                                                         node.keywords)))):
+                events.append((node.lineno, node.col_offset, "all", ""))  # a base's __init__, or `self` handed on
+            elif isinstance(node, ast.Name) and node.id == me and isinstance(node.ctx, ast.Store):
+                rebound = True  # `self` rebound: not followed
+            todo.extend(ast.iter_child_nodes(node))
+        assigned = {attr for *_, kind, attr in events if kind == "set"}  # what the function itself sets, below
+        seen: set[str] = set()
+        for lineno, _, kind, attr in sorted(events) if not rebound else ():
+            if kind == "all":
+                break
+            if kind == "set":
+                seen.add(attr)
+            elif attr not in seen and attr in assigned and attr not in provided:
+                found.append((cls.name, attr, lineno))
+                seen.add(attr)
+    return found
+
+
+def _targets(node: ast.AST) -> list[ast.AST]:
+    """The names a class-body statement binds at its top level (assignments, annotated ones, for, with, import)."""
+    if isinstance(node, ast.Assign):
+        return [t for target in node.targets for t in ast.walk(target)]
+    if isinstance(node, (ast.AnnAssign, ast.AugAssign)):
+        return [node.target]
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        return [ast.Name(id=(a.asname or a.name).split(".")[0]) for a in node.names]
+    if isinstance(node, (ast.If, ast.Try, ast.For, ast.While, ast.With)):
+        return [t for child in ast.iter_child_nodes(node) if isinstance(child, ast.stmt) for t in _targets(child)]
+    return []
 
 
 def undefined_names_added(before: str, after: str, *, tree: ast.Module | None = None, new: set[int] | None = None,

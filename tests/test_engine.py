@@ -1039,3 +1039,33 @@ def test_a_name_a_package_exports_in_all_that_it_does_not_bind_is_undefined(tmp_
         '    def __getattr__(name):\n        return 1\n\n\n__all__ = [\n    "x",\n]\n')
     assert plan(recipe(tmp_path, head + "  - {op: add_element, file: __init__.py, after: '\"x\"', code: "
                                         "'\"team_helper\"'}\n"), find_target(root)).ok
+
+
+WORKER = """\
+class Worker:
+    def __init__(self, n):
+        self.size = n
+        self.limit = 10
+"""
+
+
+@pytest.mark.parametrize("step", [
+    "op: replace_statements\n    within: Worker.__init__\n    match: self.size = n\n"
+    "    code: 'self.size = min(n, self.limit)'",
+    "op: replace_expression\n    within: Worker.__init__\n    match: n\n    code: 'min(n, self.limit)'",
+])
+def test_an_attribute_read_in_init_above_its_assignment_is_refused(tmp_path, step):
+    # hostile round 13 (01): read-before-set was judged for insert_statements only; a replacement's
+    # `self.size = min(n, self.limit)` above `self.limit = 10` applied, AttributeError at every construction
+    root = make_target(tmp_path, {"srt/m.py": WORKER.encode()})
+    text = ('id: demo\ntitle: Demo\ntarget: {package: sglang, versions: "==0.5.9"}\nsteps:\n'
+            f'  - file: srt/m.py\n    {step}\n')
+    p = plan(recipe(tmp_path, text), find_target(root))
+    assert not p.ok and "reads `self.limit`" in p.errors[0].message, p.errors
+    assert p.errors[0].location.step == 1 and p.errors[0].location.line == 3
+    # read below the assignment, or of an attribute __init__ does not set (a base class's), it applies
+    ok = text.replace("self.limit", "self.other")
+    assert plan(recipe(tmp_path, ok), find_target(root)).ok
+    late = WORKER.replace("        self.size = n\n        self.limit = 10\n", "        self.limit = 10\n        self.size = n\n")
+    root2 = make_target(tmp_path / "late", {"srt/m.py": late.encode()})
+    assert plan(recipe(tmp_path, text), find_target(root2)).ok
