@@ -21,9 +21,9 @@ import libcst as cst
 
 from .anchors import code_of, line_of_text, lines_of, too_deep
 from .diff import unified_diff
-from .errors import (AnchorNotFound, CallMisfit, Candidate, Conflict, FileNotInRelease, FlowChanged, Location,
-                     MissingModuleError, NameTakenError, NotIdempotent, ReadBeforeSet, RenderError, SpecpatchError, TargetError,
-                     TargetSyntaxError, UndefinedNameError, Unreachable)
+from .errors import (AnchorNotFound, CallMisfit, Candidate, Conflict, FailsAtRunTime, FileNotInRelease, FlowChanged,
+                     Location, MissingModuleError, NameTakenError, NotIdempotent, ReadBeforeSet, RenderError,
+                     SpecpatchError, TargetError, TargetSyntaxError, UndefinedNameError, Unreachable)
 from .operations._code import imported_module, type_checking_test
 from .operations.add_parameter import forwards_keyword
 from .operations.base import AlreadyApplied, CannotApply, Changed, Operation
@@ -334,8 +334,6 @@ def _plan_file(result: Plan, rel_pkg: str, file_steps: list[tuple[int, Operation
                                                   submodule=submodule_of(path.parent)))
         if tree is not None and not result.errors:
             result.errors.extend(_flow_changed(recipe.id, rel, original_text, text, tree, done))
-        if tree is not None and not result.errors:
-            result.errors.extend(_attributes_read_early(recipe.id, rel, original_text, text, tree, done))
         taking = any(c is not None and r.op in _TAKING for r, c in done)  # a step that may take a name away
         if tree is not None and not result.errors and taking:
             result.errors.extend(_attributes_taken(recipe.id, rel, original_text, text, tree, done))
@@ -948,6 +946,13 @@ def _flow_changed(recipe_id: str, rel: str, before: str, after: str, tree: ast.M
     defs = [f for fns in now.values() for f in fns]
     coroutines = {f.name for f in defs if isinstance(f, ast.AsyncFunctionDef)} - \
         {f.name for f in defs if isinstance(f, ast.FunctionDef)}
+    # plain functions that return nothing awaitable (no value, or literals and arithmetic only)
+    inert = (ast.Constant, ast.JoinedStr, ast.BinOp, ast.UnaryOp, ast.Compare, ast.List, ast.Tuple, ast.Dict,
+             ast.Set, ast.ListComp, ast.SetComp, ast.DictComp)
+    plain = {f.name for f in defs if isinstance(f, ast.FunctionDef) and not _is_generator(f)
+             and all(isinstance(r.value, inert) for r in _value_returns(f))} - \
+        {f.name for f in defs if not isinstance(f, ast.FunctionDef) or _is_generator(f)
+         or not all(isinstance(r.value, inert) for r in _value_returns(f))}
     for name, old, fn in pairs:
         found: list[tuple[int, str]] = []
         gen_then, gen_now = _is_generator(old), _is_generator(fn)
@@ -970,6 +975,14 @@ def _flow_changed(recipe_id: str, rel: str, before: str, after: str, tree: ast.M
                               f"`await`: those calls get a coroutine that never runs" if bare else
                               f"makes the coroutine function `{name}` a plain one: its callers `await` what it "
                               f"returns"))
+        raises: list[tuple[int, str]] = []
+        if fn.name == "__init__" and len(_value_returns(fn)) > len(_value_returns(old)):
+            raises.append((_value_returns(fn)[-1].lineno, f"returns a value from `{name}`: `__init__` must return "
+                                                         f"None, a TypeError at every construction"))
+        awaited = _awaited_plain(fn, plain)
+        if len(awaited) > len(_awaited_plain(old, plain)):
+            raises.append((awaited[-1][0], f"awaits `{awaited[-1][1]}(...)` in `{name}`, a plain function of the "
+                                          f"module that returns no awaitable: a TypeError at the `await`"))
         unawaited = _unawaited_calls(fn, coroutines, statements_only=True) if coroutines else []
         if len(unawaited) > len(_unawaited_calls(old, coroutines, statements_only=True) if coroutines else []):
             found.append((unawaited[-1], f"calls a coroutine function of the module in `{name}` without `await`: "
@@ -984,11 +997,57 @@ def _flow_changed(recipe_id: str, rel: str, before: str, after: str, tree: ast.M
                     f"does): it never runs"), kind=Unreachable))
         errors.extend(_charged(recipe_id, rel, lines, done, lineno, why, kind=FlowChanged)
                       for lineno, why in found[:1])
-    broken = _slots_broken(tree) + _class_scope_reads(tree)
-    had = {why for _, why in _slots_broken(old_tree) + _class_scope_reads(old_tree)}
-    errors.extend(_charged(recipe_id, rel, lines, done, lineno, why)
-                  for lineno, why in [(n, w) for n, w in broken if w not in had][:1])
+        errors.extend(_charged(recipe_id, rel, lines, done, lineno, why, kind=FailsAtRunTime)
+                      for lineno, why in raises[:1])
+    for check, kind in ((lambda t: _slots_broken(t) + _class_scope_reads(t) + _frozen_writes(t), FailsAtRunTime),
+                        (_lambda_generators, FlowChanged),
+                        (_init_reads_early, ReadBeforeSet)):
+        had = {why for _, why in check(old_tree)}
+        errors.extend(_charged(recipe_id, rel, lines, done, lineno, why, kind=kind)
+                      for lineno, why in [(n, w) for n, w in check(tree) if w not in had][:1])
     return errors
+
+
+def _awaited_plain(fn: ast.AST, plain: set[str]) -> list[tuple[int, str]]:
+    """(line, name) of each `await f(...)` / `await self.f(...)` in a function's own body whose `f` is in `plain`."""
+    out = []
+    for node in _own_nodes(fn):
+        if isinstance(node, ast.Await) and isinstance(node.value, ast.Call):
+            f = node.value.func
+            called = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) and \
+                isinstance(f.value, ast.Name) and f.value.id in ("self", "cls") else None
+            if called in plain:
+                out.append((node.lineno, called))
+    return sorted(out)
+
+
+def _lambda_generators(tree: ast.Module) -> list[tuple[int, str]]:
+    """Lambdas with a `yield` in their body: calling one gives a generator, not the value."""
+    return [(n.lineno, f"makes `{ast.unparse(n)}` a generator (a `yield` in a lambda): calling it gives a generator "
+                       f"object, not the value") for n in ast.walk(tree)
+            if isinstance(n, ast.Lambda) and any(isinstance(m, (ast.Yield, ast.YieldFrom)) for m in _own_nodes(n))]
+
+
+def _frozen_writes(tree: ast.Module) -> list[tuple[int, str]]:
+    """Attributes a method of a frozen dataclass assigns on its instance (`self.b = ...`, `self.n += 1`): the
+    generated `__setattr__` raises FrozenInstanceError (`object.__setattr__` is the way round it)."""
+    out: list[tuple[int, str]] = []
+    for cls in (n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)):
+        if not any(isinstance(d, ast.Call) and ast.unparse(d.func) in ("dataclass", "dataclasses.dataclass")
+                   and any(k.arg == "frozen" and isinstance(k.value, ast.Constant) and k.value.value is True
+                           for k in d.keywords) for d in cls.decorator_list):
+            continue
+        for fn in cls.body:
+            if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) or not fn.args.args \
+                    or any(ast.unparse(d) in ("staticmethod", "classmethod") for d in fn.decorator_list):
+                continue
+            me = fn.args.args[0].arg
+            out += [(n.lineno, f"assigns `{me}.{n.attr}` in `{cls.name}.{fn.name}`, a method of a frozen dataclass: "
+                               f"FrozenInstanceError at every call") for n in _own_nodes(fn)
+                    if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == me
+                    and isinstance(n.ctx, (ast.Store, ast.Del))]
+    return out
+
 
 
 def _charged(recipe_id: str, rel: str, lines: list[str], done: list[tuple[StepReport, Changed | None]],
@@ -1331,40 +1390,13 @@ def _undefined_names(recipe_id: str, rel: str, before: str, after: str, tree: as
     return errors
 
 
-def _attributes_read_early(recipe_id: str, rel: str, before: str, after: str, tree: ast.Module,
-                           done: list[tuple[StepReport, Changed | None]]) -> list[SpecpatchError]:
-    """`self.x` read in a class's `__init__` above every assignment of it there, where the release read it after one:
-    AttributeError at every construction (a replacement's `self.size = min(n, self.limit)` above `self.limit = 10`).
-    Each read charged to the step whose code holds its line, else the file's last changed step."""
-    try:
-        old = ast.parse(before)
-    except (SyntaxError, ValueError, RecursionError):
-        return []
-    had = {(cls, attr) for cls, attr, _ in init_reads_before_set(old)}
-    lines = after.splitlines()
-    errors: list[SpecpatchError] = []
-    for cls, attr, lineno in init_reads_before_set(tree):
-        if (cls, attr) in had:
-            continue
-        had.add((cls, attr))  # once per attribute
-        owner = next((r for r, c in done if c is not None and r.lines and r.lines[0] <= lineno <= r.lines[1]),
-                     None) or next((r for r, c in reversed(done) if c is not None), None)
-        line = lines[lineno - 1].strip() if 0 < lineno <= len(lines) else ""
-        errors.append(ReadBeforeSet(
-            f"`{cls}.__init__` reads `self.{attr}` (line {lineno}: `{line}`) above every assignment of it there once "
-            f"the recipe's code is in: AttributeError at every construction of `{cls}`",
-            location=Location(recipe=recipe_id, step=owner.index if owner else None, op=owner.op if owner else None,
-                              file=rel, anchor=owner.anchor if owner else None, line=lineno)))
-    return errors
-
-
-def init_reads_before_set(tree: ast.Module) -> list[tuple[str, str, int]]:
-    """(class, attribute, line) for each `self.attribute` that a class's `__init__` reads, when it runs, above every
+def _init_reads_early(tree: ast.Module) -> list[tuple[int, str]]:
+    """(line, why) for each `self.attribute` that a class's `__init__` reads, when it runs, above every
     line of it that assigns the attribute (in source order, any arm counting as assigned; an attribute it never
     assigns may come from a base class), and that the class does not provide otherwise: not in its body, not assigned by another of its methods (`__init__` may call it), not after a
     call of a base class's `__init__`. Reads in a lambda or nested def run later and are left out; so is every
     attribute once the function passes `self` to a call or reads `self.__dict__`."""
-    found: list[tuple[str, str, int]] = []
+    found: list[tuple[int, str]] = []
     for cls in (n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)):
         init = next((n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"), None)
         if init is None or not init.args.args:
@@ -1405,7 +1437,8 @@ def init_reads_before_set(tree: ast.Module) -> list[tuple[str, str, int]]:
             if kind == "set":
                 seen.add(attr)
             elif attr not in seen and attr in assigned and attr not in provided:
-                found.append((cls.name, attr, lineno))
+                found.append((lineno, f"reads `{me}.{attr}` in `{cls.name}.__init__` above every assignment of it "
+                                      f"there: AttributeError at every construction of `{cls.name}`"))
                 seen.add(attr)
     return found
 

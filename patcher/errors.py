@@ -225,6 +225,13 @@ class FlowChanged(Conflict):
             "generator): change the code or where it goes; nothing was written")
 
 
+class FailsAtRunTime(Conflict):
+    title = "the patched code would raise when it runs"
+    hint = ("Python compiles it, and it raises at import, at construction or at the call (a frozen instance assigned, "
+            "a slot taken, a class body's name read where it is not seen, `__init__` returning a value, `await` of a "
+            "plain function): change the code or where it goes; nothing was written")
+
+
 class Unreachable(Conflict):
     title = "inserted code would never run"
     hint = ("the block ends with a `return`, `raise`, `continue` or `break`: insert `at: before` with `match:` that "

@@ -1069,3 +1069,27 @@ def test_an_attribute_read_in_init_above_its_assignment_is_refused(tmp_path, ste
     late = WORKER.replace("        self.size = n\n        self.limit = 10\n", "        self.limit = 10\n        self.size = n\n")
     root2 = make_target(tmp_path / "late", {"srt/m.py": late.encode()})
     assert plan(recipe(tmp_path, text), find_target(root2)).ok
+
+
+@pytest.mark.parametrize("source, step, said", [
+    # hostile round 13: each applied with exit 0 and raised (or returned something else) when it ran
+    ("class W:\n    def __init__(self):\n        self.ok = True\n",  # 13
+     "op: insert_statements\n    function: W.__init__\n    at: end\n    code: return self",
+     "returns a value from `W.__init__`"),
+    ("def compute(x):\n    return x * 2\n\n\nasync def handler(x):\n    y = x + 1\n    return y\n",  # 14
+     "op: insert_statements\n    function: handler\n    at: after\n    match: y = x + 1\n    code: y = await compute(y)",
+     "awaits `compute(...)` in `handler`"),
+    ("def mk():\n    f = lambda: 1\n    return f\n",  # 16
+     "op: replace_expression\n    within: mk\n    match: '1'\n    code: (yield 1)",
+     "a `yield` in a lambda"),
+    ("from dataclasses import dataclass\n\n\n@dataclass(frozen=True)\nclass K:\n    a: int\n    b: int = 0\n",  # 11
+     "op: add_method\n    class: K\n    code: |\n      def __post_init__(self):\n          self.b = self.a * 2",
+     "a method of a frozen dataclass"),
+])
+def test_code_that_raises_or_runs_otherwise_once_in_is_refused(tmp_path, source, step, said):
+    root = make_target(tmp_path, {"srt/m.py": source.encode()})
+    text = ('id: demo\ntitle: Demo\ntarget: {package: sglang, versions: "==0.5.9"}\nsteps:\n'
+            f'  - file: srt/m.py\n    {step}\n')
+    p = plan(recipe(tmp_path, text), find_target(root))
+    assert not p.ok and said in p.errors[0].message, p.errors
+    assert p.errors[0].location.step == 1
