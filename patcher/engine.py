@@ -975,6 +975,10 @@ def _flow_changed(recipe_id: str, rel: str, before: str, after: str, tree: ast.M
                               f"`await`: those calls get a coroutine that never runs" if bare else
                               f"makes the coroutine function `{name}` a plain one: its callers `await` what it "
                               f"returns"))
+        leaves = _finally_exits(fn)
+        if len(leaves) > len(_finally_exits(old)):
+            found.append((leaves[-1], f"leaves a `finally:` block of `{name}` with a `return`, `break` or "
+                                      f"`continue`: the exception the `try` raised is silently dropped"))
         raises: list[tuple[int, str]] = []
         if fn.name == "__init__" and len(_value_returns(fn)) > len(_value_returns(old)):
             raises.append((_value_returns(fn)[-1].lineno, f"returns a value from `{name}`: `__init__` must return "
@@ -1006,6 +1010,28 @@ def _flow_changed(recipe_id: str, rel: str, before: str, after: str, tree: ast.M
         errors.extend(_charged(recipe_id, rel, lines, done, lineno, why, kind=kind)
                       for lineno, why in [(n, w) for n, w in check(tree) if w not in had][:1])
     return errors
+
+
+def _finally_exits(fn: ast.AST) -> list[int]:
+    """The lines of the `return`, `break` and `continue` statements that leave a `finally:` block of a function's own
+    body (a `break` of a loop inside the block stays in it)."""
+    out: list[int] = []
+
+    def walk(stmts: list[ast.stmt], in_loop: bool) -> None:
+        for st in stmts:
+            if isinstance(st, ast.Return) or isinstance(st, (ast.Break, ast.Continue)) and not in_loop:
+                out.append(st.lineno)
+            elif not isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                loop = in_loop or isinstance(st, (ast.For, ast.AsyncFor, ast.While))
+                for field in ("body", "orelse", "finalbody"):
+                    walk(getattr(st, field, []), loop if field != "orelse" else in_loop)
+                for handler in [*getattr(st, "handlers", []), *getattr(st, "cases", [])]:
+                    walk(handler.body, in_loop)
+
+    for node in _own_nodes(fn):
+        if isinstance(node, (ast.Try, getattr(ast, "TryStar", ast.Try))):
+            walk(node.finalbody, False)
+    return sorted(set(out))
 
 
 def _awaited_plain(fn: ast.AST, plain: set[str]) -> list[tuple[int, str]]:

@@ -1079,6 +1079,9 @@ def test_an_attribute_read_in_init_above_its_assignment_is_refused(tmp_path, ste
     ("def compute(x):\n    return x * 2\n\n\nasync def handler(x):\n    y = x + 1\n    return y\n",  # 14
      "op: insert_statements\n    function: handler\n    at: after\n    match: y = x + 1\n    code: y = await compute(y)",
      "awaits `compute(...)` in `handler`"),
+    ("def work(x):\n    try:\n        r = 1 / x\n    finally:\n        print('done')\n    return r\n",  # 27
+     "op: insert_statements\n    function: work\n    at: after\n    match: print('done')\n    code: return 0",
+     "leaves a `finally:` block of `work`"),
     ("def mk():\n    f = lambda: 1\n    return f\n",  # 16
      "op: replace_expression\n    within: mk\n    match: '1'\n    code: (yield 1)",
      "a `yield` in a lambda"),

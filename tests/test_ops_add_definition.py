@@ -147,3 +147,16 @@ def test_code_that_rebinds_a_module_name_by_any_form_is_a_conflict(code):
     step = op("add_definition", code=code)
     err = cannot(step, "def helper(x):\n    return x + 1\n", Conflict)
     assert "already binds `helper`" in err.message, err.message
+
+
+def test_a_definition_for_the_end_goes_above_a_closing_main_guard():
+    # hostile round 13 (20): written below `if __name__ == "__main__":`, the def did not exist yet when the module
+    # ran as a script called it (NameError); an import saw nothing wrong
+    before = 'import sys\n\n\ndef main():\n    return 0\n\n\nif __name__ == "__main__":\n    sys.exit(main())\n'
+    step = op("add_definition", code="\n\ndef banner():\n    print('banner')\n")
+    after = before.replace('if __name__', "def banner():\n    print('banner')\n\n\nif __name__")
+    check(step, before, after)
+    unchanged(step, after)
+    # a guard with definitions below it is not the module's end: the end stays the end
+    tail = before + "\n\ndef late():\n    pass\n"
+    check(step, tail, tail + "\n\ndef banner():\n    print('banner')\n")

@@ -5,7 +5,8 @@ Example (sglang 0.5.9, `srt/disaggregation/utils.py`)::
 
     - op: add_definition
       file: srt/disaggregation/utils.py
-      after: poll_and_all_reduce                 # or before: NAME; neither: the end of the module
+      after: poll_and_all_reduce                 # or before: NAME; neither: the end of the module (above a
+                                                 # closing `if __name__ == "__main__":`)
       code: |
 
 
@@ -107,6 +108,12 @@ class AddDefinition(Operation):
         self._refuse_rebinding(module, body, new)
         name = self.after or self.before
         if name is None:
+            # the end of what an import runs: above a closing `if __name__ == "__main__":`, which runs the module as
+            # a script with what stands above it only (a def below it is not defined yet when it calls it)
+            guard = next((s for s in reversed(body) if _main_guard(s)), None)
+            if guard is not None and all(_main_guard(s) or not isinstance(s, (cst.FunctionDef, cst.ClassDef))
+                                         for s in body[body.index(guard):]):
+                return Changed(_insert_before(module, guard, new), inserted=tuple(new), anchor=guard)
             return Changed(module.with_changes(body=(*body, *new)), inserted=tuple(new))
         anchors = [s for s in body if name in defined_names(s)]
         if not anchors:
@@ -144,6 +151,17 @@ class AddDefinition(Operation):
                 stmt = theirs[n]
                 raise Conflict(f"the module already binds `{n}` (`{first_line(module, stmt)}`): the new code would "
                                "rebind it", candidates=[Candidate(f"`{first_line(module, stmt)}`", node=stmt)])
+
+
+def _main_guard(stmt: cst.CSTNode) -> bool:
+    """Whether a module-level statement is `if __name__ == "__main__":` (either way round)."""
+    if not isinstance(stmt, cst.If) or not isinstance(stmt.test, cst.Comparison) or len(stmt.test.comparisons) != 1:
+        return False
+    sides = (stmt.test.left, stmt.test.comparisons[0].comparator)
+    return isinstance(stmt.test.comparisons[0].operator, cst.Equal) \
+        and {type(x).__name__ for x in sides} == {"Name", "SimpleString"} \
+        and any(isinstance(x, cst.Name) and x.value == "__name__" for x in sides) \
+        and any(isinstance(x, cst.SimpleString) and x.evaluated_value == "__main__" for x in sides)
 
 
 #: (id of a module-level statement, imports) -> (the statement, what it binds): libcst trees are immutable, and a
