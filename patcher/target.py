@@ -107,7 +107,12 @@ def _find_target(path: Path | None, *, package: str, assume_version: str | None,
     else:
         if "\0" in str(path):
             raise TargetError(f"target {str(path)!r} contains a NUL byte")
-        given = Path(path).expanduser().resolve()
+        named = Path(path).expanduser()
+        given = named.resolve()
+        if named.is_symlink() and named.name == package and (given / "__init__.py").is_file():
+            # a package folder linked in from another tree (`T/sglang -> ../real/sglang`) is the package folder
+            # of `T`, as `--target T` finds it: one target, one state folder
+            given = named.parent.resolve() / named.name
         if not given.is_dir():
             raise TargetError(f"target `{path}` is not a folder")
         src = package_info(package).checkout_src

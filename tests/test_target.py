@@ -103,3 +103,19 @@ def test_a_package_option_that_is_not_a_package_name_is_bad_input(name):
 
     with pytest.raises(TargetError, match="is not a package name"):
         find_target(None, package=name)
+
+
+def test_a_package_folder_linked_in_from_another_tree_is_the_target_it_stands_in(tmp_path):
+    # hostile round 13 (newcomer 01): `T/sglang -> ../real/sglang` named as `--target T/sglang` was resolved to
+    # `real/`, a second state folder: status and rollback said "no recipe applied" while T's ledger held one
+    make_pkg(tmp_path / "real" / "sglang")
+    (tmp_path / "real" / "sglang-0.5.9.dist-info").mkdir()
+    (tmp_path / "T").mkdir()
+    (tmp_path / "T" / "sglang-0.5.9.dist-info").mkdir()
+    (tmp_path / "T" / "sglang").symlink_to(tmp_path / "real" / "sglang")
+    by_root, by_package = find_target(tmp_path / "T"), find_target(tmp_path / "T" / "sglang")
+    assert by_root.root == by_package.root == (tmp_path / "T").resolve()
+    assert by_root.package_dir == by_package.package_dir
+    # a link to the target's root is the folder it points to, as before
+    (tmp_path / "link").symlink_to(tmp_path / "T")
+    assert find_target(tmp_path / "link").root == by_root.root
