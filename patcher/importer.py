@@ -38,7 +38,7 @@ import shutil
 import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 import libcst as cst
 
@@ -1752,8 +1752,8 @@ def write_recipe(lifted: Lifted, out: Path, *, package: str, release: str, sourc
         data = {"id": recipe_id, "version": 1, "title": f"{source} as semantic steps",
                 "description": _description(lifted, package=package, release=release, source=source),
                 "target": {"package": package, "versions": f">={release}"}, "steps": steps}
-        (stage / "recipe.yaml").write_text(yaml.safe_dump(data, sort_keys=False, width=120, allow_unicode=True),
-                                           encoding="utf-8")
+        text = yaml.safe_dump(data, sort_keys=False, width=120, allow_unicode=True)
+        (stage / "recipe.yaml").write_text(_stamped(text, folder), encoding="utf-8")
         _swap_in(stage, out)
     except OSError as exc:
         raise _write_failure(exc, out) from None
@@ -1785,6 +1785,26 @@ def _description(lifted: Lifted, *, package: str, release: str, source: str) -> 
     return text
 
 
+_STAMP = "# written by `specpatch import`; a re-import replaces it only while it and its code are as written: "
+
+
+def _stamped(text: str, folder: Path) -> str:
+    """The recipe's YAML with a first line that holds a digest of it and of its code files (in `folder`)."""
+    return f"{_STAMP}{_digest(text, folder, _files_under(folder) if folder.is_dir() else ())}\n{text}"
+
+
+def _digest(text: str, folder: Path, files: Iterable[str]) -> str:
+    """A digest of a recipe's YAML and of its code `files` (relative to `folder`; one missing counts as empty)."""
+    import hashlib
+
+    h = hashlib.sha256(text.encode("utf-8"))
+    for rel in sorted(files):
+        path = folder / rel
+        data = os.readlink(path).encode() if path.is_symlink() else path.read_bytes() if path.is_file() else b""
+        h.update(b"\0" + rel.encode("utf-8") + b"\0" + data)
+    return h.hexdigest()[:32]
+
+
 def _earlier_output(out: Path) -> set[str]:
     """The code files (relative to the folder NAME/ beside NAME.yaml) that the recipe an earlier import wrote at `out`
     references: what a re-import replaces. UsageError (exit 2) where writing `out` would replace anything else: a
@@ -1813,6 +1833,11 @@ def _earlier_output(out: Path) -> set[str]:
             raise UsageError(f"-o {out}: {out} exists and is not a recipe `specpatch import` wrote: import would "
                              "overwrite it", hint="choose another -o, or move that file away")
         referenced = set(_file_options(data))
+        first, _, rest = out.read_text(encoding="utf-8").partition("\n")
+        if not first.startswith(_STAMP) or first[len(_STAMP):] != _digest(rest, folder, referenced):
+            raise UsageError(f"-o {out}: {out} or its code in {folder}/ changed since `specpatch import` wrote them "
+                             "(or they hold no digest of what it wrote): a re-import would replace those edits",
+                             hint="choose another -o, or move the edited recipe and its folder away first")
     strays = sorted(p for p in _files_under(folder) if p not in referenced) if folder.is_dir() else []
     if strays:
         named = ", ".join(f"{folder.name}/{p}" for p in strays[:3]) + (

@@ -2245,6 +2245,21 @@ def test_import_never_deletes_files_it_did_not_write_and_replaces_its_own_output
     with pytest.raises(UsageError, match="is not a recipe `specpatch import` wrote"):
         importer.import_patch(patch, package="sglang", release="0.0.1", out=out)
     assert "Written by hand" in out.read_text()
+    # nor over its own output edited since (hostile round 13, newcomer 04: a `verify:` section and a reworded code
+    # file were replaced, exit 0): the YAML or a code file it references
+    out.write_text(own)
+    importer.import_patch(patch, package="sglang", release="0.0.1", out=out)  # as written: replaced
+    code = next(p for p in (tmp_path / "r" / "team").rglob("*") if p.is_file())
+    for edit in (lambda: out.write_text(out.read_text() + "verify:\n  imports: [sglang.srt.mod]\n"),
+                 lambda: code.write_text(code.read_text() + "# reworded\n")):
+        stamped, mine = out.read_text(), code.read_text()
+        edit()
+        edited_yaml, edited_code = out.read_text(), code.read_text()
+        with pytest.raises(UsageError, match="changed since `specpatch import` wrote them"):
+            importer.import_patch(patch, package="sglang", release="0.0.1", out=out)
+        assert (out.read_text(), code.read_text()) == (edited_yaml, edited_code)
+        out.write_text(stamped)
+        code.write_text(mine)
 
 
 def test_an_output_folder_that_is_a_symbolic_link_is_bad_input(tmp_path, monkeypatch):
