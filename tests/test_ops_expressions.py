@@ -786,3 +786,12 @@ def test_a_parameter_after_a_row_ending_in_a_comment_goes_under_the_parameters()
     before = "def sig(self, a: int, b: int  # row\n        ):\n    return a\n"
     check(op("add_parameter", function="sig", code="c: int = 0"), before,
           "def sig(self, a: int, b: int,  # row\n        c: int = 0\n        ):\n    return a\n")
+
+
+def test_a_string_beside_others_is_replaced_without_parentheses():
+    # hostile round 13 (upstream 05): an f-string part of an implicit concatenation was put in parentheses, which
+    # libcst refuses there: `specpatch import` of a real 0.5.20 -> 0.5.21 diff ended with exit 1
+    before = 'def f(self):\n    raise E(\n        f"rank{self.ps.rank} bad: "\n        f"{self.n} more"\n    )\n'
+    step = op("replace_expression", within="f", match='f"rank{self.ps.rank} bad: "',
+              code='f"rank{self.runner.rank} bad: "')
+    check(step, before, before.replace("self.ps.rank", "self.runner.rank"))

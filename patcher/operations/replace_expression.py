@@ -273,8 +273,8 @@ def _grouped(module: cst.Module, path: tuple[cst.CSTNode, ...], pattern: cst.Bas
             return new.with_changes(lpar=[cst.LeftParen(), cst.LeftParen()], rpar=[cst.RightParen(), cst.RightParen()])
         return grouped
     parent = next((n for n in reversed(path[:-1]) if isinstance(n, cst.BaseExpression)), None)
-    if parent is None:
-        return new
+    if parent is None or isinstance(parent, cst.ConcatenatedString):
+        return new  # a string beside others (`f"a{x}" "b"`) takes no parentheses: libcst refuses them there
     try:
         bare = ast.parse("(\n" + module.code_for_node(parent.deep_replace(old, new)) + "\n)", mode="eval")
         held = ast.parse("(\n" + module.code_for_node(parent.deep_replace(old, grouped)) + "\n)", mode="eval")
