@@ -3277,7 +3277,8 @@ def removals_moved(ops: Sequence[tuple[int, Operation]], steps: Sequence[PortedS
     for index, op in ops:
         if index not in upstream or op.op != "replace_statements" or (op.code or "").strip():
             continue
-        keys = [key for key, _ in _statements_of(op.match) or ()]
+        # an import gone from one module and found in another is no code moved (another module's own import)
+        keys = [key for key, _ in _statements_of(op.match) or () if not key.startswith(("Import(", "ImportFrom("))]
         if not keys:
             continue
         words = set(re.findall(r"[A-Za-z_]\w*", op.match))

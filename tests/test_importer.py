@@ -2623,6 +2623,15 @@ def test_port_does_not_take_a_removal_upstream_moved_into_another_module_as_alre
     _, out2 = lift_and_write(tmp_path / "2", base2, git_diff(before, after, "srt/w.py"))
     kept = package(tmp_path / "kept", {"srt/w.py": after, "srt/h.py": 'def other(d):\n    del d["y"]\n'})
     assert [s.status for s in importer.port(load_recipe(out2), kept, base_dir=base2).steps] == ["already_upstream"]
+    # an import gone from the module while another module gains the same import is no code moved (hostile round
+    # 13, upstream 01: five real upstream diffs refused on their own release)
+    imp_before = "import os\nimport time\n\n\ndef f():\n    return os.sep\n"
+    imp_after = "import os\n\n\ndef f():\n    return os.sep\n"
+    base3 = package(tmp_path / "base3", {"srt/w.py": imp_before, "srt/h.py": "def other():\n    pass\n"})
+    _, out3 = lift_and_write(tmp_path / "3", base3, git_diff(imp_before, imp_after, "srt/w.py"))
+    gained = package(tmp_path / "gained", {"srt/w.py": imp_after,
+                                           "srt/h.py": "import time\n\n\ndef other():\n    return time.time()\n"})
+    assert [s.status for s in importer.port(load_recipe(out3), gained, base_dir=base3).steps] == ["already_upstream"]
 
 
 def test_port_does_not_take_a_replacement_another_block_holds_as_already_upstream(tmp_path):
