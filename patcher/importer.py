@@ -2152,6 +2152,9 @@ def _port(recipe, package_dir: Path, skip: tuple[str, ...], base_dir: Path | Non
             more.setdefault(index, why)
         for index, why in keywords_without_parameter(ops, steps).items():
             more.setdefault(index, why)
+        for index, why in calls_misfit_after(ops, steps, planned, pristine, package_dir,
+                                             recipe.target.package).items():
+            more.setdefault(index, why)
         for index, why in (*removals_moved(ops, steps, release, base).items(),
                            *replacements_elsewhere(ops, steps, pristine, base_texts).items()):
             more.setdefault(index, why)
@@ -3314,6 +3317,37 @@ def _changed_by_applied(ops: Sequence[tuple[int, Operation]], steps: Sequence[Po
             continue  # the file's own checks say what is wrong with it
         if text != pristine[rel]:
             yield rel, text, mine
+
+
+def calls_misfit_after(ops: Sequence[tuple[int, Operation]], steps: Sequence[PortedStep],
+                       planned: dict[str, tuple[list[PortedStep], bytes | None]], pristine: dict[str, str],
+                       package_dir: Path, package: str) -> dict[int, tuple[str, str]]:
+    """The applied steps that make a call across modules no longer fit (the check `apply` makes,
+    `engine._calls_across_modules`): a call the step adds that the other module's function cannot take (a keyword it
+    has no parameter for), or a signature it changes that another module's call no longer fits. Each charged to the
+    applied steps of its file whose code holds the call's line, else to all of them. Index -> (status, why)."""
+    from types import SimpleNamespace
+
+    from .engine import _calls_across_modules
+
+    target = SimpleNamespace(package=package, package_dir=package_dir)
+    overlay = {package_dir / rel: data for rel, (_, data) in planned.items() if data is not None}
+    out: dict[int, tuple[str, str]] = {}
+    for rel, text, mine in _changed_by_applied(ops, steps, planned, pristine):
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError, RecursionError):
+            continue  # the file's own checks say what is wrong with it
+        lines = text.splitlines()
+        for error in _calls_across_modules("port", target, rel, rel, package_dir / rel, pristine[rel], tree, [],
+                                           overlay):
+            line = error.location.line
+            said = lines[line - 1].strip() if line and 0 < line <= len(lines) else ""
+            holders = [i for i, op in mine if said and said in (getattr(op, "code", None) or "")] or \
+                [i for i, _ in mine]
+            for i in holders:
+                out.setdefault(i, ("refused", f"{error.message}; not applied (anchor: {dict(ops)[i].anchor()})"))
+    return out
 
 
 def missing_modules_after(ops: Sequence[tuple[int, Operation]], steps: Sequence[PortedStep],

@@ -3050,3 +3050,17 @@ def test_port_leaves_out_a_step_that_would_not_find_its_own_change_on_a_second_r
     by_name = {s.name: s for s in ported.steps}
     assert by_name["log"].status == "refused" and "second apply" in by_name["log"].message, by_name["log"]
     assert by_name["bump"].status == "applied"
+
+
+def test_port_refuses_a_call_across_modules_the_release_cannot_take(tmp_path):
+    # hostile round 13 (upstream 04): a keyword added to a call of another module's function that the release's
+    # function does not take was "applied" by port (exit 0), where apply refuses it (TypeError when it runs)
+    lib_new = "def init(endpoint, name, modules=None):\n    return endpoint\n"
+    lib_old = "def init(endpoint, name):\n    return endpoint\n"
+    user = "from sglang.srt.lib import init\n\n\ndef run(a):\n    return init(a, \"x\")\n"
+    base = package(tmp_path / "base", {"srt/lib.py": lib_new, "srt/use.py": user})
+    _, out = lift_and_write(tmp_path, base, git_diff(user, user.replace('"x")', '"x", modules=a)'), "srt/use.py"))
+    older = package(tmp_path / "older", {"srt/lib.py": lib_old, "srt/use.py": user})
+    [only] = importer.port(load_recipe(out), older, base_dir=base).steps
+    assert only.status == "refused" and "the keyword `modules`" in only.message, (only.status, only.message)
+    assert [s.status for s in importer.port(load_recipe(out), base, base_dir=base).steps] == ["applied"]
