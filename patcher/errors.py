@@ -227,9 +227,8 @@ class FlowChanged(Conflict):
 
 class FailsAtRunTime(Conflict):
     title = "the patched code would raise when it runs"
-    hint = ("Python compiles it, and it raises at import, at construction or at the call (a frozen instance assigned, "
-            "a slot taken, a class body's name read where it is not seen, `__init__` returning a value, `await` of a "
-            "plain function): change the code or where it goes; nothing was written")
+    hint = ("Python compiles it, and it raises when it runs (at import, at a construction, a call or an attribute "
+            "access): change the code or where it goes; nothing was written")
 
 
 class Unreachable(Conflict):

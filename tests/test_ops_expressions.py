@@ -795,3 +795,17 @@ def test_a_string_beside_others_is_replaced_without_parentheses():
     step = op("replace_expression", within="f", match='f"rank{self.ps.rank} bad: "',
               code='f"rank{self.runner.rank} bad: "')
     check(step, before, before.replace("self.ps.rank", "self.runner.rank"))
+
+
+def test_a_parameter_a_property_never_gets_or_that_hides_a_name_the_body_reads_is_a_conflict():
+    # hostile round 13 (03, 21): `def value(self, scale)` under @property raised TypeError at every access; a
+    # parameter `logger=None` of a function that logs through the module's `logger` made every plain call fail
+    prop = "class Box:\n    @property\n    def value(self):\n        return 1\n"
+    err = cannot(op("add_parameter", function="Box.value", code="scale"), prop, Conflict)
+    assert "property's accessor" in err.message, err.message
+    check(op("add_parameter", function="Box.value", code="scale=2"), prop, prop.replace("self)", "self, scale=2)"))
+    logs = "import logging\nlogger = logging.getLogger()\n\n\ndef handle(x):\n    logger.debug(x)\n"
+    err = cannot(op("add_parameter", function="handle", code="logger=None"), logs, Conflict)
+    assert "reads `logger` from outside it" in err.message, err.message
+    check(op("add_parameter", function="handle", code="logger=logger"), logs,
+          logs.replace("handle(x)", "handle(x, logger=logger)"))

@@ -21,13 +21,14 @@ Answers: *changed*; *already applied* (the function has a parameter of that name
 
 from __future__ import annotations
 
+import textwrap
 from dataclasses import dataclass
 from typing import Literal
 
 import libcst as cst
 
 from ..anchors import find_function, near, same_code
-from ..errors import AnchorNotFound, Candidate, Conflict, RecipeError
+from ..errors import AnchorNotFound, Candidate, Conflict, FailsAtRunTime, FlowChanged, RecipeError
 from ..model import option
 from ._calls import calls_to
 from ._code import (added_before, insert_item, line_text, load_check, past, split_comment, with_comment,
@@ -132,6 +133,36 @@ class AddParameter(Operation):
                                f"it, and what `**{kwargs}` passes it on to would not get it",
                                candidates=[Candidate(f"`{text}`", node=call)])
 
+    def _refuse_hiding(self, module: cst.Module, fn: cst.FunctionDef, new: cst.Param) -> None:
+        """A parameter the function cannot be given, or that changes what its body reads: a property's accessor
+        takes `self` (and the value) only, so one without a default is never filled (TypeError at every access);
+        one named like a name the body reads from outside (`logger`, `time`) hides it, and a call without the
+        argument gets the default instead."""
+        import ast
+
+        name = new.name.value
+        kinds = {"property", "cached_property", "functools.cached_property"}
+        if new.default is None and any(
+                (text := module.code_for_node(d.decorator)) in kinds or text.endswith((".setter", ".getter",
+                                                                                         ".deleter"))
+                for d in fn.decorators):
+            raise FailsAtRunTime(f"`{self.function}` is a property's accessor: Python calls it with the instance (and the "
+                           f"value) only, so `{name}` without a default is never given, a TypeError at every access",
+                           candidates=[Candidate(f"`def {fn.name.value}(...)`", node=fn)])
+        try:
+            tree = ast.parse(textwrap.dedent(module.code_for_node(fn.with_changes(decorators=()))))
+        except (SyntaxError, ValueError, RecursionError):
+            return
+        body = [n for st in tree.body[0].body for n in ast.walk(st)]
+        read = {n.id for n in body if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+        bound = {n.id for n in body if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
+        same = isinstance(new.default, cst.Name) and new.default.value == name  # `logger=logger`: what it read
+        if name in read - bound and not same:
+            raise FlowChanged(f"`{self.function}` reads `{name}` from outside it (a name of the module or a builtin): "
+                           f"a parameter `{name}` would hide it, and a call without the argument would read the "
+                           f"parameter's default instead", candidates=[Candidate(f"`def {fn.name.value}(...)`",
+                                                                                  node=fn)])
+
     def _refuse_unfilled_callers(self, module: cst.Module, fpath, new: cst.Param, position: int | None) -> None:
         refuse_unfilled_calls(module, fpath, new.name.value, position, "the new parameter")
 
@@ -185,6 +216,7 @@ class AddParameter(Operation):
                                                                     node=fn)])
             raise Conflict(f"`{self.function}` already has a parameter `{new.name.value}`: `{line_text(text)}`",
                            candidates=[Candidate(f"`{line_text(text)}`", node=fn)])
+        self._refuse_hiding(module, fn, new)
         field = "params"
         if self.after == "*":
             if params.star_arg is cst.MaybeSentinel.DEFAULT:
