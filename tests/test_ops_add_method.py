@@ -410,3 +410,13 @@ def test_code_mixing_tabs_and_spaces_is_refused_at_the_line_python_names():
     step = op("add_method", cls="A", code="def f(self):\n\tx = 1\n        if x:\n\t    return x\n")
     with pytest.raises(RecipeError, match=r"\(line 3\)"):
         step.apply(cst.parse_module("class A:\n    x = 1\n"))
+
+
+def test_a_setter_or_deleter_of_a_property_the_class_has_is_added():
+    # hostile round 13 (29): `@v.setter def v` for the class's property `v` was refused as a conflicting method
+    before = "class C:\n    @property\n    def v(self):\n        return self._v\n"
+    setter = "@v.setter\ndef v(self, x):\n    self._v = x\n"
+    after = before + "\n    @v.setter\n    def v(self, x):\n        self._v = x\n"
+    check(op("add_method", cls="C", after="v", code=setter), before, after)
+    # a second setter with other code is still a conflict
+    cannot(op("add_method", cls="C", after="v", code=setter.replace("x\n", "x + 1\n")), after, Conflict)

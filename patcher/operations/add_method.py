@@ -104,11 +104,16 @@ class AddMethod(Operation):
                 raise Conflict(f"`{self.cls}` has this `{name}`, and defines `{name}` again below it: the later one "
                                f"is what runs, not this code",
                                candidates=[Candidate(_signature(code_of(module, later[-1][-1])), node=later[-1][-1])])
+        kind = accessor(new)
+        adds_accessor = kind in ("setter", "deleter") and any(accessor(p[-1]) == "getter" for p in existing) \
+            and not any(accessor(p[-1]) == kind for p in existing)
+        if adds_accessor:
+            existing = []  # `@v.setter def v` for the property `v`: how Python adds an accessor, no conflict
         if existing:
             have = code_of(module, existing[0][-1])
             raise Conflict(f"`{self.cls}` already has a method `{existing[0][-1].name.value}` with other code",
                            candidates=[Candidate(_signature(have), node=existing[0][-1])])
-        other = class_members(cpath).get(ident(name))
+        other = class_members(cpath).get(ident(name)) if not adds_accessor else None
         if other is not None:  # a field, attribute or nested class of that name: the method would replace it
             raise Conflict(f"`{self.cls}` already binds `{name}` (not as a method): the method would replace it",
                            candidates=[Candidate(code_of(module, other).strip().splitlines()[0], node=other)])
