@@ -707,9 +707,23 @@ def _overrides_unfit(recipe_id: str, target: Target, rel_pkg: str, rel: str, tre
         if cls is None:
             continue
         for base_rel, base in _package_bases(target, rel_pkg, tree, cls, planned):
-            if not any(isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and f.name == new.name
-                       for f in base.body):
+            theirs = next((f for f in base.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+                           and f.name == new.name), None)
+            if theirs is None:
                 continue
+            # (a generator over a plain function may serve what iterates it: only `async` is judged)
+            if _kind(theirs) != _kind(new) and (isinstance(theirs, ast.AsyncFunctionDef)
+                                                or isinstance(new, ast.AsyncFunctionDef)):
+                calls = list(_self_calls((base, cls), new.name))
+                if calls:
+                    owner, caller, call = calls[0]
+                    errors.append(FlowChanged(
+                        f"the new `{op.cls}.{new.name}` is {_kind(new)}, where `{base.name}.{new.name}` (`{base_rel}`) "
+                        f"it overrides is {_kind(theirs)}, and `{owner.name}.{caller.name}` calls `{ast.unparse(call)}` "
+                        f"(line {call.lineno}) as one: it would get another kind of result",
+                        location=Location(recipe=recipe_id, step=report.index, op=report.op, file=rel,
+                                          anchor=report.anchor)))
+                break
             for owner, caller, call in _self_calls((base, cls), new.name):
                 why = _misfit(call, new)
                 if why:
@@ -722,6 +736,13 @@ def _overrides_unfit(recipe_id: str, target: Target, rel_pkg: str, rel: str, tre
                     break
             break  # the nearest base that defines it is the one overridden
     return errors
+
+
+def _kind(fn: ast.AST) -> str:
+    """What calling a function gives: a coroutine, an (async) generator, or its value."""
+    if isinstance(fn, ast.AsyncFunctionDef):
+        return "an async generator" if _is_generator(fn) else "a coroutine function (`async def`)"
+    return "a generator" if _is_generator(fn) else "a plain function"
 
 
 def _package_bases(target: Target, rel_pkg: str, tree: ast.Module, cls: ast.ClassDef,

@@ -353,6 +353,11 @@ def test_an_added_method_that_a_base_class_calls_with_what_it_does_not_take_is_r
     # a method that takes the call overrides it, as the patch may mean to
     assert plan(recipe(tmp_path, text % ", hard=False"), find_target(root)).ok
     assert plan(recipe(tmp_path, text % ", **kwargs"), find_target(root)).ok
+    # hostile round 13 (30): an `async def` over the base's plain one its `start()` calls: a coroutine never run
+    async_text = text.replace('code: "def reset', 'code: "async def reset')
+    p = plan(recipe(tmp_path, async_text % ", hard=False"), find_target(root))
+    assert not p.ok and "is a coroutine function (`async def`), where `BaseWorker.reset`" in p.errors[0].message, \
+        p.errors
 
 
 UNBOUND = """\
