@@ -160,3 +160,14 @@ def test_a_definition_for_the_end_goes_above_a_closing_main_guard():
     # a guard with definitions below it is not the module's end: the end stays the end
     tail = before + "\n\ndef late():\n    pass\n"
     check(step, tail, tail + "\n\ndef banner():\n    print('banner')\n")
+
+
+def test_a_definition_named_like_a_builtin_the_module_reads_is_a_conflict():
+    # hostile round 13 (19): a new module-level `def filter(...)` silently replaced the builtin every `filter(...)`
+    # of the module's own code called
+    before = "def names(xs):\n    return list(filter(None, xs))\n"
+    err = cannot(op("add_definition", code="def filter(pred, xs):\n    return xs\n"), before, Conflict)
+    assert "the builtin the module's own code reads (line 2)" in err.message, err.message
+    # a builtin the module does not read is free to take
+    check(op("add_definition", code="\n\ndef compile(x):\n    return x\n"), before,
+          before + "\n\ndef compile(x):\n    return x\n")

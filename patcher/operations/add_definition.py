@@ -151,6 +151,19 @@ class AddDefinition(Operation):
                 stmt = theirs[n]
                 raise Conflict(f"the module already binds `{n}` (`{first_line(module, stmt)}`): the new code would "
                                "rebind it", candidates=[Candidate(f"`{first_line(module, stmt)}`", node=stmt)])
+        import builtins
+
+        hidden = sorted(n for n in mine if hasattr(builtins, n) and not n.startswith("__"))
+        if hidden:  # `def filter(...)`: every `filter(...)` of the module's own code would call it
+            try:
+                tree = ast.parse(module.code)
+            except (SyntaxError, ValueError, RecursionError):
+                return
+            used = next((node for node in ast.walk(tree) if isinstance(node, ast.Name) and node.id in hidden
+                         and isinstance(node.ctx, ast.Load)), None)
+            if used is not None:
+                raise Conflict(f"the new code binds `{used.id}`, the builtin the module's own code reads (line "
+                               f"{used.lineno}): it would read the new one instead")
 
 
 def _main_guard(stmt: cst.CSTNode) -> bool:
