@@ -996,6 +996,14 @@ def _flow_changed(recipe_id: str, rel: str, before: str, after: str, tree: ast.M
                               f"`await`: those calls get a coroutine that never runs" if bare else
                               f"makes the coroutine function `{name}` a plain one: its callers `await` what it "
                               f"returns"))
+        shadowed = sorted((_local_names(fn) - _local_names(old)) & _outer_reads(old))
+        if shadowed:
+            n = shadowed[0]
+            line = next((x.lineno for x in _own_nodes(fn) if isinstance(x, ast.Name) and x.id == n
+                         and not isinstance(x.ctx, ast.Load)), fn.lineno)
+            found.append((line, f"binds `{n}` in `{name}`, which its own code read from outside it (a name of the "
+                                f"module or a builtin): every read of `{n}` in `{name}` now reads the local, before "
+                                f"it is set (UnboundLocalError, or NameError in a comprehension or lambda) or after"))
         leaves = _finally_exits(fn)
         if len(leaves) > len(_finally_exits(old)):
             found.append((leaves[-1], f"leaves a `finally:` block of `{name}` with a `return`, `break` or "
@@ -1031,6 +1039,38 @@ def _flow_changed(recipe_id: str, rel: str, before: str, after: str, tree: ast.M
         errors.extend(_charged(recipe_id, rel, lines, done, lineno, why, kind=kind)
                       for lineno, why in [(n, w) for n, w in check(tree) if w not in had][:1])
     return errors
+
+
+def _local_names(fn: ast.AST) -> set[str]:
+    """The names a function binds in its own scope (parameters, assignments, imports, nested defs and classes,
+    `except ... as`, `match` captures, walrus targets), less those it declares `global` or `nonlocal`; a
+    comprehension's own loop variables are its own."""
+    args = fn.args
+    out = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg) if a is not None}
+    inner = {id(n) for node in _own_nodes(fn) if isinstance(node, ast.comprehension)
+             for n in ast.walk(node.target)}
+    declared: set[str] = set()
+    for node in _own_nodes(fn):
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load) and id(node) not in inner:
+            out.add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node is not fn:
+            out.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            out |= {(a.asname or a.name).split(".")[0] for a in node.names if a.name != "*"}
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            out.add(node.name)
+        elif isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name:
+            out.add(node.name)
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            declared |= set(node.names)
+    return out - declared
+
+
+def _outer_reads(fn: ast.AST) -> set[str]:
+    """The names a function (its nested scopes included) reads that it does not bind itself: the module's, the
+    builtins, an enclosing function's."""
+    return {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)} \
+        - _local_names(fn)
 
 
 def _finally_exits(fn: ast.AST) -> list[int]:

@@ -1087,6 +1087,12 @@ def test_an_attribute_read_in_init_above_its_assignment_is_refused(tmp_path, ste
     ("def work(x):\n    try:\n        r = 1 / x\n    finally:\n        print('done')\n    return r\n",  # 27
      "op: insert_statements\n    function: work\n    at: after\n    match: print('done')\n    code: return 0",
      "leaves a `finally:` block of `work`"),
+    ("import time\n\n\ndef stamp(x):\n    y = x + 1\n    return time.time() + y\n",  # 22: read below, the local
+     "op: insert_statements\n    function: stamp\n    at: after\n    match: y = x + 1\n    code: time = y * 2",
+     "binds `time` in `stamp`, which its own code read from outside it"),
+    ("LIMIT = 3\n\n\ndef clip(values, total):\n    out = [min(v, LIMIT) for v in values]\n    return out\n",  # 02
+     "op: insert_statements\n    function: clip\n    at: before\n    match: return out\n    code: LIMIT = total",
+     "binds `LIMIT` in `clip`"),
     ("def mk():\n    f = lambda: 1\n    return f\n",  # 16
      "op: replace_expression\n    within: mk\n    match: '1'\n    code: (yield 1)",
      "a `yield` in a lambda"),
