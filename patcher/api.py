@@ -117,6 +117,8 @@ def apply_recipe(recipe: Recipe, target: Target, *, params: dict[str, str] | Non
         p = plan(recipe, target, params)
         if target.state_dir.is_dir():
             _refuse_other_params(p, transaction.applied_records(target))
+            if p.errors and not p.selection.refuse:
+                _refuse_reapplying_edited(p, transaction.applied_records(target))
         return _planned(p, dry_run=True)
     from . import transaction
     from . import verify as v
@@ -129,6 +131,7 @@ def apply_recipe(recipe: Recipe, target: Target, *, params: dict[str, str] | Non
         planned = _planned(p, dry_run=False, recovery=recovery, notes=notes)
         if p.errors and not p.selection.refuse:
             _refuse_reapplying_over_drift(p, transaction.applied_records(target), refused=True)
+            _refuse_reapplying_edited(p, transaction.applied_records(target))
         if planned.exit_code != ExitCode.OK or not p.changed_files:
             return planned
         _refuse_reapplying_over_drift(p, transaction.applied_records(target))
@@ -220,6 +223,20 @@ def _refuse_reapplying_over_drift(p: Plan, records: list[Any], *, refused: bool 
                    "applied again, its code would go in beside the edited copy"),
                 hint="`specpatch verify` shows the change; `specpatch rollback --force` restores the original bytes "
                      "and keeps the edited file beside them, then apply again")
+
+
+def _refuse_reapplying_edited(p: Plan, records: list[Any]) -> None:
+    """A recipe the ledger records as applied (its files as it left them: no drift), edited since, that cannot apply
+    over its own earlier code: the way out is its rollback, not another recipe's or a local change's."""
+    written = {f.rel for record in records if record.recipe == p.recipe.id for f in record.files}
+    first = next((e for e in p.errors if e.location is not None and e.location.file in written), None)
+    if first is None:
+        return
+    raise type(first)(f"{p.recipe.id} is applied here already, as the recipe was then, and the recipe as it is now "
+                      f"cannot apply over its own earlier code: {first.message}", location=first.location,
+                      candidates=first.candidates,
+                      hint=f"`specpatch rollback {p.recipe.id}` takes the earlier code out; then apply the edited "
+                           f"recipe (`specpatch check {p.recipe.id}` says what differs)")
 
 
 def _planned(p: Plan, *, dry_run: bool, recovery: Any = None, notes: list[str] | None = None) -> ApplyResult:

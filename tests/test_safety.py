@@ -888,6 +888,27 @@ def test_apply_over_a_hand_edited_value_of_its_own_code_that_now_refuses_is_drif
     assert snapshot(site) == edited
 
 
+def test_an_edited_recipe_that_cannot_apply_over_its_own_earlier_code_says_to_roll_it_back(site, tmp_path):
+    # hostile round 13 (newcomer 05): the recipe's default edited after its apply; the next apply said "remove the
+    # local change or roll back the other recipe", where there is neither
+    text = """\
+        steps:
+          - op: add_dataclass_field
+            file: srt/server_args.py
+            class: ServerArgs
+            after: port
+            code: "team_budget: int = 8"
+        """
+    assert_error(specpatch("apply", "case", "--target", str(site), "--no-smoke", recipes=recipe(tmp_path / "r", text)),
+                 OK)
+    applied = snapshot(site)
+    edited = recipe(tmp_path / "r2", text.replace("= 8", "= 16"))
+    for dry in ((), ("--dry-run",)):
+        assert_error(specpatch("apply", "case", "--target", str(site), "--no-smoke", *dry, recipes=edited),
+                     CANNOT_APPLY, "case is applied here already, as the recipe was then", "specpatch rollback case")
+    assert snapshot(site) == applied
+
+
 def test_a_later_recipe_on_the_same_file_is_no_hand_edit_for_the_first_ones_upgrade(site, tmp_path):
     # a review: team-utils v1, then another recipe on the same file, then team-utils v2: refused as drift (5),
     # though verify and check said the tree was as the ledger has it
