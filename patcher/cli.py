@@ -271,6 +271,13 @@ def _outside_target(path: Path, where, option: str) -> None:
         if real == Path(os.path.realpath(folder)) or real.is_relative_to(os.path.realpath(folder)):
             raise UsageError(f"{option} {path} is inside {folder}: specpatch writes there only through its "
                              f"transaction; write the diff outside the target")
+    # a file the diff cannot go to is found before anything is applied, not after (the apply would stand, unreported)
+    folder = real.parent
+    if real.is_dir() or not folder.is_dir() or not os.access(folder, os.W_OK | os.X_OK) or (
+            real.exists() and not os.access(real, os.W_OK)):
+        why = "is a folder" if real.is_dir() else f"its folder {folder} does not exist" if not folder.is_dir() \
+            else "cannot be written here (permission)"
+        raise UsageError(f"{option} {path}: {why}", hint="choose a file specpatch can write; nothing was applied")
 
 
 @app.command()
@@ -306,9 +313,20 @@ def apply(
         with ui.status(f"{loaded.id} on {_release(where)}: {doing}"):
             result = api.apply_recipe(loaded, where, params=_params(param), dry_run=dry_run, smoke=not no_smoke,
                                       python=python, lock_timeout=lock_timeout, require_checks=require_checks)
-        if diff_out is not None:
+    written = None
+    if diff_out is not None:
+        try:
             diff_out.write_text(result.plan.diff(), encoding="utf-8", errors="surrogateescape")
+        except OSError as exc:  # the apply stands: it is reported, then what failed
+            written = exc
     render_apply(ui, result, fmt=fmt_name)
+    if written is not None:
+        with reported_errors(ui, fmt_name == "json"):
+            from .errors import OSFailure
+
+            raise OSFailure(f"--diff-out {diff_out}: the diff could not be written ({written.strerror or written}); "
+                            f"what the report above says was done stands",
+                            hint="`specpatch rollback` then `specpatch apply --dry-run`, or `git diff`, shows the diff")
     raise typer.Exit(int(result.exit_code))
 
 

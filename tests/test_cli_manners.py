@@ -433,6 +433,14 @@ def test_diff_out_is_refused_inside_the_package_and_the_state_folder(target, tmp
                      str(tmp_path / "x.diff"))
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "x.diff").read_text().startswith("diff --git")
+    # hostile round 13 (newcomer 07): a file the diff cannot go to was found after the apply, which stood unreported
+    # under "the tree was left whole" (exit 2): it is refused before anything is written
+    specpatch("rollback", "--target", str(target))
+    before = files()
+    for out in (tmp_path / "no" / "such" / "x.diff", tmp_path):
+        done = specpatch("apply", "toy-greeting", "--target", str(target), "--no-smoke", "--diff-out", str(out))
+        assert_error(done, 2, "bad command-line value", "nothing was applied")
+        assert files() == before and not (target / ".specpatch" / "ledger.json").read_text().count("toy-greeting\"")
 
 
 def test_try_verifies_a_recipe_loaded_from_a_folder_of_its_own(tmp_path, monkeypatch):
