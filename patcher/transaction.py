@@ -962,6 +962,11 @@ def stale_reason(target: Target, record: AppliedRecord, originals: dict[str, str
     originals = originals or {}
     if release_changed and not (states and all(s.state is FileBytes.INTACT for s in states)):
         return release_changed
+    # a file the release had, deleted while the package is still there, is an edit of the tree (drift, which
+    # check names and rollback --force restores), not an uninstall
+    installed = (target.package_dir / "__init__.py").is_file()
+    if installed and any(s.state is FileBytes.MISSING and s.record.sha_before is not None for s in states):
+        return None
     if states and all(s.state is FileBytes.MISSING or s.sha in (s.record.sha_before, originals.get(s.rel))
                       for s in states):
         gone = all(s.state is FileBytes.MISSING for s in states)

@@ -575,7 +575,7 @@ def test_an_output_file_that_cannot_be_written_is_bad_input(site, tmp_path):
     recipes = recipe(tmp_path / "r", ONE)
     done = specpatch("apply", "case", "--target", str(site), "--dry-run", "--diff-out",
                      str(tmp_path / "no-such-folder" / "x.diff"), recipes=recipes)
-    assert_error(done, BAD_INPUT, "No such file or directory [ENOENT]", "no-such-folder")
+    assert_error(done, BAD_INPUT, "does not exist", "no-such-folder")
 
 
 def test_a_link_in_the_state_folder_that_leads_out_is_refused(site, tmp_path):

@@ -237,6 +237,28 @@ def test_an_entry_retired_while_its_edits_were_away_is_applied_again_when_they_c
     assert transaction.applied_records(target) == []
 
 
+def test_a_patched_file_deleted_under_an_installed_package_is_drift_not_an_uninstall(root, target, three):
+    # hostile round 13 (newcomer 08): the files of an entry deleted while the package stayed (its __init__.py and
+    # version there) retired it as "uninstalled": verify and rollback --force said nothing was applied, and the
+    # backups were never used again
+    apply(target, three)
+    for rel in FILES:
+        (root / rel).unlink()
+    with transaction.target_lock(target):
+        assert transaction.retire_stale(target) == []
+    assert [r.recipe for r in transaction.applied_records(target)] == ["three-fields"]
+    report = transaction.rollback(target, force=True)
+    assert sorted(report.restored) == sorted(FILES), report
+    assert all(snapshot(root)[rel][0] == ORIGINAL[rel][0] for rel in FILES)
+    # the package folder gone with them: an uninstall, retired as before
+    apply(target, three)
+    import shutil
+
+    shutil.rmtree(target.package_dir)
+    with transaction.target_lock(target):
+        assert [r.record.recipe for r in transaction.retire_stale(target)] == ["three-fields"]
+
+
 def test_commit_refuses_without_the_lock(root, target, three):
     with transaction.target_lock(target) as lock:
         plan_ = engine.plan(three, target)
