@@ -568,6 +568,7 @@ def run() -> None:
     teardown. Every command has released its lock, closed its files and removed its scratch folders by the time
     `main` returns; what is left is freeing objects one by one and running no handler specpatch registered, which
     after a plan of sglang's files costs 10% of a dry run. The output streams are flushed first."""
+    silenced = _to_devnull()
     try:
         main()
         code = 0
@@ -576,12 +577,26 @@ def run() -> None:
     if code is not None and not isinstance(code, int):
         sys.stderr.write(f"{code}\n")
         code = 1
+    # the reader closed the pipe (`specpatch --help | head`; click exits 1 there, the code of a bug in specpatch):
+    # 128 + SIGPIPE, as for any program a closed pipe stops (the consoles say so themselves: SafeConsole)
+    # (rich's help console points the output at /dev/null and exits 1)
+    closed = type(sys.stdout).__name__ == "PacifyFlushWrapper" or (_to_devnull() and not silenced)
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
-        except (OSError, ValueError):  # a closed pipe (`specpatch ... | head`): nothing more can be said
-            code = code or 1
-    os._exit(code or 0)
+        except BrokenPipeError:
+            closed = True
+        except (OSError, ValueError):  # the output could not be written: what was said reached no one
+            code = code or int(ExitCode.SYSTEM)
+    os._exit(141 if closed and code in (None, 0, 1) else code or 0)
+
+
+def _to_devnull() -> bool:
+    """Whether the standard output is /dev/null now."""
+    try:
+        return os.path.samestat(os.fstat(1), os.stat(os.devnull))
+    except OSError:
+        return False
 
 
 def _on_signal(signum: int, frame) -> None:

@@ -57,6 +57,14 @@ class SafeConsole(Console):
         return super()._render_buffer(seg if seg.control else Segment(printable(seg.text), seg.style)
                                       for seg in buffer)
 
+    def on_broken_pipe(self) -> None:
+        """The reader closed the pipe (`specpatch show | head`): rich exits 1, the code of a bug in specpatch; this
+        is 128 + SIGPIPE, as for any program a closed pipe stops (its output silenced as rich does)."""
+        try:
+            super().on_broken_pipe()
+        except SystemExit:
+            raise SystemExit(141) from None
+
 
 def make_console(*, stderr: bool = False, quiet: bool = False) -> Console:
     """A console that respects NO_COLOR (no escape sequence at all) and plain pipes (no colour when redirected)."""

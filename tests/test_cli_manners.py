@@ -155,6 +155,19 @@ def test_pipes_get_no_spinner_and_no_colour(target):
     assert "applying, then verifying (syntax, import smoke test, probes) ..." in done.stderr  # ...unless -v
 
 
+@pytest.mark.parametrize("args", [("--help",), ("show", "toy-greeting")])
+def test_a_reader_that_closes_the_pipe_is_no_bug_in_specpatch(args):
+    # hostile round 13 (newcomer 09): `specpatch show | head -1` exited 1, the code of a bug, silently: a
+    # `set -o pipefail` CI step failed as if specpatch had crashed
+    env = {**os.environ, "SPECPATCH_RECIPE_PATH": str(RECIPES)}
+    proc = subprocess.Popen([sys.executable, "-m", "patcher", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=env)
+    proc.stdout.close()  # closed before the program writes (`| head -0`): every write meets a closed pipe
+    _, err = proc.communicate(timeout=600)
+    assert proc.returncode == 141, (proc.returncode, err)
+    assert b"internal error" not in err
+
+
 # --------------------------------------------------------------------------------------------------- quiet, verbose
 
 
