@@ -1032,7 +1032,8 @@ def _flow_changed(recipe_id: str, rel: str, before: str, after: str, tree: ast.M
                       for lineno, why in found[:1])
         errors.extend(_charged(recipe_id, rel, lines, done, lineno, why, kind=FailsAtRunTime)
                       for lineno, why in raises[:1])
-    for check, kind in ((lambda t: _slots_broken(t) + _class_scope_reads(t) + _frozen_writes(t), FailsAtRunTime),
+    for check, kind in ((lambda t: _slots_broken(t) + _class_scope_reads(t) + _frozen_writes(t)
+                         + _class_attributes_missing(t), FailsAtRunTime),
                         (_lambda_generators, FlowChanged),
                         (_init_reads_early, ReadBeforeSet)):
         had = {why for _, why in check(old_tree)}
@@ -1113,6 +1114,47 @@ def _lambda_generators(tree: ast.Module) -> list[tuple[int, str]]:
     return [(n.lineno, f"makes `{ast.unparse(n)}` a generator (a `yield` in a lambda): calling it gives a generator "
                        f"object, not the value") for n in ast.walk(tree)
             if isinstance(n, ast.Lambda) and any(isinstance(m, (ast.Yield, ast.YieldFrom)) for m in _own_nodes(n))]
+
+
+def _class_attributes_missing(tree: ast.Module) -> list[tuple[int, str]]:
+    """Reads of `C.name` where `C` is a class the module defines at its top level, whose bases (if any) the module
+    defines too, and no class of that line binds `name` (in its body, a field's annotation included, or by an
+    assignment `C.name = ...` anywhere in the module): AttributeError when it runs (`default=ServerArgs.batch` for a
+    field the recipe's other step no longer adds)."""
+    classes = {c.name: c for c in tree.body if isinstance(c, ast.ClassDef)}
+    if not classes:
+        return []
+    assigned = {(n.value.id, n.attr) for n in ast.walk(tree) if isinstance(n, ast.Attribute)
+                and isinstance(n.value, ast.Name) and not isinstance(n.ctx, ast.Load)}
+
+    def bound(name: str, seen: frozenset = frozenset()) -> set[str] | None:
+        """The names class `name` and its bases bind; None when a base (or a metaclass, a decorator) is not known."""
+        cls = classes.get(name)
+        if cls is None or name in seen or cls.keywords or cls.decorator_list and not all(
+                "dataclass" in ast.unparse(d) for d in cls.decorator_list):
+            return None
+        out = {attr for owner, attr in assigned if owner == name}
+        for st in cls.body:
+            if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                out.add(st.name)
+            elif isinstance(st, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Import, ast.ImportFrom,
+                                 ast.If, ast.Try, ast.For, ast.With)):
+                out |= {t.id for t in _targets(st) if isinstance(t, ast.Name)}
+        for base in cls.bases:
+            if isinstance(base, ast.Name) and base.id == "object":
+                continue
+            more = bound(base.id, seen | {name}) if isinstance(base, ast.Name) else None
+            if more is None:
+                return None
+            out |= more
+        return out
+
+    known = {name: bound(name) for name in classes}
+    return [(n.lineno, f"reads `{n.value.id}.{n.attr}`, which the class `{n.value.id}` does not define: AttributeError "
+                       f"when it runs") for n in ast.walk(tree)
+            if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Load) and isinstance(n.value, ast.Name)
+            and known.get(n.value.id) is not None and not n.attr.startswith("__")
+            and n.attr not in known[n.value.id]]
 
 
 def _frozen_writes(tree: ast.Module) -> list[tuple[int, str]]:

@@ -1093,6 +1093,11 @@ def test_an_attribute_read_in_init_above_its_assignment_is_refused(tmp_path, ste
     ("LIMIT = 3\n\n\ndef clip(values, total):\n    out = [min(v, LIMIT) for v in values]\n    return out\n",  # 02
      "op: insert_statements\n    function: clip\n    at: before\n    match: return out\n    code: LIMIT = total",
      "binds `LIMIT` in `clip`"),
+    ("from dataclasses import dataclass\n\n\n@dataclass\nclass ServerArgs:\n    port: int = 0\n\n\n"  # 24
+     "def add_cli_args(parser):\n    parser.add_argument('--port', default=ServerArgs.port)\n",
+     "op: add_argparse_argument\n    function: add_cli_args\n    after_flag: --port\n"
+     "    code: parser.add_argument('--batch', type=int, default=ServerArgs.batch)",
+     "reads `ServerArgs.batch`, which the class `ServerArgs` does not define"),
     ("def mk():\n    f = lambda: 1\n    return f\n",  # 16
      "op: replace_expression\n    within: mk\n    match: '1'\n    code: (yield 1)",
      "a `yield` in a lambda"),
