@@ -869,15 +869,29 @@ def _calls_across_modules(recipe_id: str, target: Target, rel_pkg: str, rel: str
             except (SyntaxError, ValueError, RecursionError):
                 continue
             other_rel = other.relative_to(target.package_dir).as_posix()
-            names = {a.asname or a.name: a.name for node, module in _package_imports(other_tree, target.package,
-                                                                                     other_rel)
+            imports = _package_imports(other_tree, target.package, other_rel)
+            names = {a.asname or a.name: a.name for node, module in imports
                      if isinstance(node, ast.ImportFrom) and module == dotted for a in node.names
                      if a.name in changed}
-            if not names:
+            # the module itself, bound to a name (`from sglang.srt import utils`, `import sglang.srt.utils as u`)
+            # or by its dotted path (`import sglang.srt.utils`): its calls `utils.f(...)` too
+            modules = {a.asname or a.name for node, module in imports if isinstance(node, ast.ImportFrom)
+                       for a in node.names if f"{module}.{a.name}" == dotted}
+            modules |= {a.asname or a.name for node, _ in imports if isinstance(node, ast.Import)
+                        for a in node.names if a.name == dotted}
+
+            def callee(call: ast.Call) -> str | None:
+                f = call.func
+                if isinstance(f, ast.Name):
+                    return names.get(f.id)
+                if isinstance(f, ast.Attribute) and f.attr in changed and ast.unparse(f.value) in modules:
+                    return f.attr
+                return None
+
+            if not names and not modules:
                 continue
-            for call in (n for n in ast.walk(other_tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
-                         and n.func.id in names):
-                (old_fn, skip), (new_fn, _) = changed[names[call.func.id]]
+            for call in (n for n in ast.walk(other_tree) if isinstance(n, ast.Call) and callee(n) is not None):
+                (old_fn, skip), (new_fn, _) = changed[callee(call)]
                 if _misfit(call, old_fn, skip) is not None:
                     continue  # it did not fit before either: not the recipe's doing
                 why = _misfit(call, new_fn, skip)
@@ -889,31 +903,49 @@ def _calls_across_modules(recipe_id: str, target: Target, rel_pkg: str, rel: str
                             and forwards_keyword(ast.unparse(old_fn), old_fn.args.kwarg.arg, k.arg)]
                 if why is None and captured:
                     error(f"once patched, the call `{shown}` of `{other_rel}` (line {call.lineno}) passes "
-                          f"`{captured[0]}=` into `**{old_fn.args.kwarg.arg}` of `{names[call.func.id]}`, and the new "
+                          f"`{captured[0]}=` into `**{old_fn.args.kwarg.arg}` of `{callee(call)}`, and the new "
                           f"parameter `{captured[0]}` would take it instead", None)
                 elif why is not None:
-                    error(f"once patched, `{names[call.func.id]}` of `{rel}` cannot take the call `{shown}` of "
+                    error(f"once patched, `{callee(call)}` of `{rel}` cannot take the call `{shown}` of "
                           f"`{other_rel}` (line {call.lineno}): {why}, TypeError when it runs", None)
                 elif _positional_names(call, old_fn, skip) != _positional_names(call, new_fn, skip):
                     moved = [(o, n) for o, n in zip(_positional_names(call, old_fn, skip),
                                                     _positional_names(call, new_fn, skip)) if o != n]
                     error(f"once patched, the call `{shown}` of `{other_rel}` (line {call.lineno}) passes by "
-                          f"position what `{moved[0][0]}` took to `{moved[0][1]}` of `{names[call.func.id]}`", None)
+                          f"position what `{moved[0][0]}` took to `{moved[0][1]}` of `{callee(call)}`", None)
     # calls the recipe adds or changes here, to functions other modules of the package define (only calls of names
     # the file imports from the package are compared: dumping every call of a large module is most of the cost)
     imported: dict[str, tuple[str, str]] = {}
+    modules: dict[str, str] = {}  # a name (or dotted path) bound to a module of the package -> the module
     for node, module in _package_imports(tree, target.package, rel_pkg):
         if isinstance(node, ast.ImportFrom):
             imported.update({a.asname or a.name: (module, a.name) for a in node.names})
-    if imported:
+            modules.update({a.asname or a.name: f"{module}.{a.name}" for a in node.names})
+        else:
+            modules.update({a.asname or a.name: a.name for a in node.names})
+
+    heads = {name.split(".")[0] for name in modules}
+
+    def target_of(call: ast.Call) -> tuple[str, str] | None:
+        f = call.func
+        if isinstance(f, ast.Name):
+            return imported.get(f.id)
+        root = f.value if isinstance(f, ast.Attribute) else None
+        while isinstance(root, ast.Attribute):
+            root = root.value
+        if isinstance(root, ast.Name) and root.id in heads and (held := modules.get(ast.unparse(f.value))):
+            return held, f.attr
+        return None
+
+    if imported or modules:
         def calls_of(t: ast.Module) -> list[ast.Call]:
-            return [n for n in ast.walk(t) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
-                    and n.func.id in imported]
+            return [n for n in ast.walk(t) if isinstance(n, ast.Call) and isinstance(n.func, (ast.Name, ast.Attribute))
+                    and target_of(n) is not None]
 
         had = {ast.dump(n) for n in calls_of(old_tree)}
         read: dict[str, dict] = {}  # module -> its signatures, read once
         for call in (n for n in calls_of(tree) if ast.dump(n) not in had):
-            module, name = imported[call.func.id]
+            module, name = target_of(call)
             if module not in read:
                 there = _module_path(target.package_dir, module)
                 read[module] = {}
@@ -967,13 +999,16 @@ def _flow_changed(recipe_id: str, rel: str, before: str, after: str, tree: ast.M
     defs = [f for fns in now.values() for f in fns]
     coroutines = {f.name for f in defs if isinstance(f, ast.AsyncFunctionDef)} - \
         {f.name for f in defs if isinstance(f, ast.FunctionDef)}
-    # plain functions that return nothing awaitable (no value, or literals and arithmetic only)
+    # plain functions that return nothing awaitable (no value, or literals and arithmetic only): read only for a
+    # function the recipe changed that awaits something
     inert = (ast.Constant, ast.JoinedStr, ast.BinOp, ast.UnaryOp, ast.Compare, ast.List, ast.Tuple, ast.Dict,
              ast.Set, ast.ListComp, ast.SetComp, ast.DictComp)
-    plain = {f.name for f in defs if isinstance(f, ast.FunctionDef) and not _is_generator(f)
-             and all(isinstance(r.value, inert) for r in _value_returns(f))} - \
-        {f.name for f in defs if not isinstance(f, ast.FunctionDef) or _is_generator(f)
-         or not all(isinstance(r.value, inert) for r in _value_returns(f))}
+    plain: set[str] = set()
+    if any(isinstance(n, ast.Await) for _, _, fn in pairs for n in _own_nodes(fn)):
+        plain = {f.name for f in defs if isinstance(f, ast.FunctionDef) and not _is_generator(f)
+                 and all(isinstance(r.value, inert) for r in _value_returns(f))} - \
+            {f.name for f in defs if not isinstance(f, ast.FunctionDef) or _is_generator(f)
+             or not all(isinstance(r.value, inert) for r in _value_returns(f))}
     for name, old, fn in pairs:
         found: list[tuple[int, str]] = []
         gen_then, gen_now = _is_generator(old), _is_generator(fn)
@@ -1096,6 +1131,20 @@ def _finally_exits(fn: ast.AST) -> list[int]:
     return sorted(set(out))
 
 
+_NODES: dict[int, tuple[ast.AST, list[ast.AST]]] = {}
+
+
+def _nodes(tree: ast.AST) -> list[ast.AST]:
+    """`ast.walk(tree)` as a list, kept for the few checks that read every node of the same tree (one walk, not
+    one each)."""
+    hit = _NODES.get(id(tree))
+    if hit is None or hit[0] is not tree:
+        if len(_NODES) > 16:
+            _NODES.clear()
+        hit = _NODES[id(tree)] = (tree, list(ast.walk(tree)))
+    return hit[1]
+
+
 def _awaited_plain(fn: ast.AST, plain: set[str]) -> list[tuple[int, str]]:
     """(line, name) of each `await f(...)` / `await self.f(...)` in a function's own body whose `f` is in `plain`."""
     out = []
@@ -1112,7 +1161,7 @@ def _awaited_plain(fn: ast.AST, plain: set[str]) -> list[tuple[int, str]]:
 def _lambda_generators(tree: ast.Module) -> list[tuple[int, str]]:
     """Lambdas with a `yield` in their body: calling one gives a generator, not the value."""
     return [(n.lineno, f"makes `{ast.unparse(n)}` a generator (a `yield` in a lambda): calling it gives a generator "
-                       f"object, not the value") for n in ast.walk(tree)
+                       f"object, not the value") for n in _nodes(tree)
             if isinstance(n, ast.Lambda) and any(isinstance(m, (ast.Yield, ast.YieldFrom)) for m in _own_nodes(n))]
 
 
@@ -1124,8 +1173,11 @@ def _class_attributes_missing(tree: ast.Module) -> list[tuple[int, str]]:
     classes = {c.name: c for c in tree.body if isinstance(c, ast.ClassDef)}
     if not classes:
         return []
-    assigned = {(n.value.id, n.attr) for n in ast.walk(tree) if isinstance(n, ast.Attribute)
-                and isinstance(n.value, ast.Name) and not isinstance(n.ctx, ast.Load)}
+    on_classes = [n for n in _nodes(tree) if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)
+                  and n.value.id in classes]
+    if not on_classes:
+        return []
+    assigned = {(n.value.id, n.attr) for n in on_classes if not isinstance(n.ctx, ast.Load)}
 
     def bound(name: str, seen: frozenset = frozenset()) -> set[str] | None:
         """The names class `name` and its bases bind; None when a base (or a metaclass, a decorator) is not known."""
@@ -1149,11 +1201,10 @@ def _class_attributes_missing(tree: ast.Module) -> list[tuple[int, str]]:
             out |= more
         return out
 
-    known = {name: bound(name) for name in classes}
+    known = {name: bound(name) for name in {n.value.id for n in on_classes}}
     return [(n.lineno, f"reads `{n.value.id}.{n.attr}`, which the class `{n.value.id}` does not define: AttributeError "
-                       f"when it runs") for n in ast.walk(tree)
-            if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Load) and isinstance(n.value, ast.Name)
-            and known.get(n.value.id) is not None and not n.attr.startswith("__")
+                       f"when it runs") for n in on_classes
+            if isinstance(n.ctx, ast.Load) and known.get(n.value.id) is not None and not n.attr.startswith("__")
             and n.attr not in known[n.value.id]]
 
 
@@ -1161,7 +1212,7 @@ def _frozen_writes(tree: ast.Module) -> list[tuple[int, str]]:
     """Attributes a method of a frozen dataclass assigns on its instance (`self.b = ...`, `self.n += 1`): the
     generated `__setattr__` raises FrozenInstanceError (`object.__setattr__` is the way round it)."""
     out: list[tuple[int, str]] = []
-    for cls in (n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)):
+    for cls in (n for n in _nodes(tree) if isinstance(n, ast.ClassDef)):
         if not any(isinstance(d, ast.Call) and ast.unparse(d.func) in ("dataclass", "dataclasses.dataclass")
                    and any(k.arg == "frozen" and isinstance(k.value, ast.Constant) and k.value.value is True
                            for k in d.keywords) for d in cls.decorator_list):
@@ -1197,7 +1248,7 @@ def _class_scope_reads(tree: ast.Module) -> list[tuple[int, str]]:
     the lambda called). The iterable of a comprehension's first `for` is read in the class: it may use them."""
     module_names = set(bound_at_module_level_ast(tree.body))
     out: list[tuple[int, str]] = []
-    for cls in (n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)):
+    for cls in (n for n in _nodes(tree) if isinstance(n, ast.ClassDef)):
         own: set[str] = set()
         for st in cls.body:
             if isinstance(st, (ast.Assign, ast.AnnAssign)):
@@ -1526,7 +1577,7 @@ def _init_reads_early(tree: ast.Module) -> list[tuple[int, str]]:
     call of a base class's `__init__`. Reads in a lambda or nested def run later and are left out; so is every
     attribute once the function passes `self` to a call or reads `self.__dict__`."""
     found: list[tuple[int, str]] = []
-    for cls in (n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)):
+    for cls in (n for n in _nodes(tree) if isinstance(n, ast.ClassDef)):
         init = next((n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"), None)
         if init is None or not init.args.args:
             continue

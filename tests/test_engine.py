@@ -1112,3 +1112,21 @@ def test_code_that_raises_or_runs_otherwise_once_in_is_refused(tmp_path, source,
     p = plan(recipe(tmp_path, text), find_target(root))
     assert not p.ok and said in p.errors[0].message, p.errors
     assert p.errors[0].location.step == 1
+
+
+@pytest.mark.parametrize("use, step", [
+    # hostile round 13 (12, 17b): calls through the module (`from sglang.srt import util; util.helper(...)`) were
+    # not compared with the function, only `from sglang.srt.util import helper; helper(...)`
+    ("from sglang.srt import util\n\n\ndef run():\n    return util.helper(3, 5)\n",
+     "{op: add_parameter, file: srt/util.py, function: helper, after: x, code: offset=0}"),
+    ("import sglang.srt.util as u\n\n\ndef run():\n    return u.helper(3, 5)\n",
+     "{op: add_parameter, file: srt/util.py, function: helper, after: x, code: offset=0}"),
+    ("from sglang.srt import util\n\n\ndef run():\n    return util.helper(3)\n",
+     "{op: add_keyword_argument, file: srt/use.py, within: run, call: util.helper(...), code: b=2}"),
+])
+def test_calls_through_a_module_of_the_package_are_compared_with_its_function(tmp_path, use, step):
+    util = "def helper(x, factor=2):\n    return x * factor\n"
+    root = make_target(tmp_path, {"srt/util.py": util.encode(), "srt/use.py": use.encode()})
+    text = f'id: demo\ntitle: Demo\ntarget: {{package: sglang, versions: "==0.5.9"}}\nsteps:\n  - {step}\n'
+    p = plan(recipe(tmp_path, text), find_target(root))
+    assert not p.ok and p.errors[0].title == "a call across modules no longer fits", p.errors
