@@ -53,7 +53,7 @@ import threading
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import AbstractSet, Any, Callable, Iterator
 
 import filelock
 
@@ -896,13 +896,17 @@ def status(target: Target) -> StatusReport:
     state = State.of(target)
     ledger = state.read_ledger() if state.exists() else None
     applied = _own(target, ledger.applied) if ledger else []
+    # a retired entry whose edits came back is applied again, as the next writing command records it (retire_stale)
+    back = _revivable(target, state, ledger) if ledger else []
+    applied = sorted([*applied, *back], key=lambda r: r.seq)
     pending = state.read_journal() if state.exists() else None
     originals = _originals(applied)
     stale = {r.seq: why for r in applied if (why := stale_reason(target, r, originals))}
     return StatusReport(target.root, target.package, str(target.version) if target.version is not None else None,
                         applied, pending, version_source=target.version_source,
                         in_progress=pending is not None and lock_held_elsewhere(target),
-                        retired=[r for r in ledger.retired if r.record.package == target.package] if ledger else [],
+                        retired=[r for r in ledger.retired if r.record.package == target.package
+                                 and r.record not in back] if ledger else [],
                         stale=stale)
 
 
@@ -991,22 +995,31 @@ def retire_stale(target: Target) -> list[RetiredRecord]:
             ledger = ledger.retiring(record, reason)
             retired.append(ledger.retired[-1])
     revived = False
+    for record in _revivable(target, state, ledger, {r.record.seq for r in retired}):
+        ledger = ledger.reviving(record.seq)
+        revived = True
+    if retired or revived:
+        state.write_ledger(ledger)
+    return retired
+
+
+def _revivable(target: Target, state: State, ledger: Any, skip: AbstractSet[int] = frozenset()) -> list[AppliedRecord]:
+    """The retired entries whose files hold again exactly what their apply wrote (`git stash pop` after a verify
+    retired them), none of them another applied entry's, their backups there: they describe the tree again, and
+    a rollback restores the bytes before them. Newest first; reads only."""
+    out: list[AppliedRecord] = []
+    busy = {f.rel for r in ledger.applied for f in r.files}
     for old in reversed(ledger.retired):  # the newest first
         record = old.record
-        if record.package != target.package or any(r.record.seq == record.seq for r in retired):
+        if record.package != target.package or record.seq in skip:
             continue
-        busy = {f.rel for r in ledger.applied for f in r.files}
         states = file_states(target, record)
         if (states and all(s.state is FileBytes.INTACT for s in states) and not busy & {f.rel for f in record.files}
                 and stale_reason(target, record) is None
                 and all(state.path(f.backup).is_file() for f in record.files)):
-            # the tree holds again exactly what that apply wrote (`git stash pop` after a verify retired it): the
-            # entry describes it, and its backups are the bytes before it; a rollback restores them
-            ledger = ledger.reviving(record.seq)
-            revived = True
-    if retired or revived:
-        state.write_ledger(ledger)
-    return retired
+            out.append(record)
+            busy |= {f.rel for f in record.files}
+    return out
 
 
 def applied_records(target: Target) -> list[AppliedRecord]:

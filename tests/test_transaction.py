@@ -222,6 +222,10 @@ def test_an_entry_retired_while_its_edits_were_away_is_applied_again_when_they_c
     assert transaction.applied_records(target) == []
     for rel in FILES:
         (root / rel).write_bytes(patched[rel][0])
+    # status and check read it as applied before a writing command records it so (hostile round 13, newcomer 06:
+    # status said "no recipe applied" and check "not recorded by specpatch" while rollback rolled it back)
+    seen = transaction.status(target)
+    assert [r.recipe for r in seen.applied] == ["three-fields"] and not seen.retired
     report = transaction.rollback(target)
     assert sorted(report.restored) == sorted(FILES), report
     assert all(snapshot(root)[rel][0] == ORIGINAL[rel][0] for rel in FILES)
