@@ -407,3 +407,34 @@ def test_the_same_registration_under_a_branch_the_anchor_is_not_under_is_a_confl
     # in the branch the anchor is in too, it is the step's registration
     unchanged(step, 'def add_args(parser):\n    if is_hip():\n        parser.add_argument("--a", type=int)\n'
                     '        parser.add_argument("--b", type=int, default=0)\n')
+
+
+@pytest.mark.parametrize("code, refused", [
+    ('parser.add_argument("--fast", action="store_true", type=bool)', True),
+    ('parser.add_argument("--n", action="count", choices=[1, 2])', True),
+    ('parser.add_argument("--fast", action="store_true", help="go fast")', False),
+    ('parser.add_argument("--mode", type=str, choices=["a", "b"])', False),
+])
+def test_keywords_the_action_does_not_take_are_refused(code, refused):
+    # hostile round 13 (25): `action="store_true", type=bool` applied; argparse raised TypeError when the parser was
+    # built, at the server's start-up
+    before = """
+        class Args:
+            @staticmethod
+            def add_cli_args(parser):
+                parser.add_argument("--accept", type=float, default=1.0)
+        """
+    step = op("add_argparse_argument", function="Args.add_cli_args", after_flag="--accept", code=code)
+    if refused:
+        err = cannot(step, before, Conflict)
+        assert "would raise TypeError when the parser is built" in err.message, err.message
+    else:
+        assert isinstance(step.apply(cst.parse_module(src(before))), Changed)
+    # what argparse itself says of the same call
+    parser = argparse.ArgumentParser()
+    try:
+        eval(code, {"parser": parser})
+        raised = False
+    except TypeError:
+        raised = True
+    assert raised == refused

@@ -37,7 +37,7 @@ import libcst as cst
 
 from ..anchors import (body_of, code_of, find_function, insert_after, iter_calls_named, near, parse_statements,
                        same_code, string_value, walk_statements)
-from ..errors import AnchorAmbiguous, AnchorNotFound, Candidate, Conflict, RecipeError
+from ..errors import AnchorAmbiguous, AnchorNotFound, Candidate, Conflict, FailsAtRunTime, RecipeError
 from ..model import option
 from ._code import line_text
 from .base import AlreadyApplied, Changed, Operation, Outcome, attempt, register
@@ -179,6 +179,7 @@ class AddArgparseArgument(Operation):
                            "has it unless made with `add_help=False`): argparse would refuse it when the parser is "
                            "built")
         if calls:
+            _refuse_keywords_argparse_refuses(module, calls[0])
             dest, default = _dest_and_default(module, calls[0])
             for p, _ in flagged if default is not None else ():
                 for call in iter_calls_named(p[-1], "add_argument"):
@@ -301,6 +302,29 @@ def _value(code: str) -> object:
         return ("value", ast.literal_eval(code))
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
         return ("code", " ".join(code.split()))
+
+
+#: argparse's actions (named by a literal `action=`) and the keywords their constructors do not take
+_REFUSED_BY_ACTION = {
+    "store_true": {"type", "choices", "nargs", "const", "metavar"},
+    "store_false": {"type", "choices", "nargs", "const", "metavar"},
+    "store_const": {"type", "choices", "nargs"},
+    "append_const": {"type", "choices", "nargs"},
+    "count": {"type", "choices", "nargs", "const", "metavar"},
+}
+
+
+def _refuse_keywords_argparse_refuses(module: cst.Module, call: cst.Call) -> None:
+    """`add_argument("--x", action="store_true", type=bool)`: the action's class takes no `type`, a TypeError when
+    the parser is built, at the server's start-up."""
+    action = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "action"), None)
+    if not isinstance(action, cst.SimpleString) or action.evaluated_value not in _REFUSED_BY_ACTION:
+        return
+    given = sorted({a.keyword.value for a in call.args if a.keyword is not None}
+                   & _REFUSED_BY_ACTION[action.evaluated_value])
+    if given:
+        raise FailsAtRunTime(f"argparse's `action=\"{action.evaluated_value}\"` takes no `{'`, `'.join(given)}`: "
+                             f"`{line_text(module.code_for_node(call))}` would raise TypeError when the parser is built")
 
 
 def _dest_and_default(module: cst.Module, call: cst.Call) -> tuple[str | None, str | None]:
