@@ -301,3 +301,18 @@ def test_an_initvar_the_post_init_does_not_take_is_a_conflict():
     taking = before.replace("(self, seed)", "(self, seed, extra=None)")
     check(op("add_dataclass_field", cls="C", after="seed", code="extra: InitVar[int] = 0"), taking,
           taking.replace("    seed: InitVar[int] = 0\n", "    seed: InitVar[int] = 0\n    extra: InitVar[int] = 0\n"))
+
+
+@pytest.mark.parametrize("before, code", [
+    # hostile round 13 (09): each applied; the class failed to be made at import (ValueError)
+    ("from typing import NamedTuple\n\n\nclass P(NamedTuple):\n    x: int = 0\n", "_tag: str = ''"),
+    ("from enum import Enum\n\n\nclass Color(Enum):\n    RED = 1\n", "_hidden_ = 2"),
+    ("import enum\n\n\nclass Mode(enum.Enum):\n    FAST = 1\n", "_hidden_ = 2"),
+])
+def test_a_name_the_class_reserves_is_refused(before, code):
+    cls = before.split("class ")[1].split("(")[0]
+    after_name = before.strip().splitlines()[-1].split()[0].rstrip(":")
+    err = cannot(op("add_dataclass_field", cls=cls, after=after_name, code=code), before, Conflict)
+    assert "the class would fail to be made" in err.message, err.message
+    with pytest.raises(ValueError):  # what Python says of the same class
+        exec(before + f"    {code}\n", {})

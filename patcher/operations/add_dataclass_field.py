@@ -25,7 +25,7 @@ import libcst as cst
 
 from ..anchors import (body_of, class_members, code_of, find_class, ident, insert_after, near, parse_statements,
                        same_code, walk_statements)
-from ..errors import AnchorAmbiguous, AnchorNotFound, Candidate, Conflict, RecipeError
+from ..errors import AnchorAmbiguous, AnchorNotFound, Candidate, Conflict, FailsAtRunTime, RecipeError
 from ..model import option
 from ._calls import calls_by_name, subclasses
 from ._code import line_text
@@ -122,6 +122,9 @@ class AddDataclassField(Operation):
         if other is not None:  # a method or nested class of that name: the field would replace it
             raise Conflict(f"`{self.cls}` already binds `{name}` (not as a field): the field would replace it",
                            candidates=[Candidate(code_of(module, other).strip().splitlines()[0], node=other)])
+        reserved = _reserved_name(module, cpath[-1], name)
+        if reserved is not None:  # ValueError or AttributeError when the class is made, at import
+            raise FailsAtRunTime(f"`{self.cls}` {reserved}: the class would fail to be made, at import")
         alias = _enum_alias(module, cpath[-1], new, fields)
         if alias is not None:  # Python would make the new member another name of that one, not a member
             raise Conflict(f"`{self.cls}` is an Enum whose member `{field_name(alias)}` already has the value the new "
@@ -162,17 +165,35 @@ def _doc_after(path) -> cst.CSTNode | None:
     return block[i + 1] if i is not None and i + 1 < len(block) and _is_doc(block[i + 1]) else None
 
 
+def _reserved_name(module: cst.Module, cls: cst.ClassDef, name: str) -> str | None:
+    """Why a name cannot be a field of the class, when it cannot: a NamedTuple's field starting with `_`, an Enum
+    member `_sunder_` (both ValueError when the class is made). None otherwise."""
+    from ._calls import base_names
+
+    if "NamedTuple" in base_names(module, cls) and name.startswith("_"):
+        return f"is a NamedTuple, whose field names cannot start with an underscore (`{name}`)"
+    if _is_enum(cls) and len(name) > 2 and name.startswith("_") and name.endswith("_") and not name.startswith("__") \
+            and name not in ("_ignore_", "_order_", "_generate_next_value_", "_missing_"):
+        return f"is an Enum, whose `_sunder_` names (`{name}`) are reserved"
+    return None
+
+
+def _is_enum(cls: cst.ClassDef) -> bool:
+    """Whether a class derives from a base named `...Enum` or `...Flag` (`Enum`, `enum.IntEnum`, `Flag`)."""
+    def base_name(arg: cst.Arg) -> str:
+        node = arg.value
+        return node.attr.value if isinstance(node, cst.Attribute) else node.value if isinstance(node, cst.Name) else ""
+
+    return any(base_name(b).endswith(("Enum", "Flag")) for b in cls.bases)
+
+
 def _enum_alias(module: cst.Module, cls: cst.ClassDef, new: cst.SimpleStatementLine,
                 fields: list) -> cst.CSTNode | None:
     """The member of an Enum class (a base named `...Enum` or `...Flag`) whose literal value the new member's equals
     (an alias to be: `Enum` keeps one member per value), else None."""
     import ast
 
-    def base_name(arg: cst.Arg) -> str:
-        node = arg.value
-        return node.attr.value if isinstance(node, cst.Attribute) else node.value if isinstance(node, cst.Name) else ""
-
-    if not any(base_name(b).endswith(("Enum", "Flag")) for b in cls.bases):
+    if not _is_enum(cls):
         return None
 
     def value(stmt: cst.CSTNode) -> object:
