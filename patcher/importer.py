@@ -1365,6 +1365,11 @@ def _statement_insertions(m, site, ms, new_code: str, fn: NodePath) -> Iterator[
             if fallback:
                 yield [{**step, "fallback_match": fallback}]
             yield [step]
+    if i == 0 and site.mpath[-1] is fn[-1]:
+        # code put at the top of the function's body (above a comment that stays with the statement below it, where
+        # `before` that statement takes the comment above the code): `at: start`, whatever the first statement is
+        yield [{"op": "insert_statements", "function": function, "at": "start", "code": new_code,
+                "if_present_elsewhere": "refuse"}]
     # the statement next to the insertion is there more than once in the function: anchored by the header of its
     # block (`inside: if poll == KVPoll.Bootstrapping:`) when that header is unique in the function, the code at
     # the block's top when it went there (it survives upstream rewriting the block's first statement), else next

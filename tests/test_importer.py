@@ -3064,3 +3064,20 @@ def test_port_refuses_a_call_across_modules_the_release_cannot_take(tmp_path):
     [only] = importer.port(load_recipe(out), older, base_dir=base).steps
     assert only.status == "refused" and "the keyword `modules`" in only.message, (only.status, only.message)
     assert [s.status for s in importer.port(load_recipe(out), base, base_dir=base).steps] == ["applied"]
+
+
+def test_statements_put_at_the_top_of_a_function_above_its_comment_are_lifted_at_start(tmp_path):
+    # hostile round 13 (newcomer 03): two lines above a method's first comment and `if` were lifted as one
+    # replace_statements of the whole 31-line method, refused on the next release wherever upstream edited it
+    body = "".join(f"        x{k} = {k}\n" for k in range(12))
+    before = (f"class S:\n    def check(self):\n        # Handle the dump.\n        if self.a:\n            self.b = 1\n"
+              f"{body}")
+    after = before.replace("        # Handle the dump.\n", "        if self.cap < 0:\n            raise ValueError\n"
+                                                            "        # Handle the dump.\n")
+    steps, recipe = lifted_round_trip(tmp_path, before, after, "srt/s.py")
+    [step] = recipe.steps
+    assert (step.op, step.at) == ("insert_statements", "start"), (step.op, getattr(step, "at", None))
+    # upstream rewrote the rest of the method: the step still lands
+    later = package(tmp_path / "later", {"srt/s.py": before.replace("x3 = 3", "x3 = 33").replace("self.b = 1",
+                                                                                               "self.b = 2")})
+    assert [s.status for s in importer.port(recipe, later).steps] == ["applied"]
