@@ -2958,8 +2958,10 @@ def consistent(ops: Sequence[tuple[int, Operation]], steps: Sequence[PortedStep]
     for text in pristine.values():
         words.update(_WORD.findall(text))
     names = {i: step_names(op) for i, op in ops}
+    file_words: dict[str, set[str]] = {}  # the words of a file of the release, read once
     providers: dict[str, list[int]] = {}
     users: dict[str, list[int]] = {}
+    same_file: dict[tuple[str, str], list[int]] = {}  # (file, name) -> the steps of that file that use the name
     local: dict[str, set[str] | None] = {}
 
     def new(n: str) -> bool:
@@ -2985,6 +2987,7 @@ def consistent(ops: Sequence[tuple[int, Operation]], steps: Sequence[PortedStep]
         for n in uses:
             for key in keys_of(n, scope):
                 users.setdefault(key, []).append(i)
+            same_file.setdefault((op_of[i].file, _bare(n)), []).append(i)
 
     def related(i: int, j: int) -> bool:
         """Does step j's definition reach step i? An import binds its names for its own file only; an import of
@@ -3053,9 +3056,20 @@ def consistent(ops: Sequence[tuple[int, Operation]], steps: Sequence[PortedStep]
                 if why is None and gone:
                     why = (f"it uses `{_bare(n)}`, which the release does not have and {label(gone[0])} (not "
                            "applied) adds")
-            added = [n for n in sorted(filter(new, defines)) if any(related(j, i) for j in users.get(n, []))]
-            if why is None and added and all(down(j) for n in added for j in users[n] if related(j, i)):
-                j = next(j for j in users[added[0]] if related(j, i))
+            # an import binds its names in its own file: new there when that file does not mention them (another
+            # file of the release that does is no use of this one's)
+            if op.op == "add_import" and op.file not in file_words:
+                file_words[op.file] = set(_WORD.findall(pristine.get(op.file, "")))
+            fresh = (lambda n, held=file_words.get(op.file, set()): _bare(n) not in held) \
+                if op.op == "add_import" else new
+            # (an import's names are used by the steps of its own file only)
+            if op.op == "add_import":
+                using = {n: [j for j in same_file.get((op.file, _bare(n)), []) if j != i] for n in defines}
+            else:
+                using = {n: [j for j in users.get(n, []) if related(j, i)] for n in defines}
+            added = [n for n in sorted(filter(fresh, defines)) if using[n]]
+            if why is None and added and all(down(j) for n in added for j in using[n]):
+                j = using[added[0]][0]
                 why = (f"it adds `{'`, `'.join(map(_bare, added[:3]))}`, which only steps that are not applied use "
                        f"({label(j)})")
             if why:

@@ -3081,3 +3081,21 @@ def test_statements_put_at_the_top_of_a_function_above_its_comment_are_lifted_at
     later = package(tmp_path / "later", {"srt/s.py": before.replace("x3 = 3", "x3 = 33").replace("self.b = 1",
                                                                                                "self.b = 2")})
     assert [s.status for s in importer.port(recipe, later).steps] == ["applied"]
+
+
+def test_port_refuses_an_import_only_a_refused_step_uses_though_another_file_mentions_its_name(tmp_path):
+    # hostile round 13 (upstream 03): of two imports of one hunk used only by a refused method, the one whose name
+    # another file of the patch mentions was applied (an unused import written), its sibling refused
+    lp = "class Out:\n    pass\n\n\ndef helper():\n    return 1\n"
+    a = "import os\n\n\nclass W:\n    def run(self):\n        return os.sep\n"
+    a_new = ("import os\nfrom sglang.srt.lp import Out\nfrom sglang.srt.lp import helper\n\n\nclass W:\n"
+             "    def run(self):\n        return os.sep\n\n    def extra(self):\n        return Out(), helper()\n")
+    b = "from sglang.srt.lp import Out\n\n\ndef make():\n    return Out()\n"
+    b_new = b.replace("return Out()", "return Out(), 2")
+    base = package(tmp_path / "base", {"srt/lp.py": lp, "srt/a.py": a, "srt/b.py": b})
+    _, out = lift_and_write(tmp_path, base, git_diff(a, a_new, "srt/a.py") + git_diff(b, b_new, "srt/b.py"))
+    later = package(tmp_path / "later", {"srt/lp.py": lp, "srt/a.py": a.replace("def run", "def go"),
+                                         "srt/b.py": b})
+    ported = importer.port(load_recipe(out), later, base_dir=base)
+    imports = [s.status for s in ported.steps if s.name.startswith("srt-a-") and "add-import" in s.name]
+    assert len(imports) == 2 and set(imports) == {"refused"}, {s.name: (s.status, s.message) for s in ported.steps}
