@@ -588,7 +588,7 @@ def run() -> None:
             closed = True
         except (OSError, ValueError):  # the output could not be written: what was said reached no one
             code = code or int(ExitCode.SYSTEM)
-    os._exit(141 if closed and code in (None, 0, 1) else code or 0)
+    os._exit(int(ExitCode.PIPE_CLOSED) if closed and code in (None, 0, 1) else code or 0)
 
 
 def _to_devnull() -> bool:

@@ -63,7 +63,7 @@ class SafeConsole(Console):
         try:
             super().on_broken_pipe()
         except SystemExit:
-            raise SystemExit(141) from None
+            raise SystemExit(int(ExitCode.PIPE_CLOSED)) from None
 
 
 def make_console(*, stderr: bool = False, quiet: bool = False) -> Console:

@@ -152,6 +152,7 @@ class ExitCode(IntEnum):
     WOULD_CHANGE = 7
     SYSTEM = 8
     INTERRUPTED = 130  #: SIGINT; SIGTERM exits 143 (128 + the signal, as shells do)
+    PIPE_CLOSED = 141  #: 128 + SIGPIPE: the reader closed the output pipe
 
 
 @dataclass(frozen=True)
@@ -173,7 +174,7 @@ EXIT_CODES: tuple[ExitMeaning, ...] = (
                 "let specpatch write: permission, read-only file system, immutable file; a link out of the package), "
                 "a target file with a syntax error or not in its encoding, a damaged state folder, a bad option; "
                 "`import`: a patch with no hunk it can read, an `-o` that would replace a file import did not write "
-                "(a `recipes/` folder beside `-o recipes.yaml`) or a symbolic link"),
+                "(a `recipes/` folder beside `-o recipes.yaml`), its own output edited since, or a symbolic link"),
     ExitMeaning((ExitCode.CANNOT_APPLY,), "cannot apply",
                 "cannot apply: anchor missing or ambiguous, a file the step edits not in this release (moved or "
                 "renamed upstream), conflicting definition, a patched file that reads a name "
@@ -202,6 +203,9 @@ EXIT_CODES: tuple[ExitMeaning, ...] = (
     ExitMeaning((ExitCode.INTERRUPTED, 143), "interrupted",
                 "interrupted by Ctrl-C (SIGINT) or SIGTERM: an apply in progress was undone, a rollback finished, "
                 "and the line `interrupted (SIGNAL): ...` says which"),
+    ExitMeaning((ExitCode.PIPE_CLOSED,), "output pipe closed",
+                "the reader closed the output pipe (`specpatch show` piped into `head`), as for any program a closed pipe stops "
+                "(128 + SIGPIPE)"),
 )
 
 
