@@ -711,28 +711,24 @@ def _overrides_unfit(recipe_id: str, target: Target, rel_pkg: str, rel: str, tre
                            and f.name == new.name), None)
             if theirs is None:
                 continue
+            where = Location(recipe=recipe_id, step=report.index, op=report.op, file=rel, anchor=report.anchor)
             # (a generator over a plain function may serve what iterates it: only `async` is judged)
-            if _kind(theirs) != _kind(new) and (isinstance(theirs, ast.AsyncFunctionDef)
-                                                or isinstance(new, ast.AsyncFunctionDef)):
-                calls = list(_self_calls((base, cls), new.name))
-                if calls:
-                    owner, caller, call = calls[0]
+            other_kind = _kind(theirs) != _kind(new) and (isinstance(theirs, ast.AsyncFunctionDef)
+                                                          or isinstance(new, ast.AsyncFunctionDef))
+            for owner, caller, call in _self_calls((base, cls), new.name):
+                said = f"`{owner.name}.{caller.name}` calls `{ast.unparse(call)}` (line {call.lineno})"
+                if other_kind:
                     errors.append(FlowChanged(
                         f"the new `{op.cls}.{new.name}` is {_kind(new)}, where `{base.name}.{new.name}` (`{base_rel}`) "
-                        f"it overrides is {_kind(theirs)}, and `{owner.name}.{caller.name}` calls `{ast.unparse(call)}` "
-                        f"(line {call.lineno}) as one: it would get another kind of result",
-                        location=Location(recipe=recipe_id, step=report.index, op=report.op, file=rel,
-                                          anchor=report.anchor)))
-                break
-            for owner, caller, call in _self_calls((base, cls), new.name):
+                        f"it overrides is {_kind(theirs)}, and {said} as one: it would get another kind of result",
+                        location=where))
+                    break
                 why = _misfit(call, new)
                 if why:
                     errors.append(Conflict(
-                        f"the new `{op.cls}.{new.name}` overrides `{base.name}.{new.name}` (`{base_rel}`), and "
-                        f"`{owner.name}.{caller.name}` calls `{ast.unparse(call)}` (line {call.lineno}), which it "
-                        f"does not take: {why}; TypeError when it runs (upstream added or changed the base's method?)",
-                        location=Location(recipe=recipe_id, step=report.index, op=report.op, file=rel,
-                                          anchor=report.anchor)))
+                        f"the new `{op.cls}.{new.name}` overrides `{base.name}.{new.name}` (`{base_rel}`), and {said}, "
+                        f"which it does not take: {why}; TypeError when it runs (upstream added or changed the base's "
+                        f"method?)", location=where))
                     break
             break  # the nearest base that defines it is the one overridden
     return errors

@@ -62,6 +62,12 @@ def make_target(tmp_path: Path, files: dict[str, bytes]) -> Path:
     return tmp_path / "t"
 
 
+def one_step(step: str, file: str = "srt/m.py") -> str:
+    """A recipe of one step (YAML lines after `op:`, indented by four) on `file`."""
+    return ('id: demo\ntitle: Demo\ntarget: {package: sglang, versions: "==0.5.9"}\nsteps:\n'
+            f'  - file: {file}\n    {step}\n')
+
+
 def recipe(tmp_path: Path, text: str = RECIPE):
     path = tmp_path / "demo.yaml"
     path.write_text(text)
@@ -386,8 +392,7 @@ def test_a_name_a_step_makes_local_to_a_function_that_reads_it_first_is_refused(
     # a hostile round: an assignment added below a read of the module's MAX_BATCH (or a `global` taken away) made
     # the name local to the whole function: UnboundLocalError at the first call, "applied" with exit 0
     root = make_target(tmp_path, {"srt/m.py": UNBOUND.encode()})
-    text = ('id: demo\ntitle: Demo\ntarget: {package: sglang, versions: "==0.5.9"}\nsteps:\n'
-            f'  - file: srt/m.py\n    {step}\n')
+    text = one_step(step)
     p = plan(recipe(tmp_path, text), find_target(root))
     assert not p.ok and "is read before the function assigns it" in p.errors[0].message, p.errors
     assert "UnboundLocalError" in p.errors[0].message
@@ -435,8 +440,7 @@ def test_code_that_changes_how_a_function_runs_in_a_way_python_accepts_is_refuse
     # a hostile round: each answered "changed", exit 0: total() returned a generator object, list(chunks(x, 0)) was
     # [], and the event after `return "empty"` never ran
     root = make_target(tmp_path, {"srt/m.py": FLOW.encode()})
-    text = ('id: demo\ntitle: Demo\ntarget: {package: sglang, versions: "==0.5.9"}\nsteps:\n'
-            f'  - file: srt/m.py\n    {step}\n')
+    text = one_step(step)
     p = plan(recipe(tmp_path, text), find_target(root))
     assert not p.ok and says in p.errors[0].message, p.errors
     # titled for what it is (a fuzzer: the dead code was "conflicting definition ... roll back the other recipe")
@@ -474,8 +478,7 @@ def user(x):
 ])
 def test_a_coroutine_nothing_awaits_is_refused(tmp_path, step, says):
     root = make_target(tmp_path, {"srt/m.py": ASYNC.encode()})
-    text = ('id: demo\ntitle: Demo\ntarget: {package: sglang, versions: "==0.5.9"}\nsteps:\n'
-            f'  - file: srt/m.py\n    {step}\n')
+    text = one_step(step)
     p = plan(recipe(tmp_path, text), find_target(root))
     assert not p.ok and says in p.errors[0].message, p.errors
 
@@ -1063,8 +1066,7 @@ def test_an_attribute_read_in_init_above_its_assignment_is_refused(tmp_path, ste
     # hostile round 13 (01): read-before-set was judged for insert_statements only; a replacement's
     # `self.size = min(n, self.limit)` above `self.limit = 10` applied, AttributeError at every construction
     root = make_target(tmp_path, {"srt/m.py": WORKER.encode()})
-    text = ('id: demo\ntitle: Demo\ntarget: {package: sglang, versions: "==0.5.9"}\nsteps:\n'
-            f'  - file: srt/m.py\n    {step}\n')
+    text = one_step(step)
     p = plan(recipe(tmp_path, text), find_target(root))
     assert not p.ok and "reads `self.limit`" in p.errors[0].message, p.errors
     assert p.errors[0].location.step == 1 and p.errors[0].location.line == 3
@@ -1107,8 +1109,7 @@ def test_an_attribute_read_in_init_above_its_assignment_is_refused(tmp_path, ste
 ])
 def test_code_that_raises_or_runs_otherwise_once_in_is_refused(tmp_path, source, step, said):
     root = make_target(tmp_path, {"srt/m.py": source.encode()})
-    text = ('id: demo\ntitle: Demo\ntarget: {package: sglang, versions: "==0.5.9"}\nsteps:\n'
-            f'  - file: srt/m.py\n    {step}\n')
+    text = one_step(step)
     p = plan(recipe(tmp_path, text), find_target(root))
     assert not p.ok and said in p.errors[0].message, p.errors
     assert p.errors[0].location.step == 1
