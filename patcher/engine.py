@@ -1100,9 +1100,26 @@ def _local_names(fn: ast.AST) -> set[str]:
 
 def _outer_reads(fn: ast.AST) -> set[str]:
     """The names a function (its nested scopes included) reads that it does not bind itself: the module's, the
-    builtins, an enclosing function's."""
-    return {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)} \
-        - _local_names(fn)
+    builtins, an enclosing function's. A name a nested scope binds (a comprehension's loop variable, a lambda's or
+    nested def's parameter or local) is that scope's where it reads it."""
+    out: set[str] = set()
+    comprehensions = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+
+    def visit(node: ast.AST, bound: frozenset[str]) -> None:
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id not in bound:
+            out.add(node.id)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            bound = bound | _local_names(node)
+        elif isinstance(node, ast.Lambda):
+            a = node.args
+            bound = bound | {x.arg for x in (*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg) if x}
+        elif isinstance(node, comprehensions):
+            bound = bound | {t.id for g in node.generators for t in ast.walk(g.target) if isinstance(t, ast.Name)}
+        for child in ast.iter_child_nodes(node):
+            visit(child, bound)
+
+    visit(fn, frozenset(_local_names(fn)))
+    return out
 
 
 def _finally_exits(fn: ast.AST) -> list[int]:

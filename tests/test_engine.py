@@ -1131,3 +1131,19 @@ def test_calls_through_a_module_of_the_package_are_compared_with_its_function(tm
     text = f'id: demo\ntitle: Demo\ntarget: {{package: sglang, versions: "==0.5.9"}}\nsteps:\n  - {step}\n'
     p = plan(recipe(tmp_path, text), find_target(root))
     assert not p.ok and p.errors[0].title == "a call across modules no longer fits", p.errors
+
+
+def test_a_name_a_comprehension_binds_is_no_read_from_outside(tmp_path):
+    # the slime patch's own step on 0.5.9 (review of hostile round 13's rule): `for name, queue in zip(...)` added to
+    # a function whose comprehensions loop `for queue in waiting_queues` was refused as shadowing a global `queue`
+    source = ("def get_load(qs, names):\n    n = sum(len(queue) for queue in qs)\n    out = {}\n"
+              "    return n, out\n")
+    root = make_target(tmp_path, {"srt/m.py": source.encode()})
+    step = ("op: insert_statements\n    function: get_load\n    at: after\n    match: out = {}\n    code: |\n"
+            "      for name, queue in zip(names, qs):\n          out[name] = len(queue)")
+    p = plan(recipe(tmp_path, one_step(step)), find_target(root))
+    assert p.ok, p.errors
+    # a lambda's parameter likewise
+    root2 = make_target(tmp_path / "2", {"srt/m.py": source.replace("len(queue) for queue in qs",
+                                                                    "map(lambda queue: len(queue), qs)").encode()})
+    assert plan(recipe(tmp_path, one_step(step)), find_target(root2)).ok
