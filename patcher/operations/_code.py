@@ -304,18 +304,25 @@ def insert_item(items: Sequence, index: int, new, opening: object = None, closin
     return items
 
 
-def added_before(me, steps: Sequence, anchor: str | None, place: Callable, key: Callable) -> tuple[str, ...]:
+def added_before(me, steps: Sequence, anchor: str | None, place: Callable, anchor_of: Callable,
+                 key_of: Callable) -> tuple[str, ...]:
     """The keys of the items the steps of the recipe before `me` add after `anchor`, at the same place (`place(step)`
-    is the same), or after an item one of them adds (a chain): `me` goes past them, in recipe order. `key(step)` is
-    a step's anchor or item key (None when its code does not read as one)."""
+    is the same), or after an item one of them adds (a chain): `me` goes past them, in recipe order. `anchor_of(step)`
+    is a step's anchor, `key_of(step)` the key of the item its code adds (None, or RecipeError, when its code does
+    not read as one)."""
     if anchor is None:
         return ()
     mine = next(i for i, s in enumerate(steps) if s is me)
     before, chain = [], {anchor}
     for s in steps[:mine]:
-        if s.op == me.op and place(s) == place(me) and key(s, "after") in chain and (k := key(s, "code")) is not None:
-            before.append(k)
-            chain.add(k)
+        if s.op == me.op and place(s) == place(me) and anchor_of(s) in chain:
+            try:
+                k = key_of(s)
+            except RecipeError:
+                continue
+            if k is not None:
+                before.append(k)
+                chain.add(k)
     return tuple(before)
 
 

@@ -207,13 +207,12 @@ class AddElement(Operation):
     def among(self, steps) -> "AddElement":
         from dataclasses import replace
 
-        def key(step, option: str) -> str | None:
-            if option == "after":
-                return _item_key(step.after)
+        def key_of(step) -> str | None:
             item = _read(step.code)
             return _key_of(cst.Module(body=[]), item.node) if item is not None else None
 
-        before = added_before(self, steps, _item_key(self.after), lambda s: s.within, key)
+        before = added_before(self, steps, _item_key(self.after), lambda s: s.within, lambda s: _item_key(s.after),
+                              key_of)
         return replace(self, placed_before=before) if before else self
 
     def describe(self) -> str:

@@ -92,15 +92,8 @@ class AddKeywordArgument(Operation):
                     continue
                 if isinstance(field, ast.AnnAssign) and isinstance(field.target, ast.Name):
                     added.append(f"__init__:{field.target.id}")
-        def key(step, option: str) -> str | None:
-            if option == "after":
-                return step.after
-            try:
-                return _keyword(step.code).keyword.value
-            except RecipeError:
-                return None
-
-        before = added_before(self, steps, self.after, lambda s: (s.call, s.within), key)
+        before = added_before(self, steps, self.after, lambda s: (s.call, s.within), lambda s: s.after,
+                              lambda s: _keyword(s.code).keyword.value)
         return replace(self, parameters_added=tuple(added), placed_before=before) if added or before else self
 
     def describe(self) -> str:

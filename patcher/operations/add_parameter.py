@@ -88,15 +88,8 @@ class AddParameter(Operation):
         # another step writes calls of it: in its code, or a keyword it adds to one (`call: self.process(...)`)
         touched = any(s is not self and (f"{name}(" in (getattr(s, "code", None) or "")
                                          or s.op == "add_keyword_argument" and f"{name}(" in s.call) for s in steps)
-        def key(step, option: str) -> str | None:
-            if option == "after":
-                return step.after
-            try:
-                return _parameter(step.code).name.value
-            except RecipeError:
-                return None
-
-        before = added_before(self, steps, self.after, lambda s: s.function, key)
+        before = added_before(self, steps, self.after, lambda s: s.function, lambda s: s.after,
+                              lambda s: _parameter(s.code).name.value)
         if touched or before:
             return replace(self, callers_changed=touched, placed_before=before)
         return self
