@@ -886,8 +886,10 @@ def _calls_across_modules(recipe_id: str, target: Target, rel_pkg: str, rel: str
 
             if not names and not modules:
                 continue
-            for call in (n for n in ast.walk(other_tree) if isinstance(n, ast.Call) and callee(n) is not None):
-                (old_fn, skip), (new_fn, _) = changed[callee(call)]
+            for call, name in ((n, callee(n)) for n in ast.walk(other_tree) if isinstance(n, ast.Call)):
+                if name is None:
+                    continue
+                (old_fn, skip), (new_fn, _) = changed[name]
                 if _misfit(call, old_fn, skip) is not None:
                     continue  # it did not fit before either: not the recipe's doing
                 why = _misfit(call, new_fn, skip)
@@ -899,16 +901,16 @@ def _calls_across_modules(recipe_id: str, target: Target, rel_pkg: str, rel: str
                             and forwards_keyword(ast.unparse(old_fn), old_fn.args.kwarg.arg, k.arg)]
                 if why is None and captured:
                     error(f"once patched, the call `{shown}` of `{other_rel}` (line {call.lineno}) passes "
-                          f"`{captured[0]}=` into `**{old_fn.args.kwarg.arg}` of `{callee(call)}`, and the new "
+                          f"`{captured[0]}=` into `**{old_fn.args.kwarg.arg}` of `{name}`, and the new "
                           f"parameter `{captured[0]}` would take it instead", None)
                 elif why is not None:
-                    error(f"once patched, `{callee(call)}` of `{rel}` cannot take the call `{shown}` of "
+                    error(f"once patched, `{name}` of `{rel}` cannot take the call `{shown}` of "
                           f"`{other_rel}` (line {call.lineno}): {why}, TypeError when it runs", None)
                 elif _positional_names(call, old_fn, skip) != _positional_names(call, new_fn, skip):
                     moved = [(o, n) for o, n in zip(_positional_names(call, old_fn, skip),
                                                     _positional_names(call, new_fn, skip)) if o != n]
                     error(f"once patched, the call `{shown}` of `{other_rel}` (line {call.lineno}) passes by "
-                          f"position what `{moved[0][0]}` took to `{moved[0][1]}` of `{callee(call)}`", None)
+                          f"position what `{moved[0][0]}` took to `{moved[0][1]}` of `{name}`", None)
     # calls the recipe adds or changes here, to functions other modules of the package define (only calls of names
     # the file imports from the package are compared: dumping every call of a large module is most of the cost)
     imported: dict[str, tuple[str, str]] = {}
@@ -1001,10 +1003,9 @@ def _flow_changed(recipe_id: str, rel: str, before: str, after: str, tree: ast.M
              ast.Set, ast.ListComp, ast.SetComp, ast.DictComp)
     plain: set[str] = set()
     if any(isinstance(n, ast.Await) for _, _, fn in pairs for n in _own_nodes(fn)):
-        plain = {f.name for f in defs if isinstance(f, ast.FunctionDef) and not _is_generator(f)
-                 and all(isinstance(r.value, inert) for r in _value_returns(f))} - \
-            {f.name for f in defs if not isinstance(f, ast.FunctionDef) or _is_generator(f)
-             or not all(isinstance(r.value, inert) for r in _value_returns(f))}
+        inert_of = {f: isinstance(f, ast.FunctionDef) and not _is_generator(f)
+                    and all(isinstance(r.value, inert) for r in _value_returns(f)) for f in defs}
+        plain = {f.name for f, yes in inert_of.items() if yes} - {f.name for f, yes in inert_of.items() if not yes}
     for name, old, fn in pairs:
         found: list[tuple[int, str]] = []
         gen_then, gen_now = _is_generator(old), _is_generator(fn)
@@ -1133,8 +1134,8 @@ def _finally_exits(fn: ast.AST) -> list[int]:
                 out.append(st.lineno)
             elif not isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 loop = in_loop or isinstance(st, (ast.For, ast.AsyncFor, ast.While))
-                for field in ("body", "orelse", "finalbody"):
-                    walk(getattr(st, field, []), loop if field != "orelse" else in_loop)
+                for block in ("body", "orelse", "finalbody"):
+                    walk(getattr(st, block, []), loop if block != "orelse" else in_loop)
                 for handler in [*getattr(st, "handlers", []), *getattr(st, "cases", [])]:
                     walk(handler.body, in_loop)
 
@@ -1158,17 +1159,17 @@ def _nodes(tree: ast.AST) -> list[ast.AST]:
     return hit[1]
 
 
+def _called(call: ast.Call) -> str | None:
+    """The function of the module a call names: `f(...)`, `self.f(...)`, `cls.f(...)`; else None."""
+    f = call.func
+    return f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) and \
+        isinstance(f.value, ast.Name) and f.value.id in ("self", "cls") else None
+
+
 def _awaited_plain(fn: ast.AST, plain: set[str]) -> list[tuple[int, str]]:
     """(line, name) of each `await f(...)` / `await self.f(...)` in a function's own body whose `f` is in `plain`."""
-    out = []
-    for node in _own_nodes(fn):
-        if isinstance(node, ast.Await) and isinstance(node.value, ast.Call):
-            f = node.value.func
-            called = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) and \
-                isinstance(f.value, ast.Name) and f.value.id in ("self", "cls") else None
-            if called in plain:
-                out.append((node.lineno, called))
-    return sorted(out)
+    return sorted((node.lineno, name) for node in _own_nodes(fn) if isinstance(node, ast.Await)
+                  and isinstance(node.value, ast.Call) and (name := _called(node.value)) in plain)
 
 
 def _lambda_generators(tree: ast.Module) -> list[tuple[int, str]]:
@@ -1240,7 +1241,6 @@ def _frozen_writes(tree: ast.Module) -> list[tuple[int, str]]:
                     if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == me
                     and isinstance(n.ctx, (ast.Store, ast.Del))]
     return out
-
 
 
 def _charged(recipe_id: str, rel: str, lines: list[str], done: list[tuple[StepReport, Changed | None]],
@@ -1400,15 +1400,10 @@ def _unawaited_calls(node: ast.AST, names: set[str], *, statements_only: bool = 
     nothing takes: not awaited, not an argument of another call (`asyncio.run(f())`, `create_task(...)`), not
     returned or assigned. `statements_only`: a call that is a statement by itself, or that a coroutine function
     returns without `await` (its caller awaits it and gets another coroutine)."""
-    def called(call: ast.Call) -> str | None:
-        f = call.func
-        return f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) and \
-            isinstance(f.value, ast.Name) and f.value.id in ("self", "cls") else None
-
     if statements_only:  # a call that is a statement, or what a coroutine function returns (its caller awaits it)
         kinds = (ast.Expr, ast.Return) if isinstance(node, ast.AsyncFunctionDef) else (ast.Expr,)
         return sorted(st.lineno for st in _own_nodes(node) if isinstance(st, kinds) and
-                      isinstance(st.value, ast.Call) and called(st.value) in names)
+                      isinstance(st.value, ast.Call) and _called(st.value) in names)
     taken: set[int] = set()
     for n in ast.walk(node):
         if isinstance(n, ast.Await):
@@ -1417,7 +1412,7 @@ def _unawaited_calls(node: ast.AST, names: set[str], *, statements_only: bool = 
             taken.update(id(a) for a in (*n.args, *(k.value for k in n.keywords)))
         elif isinstance(n, (ast.Return, ast.Assign, ast.AnnAssign, ast.NamedExpr)) and n.value is not None:
             taken.add(id(n.value))
-    return sorted(n.lineno for n in ast.walk(node) if isinstance(n, ast.Call) and called(n) in names
+    return sorted(n.lineno for n in ast.walk(node) if isinstance(n, ast.Call) and _called(n) in names
                   and id(n) not in taken)
 
 
