@@ -116,9 +116,10 @@ def apply_recipe(recipe: Recipe, target: Target, *, params: dict[str, str] | Non
                      "interrupted one first; then the dry run")
         p = plan(recipe, target, params)
         if target.state_dir.is_dir():
-            _refuse_other_params(p, transaction.applied_records(target))
+            records = transaction.applied_records(target)
+            _refuse_other_params(p, records)
             if p.errors and not p.selection.refuse:
-                _refuse_reapplying_edited(p, transaction.applied_records(target))
+                _refuse_reapplying_edited(p, records)
         return _planned(p, dry_run=True)
     from . import transaction
     from . import verify as v
@@ -127,14 +128,15 @@ def apply_recipe(recipe: Recipe, target: Target, *, params: dict[str, str] | Non
         recovery = transaction.recover(target)
         notes = [retired_note(r) for r in transaction.retire_stale(target)]
         p = plan(recipe, target, params)
-        _refuse_other_params(p, transaction.applied_records(target))
+        records = transaction.applied_records(target)  # the ledger under the lock: read once
+        _refuse_other_params(p, records)
         planned = _planned(p, dry_run=False, recovery=recovery, notes=notes)
         if p.errors and not p.selection.refuse:
-            _refuse_reapplying_over_drift(p, transaction.applied_records(target), refused=True)
-            _refuse_reapplying_edited(p, transaction.applied_records(target))
+            _refuse_reapplying_over_drift(p, records, refused=True)
+            _refuse_reapplying_edited(p, records)
         if planned.exit_code != ExitCode.OK or not p.changed_files:
             return planned
-        _refuse_reapplying_over_drift(p, transaction.applied_records(target))
+        _refuse_reapplying_over_drift(p, records)
         # the transaction stays open (its journal on disk) until the checks pass: a crash or kill -9 during them is
         # undone by the next command, as an interrupt or a failed check is here
         record = transaction.commit(p, lock, verifying=True)
