@@ -123,7 +123,7 @@ class AddDataclassField(Operation):
             raise Conflict(f"`{self.cls}` already binds `{name}` (not as a field): the field would replace it",
                            candidates=[Candidate(code_of(module, other).strip().splitlines()[0], node=other)])
         reserved = _reserved_name(module, cpath[-1], name)
-        if reserved is not None:  # ValueError or AttributeError when the class is made, at import
+        if reserved is not None:  # ValueError when the class is made, at import
             raise FailsAtRunTime(f"`{self.cls}` {reserved}: the class would fail to be made, at import")
         alias = _enum_alias(module, cpath[-1], new, fields)
         if alias is not None:  # Python would make the new member another name of that one, not a member
