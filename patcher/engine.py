@@ -11,6 +11,7 @@ import contextlib
 import functools
 import gc
 import os
+import re
 import stat
 import textwrap
 from dataclasses import dataclass, field
@@ -19,6 +20,7 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import libcst as cst
 
+from . import _generated_init as generated_init
 from .anchors import code_of, line_of_text, lines_of, too_deep
 from .diff import unified_diff
 from .errors import (AnchorNotFound, CallMisfit, Candidate, Conflict, FailsAtRunTime, FileNotInRelease, FlowChanged,
@@ -818,14 +820,48 @@ def _signatures(tree: ast.Module) -> dict[str, tuple[ast.FunctionDef | ast.Async
     """The module's own functions and classes (the class's `__init__`) by name, with how many of their first
     parameters a call does not fill."""
     out: dict[str, tuple[ast.FunctionDef | ast.AsyncFunctionDef, int]] = {}
+    resolve = None
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             out[node.name] = (node, 0)
-        elif isinstance(node, ast.ClassDef) and not node.decorator_list:  # a dataclass writes its own __init__
+        elif isinstance(node, ast.ClassDef):
+            for fn in node.body:  # its methods, as `self.m(...)` of a subclass elsewhere runs them
+                if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) and fn.name != "__init__" and all(
+                        isinstance(d, ast.Name) and d.id in ("staticmethod", "classmethod") for d in fn.decorator_list):
+                    static = any(d.id == "staticmethod" for d in fn.decorator_list)
+                    out[f"{node.name}.{fn.name}"] = (fn, 0 if static else 1)
             init = next((f for f in node.body if isinstance(f, ast.FunctionDef) and f.name == "__init__"), None)
-            if init is not None:
+            if init is not None and not node.decorator_list:
                 out[node.name] = (init, 1)
+            elif init is None and (generated_init.dataclass_options(node) is not None
+                                   or generated_init.is_namedtuple(node)):
+                # the `__init__` Python writes from the fields (an own `__init__` is what a dataclass keeps)
+                resolve = resolve or generated_init.module_resolver(tree)
+                found = generated_init.fields(node, resolve)
+                made = generated_init.init_def(found) if found is not None else None
+                if made is not None:
+                    out[node.name] = (made, 1)
     return out
+
+
+def _widened_only(old: ast.FunctionDef | ast.AsyncFunctionDef, new: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """Whether `new` takes every call by keywords that `old` takes: the same parameters (each keeping a default it
+    had, a positional-only one staying so) and more, each with a default; no `**kwargs` (whose keywords a new
+    parameter would capture) and no `*args` gained or lost."""
+    def table(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, tuple[bool, bool]]:
+        a = fn.args
+        positional = [*a.posonlyargs, *a.args]
+        with_default = {p.arg for p in positional[len(positional) - len(a.defaults):]} | {
+            p.arg for p, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None}
+        posonly = {p.arg for p in a.posonlyargs}
+        return {p.arg: (p.arg in with_default, p.arg in posonly) for p in (*positional, *a.kwonlyargs)}
+
+    if old.args.kwarg is not None or new.args.kwarg is not None or (old.args.vararg is None) != (new.args.vararg is None):
+        return False
+    was, now = table(old), table(new)
+    return all(name in now and now[name][1] == posonly and (now[name][0] or not default)
+               for name, (default, posonly) in was.items()) \
+        and all(now[name][0] for name in now.keys() - was.keys())
 
 
 def _positional_names(call: ast.Call, fn: ast.FunctionDef | ast.AsyncFunctionDef, skip: int) -> list[str]:
@@ -847,8 +883,8 @@ def _calls_across_modules(recipe_id: str, target: Target, rel_pkg: str, rel: str
     owner = next((r for r, c in reversed(done) if c is not None), None)
     errors: list[SpecpatchError] = []
 
-    def error(message: str, line: int | None) -> None:
-        errors.append(CallMisfit(message, location=Location(
+    def error(message: str, line: int | None, kind: type[SpecpatchError] = CallMisfit) -> None:
+        errors.append(kind(message, location=Location(
             recipe=recipe_id, step=owner.index if owner else None, op=owner.op if owner else None, file=rel,
             anchor=owner.anchor if owner else None, line=line)))
 
@@ -859,16 +895,29 @@ def _calls_across_modules(recipe_id: str, target: Target, rel_pkg: str, rel: str
     if changed:
         parts = PurePosixPath(rel_pkg).with_suffix("").parts
         dotted = ".".join([target.package, *(parts[:-1] if parts[-1] == "__init__" else parts)])
-        for other, data in _package_sources(target.package_dir, path, planned, changed):
+        # a signature that only gained parameters with defaults fails no call that passes keywords only; a module
+        # whose text has no other use of such a name (a call with a first argument by position, an alias, a class
+        # deriving from it) is not parsed: `ServerArgs` gaining a field is read in a hundred modules of sglang
+        # (a method `C.m` is looked for in the subclasses of `C` other modules derive, whose `self.m(...)` runs it)
+        widened = {name for name, ((o, _), (n, _)) in changed.items() if _widened_only(o, n)}
+        owners = {name.split(".")[0] for name in changed if "." in name}
+        uses = {name: re.compile((rb"\b" + name.encode() + rb"(?:\s*\(\s*(?!\)|\*|[A-Za-z_]\w*\s*=(?!=))|\s+as\s)|"
+                                  if "." not in name else b"") + rb"class\s+\w+\s*\([^)]*\b"
+                                 + name.split(".")[0].encode() + rb"\b") for name in widened}
+        for other, data in _package_sources(target.package_dir, path, planned, {n.split(".")[0] for n in changed}):
+            if all(name in widened and not uses[name].search(data) for name in changed
+                   if name.split(".")[0].encode() in data):
+                continue
             try:
                 other_tree = ast.parse(data)
             except (SyntaxError, ValueError, RecursionError):
                 continue
             other_rel = other.relative_to(target.package_dir).as_posix()
+            there = target.rel(other)  # as the messages name files (`rel`)
             imports = _package_imports(other_tree, target.package, other_rel)
             names = {a.asname or a.name: a.name for node, module in imports
                      if isinstance(node, ast.ImportFrom) and module == dotted for a in node.names
-                     if a.name in changed}
+                     if a.name in changed or a.name in owners}
             # the module itself, bound to a name (`from sglang.srt import utils`, `import sglang.srt.utils as u`)
             # or by its dotted path (`import sglang.srt.utils`): its calls `utils.f(...)` too
             modules = {a.asname or a.name for node, module in imports if isinstance(node, ast.ImportFrom)
@@ -880,14 +929,44 @@ def _calls_across_modules(recipe_id: str, target: Target, rel_pkg: str, rel: str
                 f = call.func
                 if isinstance(f, ast.Name):
                     return names.get(f.id)
-                if isinstance(f, ast.Attribute) and f.attr in changed and ast.unparse(f.value) in modules:
+                if isinstance(f, ast.Attribute) and (f.attr in changed or f.attr in owners) \
+                        and ast.unparse(f.value) in modules:
                     return f.attr
                 return None
 
             if not names and not modules:
                 continue
-            for call, name in ((n, callee(n)) for n in ast.walk(other_tree) if isinstance(n, ast.Call)):
-                if name is None:
+            # a dataclass of that module deriving (through its own classes, too) from a dataclass here: its
+            # generated `__init__` is made of the fields of both
+            subs = [n for n in other_tree.body if isinstance(n, ast.ClassDef) and n.bases]
+            if subs:
+                theirs = {c.name: c for c in subs}
+                mine = (generated_init.module_resolver(old_tree), generated_init.module_resolver(tree))
+
+                def resolve(base: ast.expr, at: int, seen: frozenset[str] = frozenset()) -> list | None:
+                    name = callee(ast.Call(func=base, args=[], keywords=[]))
+                    if name is not None:
+                        return mine[at](ast.Name(name))
+                    cls = theirs.get(base.id) if isinstance(base, ast.Name) and base.id not in seen else None
+                    return generated_init.fields(cls, lambda b: resolve(b, at, seen | {cls.name})) if cls else None
+
+                for sub in subs:
+                    errs = [generated_init.order_error(sub.name, found) if (
+                        found := generated_init.fields(sub, lambda b, at=at: resolve(b, at))) is not None else None
+                        for at in (0, 1)]
+                    if errs[1] is not None and errs[0] is None:
+                        error(f"once patched, the dataclass `{sub.name}` of `{there}` (line {sub.lineno}), which "
+                              f"derives from one of `{rel}`, {errs[1][1]} (when `{there}` is imported)", None,
+                              FailsAtRunTime)
+            calls = [(n, callee(n)) for n in ast.walk(other_tree) if isinstance(n, ast.Call)]
+            for sub in (n for n in ast.walk(other_tree) if isinstance(n, ast.ClassDef) and owners):
+                base = next((b for b in (callee(ast.Call(func=b, args=[], keywords=[])) for b in sub.bases)
+                             if b in owners), None)
+                own = {f.name for f in sub.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))}
+                calls += [(call, key) for key in changed if base is not None and key.startswith(f"{base}.")
+                          and key.split(".")[1] not in own for _, _, call in _self_calls((sub,), key.split(".")[1])]
+            for call, name in calls:
+                if name not in changed:
                     continue
                 (old_fn, skip), (new_fn, _) = changed[name]
                 if _misfit(call, old_fn, skip) is not None:
@@ -900,16 +979,16 @@ def _calls_across_modules(recipe_id: str, target: Target, rel_pkg: str, rel: str
                                 p.arg for p in (*new_fn.args.args, *new_fn.args.kwonlyargs)}
                             and forwards_keyword(ast.unparse(old_fn), old_fn.args.kwarg.arg, k.arg)]
                 if why is None and captured:
-                    error(f"once patched, the call `{shown}` of `{other_rel}` (line {call.lineno}) passes "
+                    error(f"once patched, the call `{shown}` of `{there}` (line {call.lineno}) passes "
                           f"`{captured[0]}=` into `**{old_fn.args.kwarg.arg}` of `{name}`, and the new "
                           f"parameter `{captured[0]}` would take it instead", None)
                 elif why is not None:
                     error(f"once patched, `{name}` of `{rel}` cannot take the call `{shown}` of "
-                          f"`{other_rel}` (line {call.lineno}): {why}, TypeError when it runs", None)
+                          f"`{there}` (line {call.lineno}): {why}, TypeError when it runs", None)
                 elif _positional_names(call, old_fn, skip) != _positional_names(call, new_fn, skip):
                     moved = [(o, n) for o, n in zip(_positional_names(call, old_fn, skip),
                                                     _positional_names(call, new_fn, skip)) if o != n]
-                    error(f"once patched, the call `{shown}` of `{other_rel}` (line {call.lineno}) passes by "
+                    error(f"once patched, the call `{shown}` of `{there}` (line {call.lineno}) passes by "
                           f"position what `{moved[0][0]}` took to `{moved[0][1]}` of `{name}`", None)
     # calls the recipe adds or changes here, to functions other modules of the package define (only calls of names
     # the file imports from the package are compared: dumping every call of a large module is most of the cost)
@@ -1048,6 +1127,15 @@ def _flow_changed(recipe_id: str, rel: str, before: str, after: str, tree: ast.M
         if len(awaited) > len(_awaited_plain(old, plain)):
             raises.append((awaited[-1][0], f"awaits `{awaited[-1][1]}(...)` in `{name}`, a plain function of the "
                                           f"module that returns no awaitable: a TypeError at the `await`"))
+        if coroutines and isinstance(fn, ast.FunctionDef):  # a plain function now returning a coroutine, too
+            def coro_returns(f: ast.AST) -> list[ast.Return]:
+                return [r for r in _value_returns(f) if isinstance(r.value, ast.Call) and _called(r.value) in coroutines]
+
+            mixed = coro_returns(fn)
+            if len(mixed) > len(coro_returns(old)) and len(mixed) < len(_value_returns(fn)):
+                found.append((mixed[-1].lineno, f"returns `{ast.unparse(mixed[-1].value)[:60]}`, a coroutine, from "
+                                                f"the plain function `{name}`, whose other returns are values: its "
+                                                f"callers would get a coroutine object that never runs"))
         unawaited = _unawaited_calls(fn, coroutines, statements_only=True) if coroutines else []
         if len(unawaited) > len(_unawaited_calls(old, coroutines, statements_only=True) if coroutines else []):
             found.append((unawaited[-1], f"calls a coroutine function of the module in `{name}` without `await`: "
@@ -1065,7 +1153,8 @@ def _flow_changed(recipe_id: str, rel: str, before: str, after: str, tree: ast.M
         errors.extend(_charged(recipe_id, rel, lines, done, lineno, why, kind=FailsAtRunTime)
                       for lineno, why in raises[:1])
     for check, kind in ((lambda t: _slots_broken(t) + _class_scope_reads(t) + _frozen_writes(t)
-                         + _class_attributes_missing(t), FailsAtRunTime),
+                         + _class_attributes_missing(t) + generated_init.broken_classes(t, _nodes(t)), FailsAtRunTime),
+                        (_class_body_shadows, FlowChanged),
                         (_lambda_generators, FlowChanged),
                         (_init_reads_early, ReadBeforeSet)):
         had = {why for _, why in check(old_tree)}
@@ -1222,6 +1311,62 @@ def _class_attributes_missing(tree: ast.Module) -> list[tuple[int, str]]:
             and n.attr not in known[n.value.id]]
 
 
+def _class_body_shadows(tree: ast.Module) -> list[tuple[int, str]]:
+    """Names a class body binds (a method `def property`, `int = 3`) above a read of the same name at the class's own
+    level (a decorator `@property`, an annotation, a default value) that, without the binding, is the module's or a
+    builtin: the read now gets the class's own (the next `@property` calls the new method)."""
+    import builtins
+
+    module_names = set(bound_at_module_level_ast(tree.body)) | set(dir(builtins))
+    lazy = any(isinstance(st, ast.ImportFrom) and st.module == "__future__" and any(
+        a.name == "annotations" for a in st.names) for st in tree.body)
+    out: list[tuple[int, str]] = []
+    for cls in (n for n in _nodes(tree) if isinstance(n, ast.ClassDef)):
+        bound: set[str] = set()
+        for st in cls.body:
+            if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                a = st.args
+                notes = [] if lazy else [*(p.annotation for p in (*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg,
+                                                                    a.kwarg) if p is not None), st.returns]
+                read = [*st.decorator_list, *a.defaults, *(d for d in a.kw_defaults if d is not None),
+                        *(n for n in notes if n is not None)]
+            elif isinstance(st, ast.ClassDef):
+                read = [*st.decorator_list, *st.bases, *(k.value for k in st.keywords)]
+            elif isinstance(st, ast.AnnAssign):
+                read = [st.value] if st.value is not None else []
+                read += [] if lazy else [st.annotation]
+            else:
+                read = [st]
+            for n in (x for r in read for x in _class_level(r)):
+                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id in bound & module_names:
+                    out.append((n.lineno, f"binds `{n.id}` in the class `{cls.name}` above a read of it in the class's "
+                                          f"body (a decorator, an annotation, a default), which meant the module's "
+                                          f"or the builtin `{n.id}`: it now gets the class's own"))
+                    bound.discard(n.id)  # once per name
+            if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                bound.add(st.name)
+            elif isinstance(st, (ast.Assign, ast.AnnAssign)) and (not isinstance(st, ast.AnnAssign) or st.value):
+                bound |= {t.id for t in (st.targets if isinstance(st, ast.Assign) else [st.target])
+                          if isinstance(t, ast.Name)}
+    return out
+
+
+def _class_level(node: ast.AST) -> Iterator[ast.AST]:
+    """The nodes of `node` that run in the class's own scope: a lambda's body, a nested def's, and a comprehension's
+    parts but its first iterable run in scopes of their own, which do not see the class's names."""
+    yield node
+    if isinstance(node, ast.Lambda):
+        children = [*node.args.defaults, *(d for d in node.args.kw_defaults if d is not None)]
+    elif isinstance(node, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+        children = [node.generators[0].iter]
+    elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        children = []
+    else:
+        children = list(ast.iter_child_nodes(node))
+    for child in children:
+        yield from _class_level(child)
+
+
 def _frozen_writes(tree: ast.Module) -> list[tuple[int, str]]:
     """Attributes a method of a frozen dataclass assigns on its instance (`self.b = ...`, `self.n += 1`): the
     generated `__setattr__` raises FrozenInstanceError (`object.__setattr__` is the way round it)."""
@@ -1259,7 +1404,9 @@ def _class_scope_reads(tree: ast.Module) -> list[tuple[int, str]]:
     """Names a comprehension, generator expression or lambda at a class's own level reads that only the class body
     binds (the module does not): those scopes do not see the class's names, a NameError when the class is made (or
     the lambda called). The iterable of a comprehension's first `for` is read in the class: it may use them."""
-    module_names = set(bound_at_module_level_ast(tree.body))
+    import builtins
+
+    module_names = set(bound_at_module_level_ast(tree.body)) | set(dir(builtins))  # what those scopes read instead
     out: list[tuple[int, str]] = []
     for cls in (n for n in _nodes(tree) if isinstance(n, ast.ClassDef)):
         own: set[str] = set()

@@ -882,7 +882,7 @@ def test_a_parameter_added_before_one_another_module_passes_by_position_is_refus
         assert p.ok, [e.message for e in p.errors]
         return
     [error] = p.errors
-    assert refused in error.message and "`srt/c.py` (line 5)" in error.message, error.message
+    assert refused in error.message and "`sglang/srt/c.py` (line 5)" in error.message, error.message
     assert error.exit_code == ExitCode.CANNOT_APPLY and error.location.step == 1
 
 
@@ -1103,6 +1103,12 @@ def test_an_attribute_read_in_init_above_its_assignment_is_refused(tmp_path, ste
     ("def mk():\n    f = lambda: 1\n    return f\n",  # 16
      "op: replace_expression\n    within: mk\n    match: '1'\n    code: (yield 1)",
      "a `yield` in a lambda"),
+    ("class C:\n    def a(self):\n        return 1\n\n    @property\n    def b(self):\n        return 2\n",  # 23
+     "op: add_method\n    class: C\n    after: a\n    code: |\n      def property(self):\n          return 'p'",
+     "binds `property` in the class `C` above a read of it in the class's body"),
+    ("async def fallback(x):\n    return x\n\n\ndef handle(x):\n    return x * 2\n",  # 15
+     "op: add_branch\n    function: handle\n    condition: x < 0\n    call: fallback(x)",
+     "returns `fallback(x)`, a coroutine, from the plain function `handle`"),
     ("from dataclasses import dataclass\n\n\n@dataclass(frozen=True)\nclass K:\n    a: int\n    b: int = 0\n",  # 11
      "op: add_method\n    class: K\n    code: |\n      def __post_init__(self):\n          self.b = self.a * 2",
      "a method of a frozen dataclass"),
@@ -1113,6 +1119,21 @@ def test_code_that_raises_or_runs_otherwise_once_in_is_refused(tmp_path, source,
     p = plan(recipe(tmp_path, text), find_target(root))
     assert not p.ok and said in p.errors[0].message, p.errors
     assert p.errors[0].location.step == 1
+
+
+@pytest.mark.parametrize("source, step", [
+    # the rules of hostile round 13's findings 15 and 23, on code that runs as meant
+    ("async def fallback(x):\n    return x\n\n\ndef handle(x):\n    return fallback(x * 2)\n",  # a coroutine's maker
+     "op: add_branch\n    function: handle\n    condition: x < 0\n    call: fallback(x)"),
+    ("class C:\n    @property\n    def b(self):\n        return 2\n\n    def a(self):\n        return 1\n",
+     "op: add_method\n    class: C\n    after: a\n    code: |\n      def property(self):\n          return 'p'"),
+    ("class C:\n    def a(self):\n        return 1\n\n    f = staticmethod(lambda: property)\n",  # a lambda's own scope
+     "op: add_method\n    class: C\n    after: a\n    code: |\n      def property(self):\n          return 'p'"),
+])
+def test_code_that_runs_as_meant_is_not_taken_for_code_that_runs_otherwise(tmp_path, source, step):
+    root = make_target(tmp_path, {"srt/m.py": source.encode()})
+    p = plan(recipe(tmp_path, one_step(step)), find_target(root))
+    assert p.ok, p.errors
 
 
 @pytest.mark.parametrize("use, step", [
@@ -1131,6 +1152,129 @@ def test_calls_through_a_module_of_the_package_are_compared_with_its_function(tm
     text = f'id: demo\ntitle: Demo\ntarget: {{package: sglang, versions: "==0.5.9"}}\nsteps:\n  - {step}\n'
     p = plan(recipe(tmp_path, text), find_target(root))
     assert not p.ok and p.errors[0].title == "a call across modules no longer fits", p.errors
+
+
+ENG = "class Eng:\n    def step(self, batch, greedy=True):\n        return batch, greedy\n"
+
+
+@pytest.mark.parametrize("use, step, said", [
+    # hostile round 13 (04): a local instance's call passes `greedy` by position; the new parameter took it
+    (ENG + "\n\ndef drive():\n    e = Eng()\n    return e.step(1, False)\n",
+     "op: add_parameter\n    function: Eng.step\n    after: batch\n    code: temperature=1.0",
+     "`e.step(1, False)` passes `greedy` by position"),
+    # (17d, 17e): a keyword the method / the class's `__init__` does not take, through a local instance, `cls(...)`
+    (ENG + "\n\ndef drive():\n    e = Eng()\n    return e.step(1)\n",
+     "op: add_keyword_argument\n    within: drive\n    call: e.step(...)\n    code: b=2",
+     "`step`, which the module defines, takes no parameter `b`"),
+    ("class P:\n    def __init__(self, a):\n        self.a = a\n\n    @classmethod\n    def make(cls, a):\n"
+     "        return cls(a)\n",
+     "op: add_keyword_argument\n    within: P.make\n    call: cls(...)\n    code: b=2",
+     "`__init__`, which the module defines, takes no parameter `b`"),
+    ("class P:\n    def __init__(self, a):\n        self.a = a\n\n    def copy(self):\n"
+     "        return type(self)(self.a)\n",
+     "op: add_parameter\n    function: P.__init__\n    after: a\n    code: b",
+     "type(self)(self.a)"),
+])
+def test_calls_through_a_local_instance_or_the_own_class_are_compared(tmp_path, use, step, said):
+    root = make_target(tmp_path, {"srt/m.py": use.encode()})
+    p = plan(recipe(tmp_path, one_step(step)), find_target(root))
+    assert not p.ok and said in p.errors[0].message, p.errors
+
+
+@pytest.mark.parametrize("use", [
+    ENG + "\n\ndef drive(e):\n    return e.step(1, False)\n",  # a parameter: not told
+    ENG + "\n\ndef drive():\n    e = Eng()\n    e = object()\n    return e.step(1, False)\n",  # bound twice
+    ENG + "\n\ndef drive():\n    e = Eng()\n    return e.step(1, greedy=False)\n",  # by keyword
+])
+def test_a_name_bound_otherwise_than_once_to_an_instance_is_not_taken_for_one(tmp_path, use):
+    root = make_target(tmp_path, {"srt/m.py": use.encode()})
+    step = "op: add_parameter\n    function: Eng.step\n    after: batch\n    code: temperature=1.0"
+    p = plan(recipe(tmp_path, one_step(step)), find_target(root))
+    assert p.ok, p.errors
+
+
+def test_a_subclass_in_another_module_calling_the_changed_method_by_position_is_refused(tmp_path):
+    # hostile round 13 (04b): `self.step(1, False)` in a subclass of another module handed `False` to the new
+    # parameter; a subclass that overrides `step` runs its own
+    sub = ("from sglang.srt.m import Eng\n\n\nclass Fast(Eng):\n    def go(self):\n        return self.step(1, False)\n"
+           "\n\nclass Own(Eng):\n    def step(self, batch, greedy=True):\n        return batch\n\n"
+           "    def go(self):\n        return self.step(1, False)\n")
+    root = make_target(tmp_path, {"srt/m.py": ENG.encode(), "srt/n.py": sub.encode()})
+    step = "op: add_parameter\n    function: Eng.step\n    after: batch\n    code: temperature=1.0"
+    p = plan(recipe(tmp_path, one_step(step)), find_target(root))
+    [error] = p.errors
+    assert "the call `self.step(1, False)` of `sglang/srt/n.py` (line 6) passes by position what `greedy` took to " \
+           "`temperature` of `Eng.step`" in error.message
+
+
+DATACLASS = ("from dataclasses import dataclass\n\n\n@dataclass\nclass Conf:\n    a: int\n    b: int = 0\n\n\n"
+             "@dataclass\nclass Plain:\n    a: int\n")
+
+
+@pytest.mark.parametrize("use, step, said", [
+    # hostile round 13 (06): a positional construction in another module now fills the new field
+    ("from sglang.srt.conf import Conf\n\n\ndef make():\n    return Conf(1, 2)\n",
+     "{op: add_dataclass_field, file: srt/conf.py, class: Conf, after: a, code: 'x: int = 5'}",
+     "passes by position what `b` took to `x` of `Conf`"),
+    # (08): a dataclass of another module deriving from it gets a field without a default after a defaulted one
+    ("from dataclasses import dataclass\nfrom sglang.srt.conf import Plain\n\n\n@dataclass\nclass Bare(Plain):\n"
+     "    pass\n\n\n@dataclass\nclass Late(Bare):\n    d: int\n",  # through a class of that module
+     "{op: add_dataclass_field, file: srt/conf.py, class: Plain, after: a, code: 'x: int = 5'}",
+     "the dataclass `Late` of `sglang/srt/child.py` (line 11), which derives from one of `sglang/srt/conf.py`, puts the field `d`"),
+    ("from dataclasses import dataclass\nfrom sglang.srt import conf\n\n\n@dataclass\nclass Child(conf.Plain):\n"
+     "    c: int\n",
+     "{op: add_dataclass_field, file: srt/conf.py, class: Plain, after: a, code: 'x: int = 5'}",
+     "the dataclass `Child` of `sglang/srt/child.py` (line 6), which derives from one of `sglang/srt/conf.py`,"
+     " puts the field `c`"),
+    # (17a): a keyword the other module's dataclass does not take
+    ("from sglang.srt.conf import Conf\n\n\ndef make():\n    return Conf(1)\n",
+     "{op: add_keyword_argument, file: srt/child.py, within: make, call: Conf(...), code: c=2}",
+     "cannot be taken by `Conf` of `sglang.srt.conf`: the keyword `c`"),
+])
+def test_a_dataclass_generated_init_is_compared_across_modules(tmp_path, use, step, said):
+    root = make_target(tmp_path, {"srt/conf.py": DATACLASS.encode(), "srt/child.py": use.encode()})
+    text = f'id: demo\ntitle: Demo\ntarget: {{package: sglang, versions: "==0.5.9"}}\nsteps:\n  - {step}\n'
+    p = plan(recipe(tmp_path, text), find_target(root))
+    assert not p.ok, p.steps
+    assert said in p.errors[0].message, p.errors
+
+
+@pytest.mark.parametrize("use", [
+    "from sglang.srt.conf import Conf\n\n\ndef make():\n    return Conf(a=1, b=2)\n",  # keywords only
+    "from sglang.srt.conf import Conf as C\n\n\ndef make():\n    return C(1, b=2)\n",  # the field goes after b
+    "from dataclasses import dataclass\nfrom sglang.srt.conf import Conf\n\n\n@dataclass\nclass Child(Conf):\n"
+    "    c: int = 1\n",  # defaulted all the way down
+])
+def test_a_field_added_with_a_default_at_the_end_fits_the_calls_of_other_modules(tmp_path, use):
+    root = make_target(tmp_path, {"srt/conf.py": DATACLASS.encode(), "srt/child.py": use.encode()})
+    step = "{op: add_dataclass_field, file: srt/conf.py, class: Conf, after: b, code: 'x: int = 5'}"
+    text = f'id: demo\ntitle: Demo\ntarget: {{package: sglang, versions: "==0.5.9"}}\nsteps:\n  - {step}\n'
+    p = plan(recipe(tmp_path, text), find_target(root))
+    assert p.ok, p.errors
+
+
+@pytest.mark.parametrize("source, step, said", [
+    # hostile round 13 (28): add_dataclass_field refused these; the other operations wrote them (exit 0, and the
+    # module no longer imports: ValueError / TypeError when the class is created)
+    ("from dataclasses import dataclass\n\n\n@dataclass\nclass C:\n    items: tuple = ()\n",
+     "op: replace_expression\n    within: C\n    match: '()'\n    code: '[]'",
+     "gives the field `items` of the dataclass `C` a mutable default"),
+    ("from dataclasses import dataclass, field\n\n\n@dataclass\nclass C:\n    items: tuple = ()\n",
+     "op: replace_expression\n    within: C\n    match: '()'\n    code: 'field(default={})'",
+     "a mutable default"),
+    ("from dataclasses import dataclass\n\n\n@dataclass\nclass C:\n    a: int = 0\n    b: int = 1\n",
+     "op: replace_statements\n    within: C\n    match: 'b: int = 1'\n    code: 'b: int'",
+     "puts the field `b` of `C`, which has no default, after `a`"),
+    ("from typing import NamedTuple\n\n\nclass P(NamedTuple):\n    a: int = 0\n    b: int = 1\n",
+     "op: replace_statements\n    within: P\n    match: 'b: int = 1'\n    code: 'b: int'",
+     "puts the field `b` of `P`, which has no default, after `a`"),
+])
+def test_a_dataclass_that_python_would_refuse_to_create_is_refused_whatever_the_operation(tmp_path, source, step,
+                                                                                         said):
+    root = make_target(tmp_path, {"srt/m.py": source.encode()})
+    p = plan(recipe(tmp_path, one_step(step)), find_target(root))
+    assert not p.ok and said in p.errors[0].message, p.errors
+    assert p.errors[0].title == "the patched code would raise when it runs"
 
 
 def test_a_name_a_comprehension_binds_is_no_read_from_outside(tmp_path):

@@ -5,6 +5,8 @@ binds, an instance of another module's class, an attribute of a parameter) is "c
 The forms understood, for a function `f`, a class `C` (its `__init__`) and a method `m` of `C`:
 
     f(...)      C(...)      self.m(...) / cls.m(...)     C.m(...)     C().m(...)     super().m(...)
+    e.m(...) after `e = C(...)`, the only binding of `e` in the calling function
+    cls(...) in a classmethod, type(self)(...) and self.__class__(...) in a method: the class around it
 
 `self.m` and `super().m` are looked up as Python does, through the classes of the module the class derives from;
 `self.m(...)` in a subclass that does not define `m` runs `C.m`. How many of the callee's first parameters the call
@@ -223,6 +225,11 @@ def callee(module: cst.Module, path: tuple[cst.CSTNode, ...], call: cst.Call) ->
     functions = [n for n in path if isinstance(n, Def)]
     cls = next((n for n in reversed(path) if isinstance(n, cst.ClassDef)), None)
     classes = module_classes(module)
+    at = next((i for i, n in enumerate(path) if n is cls), len(path))
+    method = next((n for n in path[at + 1:] if isinstance(n, Def)), None)  # the method of the class around it
+    if _self_type_call(func, method):
+        init = _init_of(module, cls)
+        return (init, 1) if init is not None else (None, 0)
     if isinstance(func, cst.Name):
         if any(binds(f, func.value) for f in functions):
             return None, 0  # a parameter, local or import of that name in the calling function: not the module's
@@ -237,8 +244,6 @@ def callee(module: cst.Module, path: tuple[cst.CSTNode, ...], call: cst.Call) ->
         return None, 0
     owner, name = func.value, func.attr.value
     if isinstance(owner, cst.Name) and owner.value in ("self", "cls") and cls is not None and functions:
-        at = next(i for i, n in enumerate(path) if n is cls)
-        method = next((n for n in path[at + 1:] if isinstance(n, Def)), None)  # the method of the class around it
         first = (method.params.posonly_params or method.params.params or (None,))[0] if method else None
         if first is None or first.name.value != owner.value:
             return None, 0
@@ -247,6 +252,10 @@ def callee(module: cst.Module, path: tuple[cst.CSTNode, ...], call: cst.Call) ->
     if isinstance(owner, cst.Name) and owner.value in classes and not any(binds(f, owner.value) for f in functions):
         fn = _lookup(module, classes[owner.value], name)
         return (fn, _skip(fn, False)) if fn is not None else (None, 0)
+    made = instance_of(functions[-1], owner.value) if isinstance(owner, cst.Name) and functions else None
+    if made in classes:  # `e = Eng()` then `e.step(...)` in one function
+        fn = _lookup(module, classes[made], name)
+        return (fn, _skip(fn, True)) if fn is not None else (None, 0)
     if isinstance(owner, cst.Call) and isinstance(owner.func, cst.Name):
         if owner.func.value == "super" and cls is not None:
             fn = _lookup(module, cls, name, own=False)
@@ -260,21 +269,121 @@ def callee(module: cst.Module, path: tuple[cst.CSTNode, ...], call: cst.Call) ->
 
 def calls_in_classes(module: cst.Module) -> list[tuple[cst.Call, cst.ClassDef | None]]:
     """Every call of the module with the class whose body (methods included) holds it, if any."""
-    found: list[tuple[cst.Call, cst.ClassDef | None]] = []
-    stack: list[cst.ClassDef] = []
+    return [(call, cls) for call, cls, _ in calls_in_scopes(module)]
+
+
+def calls_in_scopes(module: cst.Module) -> list[tuple[cst.Call, cst.ClassDef | None, Def | None]]:
+    """Every call of the module with the class whose body (methods included) holds it and the innermost function
+    that holds it, if any."""
+    found: list[tuple[cst.Call, cst.ClassDef | None, Def | None]] = []
+    classes: list[cst.ClassDef] = []
+    functions: list[Def] = []
 
     class _Visitor(cst.CSTVisitor):
         def visit_ClassDef(self, node: cst.ClassDef) -> None:
-            stack.append(node)
+            classes.append(node)
 
         def leave_ClassDef(self, node: cst.ClassDef) -> None:
-            stack.pop()
+            classes.pop()
+
+        def visit_FunctionDef(self, node: Def) -> None:
+            functions.append(node)
+
+        def leave_FunctionDef(self, node: Def) -> None:
+            functions.pop()
 
         def visit_Call(self, node: cst.Call) -> None:
-            found.append((node, stack[-1] if stack else None))
+            found.append((node, classes[-1] if classes else None, functions[-1] if functions else None))
 
     module.visit(_Visitor())
     return found
+
+
+def instance_of(fn: Def, name: str) -> str | None:
+    """The class `C` when the function binds `name` once, by `name = C(...)` (a local instance: `e = Eng()` then
+    `e.step(...)`), else None (a parameter, bound twice, in a loop, by anything else)."""
+    params = fn.params
+    if any(p.name.value == name for p in (*params.posonly_params, *params.params, *params.kwonly_params)) or any(
+            isinstance(p, cst.Param) and p.name.value == name for p in (params.star_arg, params.star_kwarg)):
+        return None
+    made: list[str | None] = []
+
+    class Visit(cst.CSTVisitor):
+        def visit_Assign(self, node: cst.Assign) -> None:
+            if any(isinstance(t.target, cst.Name) and t.target.value == name for t in node.targets):
+                value = node.value
+                one = len(node.targets) == 1 and isinstance(value, cst.Call) and isinstance(value.func, cst.Name)
+                made.append(value.func.value if one else None)
+
+        def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+            if isinstance(node.target, cst.Name) and node.target.value == name:
+                made.append(None)
+
+        def visit_AugAssign(self, node: cst.AugAssign) -> None:
+            if isinstance(node.target, cst.Name) and node.target.value == name:
+                made.append(None)
+
+        def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+            if isinstance(node.target, cst.Name) and node.target.value == name:
+                made.append(None)
+
+        def visit_Global(self, node: cst.Global) -> None:
+            if any(n.name.value == name for n in node.names):
+                made.append(None)
+
+        def visit_Nonlocal(self, node: cst.Nonlocal) -> None:
+            if any(n.name.value == name for n in node.names):
+                made.append(None)
+
+    fn.body.visit(Visit())
+    return made[0] if len(made) == 1 and not _bound_otherwise(fn, name) else None
+
+
+def _bound_otherwise(fn: Def, name: str) -> bool:
+    """Whether `name` is bound in the function by a loop, an `as` or an import (what `binds` counts besides an
+    assignment)."""
+    found = []
+
+    class Visit(cst.CSTVisitor):
+        def visit_AsName(self, node: cst.AsName) -> None:
+            if isinstance(node.name, cst.Name) and node.name.value == name:
+                found.append(node)
+
+        def visit_ImportAlias(self, node: cst.ImportAlias) -> None:
+            if node.asname is None and isinstance(node.name, cst.Name) and node.name.value == name:
+                found.append(node)
+
+        def visit_For(self, node: cst.For) -> None:
+            if any(isinstance(n, cst.Name) and n.value == name for n in _names_in(node.target)):
+                found.append(node)
+
+    fn.body.visit(Visit())
+    return bool(found)
+
+
+def _names_in(target: cst.BaseExpression) -> list[cst.Name]:
+    if isinstance(target, cst.Name):
+        return [target]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [n for e in target.elements for n in _names_in(e.value)]
+    return []
+
+
+def _self_type_call(func: cst.BaseExpression, method: Def | None) -> bool:
+    """`cls(...)` in a classmethod, `type(self)(...)` / `self.__class__(...)` in a method: a construction of the
+    class around it (or of a subclass, which the checks take as the class)."""
+    if method is None:
+        return False
+    first = (method.params.posonly_params or method.params.params or (None,))[0]
+    if first is None:
+        return False
+    me = first.name.value
+    if isinstance(func, cst.Name):
+        return func.value == me and "classmethod" in _decorators(method)
+    if isinstance(func, cst.Call) and isinstance(func.func, cst.Name) and func.func.value == "type":
+        return len(func.args) == 1 and isinstance(func.args[0].value, cst.Name) and func.args[0].value.value == me
+    return isinstance(func, cst.Attribute) and func.attr.value == "__class__" \
+        and isinstance(func.value, cst.Name) and func.value.value == me
 
 
 def calls_to(module: cst.Module, fpath: tuple[cst.CSTNode, ...]) -> Iterator[tuple[cst.Call, int]]:
@@ -287,12 +396,20 @@ def calls_to(module: cst.Module, fpath: tuple[cst.CSTNode, ...]) -> Iterator[tup
     static, classmethod = "staticmethod" in kinds, "classmethod" in kinds
     name = fn.name.value
     family = subclasses(module, cls.name.value) if cls is not None else set()  # `self.m` in them may run it
-    for call, owner_cls in calls_in_classes(module):
+    classes = module_classes(module)
+    for call, owner_cls, scope in calls_in_scopes(module):
         func, offset = call.func, 0
         if cls is None:
             hit = isinstance(func, cst.Name) and func.value == name and len(fpath) == 2
         elif name == "__init__":
-            hit, offset = isinstance(func, cst.Name) and func.value == cls.name.value, 1
+            # `C(...)`, and `cls(...)` / `type(self)(...)` in a class of the family that gets this `__init__`
+            hit, offset = isinstance(func, cst.Name) and func.value == cls.name.value or (
+                owner_cls is not None and owner_cls.name.value in family and _self_type_call(func, scope)
+                and _init_of(module, owner_cls) is fn), 1
+        elif isinstance(func, cst.Attribute) and func.attr.value == name and isinstance(func.value, cst.Name) \
+                and scope is not None and (made := instance_of(scope, func.value.value)) in family \
+                and _lookup(module, classes[made], name) is fn:
+            hit, offset = True, 0 if static else 1  # `e = Eng()` then `e.step(...)`
         else:
             owner = func.value if isinstance(func, cst.Attribute) else None
             inside = owner_cls is not None and owner_cls.name.value in family
