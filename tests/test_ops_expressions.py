@@ -290,11 +290,29 @@ def test_replace_expression_with_its_statements_kind_picks_the_match_in_a_statem
      "already passes `temperature` in a `**{...}` argument"),
     ("def sample(xs, top_k=1):\n    return xs\n\n\ndef run():\n    return sample([1])\n",
      "`sample`, which the module defines, takes no parameter `temperature`"),
+    # hostile round 13 (18): a dict of the module unpacked into the call already carries it
+    ('OPTS = {"temperature": 1.0}\n\n\ndef sample(xs, **kw):\n    return kw\n\n\ndef run():\n'
+     '    return sample([1], **OPTS)\n', "already passes `temperature` in `**OPTS` (a dict of the module)"),
+    # (17): a builtin, whose signature says it takes no such keyword
+    ("def run():\n    return sorted([1])\n", "`sorted`, a builtin, takes no keyword `temperature`"),
 ])
 def test_a_keyword_the_call_or_its_callee_cannot_take_is_a_conflict(before, says):
-    step = op("add_keyword_argument", call="sample(...)", code="temperature=0.7", within="run")
+    call = "sorted(...)" if "sorted" in before else "sample(...)"
+    step = op("add_keyword_argument", call=call, code="temperature=0.7", within="run")
     err = cannot(step, before, Conflict)
     assert says in err.message, err.message
+
+
+@pytest.mark.parametrize("before, call, code, after", [
+    ('OPTS = {"top_k": 1}\n\n\ndef sample(xs, **kw):\n    return kw\n\n\ndef run():\n    return sample([1], **OPTS)\n',
+     "sample(...)", "temperature=0.7", "sample([1], temperature=0.7, **OPTS)"),
+    ("def sorted(xs, **kw):\n    return xs\n\n\ndef run():\n    return sorted([1])\n",  # the module's own `sorted`
+     "sorted(...)", "temperature=0.7", "sorted([1], temperature=0.7)"),
+    ("def run():\n    return max([1], key=None)\n", "max(...)", "default=0", "max([1], key=None, default=0)"),
+])
+def test_a_keyword_a_dict_of_the_module_or_a_builtin_can_take_is_added(before, call, code, after):
+    step = op("add_keyword_argument", call=call, code=code, within="run")
+    check(step, before, before[:before.rindex("return ") + 7] + after + "\n")
 
 
 @pytest.mark.parametrize("before, call, within", [

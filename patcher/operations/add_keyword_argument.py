@@ -137,10 +137,14 @@ class AddKeywordArgument(Operation):
             raise Conflict(f"the call already passes `{name}` with another value: "
                            f"`{line_text(module.code_for_node(have[0]))}`",
                            candidates=[Candidate(f"`{line_text(module.code_for_node(call))}`", node=call)])
-        packed = [module.code_for_node(e.key) for a in args if a.star == "**" and isinstance(a.value, cst.Dict)
-                  for e in a.value.elements if isinstance(e, cst.DictElement)]
-        if any(_string_value(k) == name for k in packed):
-            raise Conflict(f"the call already passes `{name}` in a `**{{...}}` argument: "
+        packed = [(module.code_for_node(e.key), a) for a in args if a.star == "**"
+                  for d in [a.value if isinstance(a.value, cst.Dict) else _module_dict(module, a.value)]
+                  if d is not None for e in d.elements if isinstance(e, cst.DictElement)]
+        through = next((a for k, a in packed if _string_value(k) == name), None)
+        if through is not None:
+            shown = "a `**{...}` argument" if isinstance(through.value, cst.Dict) else \
+                f"`**{module.code_for_node(through.value)}` (a dict of the module)"
+            raise Conflict(f"the call already passes `{name}` in {shown}: "
                            f"`{line_text(module.code_for_node(call))}` (adding `{name}=` would raise TypeError)",
                            candidates=[Candidate(f"`{line_text(module.code_for_node(call))}`", node=call)])
         path = scope[:-1] + calls._paths[id(call)]
@@ -163,6 +167,9 @@ class AddKeywordArgument(Operation):
                            f"`**kwargs`): the call would raise TypeError (upstream renamed or removed it?)",
                            candidates=[Candidate(f"`def {target.name.value}("
                                                  f"{line_text(module.code_for_node(target.params))})`", node=target)])
+        builtin = _builtin_refusal(module, path, call, name) if target is None else None
+        if builtin is not None:
+            raise Conflict(builtin, candidates=[Candidate(f"`{line_text(module.code_for_node(call))}`", node=call)])
         if name in _bound_by_position(module, scope[:-1] + calls._paths[id(call)], call):
             raise Conflict(f"the call already passes `{name}` by position: "
                            f"`{line_text(module.code_for_node(call))}` (adding `{name}=` would raise TypeError)",
@@ -189,6 +196,47 @@ class AddKeywordArgument(Operation):
             items = placed[0]
         changed = call.with_changes(args=items)
         return Changed(calls.replace(call, changed), inserted=(), anchor=call)
+
+
+def _module_dict(module: cst.Module, value: cst.BaseExpression) -> cst.Dict | None:
+    """The dict literal a name stands for when the module binds it once, at its own level, to one (`OPTS = {"b":
+    3}` read as `f(**OPTS)`), else None."""
+    if not isinstance(value, cst.Name):
+        return None
+    found = [st.body[0].value for st in module.body if isinstance(st, cst.SimpleStatementLine)
+             and isinstance(st.body[0], (cst.Assign, cst.AnnAssign)) and any(
+                 isinstance(t, cst.Name) and t.value == value.value
+                 for t in ([x.target for x in st.body[0].targets] if isinstance(st.body[0], cst.Assign)
+                           else [st.body[0].target]))]
+    return found[0] if len(found) == 1 and isinstance(found[0], cst.Dict) \
+        and f"{value.value}[" not in module.code and f"{value.value}.update" not in module.code else None
+
+
+def _builtin_refusal(module: cst.Module, path: tuple[cst.CSTNode, ...], call: cst.Call, name: str) -> str | None:
+    """Why a builtin the call runs (`print`, `sorted`: a name neither the module nor the calling function binds)
+    cannot take the keyword `name`, as its signature says; None when it can or when its signature is not known."""
+    import builtins
+    import inspect
+
+    from ..anchors import module_code
+    from ._calls import binds
+    from .add_definition import bound_at_module_level
+
+    func = call.func
+    if not isinstance(func, cst.Name) or not hasattr(builtins, func.value) \
+            or any(isinstance(n, cst.FunctionDef) and binds(n, func.value) for n in path):
+        return None
+    try:
+        if func.value in bound_at_module_level(ast.parse(module_code(module)).body):
+            return None
+        signature = inspect.signature(getattr(builtins, func.value))
+    except (SyntaxError, ValueError, TypeError, RecursionError):
+        return None
+    params = signature.parameters.values()
+    if any(p.kind is p.VAR_KEYWORD for p in params) or any(
+            p.name == name and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) for p in params):
+        return None
+    return f"`{func.value}`, a builtin, takes no keyword `{name}`: the call would raise TypeError"
 
 
 def _string_value(code: str) -> str | None:
