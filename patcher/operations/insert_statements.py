@@ -355,6 +355,11 @@ class InsertStatements(Operation):
                 elsewhere |= (_stores(whole, header_only=True) if whole is not None else set()) | _bound_by_blocks(spath)
                 continue  # an `if` arm or `case` the new code's arm excludes: what it binds is not set there
             whole = statement_ast(module, stmt) if not isinstance(stmt, (cst.FunctionDef, cst.ClassDef)) else None
+            if stmt is not stop and _in_branch(spath, stop_path):
+                # in an `if` arm or `case` above that does not hold the new code: it may not have run
+                elsewhere |= (_stores(whole, header_only=True) if whole is not None else {stmt.name.value}) \
+                    | _bound_by_blocks(spath)
+                continue
             if stmt is stop:
                 if include and whole is not None:
                     above |= _stores(whole)
@@ -364,7 +369,8 @@ class InsertStatements(Operation):
                 above.add(stmt.name.value)  # a nested def binds its name where it stands
             elsewhere |= _bound_by_blocks(spath)  # a `case` capture or `except` name above: that branch may not run
             if whole is not None:
-                above |= _stores(whole, header_only=True)
+                above |= _stores(whole, header_only=True) | (_definite(whole) if isinstance(whole, (ast.If, ast.Match))
+                                                             else set())
                 if me is not None and _calls_init(whole):
                     if inherited is None:
                         return  # a base class's __init__ (not in the module) ran above: it may set them
@@ -373,8 +379,8 @@ class InsertStatements(Operation):
         if early:
             where = "below the new code" if stop is not None or not include else "nowhere above it"
             if set(early) <= elsewhere:
-                where = ("in a branch the new code's path does not go through (another `if` or `match` arm, a "
-                         "`case` pattern or an `except` handler above it), or below it")
+                where = ("in a branch the new code's path may not go through (an `if` or `match` arm, a `case` "
+                         "pattern or an `except` handler above it, that not every way through runs), or below it")
             them = ("it", "it is") if len(early) == 1 else ("them", "they are")
             raise ReadBeforeSet(f"the code reads {', '.join(f'`{m}`' for m in early)}, which `{self.function}` "
                                 f"assigns only {where}: it would read {them[0]} before {them[1]} set")
@@ -672,6 +678,49 @@ def _other_arm(path: NodePath, other: NodePath) -> bool:
                 return (a is parent.orelse) != (b is parent.orelse)
             return isinstance(parent, cst.Match)
     return False
+
+
+def _in_branch(path: NodePath, stop: NodePath | None) -> bool:
+    """Whether the statement at `path` is in an arm of an `if` or a `case` of a `match` that does not hold the
+    statement at `stop` (None: the function's end): it runs on some ways through the function only. (A path goes
+    from an `if` to a statement of its body directly, to one of its `else`/`elif` through that node, and from a
+    `match` through the `case`.)"""
+    for i, node in enumerate(path[:-1]):
+        if not isinstance(node, (cst.If, cst.Match)):
+            continue
+        if stop is None or len(stop) <= i + 1 or stop[i] is not node:
+            return True
+        same = (path[i + 1] is node.orelse) == (stop[i + 1] is node.orelse) if isinstance(node, cst.If) \
+            else path[i + 1] is stop[i + 1]
+        if not same:
+            return True
+    return False
+
+
+def _definite(node: ast.If | ast.Match) -> set[str]:
+    """What an `if` binds on every way through it that goes on below it: what each arm binds for sure, an arm
+    that always leaves (ends in `return`, `raise`, `continue`, `break`) aside; an `if` without `else` binds
+    nothing for sure."""
+    def block(stmts: list[ast.stmt]) -> set[str] | None:  # None: it never goes on below
+        if stmts and isinstance(stmts[-1], (ast.Return, ast.Raise, ast.Continue, ast.Break)):
+            return None
+        out: set[str] = set()
+        for st in stmts:
+            out |= _definite(st) | _stores(st, header_only=True) if isinstance(st, (ast.If, ast.Match)) \
+                else _stores(st)
+        return out
+
+    if isinstance(node, ast.Match):  # a `match` whose last `case` takes anything (`case _:`) runs one arm
+        last = node.cases[-1] if node.cases else None
+        if last is None or last.guard is not None or not (isinstance(last.pattern, ast.MatchAs)
+                                                           and last.pattern.pattern is None):
+            return set()
+        arms = [a for a in (block(c.body) for c in node.cases) if a is not None]
+    elif not node.orelse:
+        return set()
+    else:
+        arms = [a for a in (block(node.body), block(node.orelse)) if a is not None]
+    return set.intersection(*arms) if arms else set()
 
 
 def _bound_by_blocks(path: NodePath) -> set[str]:
