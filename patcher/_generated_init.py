@@ -26,6 +26,20 @@ class Field:
 Resolve = Callable[[ast.expr], "list[Field] | None"]
 
 
+def _last_name(node: ast.AST) -> str:
+    """`dataclass` for `dataclass`, `dataclasses.dataclass`, `List` for `typing.List[int]`; "" for anything else.
+    (Not `ast.unparse`: the engine's trees may hold string annotations read as code, which it cannot write back.)"""
+    if isinstance(node, ast.Subscript):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else ""
+
+
+def _mentions(node: ast.AST, name: str) -> bool:
+    """Whether an annotation names `name` (`ClassVar[int]`, `typing.ClassVar`, `"ClassVar[int]"`)."""
+    return any(isinstance(n, ast.Name) and n.id == name or isinstance(n, ast.Attribute) and n.attr == name
+               or isinstance(n, ast.Constant) and isinstance(n.value, str) and name in n.value for n in ast.walk(node))
+
+
 def dataclass_options(cls: ast.ClassDef) -> dict[str, ast.expr] | None:
     """The keywords of a class's one decorator when it is `@dataclass` (`@dataclasses.dataclass(...)`); None when
     it has no such decorator or another one too (what that one does to the class cannot be told)."""
@@ -33,13 +47,13 @@ def dataclass_options(cls: ast.ClassDef) -> dict[str, ast.expr] | None:
         return None
     d = cls.decorator_list[0]
     head = d.func if isinstance(d, ast.Call) else d
-    if ast.unparse(head).split(".")[-1] != "dataclass":
+    if _last_name(head) != "dataclass":
         return None
     return {k.arg: k.value for k in getattr(d, "keywords", ()) if k.arg is not None}
 
 
 def is_namedtuple(cls: ast.ClassDef) -> bool:
-    return not cls.decorator_list and len(cls.bases) == 1 and ast.unparse(cls.bases[0]).split(".")[-1] == "NamedTuple"
+    return not cls.decorator_list and len(cls.bases) == 1 and _last_name(cls.bases[0]) == "NamedTuple"
 
 
 def _true(node: ast.expr | None) -> bool:
@@ -52,7 +66,7 @@ def _false(node: ast.expr | None) -> bool:
 
 def _field_call(value: ast.expr | None) -> dict[str, ast.expr] | None:
     """The keywords of `field(...)` / `dataclasses.field(...)`, None for any other value."""
-    if isinstance(value, ast.Call) and ast.unparse(value.func).split(".")[-1] == "field":
+    if isinstance(value, ast.Call) and _last_name(value.func) == "field":
         return {k.arg: k.value for k in value.keywords if k.arg is not None}
     return None
 
@@ -69,7 +83,7 @@ def fields(cls: ast.ClassDef, resolve: Resolve, seen: frozenset[int] = frozenset
         return None
     out: dict[str, Field] = {}
     for base in cls.bases:
-        if ast.unparse(base).split("[")[0].split(".")[-1] in _NEUTRAL:
+        if _last_name(base) in _NEUTRAL:
             continue
         inherited = resolve(base)
         if inherited is None:
@@ -79,11 +93,10 @@ def fields(cls: ast.ClassDef, resolve: Resolve, seen: frozenset[int] = frozenset
     for st in cls.body:
         if not isinstance(st, ast.AnnAssign) or not isinstance(st.target, ast.Name):
             continue
-        note = ast.unparse(st.annotation)
-        if "KW_ONLY" in note:
+        if _mentions(st.annotation, "KW_ONLY"):
             kw = True
             continue
-        if "ClassVar" in note:
+        if _mentions(st.annotation, "ClassVar"):
             continue
         call = _field_call(st.value)
         if call is not None and _false(call.get("init")):
@@ -158,7 +171,7 @@ def broken_classes(tree: ast.Module, nodes: list[ast.AST]) -> list[tuple[int, st
             continue
         for st in cls.body:
             if not isinstance(st, ast.AnnAssign) or not isinstance(st.target, ast.Name) \
-                    or "ClassVar" in ast.unparse(st.annotation):
+                    or _mentions(st.annotation, "ClassVar"):
                 continue
             call = _field_call(st.value)
             if call is not None and "default" in call and "default_factory" in call:
@@ -167,7 +180,9 @@ def broken_classes(tree: ast.Module, nodes: list[ast.AST]) -> list[tuple[int, st
             value = call.get("default") if call is not None else st.value
             if isinstance(value, _MUTABLE) or isinstance(value, ast.Call) and isinstance(value.func, ast.Name) \
                     and value.func.id in ("list", "dict", "set", "bytearray"):
+                kind = {ast.List: "a list", ast.Dict: "a dict", ast.Set: "a set", ast.ListComp: "a list",
+                        ast.DictComp: "a dict", ast.SetComp: "a set"}.get(type(value)) or f"a {value.func.id}"
                 out.append((st.lineno, f"gives the field `{st.target.id}` of the dataclass `{cls.name}` a mutable "
-                                       f"default (`{ast.unparse(value)[:40]}`): ValueError when the class is created; "
-                                       f"use `field(default_factory=...)`"))
+                                       f"default ({kind}): ValueError when the class is created; use "
+                                       f"`field(default_factory=...)`"))
     return out

@@ -844,6 +844,33 @@ def _signatures(tree: ast.Module) -> dict[str, tuple[ast.FunctionDef | ast.Async
     return out
 
 
+def _reexports(target: Target, dotted: str, names: set[str], planned: dict[Path, bytes]) -> dict[str, dict[str, str]]:
+    """{package: {name it exports: name in `dotted`}} for the packages above the module `dotted` whose
+    `__init__.py` imports some of `names` from it (`from .utils import helper` makes `from sglang import helper`
+    the same function)."""
+    out: dict[str, dict[str, str]] = {}
+    parts = dotted.split(".")
+    for depth in range(1, len(parts)):
+        package = ".".join(parts[:depth])
+        init = target.package_dir.joinpath(*parts[1:depth], "__init__.py")
+        try:
+            data = planned[init] if init in planned else init.read_bytes()
+        except OSError:
+            continue
+        if not any(n.encode() in data for n in names):
+            continue
+        try:
+            tree = ast.parse(data)
+        except (SyntaxError, ValueError, RecursionError):
+            continue
+        rel = init.relative_to(target.package_dir).as_posix()
+        found = {a.asname or a.name: a.name for node, module in _package_imports(tree, target.package, rel)
+                 if isinstance(node, ast.ImportFrom) and module == dotted for a in node.names if a.name in names}
+        if found:
+            out[package] = found
+    return out
+
+
 def _widened_only(old: ast.FunctionDef | ast.AsyncFunctionDef, new: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     """Whether `new` takes every call by keywords that `old` takes: the same parameters (each keeping a default it
     had, a positional-only one staying so) and more, each with a default; no `**kwargs` (whose keywords a new
@@ -900,6 +927,7 @@ def _calls_across_modules(recipe_id: str, target: Target, rel_pkg: str, rel: str
         # deriving from it) is not parsed: `ServerArgs` gaining a field is read in a hundred modules of sglang
         # (a method `C.m` is looked for in the subclasses of `C` other modules derive, whose `self.m(...)` runs it)
         widened = {name for name, ((o, _), (n, _)) in changed.items() if _widened_only(o, n)}
+        exported = _reexports(target, dotted, {n.split(".")[0] for n in changed}, planned)
         owners = {name.split(".")[0] for name in changed if "." in name}
         uses = {name: re.compile((rb"\b" + name.encode() + rb"(?:\s*\(\s*(?!\)|\*|[A-Za-z_]\w*\s*=(?!=))|\s+as\s)|"
                                   if "." not in name else b"") + rb"class\s+\w+\s*\([^)]*\b"
@@ -918,6 +946,9 @@ def _calls_across_modules(recipe_id: str, target: Target, rel_pkg: str, rel: str
             names = {a.asname or a.name: a.name for node, module in imports
                      if isinstance(node, ast.ImportFrom) and module == dotted for a in node.names
                      if a.name in changed or a.name in owners}
+            names.update({a.asname or a.name: exported[module][a.name] for node, module in imports
+                          if isinstance(node, ast.ImportFrom) and module in exported for a in node.names
+                          if a.name in exported[module]})  # through a package's `__init__.py` that re-exports it
             # the module itself, bound to a name (`from sglang.srt import utils`, `import sglang.srt.utils as u`)
             # or by its dotted path (`import sglang.srt.utils`): its calls `utils.f(...)` too
             modules = {a.asname or a.name for node, module in imports if isinstance(node, ast.ImportFrom)
@@ -1155,11 +1186,16 @@ def _flow_changed(recipe_id: str, rel: str, before: str, after: str, tree: ast.M
     for check, kind in ((lambda t: _slots_broken(t) + _class_scope_reads(t) + _frozen_writes(t)
                          + _class_attributes_missing(t) + generated_init.broken_classes(t, _nodes(t)), FailsAtRunTime),
                         (_class_body_shadows, FlowChanged),
+                        (_imported_twice, Conflict),
                         (_lambda_generators, FlowChanged),
                         (_init_reads_early, ReadBeforeSet)):
         had = {why for _, why in check(old_tree)}
         errors.extend(_charged(recipe_id, rel, lines, done, lineno, why, kind=kind)
                       for lineno, why in [(n, w) for n, w in check(tree) if w not in had][:1])
+    for error in errors:
+        if "in a block that already imports it" in error.message:
+            error.hint = ("keep one of the two imports: this release may have the name elsewhere (the recipe's code "
+                          "can import it from there); nothing was written")
     return errors
 
 
@@ -1348,6 +1384,34 @@ def _class_body_shadows(tree: ast.Module) -> list[tuple[int, str]]:
             elif isinstance(st, (ast.Assign, ast.AnnAssign)) and (not isinstance(st, ast.AnnAssign) or st.value):
                 bound |= {t.id for t in (st.targets if isinstance(st, ast.Assign) else [st.target])
                           if isinstance(t, ast.Name)}
+    return out
+
+
+def _imported_twice(tree: ast.Module) -> list[tuple[int, str]]:
+    """A name two import statements of one block bind from different places (`from a import X` then `from b import
+    X`): the second wins, and the first is dead or the stale one (upstream moved `X`, the recipe's import brings the
+    old home back beside the new)."""
+    out: list[tuple[int, str]] = []
+    for node in _nodes(tree):
+        for field in ("body", "orelse", "finalbody"):
+            block = getattr(node, field, None)
+            if not isinstance(block, list) or not block or not isinstance(block[0], ast.stmt):
+                continue
+            seen: dict[str, str] = {}
+            for st in block:
+                if not isinstance(st, (ast.Import, ast.ImportFrom)):
+                    continue
+                for a in st.names:
+                    if a.name == "*":
+                        continue
+                    if isinstance(st, ast.ImportFrom):
+                        name, where = a.asname or a.name, f"{'.' * st.level}{st.module or ''}.{a.name}"
+                    else:
+                        name, where = a.asname or a.name.split(".")[0], a.name if a.asname else a.name.split(".")[0]
+                    if name in seen and seen[name] != where:
+                        out.append((st.lineno, f"imports `{name}` as `{where}` in a block that already imports it "
+                                               f"as `{seen[name]}`: one of them is stale (did upstream move it?)"))
+                    seen[name] = where
     return out
 
 
@@ -1810,16 +1874,18 @@ def undefined_names_added(before: str, after: str, *, tree: ast.Module | None = 
     8,000-line server_args.py, not 60), unless the change took out a line (an import, or an assignment the rest of its scope may read); only
     when it finds something is the whole original read, to leave out what was undefined before the change. `new`:
     the patched lines the change wrote (by default, those whose text the original has fewer times). `after` must
-    parse (`tree`, if given, is its parse; it is changed in place). In a package's `__init__.py`, where pyflakes lets
+    parse (`tree`, if given, is its parse; it is left as it was). In a package's `__init__.py`, where pyflakes lets
     `__all__` list anything (a submodule is imported by `from package import *`), a listed name the module does not
     bind counts when `submodule` says it is no submodule either (`from sglang import *` raises AttributeError)."""
     from collections import Counter
 
     from pyflakes import checker, messages
 
+    undo: list = []  # what reading a tree as it runs changed in it, put back before returning
+
     def undefined(module: ast.Module) -> list[messages.Message]:
         if star_names is not None:
-            _expand_stars(module, star_names)
+            _expand_stars(module, star_names, undo)
         init = os.path.basename(filename) == "__init__.py"
         found = [m for m in checker.Checker(module, filename=f"{filename}.as-module" if init else filename).messages
                  if isinstance(m, (messages.UndefinedName, messages.UndefinedExport, messages.UndefinedLocal))]
@@ -1839,13 +1905,13 @@ def undefined_names_added(before: str, after: str, *, tree: ast.Module | None = 
     # a line the change took out (an import, an assignment a function's later lines read) may leave a name undefined
     # anywhere in its scope: then the whole module is read, not the changed scopes alone
     if not any(line.strip() and not line.strip().startswith("#") for line in gone) \
-            and not undefined(_as_run(_changed_scopes(tree, new))):
+            and not _restoring(undo, undefined(_as_run(_changed_scopes(tree, new), undo))):
         return made_local
-    found = undefined(_as_run(tree))  # the whole module: a stub may have hidden a binding (`global x` in a function)
+    found = _restoring(undo, undefined(_as_run(tree, undo)))  # the whole module: a stub may have hidden a binding (`global x` in a function)
     if not found:
         return made_local
     try:
-        known = {m.message_args[0] for m in undefined(_as_run(ast.parse(before)))}
+        known = {m.message_args[0] for m in undefined(_as_run(ast.parse(before), []))}
     except (SyntaxError, ValueError):
         known = set()
     out: list[tuple[str, int, bool]] = []
@@ -1930,7 +1996,18 @@ def _made_local(tree: ast.Module, new: set[int]) -> list[tuple[str, int, bool]]:
     return out
 
 
-def _expand_stars(tree: ast.Module, star_names: Callable[[str], frozenset[str] | None]) -> None:
+def _restoring(undo: list, value: Any) -> Any:
+    """`value`, once the changes logged in `undo` are put back, last first (the tree is the caller's again)."""
+    while undo:
+        obj, field, old = undo.pop()
+        if field is None:
+            obj[:] = old
+        else:
+            setattr(obj, field, old)
+    return value
+
+
+def _expand_stars(tree: ast.Module, star_names: Callable[[str], frozenset[str] | None], undo: list) -> None:
     """Each module-level `from M import *` whose names `star_names(M)` can tell (a module of the package: its
     `__all__`, else its public names) made explicit in `tree`, so that pyflakes judges reads against them (with a
     star import it judges nothing: "may be undefined, or defined from star imports")."""
@@ -1938,6 +2015,7 @@ def _expand_stars(tree: ast.Module, star_names: Callable[[str], frozenset[str] |
         if isinstance(st, ast.ImportFrom) and any(a.name == "*" for a in st.names):
             names = star_names(("." * st.level) + (st.module or ""))
             if names is not None:
+                undo.append((tree.body, None, list(tree.body)))
                 tree.body[i] = ast.copy_location(ast.ImportFrom(module=st.module, level=st.level, names=[
                     ast.alias(name=n) for n in sorted(names)] or [ast.alias(name="__name__")]), st)
 
@@ -1993,8 +2071,9 @@ def _star_reads(recipe_id: str, target: Target, rel_pkg: str, rel: str, before: 
     return errors
 
 
-def _as_run(tree: ast.Module) -> ast.Module:
-    """`tree` (changed in place) as the interpreter runs it, for the undefined-name check: the bodies of `if
+def _as_run(tree: ast.Module, undo: list) -> ast.Module:
+    """`tree` (changed in place, each change logged in `undo` as (node, field, old value), (list, None, old items)
+    to be put back) as the interpreter runs it, for the undefined-name check: the bodies of `if
     TYPE_CHECKING:` (`typing.TYPE_CHECKING`) blocks are `pass` (their `else:` stays), and the annotations the
     interpreter does not evaluate are gone: all of them under `from __future__ import annotations` (but a field's
     annotation that calls something: metadata read at run time); else those of local variables and the quoted parts
@@ -2011,8 +2090,10 @@ def _as_run(tree: ast.Module) -> ast.Module:
         for sub in ast.walk(node):  # a forward reference in quotes is not evaluated
             for name, value in ast.iter_fields(sub):
                 if isinstance(value, ast.Constant) and isinstance(value.value, str):
+                    undo.append((sub, name, value))
                     setattr(sub, name, ast.copy_location(ast.Constant(None), value))
                 elif isinstance(value, list):
+                    undo.append((value, None, list(value)))
                     value[:] = [ast.copy_location(ast.Constant(None), v) if isinstance(v, ast.Constant)
                                 and isinstance(v.value, str) else v for v in value]
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
@@ -2023,9 +2104,11 @@ def _as_run(tree: ast.Module) -> ast.Module:
         """Statements only (annotations and `if` blocks are theirs): far cheaper than visiting every node."""
         for st in body:
             if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                undo.append((st, "returns", st.returns))
                 st.returns = unquoted(st.returns)
                 for arg in (*st.args.posonlyargs, *st.args.args, *st.args.kwonlyargs, st.args.vararg, st.args.kwarg):
                     if arg is not None:
+                        undo.append((arg, "annotation", arg.annotation))
                         arg.annotation = unquoted(arg.annotation)
                 walk(st.body, True)
                 continue
@@ -2034,10 +2117,12 @@ def _as_run(tree: ast.Module) -> ast.Module:
                 # 0.5.23's server arguments) is metadata a library reads at run time (`typing.get_type_hints`):
                 # evaluated then, under `from __future__ import annotations` too
                 called = lazy and not local and any(isinstance(n, ast.Call) for n in ast.walk(st.annotation))
+                undo.append((st, "annotation", st.annotation))
                 kept = None if local else unquoted(st.annotation, read=called)
                 st.annotation = kept if kept is not None else ast.copy_location(ast.Constant(None), st.annotation)
                 continue
             if isinstance(st, ast.If) and type_checking_test(st.test):
+                undo.append((st, "body", st.body))
                 st.body = [ast.copy_location(ast.Pass(), st)]
             if isinstance(st, ast.ClassDef):
                 walk(st.body, False)
@@ -2132,7 +2217,14 @@ def _line(text: str, module: cst.Module, node: cst.CSTNode | None,
     if node is None:
         return None
     if id(node) not in seen:  # steps often anchor on the same node (a method, then the call at its end)
-        seen[id(node)] = (node, line_of_text(text, code_of(module, node)))
+        code = code_of(module, node)
+        line = line_of_text(text, code)
+        if line is None and isinstance(node, cst.BaseExpression) and code.strip():
+            # an expression inside a line (a literal, a call's arguments): libcst writes it back as it stands, so
+            # its text is in the file; its line when it is there once
+            at = text.find(code.strip())
+            line = text.count("\n", 0, at) + 1 if at >= 0 and text.find(code.strip(), at + 1) < 0 else None
+        seen[id(node)] = (node, line)
     return seen[id(node)][1]
 
 

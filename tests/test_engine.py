@@ -1106,6 +1106,11 @@ def test_an_attribute_read_in_init_above_its_assignment_is_refused(tmp_path, ste
     ("class C:\n    def a(self):\n        return 1\n\n    @property\n    def b(self):\n        return 2\n",  # 23
      "op: add_method\n    class: C\n    after: a\n    code: |\n      def property(self):\n          return 'p'",
      "binds `property` in the class `C` above a read of it in the class's body"),
+    ("from typing import TYPE_CHECKING\n\nif TYPE_CHECKING:\n    from a import B\n    from new.home import Pool\n",
+     # upstream round 13 (02): the old home of a name the release imports from its new one, in the same block
+     "op: replace_statements\n    match: from a import B\n    code: |\n      from a import B\n"
+     "      from old.home import Pool",
+     "imports `Pool` as `new.home.Pool` in a block that already imports it as `old.home.Pool`"),
     ("async def fallback(x):\n    return x\n\n\ndef handle(x):\n    return x * 2\n",  # 15
      "op: add_branch\n    function: handle\n    condition: x < 0\n    call: fallback(x)",
      "returns `fallback(x)`, a coroutine, from the plain function `handle`"),
@@ -1207,6 +1212,41 @@ def test_a_subclass_in_another_module_calling_the_changed_method_by_position_is_
            "`temperature` of `Eng.step`" in error.message
 
 
+def test_the_checks_read_the_patched_tree_as_written_after_the_undefined_name_check(tmp_path):
+    # the output manifest on sglang 0.5.14 (this session): the undefined-name check read the shared tree "as it runs"
+    # by changing it in place (strings in annotations made None), and a later check then failed on it (exit 1,
+    # "Unexpected node inside JoinedStr"); a quoted `ClassVar` also read as a field there
+    source = ("from dataclasses import dataclass\nfrom typing import Annotated, ClassVar\n\n\n@dataclass\nclass S:\n"
+              "    a: Annotated[int, f\"the {1} help\"] = 0\n    n: \"ClassVar[int]\" = 1\n    b: int = 2\n")
+    import ast
+
+    from patcher.engine import undefined_names_added
+
+    root = make_target(tmp_path, {"srt/m.py": source.encode()})
+    step = "op: add_dataclass_field\n    class: S\n    after: a\n    code: 'x: int = 5'"
+    p = plan(recipe(tmp_path, one_step(step)), find_target(root))
+    assert p.ok, p.errors
+    tree = ast.parse(source)
+    before = ast.dump(tree)
+    assert not undefined_names_added(source, source + "\nz = S.a\n", tree=ast.parse(source + "\nz = S.a\n"))
+    undefined_names_added(source, source, tree=tree)
+    assert ast.dump(tree) == before
+
+
+def test_an_expression_step_reports_the_line_of_its_anchor(tmp_path):
+    # hostile round 14 (a team): changed add_element / replace_expression steps had no line in the step table,
+    # `--json` or the markdown review table (`line_of_text` finds whole lines only)
+    source = ('import torch.nn as nn\n\n_REGISTRY = {\n    "gelu": nn.GELU(),\n}\n\n\ndef get(name):\n'
+              '    name = name.lower()\n    return _REGISTRY[name]\n')
+    root = make_target(tmp_path, {"srt/m.py": source.encode()})
+    text = ('id: demo\ntitle: Demo\ntarget: {package: sglang, versions: "==0.5.9"}\nsteps:\n'
+            '  - {op: add_element, file: srt/m.py, after: \'"gelu"\', code: \'"silu": nn.SiLU()\'}\n'
+            '  - {op: replace_expression, file: srt/m.py, within: get, match: name.lower(), code: name.strip().lower()}\n')
+    p = plan(recipe(tmp_path, text), find_target(root))
+    assert p.ok, p.errors
+    assert [s.anchor_line for s in p.steps] == [3, 9]
+
+
 DATACLASS = ("from dataclasses import dataclass\n\n\n@dataclass\nclass Conf:\n    a: int\n    b: int = 0\n\n\n"
              "@dataclass\nclass Plain:\n    a: int\n")
 
@@ -1275,6 +1315,19 @@ def test_a_dataclass_that_python_would_refuse_to_create_is_refused_whatever_the_
     p = plan(recipe(tmp_path, one_step(step)), find_target(root))
     assert not p.ok and said in p.errors[0].message, p.errors
     assert p.errors[0].title == "the patched code would raise when it runs"
+
+
+def test_calls_through_a_package_that_re_exports_the_function_are_compared(tmp_path):
+    # hostile round 13 (12b): `from sglang.srt import helper`, re-exported by srt/__init__.py, was not followed
+    util = "def helper(x, factor=2):\n    return x * factor\n"
+    use = "from sglang.srt import helper as h\n\n\ndef run():\n    return h(3, 5)\n"
+    root = make_target(tmp_path, {"srt/util.py": util.encode(), "srt/use.py": use.encode(),
+                                  "srt/__init__.py": b"from .util import helper\n"})
+    step = "{op: add_parameter, file: srt/util.py, function: helper, after: x, code: offset=0}"
+    text = f'id: demo\ntitle: Demo\ntarget: {{package: sglang, versions: "==0.5.9"}}\nsteps:\n  - {step}\n'
+    p = plan(recipe(tmp_path, text), find_target(root))
+    [error] = p.errors
+    assert "the call `h(3, 5)` of `sglang/srt/use.py` (line 5) passes by position what `factor` took" in error.message
 
 
 def test_a_name_a_comprehension_binds_is_no_read_from_outside(tmp_path):
