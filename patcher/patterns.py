@@ -9,7 +9,9 @@ A pattern is the source of one statement or one expression, as a recipe writes i
 A target node matches when its AST equals the pattern's AST, except that
 
 - `...` (the Ellipsis literal) in the pattern matches any one expression: `x = ...` matches every assignment to `x`;
-- a call written `f(...)` matches a call of `f` with any arguments (none, several, keywords, `*args`);
+- a call written `f(...)` matches a call of `f` with any arguments (none, several, keywords, `*args`), and one
+  whose last argument is `...`, `f(a, ...)`, a call of `f` whose first arguments match (`a`), whatever follows them
+  (`parser.add_argument("--port", ...)` is the call adding that flag);
 - a block made of `...` alone matches any block: `with self.plan_stream_ctx:\\n    ...` matches that `with`
   statement whatever its body (`else`/`except` arms still have to be there or absent as in the pattern).
 
@@ -106,8 +108,11 @@ def _match(pattern: object, target: object) -> bool:
     if _is_ellipsis(pattern) and isinstance(target, ast.expr):
         return True
     if isinstance(pattern, ast.Call) and isinstance(target, ast.Call) and not pattern.keywords \
-            and len(pattern.args) == 1 and _is_ellipsis(pattern.args[0]):
-        return _match(pattern.func, target.func)
+            and pattern.args and _is_ellipsis(pattern.args[-1]):
+        # `f(...)`: any arguments; `f(a, ...)`: `a` first, then any (none, more, keywords, unpackings)
+        head = pattern.args[:-1]
+        return _match(pattern.func, target.func) and len(target.args) >= len(head) \
+            and all(_match(p, t) for p, t in zip(head, target.args))
     if isinstance(pattern, list):
         if _is_wildcard_block(pattern) and isinstance(target, list) and all(isinstance(t, ast.stmt) for t in target):
             return bool(target)

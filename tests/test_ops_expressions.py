@@ -135,7 +135,37 @@ def test_keyword_argument_recipe_errors():
         op("add_keyword_argument", call="f", code="a=1")
 
 
+def test_a_call_moved_to_another_function_is_named_there():
+    # hostile round 13 (10, a newcomer's port): "no call matching `uvicorn.run(app, ...)`" named neither the function
+    # searched nor where the call went (upstream moved it to `_setup_and_run_http_server`)
+    before = ("def launch_server(app):\n    _setup_and_run_http_server(app)\n\n\n"
+              "def _setup_and_run_http_server(app):\n    uvicorn.run(app, host=h, port=p)\n")
+    err = cannot(op("add_keyword_argument", within="launch_server", call="uvicorn.run(...)", code="loop='uvloop'"),
+                 before, AnchorNotFound)
+    assert "in `launch_server`" in err.message, err.message
+    assert [c.text for c in err.candidates] == ["`uvicorn.run(app, host=h, port=p)` in `_setup_and_run_http_server`"]
+
+
+def test_the_near_calls_offered_are_the_likest_of_the_same_function():
+    # hostile round 14 (a team): the candidates were the first five `parser.add_argument(...)` calls, never the flag's
+    flags = "".join(f'    parser.add_argument("--flag-{i}", type=int)\n' for i in range(8))
+    before = f"def add_cli_args(parser):\n{flags}"
+    err = cannot(op("add_keyword_argument", within="add_cli_args", call='parser.add_argument("--flag-7", 1)',
+                    code="default=2"), before, AnchorNotFound)
+    assert err.candidates[0].text == '`parser.add_argument("--flag-7", type=int)`', err.candidates
+
+
 # ----------------------------------------------------------------------------------------------- add_element
+def test_add_element_within_a_variable_of_the_module_picks_its_literal():
+    # hostile round 14 (a team's recipe): `"CLIPModel"` is in two lists of sglang's model_config.py; `within:
+    # multimodal_model_archs` said "no definition `multimodal_model_archs` in the module" (within took defs only)
+    before = 'archs = ["CLIPModel", "A"]\nother = ["CLIPModel"]\n'
+    check(op("add_element", within="archs", after='"CLIPModel"', code='"NewModel"'), before,
+          before.replace('"CLIPModel", "A"', '"CLIPModel", "NewModel", "A"'))
+    err = cannot(op("add_element", within="archz", after='"CLIPModel"', code='"NewModel"'), before, AnchorNotFound)
+    assert "no definition or module-level variable `archz`" in err.message, err.message
+
+
 
 
 def test_element_after_a_named_one_in_a_multiline_list():

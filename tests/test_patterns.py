@@ -23,6 +23,12 @@ def stmt(code: str) -> ast.stmt:
     ("with ctx:\n    ...", "with ctx:\n    a = 1\n    b = 2"),
     ("if a:\n    ...\nelse:\n    ...", "if a:\n    x\nelif b:\n    y"),
     ("return ...", "return batch_output"),
+    # a last argument `...`: the first arguments match, whatever follows (hostile rounds 13 and 14: a newcomer's
+    # `uvicorn.run(app, ...)` and a team's `parser.add_argument("--flag", ...)` matched no call)
+    ('parser.add_argument("--port", ...)', 'parser.add_argument("--port", type=int, default=30000, help="p")'),
+    ("uvicorn.run(app, ...)", "uvicorn.run(app, host=h, port=p, loop='uvloop')"),
+    ("f(a, ...)", "f(a)"),
+    ("f(a, ...)", "f(a, b, *rest, **kw)"),
 ])
 def test_matches(pattern, code):
     assert Pattern.parse(pattern).matches_statement(stmt(code))
@@ -37,6 +43,9 @@ def test_matches(pattern, code):
     ("x = 1", "x = 1.0"),
     ("if a:\n    ...", "if a:\n    x\nelse:\n    y"),           # the else arm must be absent as in the pattern
     ("x = self.a", "x = self.a.b"),
+    ('parser.add_argument("--port", ...)', 'parser.add_argument("--host", type=str)'),
+    ("f(a, b, ...)", "f(a)"),                                    # fewer arguments than the pattern's first ones
+    ("f(a, ...)", "g(a, b)"),
 ])
 def test_does_not_match(pattern, code):
     assert not Pattern.parse(pattern).matches_statement(stmt(code))

@@ -12,12 +12,31 @@ import libcst as cst
 
 from ..anchors import (NodePath, body_of, code_of, find_def, normalized, parsed_statements, type_checking_test,
                        walk_statements)
-from ..errors import RecipeError
+from ..errors import AnchorNotFound, RecipeError
 
 
 def scope_path(module: cst.Module, within: str | None) -> NodePath:
     """The path of the class or function `within` names (dotted), or of the module when it is None."""
     return (module,) if not within else find_def(module, within)
+
+
+def expression_scope(module: cst.Module, within: str | None) -> NodePath:
+    """`scope_path`, and for the operations on expressions also a variable the module assigns once at its own level
+    (`within: multimodal_model_archs` for the list `multimodal_model_archs = [...]`): that statement."""
+    try:
+        return scope_path(module, within)
+    except AnchorNotFound as exc:
+        if not within or "." in within:
+            raise
+        found = [st for st in module.body if isinstance(st, cst.SimpleStatementLine) and len(st.body) == 1
+                 and any(isinstance(t, cst.Name) and t.value == within for t in (
+                     [x.target for x in st.body[0].targets] if isinstance(st.body[0], cst.Assign)
+                     else [st.body[0].target] if isinstance(st.body[0], cst.AnnAssign) else []))]
+        if len(found) == 1:
+            return (module, found[0])
+        exc.message = exc.message.replace("no definition", "no definition or module-level variable", 1) + (
+            f" (it assigns `{within}` {len(found)} times at its top level)" if found else "")
+        raise
 
 
 def blocks_under(path: NodePath) -> Iterator[tuple[NodePath, Sequence[cst.CSTNode]]]:
@@ -134,6 +153,8 @@ def contains(outer: cst.CSTNode, inner: cst.CSTNode) -> bool:
 
 
 WITHIN = "the class or function to search, dotted; default: the whole module"
+EXPRESSION_WITHIN = ("the class or function to search, dotted, or a variable the module assigns once at its top "
+                     "level (`NAME = [...]`); default: the whole module")
 
 
 def check_expression(code: str) -> None:

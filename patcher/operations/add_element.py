@@ -39,9 +39,9 @@ import libcst as cst
 from ..anchors import near
 from ..errors import AnchorAmbiguous, AnchorNotFound, Candidate
 from ..model import option
-from ._code import (WITHIN, added_before, check_expression, expression_key, expressions_under, insert_item,
-                    item_indent as _item_indent, line_text, node_key, parse_expression, past, scope_path, with_comment,
-                    without_comment)
+from ._code import (EXPRESSION_WITHIN, added_before, check_expression, expression_key, expression_scope,
+                    expressions_under, insert_item, item_indent as _item_indent, line_text, node_key, parse_expression,
+                    past, with_comment, without_comment)
 from .base import AlreadyApplied, Changed, Operation, Outcome, attempt, register
 from ..errors import Conflict, RecipeError
 
@@ -199,7 +199,7 @@ class AddElement(Operation):
                                                       "entry `key: value` (`**X`), after the entry whose key is "
                                                       "`after`; comment lines above it and a comment at the end of "
                                                       "its line are kept")
-    within: str | None = option(default=None, description=WITHIN)
+    within: str | None = option(default=None, description=EXPRESSION_WITHIN)
     #: the items earlier steps of the recipe add after the same item (set by `among`): the new one goes after them,
     #: in recipe order (a list's order is part of its value)
     placed_before: tuple[str, ...] = option(default=(), exclude=True)
@@ -235,8 +235,8 @@ class AddElement(Operation):
         else:
             # `req, out = pair()` are names to unpack into, not a literal (the value side would not grow)
             kinds, what = _LITERALS, ("list, tuple or set literal holds", "literals hold")
-            skip = _unpacking_targets(scope_path(module, self.within)[-1])
-        literals, (lit, keys) = self._holding(module, scope_path(module, self.within), kinds, new_key, skip=skip,
+            skip = _unpacking_targets(expression_scope(module, self.within)[-1])
+        literals, (lit, keys) = self._holding(module, expression_scope(module, self.within), kinds, new_key, skip=skip,
                                               what=what)
         if new_key in keys:
             # a dict display keeps the last entry of a key, and a `**` unpacking after it may set it again

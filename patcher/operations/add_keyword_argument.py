@@ -9,8 +9,10 @@ Example (sglang 0.5.9, `Scheduler.init_disaggregation`)::
       after: transfer_backend                     # optional: the keyword the new one follows; default: the end
       code: enable_profiling=self.enable_profiling
 
-`call` is a code pattern of one call expression: `f(...)` matches every call of `f` whatever its arguments, and
-`f(a, ...)` only those whose other arguments match; it is compared with the calls under `within` (any depth) once
+`call` is a code pattern of one call expression: `f(...)` matches every call of `f` whatever its arguments,
+`f(a, ...)` those whose first argument is `a`, whatever follows it (`parser.add_argument("--port", ...)`), and
+`f(a, k=...)` those of exactly these arguments (`...` is any one value); it is compared with the calls under `within`
+(any depth, or a variable the module assigns at its top level) once
 the keyword being added is left out of them, so the pattern still matches after the step has run. It must match
 exactly one call. The new argument takes the layout of its neighbours (one per line in a call written one argument
 per line, a trailing comma kept).
@@ -34,8 +36,8 @@ from ..errors import AnchorAmbiguous, AnchorNotFound, Candidate, Conflict, Recip
 from ..model import option
 from ..patterns import Pattern
 from ._calls import callee
-from ._code import (WITHIN, added_before, expressions_under, insert_item, line_text, load_check, node_key,
-                    parse_expression, past, scope_path, split_comment, with_comment)
+from ._code import (EXPRESSION_WITHIN, added_before, expressions_under, insert_item, line_text, load_check, node_key,
+                    parse_expression, past, expression_scope, split_comment, with_comment)
 from .base import AlreadyApplied, Changed, Operation, Outcome, attempt, register
 
 
@@ -65,7 +67,7 @@ class AddKeywordArgument(Operation):
     call: str = option(check=_call_pattern, description="a pattern of the call, e.g. DecodePreallocQueue(...)")
     code: str = option(check=load_check(_keyword), description="the keyword argument, e.g. enable_profiling=True")
     after: str | None = option(default=None, description="the keyword the new one follows; default: the end")
-    within: str | None = option(default=None, description=WITHIN)
+    within: str | None = option(default=None, description=EXPRESSION_WITHIN)
     #: `function:parameter` of the parameters the recipe's add_parameter steps in this file add, and
     #: `__init__:field` of its add_dataclass_field steps (set by `among`)
     parameters_added: tuple[str, ...] = option(default=(), exclude=True)
@@ -108,7 +110,7 @@ class AddKeywordArgument(Operation):
         new = _keyword(self.code)
         name = new.keyword.value
         pattern = Pattern.parse(self.call)
-        scope = scope_path(module, self.within)
+        scope = expression_scope(module, self.within)
         calls = expressions_under(scope, (cst.Call,))
         found = []
         for call in calls:
@@ -121,9 +123,12 @@ class AddKeywordArgument(Operation):
             called = ast.unparse(pattern.node.func)
             texts = {line_text(module.code_for_node(c)): c for c in calls}
             same = [t for t, c in texts.items() if line_text(module.code_for_node(c.func)) == called]
-            alike = same[:5] or near(str(pattern), list(texts))
-            raise AnchorNotFound(f"no call matching `{pattern}`",
-                                 candidates=[Candidate(f"`{t}`", node=texts[t]) for t in alike])
+            alike = near(str(pattern), same) or same[:5] or near(str(pattern), list(texts))
+            candidates = [Candidate(f"`{t}`", node=texts[t]) for t in alike]
+            if self.within and not same:
+                candidates += _calls_elsewhere(module, called)  # upstream moved the call to another function?
+            raise AnchorNotFound(f"no call matching `{pattern}` in `{self.within or 'the module'}`",
+                                 candidates=candidates)
         if len(found) > 1:
             raise AnchorAmbiguous(f"{len(found)} calls match `{pattern}`",
                                   candidates=[Candidate(f"`{line_text(module.code_for_node(c))}`", node=c)
@@ -196,6 +201,22 @@ class AddKeywordArgument(Operation):
             items = placed[0]
         changed = call.with_changes(args=items)
         return Changed(calls.replace(call, changed), inserted=(), anchor=call)
+
+
+def _calls_elsewhere(module: cst.Module, called: str) -> list[Candidate]:
+    """The calls of `called` (the function's text, `uvicorn.run`) anywhere in the module, each named with the
+    function or class that holds it: where a call `within` no longer has may have gone."""
+    from ._code import expressions_under
+
+    everywhere = expressions_under((module,), (cst.Call,))
+    out = []
+    for call in everywhere:
+        if line_text(module.code_for_node(call.func)) != called:
+            continue
+        holders = [n.name.value for n in everywhere._paths[id(call)] if isinstance(n, (cst.FunctionDef, cst.ClassDef))]
+        where = ".".join(holders) or "the module"
+        out.append(Candidate(f"`{line_text(module.code_for_node(call))}` in `{where}`", node=call))
+    return out[:3]
 
 
 def _module_dict(module: cst.Module, value: cst.BaseExpression) -> cst.Dict | None:

@@ -38,8 +38,8 @@ import libcst as cst
 from ..anchors import near
 from ..errors import AnchorAmbiguous, AnchorNotFound, Candidate
 from ..model import option
-from ._code import (WITHIN, Shift, check_expression, contains, expression_key, expressions_under, line_text,
-                    line_text_against, literal_edit, node_key, parse_expression, scope_path)
+from ._code import (EXPRESSION_WITHIN, Shift, check_expression, contains, expression_key, expressions_under, line_text,
+                    line_text_against, literal_edit, node_key, parse_expression, expression_scope)
 from .base import AlreadyApplied, Changed, Operation, Outcome, attempt, register
 
 
@@ -52,7 +52,7 @@ class ReplaceExpression(Operation):
     op: Literal["replace_expression"]
     match: str = option(check=check_expression, description="the expression to replace, compared as code")
     code: str = option(check=check_expression, description="the expression that replaces it")
-    within: str | None = option(default=None, description=WITHIN)
+    within: str | None = option(default=None, description=EXPRESSION_WITHIN)
     statement: str | None = option(default=None, description=(
         "what the statement holding the expression does where the recipe was made (`an assignment to x`, `a call "
         "of f`, `an `if` statement`: what `specpatch import` writes): an expression now in a statement of another "
@@ -68,7 +68,7 @@ class ReplaceExpression(Operation):
     @attempt
     def apply(self, module: cst.Module) -> Outcome:
         old, new = parse_expression(self.match, what="match"), parse_expression(self.code)
-        scope = scope_path(module, self.within)
+        scope = expression_scope(module, self.within)
         old_key, new_key = expression_key(self.match), expression_key(self.code)
         candidates = expressions_under(scope, (type(old),))
         found = [n for n in candidates if node_key(module, n) == old_key and not _capture(candidates._paths[id(n)])]
@@ -154,7 +154,7 @@ class ReplaceExpression(Operation):
         statement of another kind (upstream rewrote the assignment it was in; the expression is now an `if` test)
         takes the edit somewhere it was never meant for."""
         try:
-            scope = scope_path(module, self.within)
+            scope = expression_scope(module, self.within)
         except Exception:  # noqa: BLE001 - an anchor error: the step's own answer says it
             return None
         old_key = expression_key(self.match)
