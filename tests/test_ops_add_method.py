@@ -420,3 +420,15 @@ def test_a_setter_or_deleter_of_a_property_the_class_has_is_added():
     check(op("add_method", cls="C", after="v", code=setter), before, after)
     # a second setter with other code is still a conflict
     cannot(op("add_method", cls="C", after="v", code=setter.replace("x\n", "x + 1\n")), after, Conflict)
+
+
+def test_a_typed_dict_takes_neither_a_method_nor_a_key_with_a_default():
+    # hostile round 13 (10): both applied with exit 0; a TypedDict's instances are plain dicts: the method is never
+    # reachable and the default never applies (Python takes both silently)
+    before = "from typing import TypedDict\n\n\nclass Opts(TypedDict):\n    a: int\n"
+    err = cannot(op("add_method", **{"class": "Opts"}, code="def total(self):\n    return self['a']\n"), before,
+                 Conflict)
+    assert "is a TypedDict" in err.message
+    err = cannot(op("add_dataclass_field", **{"class": "Opts"}, after="a", code="b: int = 0"), before, Conflict)
+    assert "whose keys take no default" in err.message
+    check(op("add_dataclass_field", **{"class": "Opts"}, after="a", code="b: int"), before, before + "    b: int\n")

@@ -122,6 +122,10 @@ class AddDataclassField(Operation):
         if other is not None:  # a method or nested class of that name: the field would replace it
             raise Conflict(f"`{self.cls}` already binds `{name}` (not as a field): the field would replace it",
                            candidates=[Candidate(code_of(module, other).strip().splitlines()[0], node=other)])
+        if _is_typed_dict(module, cpath[-1]) and isinstance(new.body[0], cst.AnnAssign) and new.body[0].value:
+            raise Conflict(f"`{self.cls}` is a TypedDict, whose keys take no default: the value of "
+                           f"`{code_of(module, new).strip()}` would never be used (`{self.cls}(...)` is a plain dict "
+                           f"without the key); write the key without `= ...`, `NotRequired[...]` if it may be missing")
         reserved = _reserved_name(module, cpath[-1], name)
         if reserved is not None:  # ValueError when the class is made, at import
             raise FailsAtRunTime(f"`{self.cls}` {reserved}: the class would fail to be made, at import")
@@ -176,6 +180,14 @@ def _reserved_name(module: cst.Module, cls: cst.ClassDef, name: str) -> str | No
             and name not in ("_ignore_", "_order_", "_generate_next_value_", "_missing_"):
         return f"is an Enum, whose `_sunder_` names (`{name}`) are reserved"
     return None
+
+
+def _is_typed_dict(module: cst.Module, cls: cst.ClassDef) -> bool:
+    """Whether a class is a `TypedDict` (`class Opts(TypedDict)`, `typing.TypedDict`, `TypedDict, total=False`): its
+    instances are plain dicts."""
+    from ._calls import base_names
+
+    return "TypedDict" in base_names(module, cls)
 
 
 def _is_enum(cls: cst.ClassDef) -> bool:

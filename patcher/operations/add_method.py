@@ -113,6 +113,11 @@ class AddMethod(Operation):
             have = code_of(module, existing[0][-1])
             raise Conflict(f"`{self.cls}` already has a method `{existing[0][-1].name.value}` with other code",
                            candidates=[Candidate(_signature(have), node=existing[0][-1])])
+        from .add_dataclass_field import _is_typed_dict
+
+        if _is_typed_dict(module, cpath[-1]):
+            raise Conflict(f"`{self.cls}` is a TypedDict: its instances are plain dicts, which would never have the "
+                           f"method `{name}` (AttributeError where it is called); add a function of the module instead")
         other = class_members(cpath).get(ident(name)) if not adds_accessor else None
         if other is not None:  # a field, attribute or nested class of that name: the method would replace it
             raise Conflict(f"`{self.cls}` already binds `{name}` (not as a method): the method would replace it",
