@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import sys
 from dataclasses import dataclass
 from typing import Any, Iterable, Iterator
@@ -411,9 +412,11 @@ def render_apply(ui: UI, result: Any, *, fmt: str = "text") -> None:
 
 
 def _variant_description(p: Any) -> str:
-    """The first line of the selected variant's description (what it does on this release), if it has one."""
-    text = (p.variant.description or "").strip() if p.variant else ""
-    return text.splitlines()[0] if text else ""
+    """The first sentence of the selected variant's description (what it does on this release), if it has one: a
+    YAML paragraph wraps its lines anywhere, so the lines are joined first."""
+    text = " ".join((p.variant.description or "").split()) if p.variant else ""
+    end = re.search(r"[.;](?=\s)", text)
+    return text[:end.start() + 1] if end else text
 
 
 def render_check(ui: UI, result: Any, *, as_json: bool = False) -> None:
@@ -541,6 +544,9 @@ def render_status(ui: UI, report: Any, *, as_json: bool = False) -> None:
     for seq, why in report.stale.items():
         ui.err.print(f"[yellow]stale: entry {seq} no longer describes the tree ({escape(why)}); the next apply, "
                      f"verify or rollback retires it[/yellow]")
+    for seq, files in report.edited.items():
+        ui.err.print(f"[yellow]edited: entry {seq}'s {', '.join(escape(f) for f in files)} changed since it was applied "
+                     f"(`specpatch check` shows the drift; rollback refuses it without --force)[/yellow]")
     if report.pending is not None:
         p = report.pending
         if report.in_progress:

@@ -137,8 +137,26 @@ def _find_target(path: Path | None, *, package: str, assume_version: str | None,
         version, source, problem = _checkout_release(root, package_dir, package)
     else:
         version, source = _read_version(root, package_dir, package)
+        if source.endswith(".dist-info"):
+            _one_dist_info(package_dir, package)
     return Target(root=root, package_dir=package_dir, package=package, layout=layout, version=version,
                   version_source=source, version_problem=problem)
+
+
+def _one_dist_info(package_dir: Path, package: str) -> None:
+    """Refuse an install whose release only dist-info folders tell, when they tell several (a copy over an older
+    install leaves its `sglang-0.5.13.dist-info` beside `sglang-0.5.9.dist-info`): which release the code is cannot be
+    told, and a variant planned for the wrong one writes the wrong code."""
+    said = {}
+    for meta in package_dir.parent.glob(f"{package}-*.dist-info/METADATA"):
+        m = re.search(r"^Version:\s*(\S+)", meta.read_text(encoding="utf-8", errors="replace"), re.M)
+        if m and (v := _parse(m.group(1))):
+            said.setdefault(v, meta.parent.name)
+    if len(said) > 1:
+        raise TargetError(f"`{package_dir}` has no `_version.py`, and its dist-info folders say different releases: "
+                          f"{', '.join(said[v] for v in sorted(said))}", hint=(
+                              "remove the stale dist-info folder (left by an install copied over another), or give "
+                              "the release with --assume-version; nothing was written"))
 
 
 def _root_of(package_dir: Path, package: str, given: Path) -> tuple[Path, str]:
@@ -186,7 +204,9 @@ def _installed(package: str, python: str | None) -> Path:
     if python is None or Path(python).absolute() == Path(sys.executable).absolute():
         spec = importlib.util.find_spec(package)  # a top-level find_spec does not import the package
         if spec is None or not spec.submodule_search_locations:
-            raise TargetError(f"package `{package}` is not installed in this Python ({_python()})")
+            raise TargetError(f"package `{package}` is not installed in this Python ({_python()})", hint=(
+                "give the Python of the serving environment with --python /path/to/venv/bin/python, or the "
+                "package's folder with --target"))
         return Path(list(spec.submodule_search_locations)[0]).resolve()
     probe = (f"import importlib.util as u, sys; s = u.find_spec({package!r}); "
              f"print(list(s.submodule_search_locations)[0] if s and s.submodule_search_locations else '')")
@@ -199,7 +219,8 @@ def _installed(package: str, python: str | None) -> Path:
                           f"{(done.stderr.strip().splitlines() or ['exit code ' + str(done.returncode)])[-1]}")
     folder = done.stdout.strip()
     if not folder:
-        raise TargetError(f"package `{package}` is not installed in {python}")
+        raise TargetError(f"package `{package}` is not installed in {python}", hint=(
+            "check --python (the Python the server runs with), or give the package's folder with --target"))
     return Path(folder).resolve()
 
 

@@ -368,6 +368,7 @@ class StatusReport:
     retired: list[RetiredRecord] = field(default_factory=list)  #: history: entries that no longer describe the tree
     stale: dict[int, str] = field(default_factory=dict)  #: seq -> why the next command will retire that entry
     in_progress: bool = False  #: the pending transaction's process is running it now (it holds the target's lock)
+    edited: dict[int, list[str]] = field(default_factory=dict)  #: seq -> its files changed since (by hand: drift)
 
     def to_dict(self) -> dict[str, Any]:
         pending = None
@@ -377,7 +378,8 @@ class StatusReport:
                        "files": [f.rel for f in self.pending.record.files], "in_progress": self.in_progress}
         return {"target": str(self.target), "package": self.package, "release": self.release,
                 "release_source": self.version_source,
-                "applied": [{**r.to_dict(), "stale": self.stale.get(r.seq)} for r in self.applied],
+                "applied": [{**r.to_dict(), "stale": self.stale.get(r.seq), "edited": self.edited.get(r.seq, [])}
+                            for r in self.applied],
                 "retired": [r.to_dict() for r in self.retired], "pending": pending}
 
 
@@ -902,8 +904,14 @@ def status(target: Target) -> StatusReport:
     pending = state.read_journal() if state.exists() else None
     originals = _originals(applied)
     stale = {r.seq: why for r in applied if (why := stale_reason(target, r, originals))}
+    # files whose bytes are not what the last recipe that wrote them left (a hand edit: `check` calls it drift)
+    last = {f.rel: (r, f) for r in applied if r.seq not in stale for f in r.files}
+    edited: dict[int, list[str]] = {}
+    for rel, (r, f) in last.items():
+        if file_state(target, f).state is not FileBytes.INTACT:
+            edited.setdefault(r.seq, []).append(rel)
     return StatusReport(target.root, target.package, str(target.version) if target.version is not None else None,
-                        applied, pending, version_source=target.version_source,
+                        applied, pending, version_source=target.version_source, edited=edited,
                         in_progress=pending is not None and lock_held_elsewhere(target),
                         retired=[r for r in ledger.retired if r.record.package == target.package
                                  and r.record not in back] if ledger else [],

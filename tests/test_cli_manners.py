@@ -497,3 +497,17 @@ def test_every_command_finds_the_package_through_python(target, tmp_path):
     done = specpatch("rollback", *where)
     assert done.returncode == 0 and "toy-greeting" in done.stdout + done.stderr, done.stderr
     assert not [p for p in (target / ".specpatch").rglob("journal.json")]
+
+
+def test_the_header_shows_the_variant_description_s_first_sentence_whole():
+    # hostile round 13 (02, a newcomer): the header printed the first line of a wrapped YAML paragraph, cut
+    # mid-sentence ("... is what a server without")
+    from types import SimpleNamespace
+
+    from patcher.report import _variant_description
+
+    wrapped = ("The recipe's steps as they are (written for 0.5.9): a step without speculation is what a server without\n"
+               "speculation runs, a DECODE forward. The rest of it.\n")
+    shown = _variant_description(SimpleNamespace(variant=SimpleNamespace(description=wrapped)))
+    assert shown == ("The recipe's steps as they are (written for 0.5.9): a step without speculation is what a server "
+                     "without speculation runs, a DECODE forward.")

@@ -35,6 +35,26 @@ def test_site_packages_layout_reads_dist_info(tmp_path):
     assert t.layout == "site-packages" and t.version == Version("0.5.10") and "dist-info" in t.version_source
 
 
+def test_dist_info_folders_that_say_different_releases_are_refused(tmp_path):
+    # hostile round 13 (12): 0.5.9's code with a leftover sglang-0.5.13.dist-info and no _version.py was taken for
+    # 0.5.13 (the first in string order), silently; the 0.5.13 variant was then planned on 0.5.9's code
+    make_pkg(tmp_path / "sglang", version=None)
+    for v in ("0.5.9", "0.5.13"):
+        (tmp_path / f"sglang-{v}.dist-info").mkdir()
+        (tmp_path / f"sglang-{v}.dist-info" / "METADATA").write_text(f"Name: sglang\nVersion: {v}\n")
+    with pytest.raises(TargetError, match="sglang-0.5.9.dist-info, sglang-0.5.13.dist-info") as err:
+        find_target(tmp_path)
+    assert "--assume-version" in err.value.hint
+    assert find_target(tmp_path, assume_version="0.5.9").version == Version("0.5.9")
+
+
+def test_a_package_this_python_lacks_points_to_python_and_target(tmp_path):
+    # hostile round 13 (13): the hint proposed `--package`, the option just used
+    with pytest.raises(TargetError) as err:
+        find_target(None, package="no_such_package_here")
+    assert "--python" in err.value.hint and "--package" not in err.value.hint
+
+
 def test_package_folder_itself(tmp_path):
     pkg = make_pkg(tmp_path / "sglang")
     t = find_target(pkg)

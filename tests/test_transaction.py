@@ -467,6 +467,19 @@ def test_status_lists_applied_recipes_as_json(root, target, three, tmp_path):
     assert data["pending"] is None and data["target"] == str(root)
 
 
+def test_status_names_the_files_edited_since_their_last_recipe(root, target, three, tmp_path):
+    # hostile round 13 (11): `status` showed a hand-edited entry exactly like an intact one (`check` said drift)
+    apply(target, three)
+    apply(target, recipe(tmp_path, MORE_A))
+    assert transaction.status(target).edited == {}
+    (root / "pkg" / "b.py").write_bytes((root / "pkg" / "b.py").read_bytes() + b"# by hand\n")
+    (root / "pkg" / "a.py").write_bytes((root / "pkg" / "a.py").read_bytes() + b"# by hand\n")
+    report = transaction.status(target)
+    # a.py's last writer is more-a (entry 2), b.py's three-fields (entry 1)
+    assert report.edited == {1: ["pkg/b.py"], 2: ["pkg/a.py"]}
+    assert [r["edited"] for r in report.to_dict()["applied"]] == [["pkg/b.py"], ["pkg/a.py"]]
+
+
 def test_pristine_and_patched_bytes_of_a_record(root, target, three):
     record = apply(target, three)
     assert transaction.pristine_files(target, record) == {rel: ORIGINAL[rel][0] for rel in FILES}
