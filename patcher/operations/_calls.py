@@ -306,7 +306,11 @@ def instance_of(fn: Def, name: str) -> str | None:
     if any(p.name.value == name for p in (*params.posonly_params, *params.params, *params.kwonly_params)) or any(
             isinstance(p, cst.Param) and p.name.value == name for p in (params.star_arg, params.star_kwarg)):
         return None
-    made: list[str | None] = []
+    made: list[str | None] = []  # per binding of `name`: the class it is made of, None for any other binding
+
+    def other(node: cst.CSTNode | None) -> None:
+        if isinstance(node, cst.Name) and node.value == name:
+            made.append(None)
 
     class Visit(cst.CSTVisitor):
         def visit_Assign(self, node: cst.Assign) -> None:
@@ -316,49 +320,35 @@ def instance_of(fn: Def, name: str) -> str | None:
                 made.append(value.func.value if one else None)
 
         def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-            if isinstance(node.target, cst.Name) and node.target.value == name:
-                made.append(None)
+            other(node.target)
 
         def visit_AugAssign(self, node: cst.AugAssign) -> None:
-            if isinstance(node.target, cst.Name) and node.target.value == name:
-                made.append(None)
+            other(node.target)
 
         def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
-            if isinstance(node.target, cst.Name) and node.target.value == name:
-                made.append(None)
+            other(node.target)
 
-        def visit_Global(self, node: cst.Global) -> None:
-            if any(n.name.value == name for n in node.names):
-                made.append(None)
-
-        def visit_Nonlocal(self, node: cst.Nonlocal) -> None:
-            if any(n.name.value == name for n in node.names):
-                made.append(None)
-
-    fn.body.visit(Visit())
-    return made[0] if len(made) == 1 and not _bound_otherwise(fn, name) else None
-
-
-def _bound_otherwise(fn: Def, name: str) -> bool:
-    """Whether `name` is bound in the function by a loop, an `as` or an import (what `binds` counts besides an
-    assignment)."""
-    found = []
-
-    class Visit(cst.CSTVisitor):
-        def visit_AsName(self, node: cst.AsName) -> None:
-            if isinstance(node.name, cst.Name) and node.name.value == name:
-                found.append(node)
+        def visit_AsName(self, node: cst.AsName) -> None:  # `with ... as e`, `except ... as e`, `import x as e`
+            other(node.name)
 
         def visit_ImportAlias(self, node: cst.ImportAlias) -> None:
-            if node.asname is None and isinstance(node.name, cst.Name) and node.name.value == name:
-                found.append(node)
+            if node.asname is None:
+                other(node.name)
 
         def visit_For(self, node: cst.For) -> None:
-            if any(isinstance(n, cst.Name) and n.value == name for n in _names_in(node.target)):
-                found.append(node)
+            for n in _names_in(node.target):
+                other(n)
+
+        def visit_Global(self, node: cst.Global) -> None:
+            for n in node.names:
+                other(n.name)
+
+        def visit_Nonlocal(self, node: cst.Nonlocal) -> None:
+            for n in node.names:
+                other(n.name)
 
     fn.body.visit(Visit())
-    return bool(found)
+    return made[0] if len(made) == 1 else None
 
 
 def _names_in(target: cst.BaseExpression) -> list[cst.Name]:
