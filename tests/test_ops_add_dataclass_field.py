@@ -316,3 +316,15 @@ def test_a_name_the_class_reserves_is_refused(before, code):
     assert "the class would fail to be made" in err.message, err.message
     with pytest.raises(ValueError):  # what Python says of the same class
         exec(before + f"    {code}\n", {})
+
+
+def test_a_field_of_a_named_tuple_the_module_unpacks_is_a_conflict():
+    # hostile round 13 (07): a NamedTuple is a tuple; a new field (with a default too) made `a, b = ORIGIN` raise
+    # ValueError, exit 0
+    before = ("from typing import NamedTuple\n\n\nclass Point(NamedTuple):\n    x: int\n    y: int = 0\n\n\n"
+              "ORIGIN = Point(0, 0)\n\n\ndef norm():\n    a, b = ORIGIN\n    return a + b\n")
+    err = cannot(op("add_dataclass_field", **{"class": "Point"}, after="y", code="z: int = 0"), before, Conflict)
+    assert "`a, b = ORIGIN`" in err.message, err.message
+    starred = before.replace("a, b = ORIGIN", "a, *rest = ORIGIN").replace("a + b", "a")
+    check(op("add_dataclass_field", **{"class": "Point"}, after="y", code="z: int = 0"), starred,
+          starred.replace("    y: int = 0\n", "    y: int = 0\n    z: int = 0\n"))

@@ -142,6 +142,7 @@ class AddDataclassField(Operation):
                 _refuse_unfilled_constructions(module, cpath, new, name, anchors[0][-1], self.cls,
                                                [p[-1] for p in fields])
             _refuse_initvar_post_init_cannot_take(module, cpath, new, name, [p[-1] for p in fields], self.cls)
+            _refuse_namedtuple_unpacked(module, cpath[-1], self.cls)
         if not anchors:
             by_name = {field_name(p[-1]): p[-1] for p in fields}
             raise AnchorNotFound(
@@ -441,6 +442,39 @@ def _keyword_only(module: cst.Module, order: list[cst.CSTNode], stmt: cst.CSTNod
         if s is stmt:
             break
     return False
+
+
+def _refuse_namedtuple_unpacked(module: cst.Module, cls: cst.ClassDef, cls_name: str) -> None:
+    """A NamedTuple is a tuple: a new field, even with a default, makes every instance one item longer, and an
+    unpacking of one in the module (`x, y = Point(0, 0)`, or of a module-level name made so: `a, b = ORIGIN`) raises
+    ValueError. Instances the module gets otherwise cannot be told."""
+    import ast
+
+    from ._calls import base_names
+
+    if "NamedTuple" not in base_names(module, cls):
+        return
+    name = cls.name.value
+    try:
+        tree = ast.parse(module.code)
+    except (SyntaxError, ValueError, RecursionError):
+        return
+
+    def made(value: ast.expr) -> bool:
+        return isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == name
+
+    instances = {t.id for st in tree.body if isinstance(st, ast.Assign) and made(st.value)
+                 for t in st.targets if isinstance(t, ast.Name)}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign):
+            value = node.value
+            if (made(value) or isinstance(value, ast.Name) and value.id in instances) \
+                    and any(isinstance(t, (ast.Tuple, ast.List)) and not any(isinstance(e, ast.Starred) for e in t.elts)
+                            for t in node.targets):
+                shown = ast.get_source_segment(module.code, node) or f"line {node.lineno}"
+                raise Conflict(f"`{cls_name}` is a NamedTuple, a tuple: a new field makes it one item longer, and "
+                               f"the module unpacks one into as many names as it has fields now (`{line_text(shown)}`): "
+                               f"ValueError when that runs", candidates=[Candidate(f"`{line_text(shown)}`")])
 
 
 def _refuse_breaking_subclasses(module: cst.Module, cls: cst.ClassDef, name: str, cls_name: str) -> None:
