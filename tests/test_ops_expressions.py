@@ -857,3 +857,14 @@ def test_a_parameter_a_property_never_gets_or_that_hides_a_name_the_body_reads_i
     assert "reads `logger` from outside it" in err.message, err.message
     check(op("add_parameter", function="handle", code="logger=logger"), logs,
           logs.replace("handle(x)", "handle(x, logger=logger)"))
+
+
+@pytest.mark.parametrize("use", ["    return sorted(items, key=keyfn)\n", "    return functools.partial(keyfn, 1)\n",
+                                 "    handlers = [keyfn]\n    return handlers\n"])
+def test_a_required_parameter_of_a_function_the_module_hands_on_as_a_value_is_a_conflict(use):
+    # hostile round 13 (05): `sorted(items, key=keyfn)` after `keyfn` got a required parameter: TypeError, exit 0
+    before = f"import functools\n\n\ndef keyfn(item):\n    return item\n\n\ndef order(items):\n{use}"
+    err = cannot(op("add_parameter", function="keyfn", after="item", code="reverse"), before, Conflict)
+    assert "hands `keyfn` on as a value" in err.message, err.message
+    check(op("add_parameter", function="keyfn", after="item", code="reverse=False"), before,
+          before.replace("def keyfn(item):", "def keyfn(item, reverse=False):"))

@@ -21,6 +21,7 @@ Answers: *changed*; *already applied* (the function has a parameter of that name
 
 from __future__ import annotations
 
+import re
 import textwrap
 from dataclasses import dataclass
 from typing import Literal
@@ -158,6 +159,7 @@ class AddParameter(Operation):
 
     def _refuse_unfilled_callers(self, module: cst.Module, fpath, new: cst.Param, position: int | None) -> None:
         refuse_unfilled_calls(module, fpath, new.name.value, position, "the new parameter")
+        _refuse_passed_as_value(module, fpath, new.name.value)
 
     def _misplaced(self, params: cst.Parameters, param: cst.Param) -> str | None:
         """Where a parameter of the step's code stands otherwise than the step puts it (`after`, or after the last
@@ -313,6 +315,30 @@ def forwards_keyword(code: str, kwargs: str, name: str) -> bool:
     return any(isinstance(node, ast.Call) and any(k.arg is None and isinstance(k.value, ast.Name)
                                                   and k.value.id == kwargs for k in node.keywords)
                for node in ast.walk(tree))
+
+
+def _refuse_passed_as_value(module: cst.Module, fpath, name: str) -> None:
+    """A function of the module's top level that the module hands on as a value (`sorted(items, key=keyfn)`,
+    `partial(work, 1)`, `handlers = [on_done]`): whoever calls it there passes what it passed before, not the new
+    required parameter `name` (TypeError there). Its calls by name are `refuse_unfilled_calls`' matter."""
+    import ast
+
+    if len(fpath) != 2:
+        return
+    fn = fpath[-1].name.value
+    from ..anchors import module_code
+
+    text = module_code(module)
+    if not re.search(rf"\b{re.escape(fn)}\b(?!\s*\()", text):
+        return  # only called (or defined): no walk
+    tree = ast.parse(text)
+    called = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and node.id == fn and isinstance(node.ctx, ast.Load) and id(node) not in called:
+            line = text.splitlines()[node.lineno - 1].strip()
+            raise Conflict(f"the module hands `{fn}` on as a value (`{line_text(line)}`): what calls it there passes "
+                           f"no `{name}`, which the new parameter requires (no default): TypeError when it is called",
+                           candidates=[Candidate(f"`{line_text(line)}`")])
 
 
 def refuse_unfilled_calls(module: cst.Module, fpath, name: str, position: int | None, what: str) -> None:
