@@ -1050,10 +1050,28 @@ def _calls_across_modules(recipe_id: str, target: Target, rel_pkg: str, rel: str
             return [n for n in ast.walk(t) if isinstance(n, ast.Call) and isinstance(n.func, (ast.Name, ast.Attribute))
                     and target_of(n) is not None]
 
-        had = {ast.dump(n) for n in calls_of(old_tree)}
+        def self_calls(t: ast.Module) -> list[tuple[ast.Call, tuple[str, str]]]:
+            """`self.m(...)` in a class of the file whose one base another module of the package defines, where the
+            class does not define `m`: it runs the base's (`Base.m` of that module)."""
+            out = []
+            for cls in (c for c in t.body if isinstance(c, ast.ClassDef) and len(c.bases) == 1):
+                base = cls.bases[0]
+                if not isinstance(base, ast.Name) or base.id not in imported:
+                    continue
+                module, real = imported[base.id]
+                own = {f.name for f in cls.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))}
+                out += [(call, (module, f"{real}.{call.func.attr}")) for method in cls.body
+                        if isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)) and method.args.args
+                        for call in ast.walk(method) if isinstance(call, ast.Call)
+                        and isinstance(call.func, ast.Attribute) and call.func.attr not in own
+                        and isinstance(call.func.value, ast.Name) and call.func.value.id == method.args.args[0].arg]
+            return out
+
+        had = {ast.dump(n) for n in calls_of(old_tree)} | {ast.dump(n) for n, _ in self_calls(old_tree)}
         read: dict[str, dict] = {}  # module -> its signatures, read once
-        for call in (n for n in calls_of(tree) if ast.dump(n) not in had):
-            module, name = target_of(call)
+        for call, (module, name) in [*((n, target_of(n)) for n in calls_of(tree)), *self_calls(tree)]:
+            if ast.dump(call) in had:
+                continue
             if module not in read:
                 there = _module_path(target.package_dir, module)
                 read[module] = {}

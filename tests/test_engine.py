@@ -1330,6 +1330,19 @@ def test_calls_through_a_package_that_re_exports_the_function_are_compared(tmp_p
     assert "the call `h(3, 5)` of `sglang/srt/use.py` (line 5) passes by position what `factor` took" in error.message
 
 
+@pytest.mark.parametrize("code, refused", [("b=2", True), ("a=2", False)])
+def test_a_keyword_added_to_a_method_a_base_of_another_module_defines_is_compared(tmp_path, code, refused):
+    # hostile round 13 (17c): `self.helper(1, b=2)`, where `helper` is the base class's, of another module: exit 0
+    use = "from sglang.srt.util import Base\n\n\nclass W(Base):\n    def use(self):\n        return self.helper()\n"
+    root = make_target(tmp_path, {"srt/util.py": b"class Base:\n    def helper(self, a=1):\n        return a\n",
+                                  "srt/use.py": use.encode()})
+    step = f"{{op: add_keyword_argument, file: srt/use.py, within: W.use, call: self.helper(...), code: {code}}}"
+    text = f'id: demo\ntitle: Demo\ntarget: {{package: sglang, versions: "==0.5.9"}}\nsteps:\n  - {step}\n'
+    p = plan(recipe(tmp_path, text), find_target(root))
+    assert p.ok != refused, p.errors
+    assert not refused or "cannot be taken by `Base.helper` of `sglang.srt.util`: the keyword `b`" in p.errors[0].message
+
+
 def test_a_name_a_comprehension_binds_is_no_read_from_outside(tmp_path):
     # the slime patch's own step on 0.5.9 (review of hostile round 13's rule): `for name, queue in zip(...)` added to
     # a function whose comprehensions loop `for queue in waiting_queues` was refused as shadowing a global `queue`
