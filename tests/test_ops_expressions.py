@@ -323,6 +323,9 @@ def test_replace_expression_with_its_statements_kind_picks_the_match_in_a_statem
     # hostile round 13 (18): a dict of the module unpacked into the call already carries it
     ('OPTS = {"temperature": 1.0}\n\n\ndef sample(xs, **kw):\n    return kw\n\n\ndef run():\n'
      '    return sample([1], **OPTS)\n', "already passes `temperature` in `**OPTS` (a dict of the module)"),
+    # (17): caught by `**kw` and passed on whole to a function of the module that does not take it
+    ("def inner(xs, top_k=1):\n    return xs\n\n\ndef sample(xs, **kw):\n    return inner(xs, **kw)\n\n\n"
+     "def run():\n    return sample([1])\n", "`sample` passes its `**kw` on to `inner`, which takes no parameter"),
     # (17): a builtin, whose signature says it takes no such keyword
     ("def run():\n    return sorted([1])\n", "`sorted`, a builtin, takes no keyword `temperature`"),
 ])
@@ -339,6 +342,8 @@ def test_a_keyword_the_call_or_its_callee_cannot_take_is_a_conflict(before, says
     ("def sorted(xs, **kw):\n    return xs\n\n\ndef run():\n    return sorted([1])\n",  # the module's own `sorted`
      "sorted(...)", "temperature=0.7", "sorted([1], temperature=0.7)"),
     ("def run():\n    return max([1], key=None)\n", "max(...)", "default=0", "max([1], key=None, default=0)"),
+    ("def inner(xs, temperature=1):\n    return xs\n\n\ndef sample(xs, **kw):\n    return inner(xs, **kw)\n\n\n"
+     "def run():\n    return sample([1])\n", "sample(...)", "temperature=0.7", "sample([1], temperature=0.7)"),
 ])
 def test_a_keyword_a_dict_of_the_module_or_a_builtin_can_take_is_added(before, call, code, after):
     step = op("add_keyword_argument", call=call, code=code, within="run")

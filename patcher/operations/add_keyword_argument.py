@@ -172,6 +172,11 @@ class AddKeywordArgument(Operation):
                            f"`**kwargs`): the call would raise TypeError (upstream renamed or removed it?)",
                            candidates=[Candidate(f"`def {target.name.value}("
                                                  f"{line_text(module.code_for_node(target.params))})`", node=target)])
+        if target is not None and not wrapped and target.params.star_kwarg is not None \
+                and name not in {p.name.value for p in (*target.params.params, *target.params.kwonly_params)}:
+            onward = _forwarded_to_refusal(module, target, name)
+            if onward is not None:
+                raise Conflict(onward, candidates=[Candidate(f"`def {target.name.value}(...)`", node=target)])
         builtin = _builtin_refusal(module, path, call, name) if target is None else None
         if builtin is not None:
             raise Conflict(builtin, candidates=[Candidate(f"`{line_text(module.code_for_node(call))}`", node=call)])
@@ -201,6 +206,31 @@ class AddKeywordArgument(Operation):
             items = placed[0]
         changed = call.with_changes(args=items)
         return Changed(calls.replace(call, changed), inserted=(), anchor=call)
+
+
+def _forwarded_to_refusal(module: cst.Module, target: cst.FunctionDef, name: str) -> str | None:
+    """Why `name=`, caught by the `**kwargs` of `target` and passed on whole (`inner(a, **kw)`), fails there: the
+    function of the module it is passed to takes no such parameter and no `**kwargs` (TypeError one call down)."""
+    from .add_parameter import forwards_keyword
+
+    kwargs = target.params.star_kwarg.name.value
+    code = module.code_for_node(target)
+    if not forwards_keyword(code, kwargs, name):
+        return None
+    try:
+        tree = ast.parse(textwrap.dedent(code))
+    except (SyntaxError, ValueError, RecursionError):
+        return None
+    defs = {n.name.value: n for n in module.body if isinstance(n, cst.FunctionDef)}
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in defs
+                and any(k.arg is None and isinstance(k.value, ast.Name) and k.value.id == kwargs for k in node.keywords)):
+            continue
+        inner = defs[node.func.id].params
+        if inner.star_kwarg is None and name not in {p.name.value for p in (*inner.params, *inner.kwonly_params)}:
+            return (f"`{target.name.value}` passes its `**{kwargs}` on to `{node.func.id}`, which takes no parameter "
+                    f"`{name}` (nor `**kwargs`): the call would raise TypeError there")
+    return None
 
 
 def _calls_elsewhere(module: cst.Module, called: str) -> list[Candidate]:
