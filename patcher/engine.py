@@ -1411,8 +1411,8 @@ def _imported_twice(tree: ast.Module) -> list[tuple[int, str]]:
     old home back beside the new)."""
     out: list[tuple[int, str]] = []
     for node in _nodes(tree):
-        for field in ("body", "orelse", "finalbody"):
-            block = getattr(node, field, None)
+        for part in ("body", "orelse", "finalbody"):
+            block = getattr(node, part, None)
             if not isinstance(block, list) or not block or not isinstance(block[0], ast.stmt):
                 continue
             seen: dict[str, str] = {}
@@ -1764,8 +1764,8 @@ def _module_getattr(module: ast.Module) -> bool:
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name == "__getattr__":
             return True
         if isinstance(stmt, (ast.If, ast.Try, ast.With)) or type(stmt).__name__ == "TryStar":
-            for field in ("body", "orelse", "finalbody"):
-                todo += getattr(stmt, field, [])
+            for part in ("body", "orelse", "finalbody"):
+                todo += getattr(stmt, part, [])
             for handler in getattr(stmt, "handlers", []):
                 todo += handler.body
     return False
