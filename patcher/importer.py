@@ -3349,7 +3349,8 @@ def calls_misfit_after(ops: Sequence[tuple[int, Operation]], steps: Sequence[Por
 
     from .engine import _calls_across_modules
 
-    target = SimpleNamespace(package=package, package_dir=package_dir)
+    target = SimpleNamespace(package=package, package_dir=package_dir,  # files named as port names them
+                             rel=lambda path: path.relative_to(package_dir).as_posix())
     overlay = {package_dir / rel: data for rel, (_, data) in planned.items() if data is not None}
     out: dict[int, tuple[str, str]] = {}
     for rel, text, mine in _changed_by_applied(ops, steps, planned, pristine):

@@ -3066,6 +3066,20 @@ def test_port_refuses_a_call_across_modules_the_release_cannot_take(tmp_path):
     assert [s.status for s in importer.port(load_recipe(out), base, base_dir=base).steps] == ["applied"]
 
 
+def test_port_refuses_a_signature_change_another_module_of_the_release_calls_by_position(tmp_path):
+    # this session's slime bench run: port's check of the calls of other modules (a signature the step changes)
+    # ended with exit 1 (the port's stand-in target had no `rel` to name the other file with)
+    lib = "def init(endpoint, name=None):\n    return endpoint\n"
+    base = package(tmp_path / "base", {"srt/lib.py": lib, "srt/use.py": "def run(a):\n    return a\n"})
+    _, out = lift_and_write(tmp_path, base, git_diff(lib, lib.replace("endpoint, name", "endpoint, port=0, name"),
+                                                     "srt/lib.py"))
+    user = "from sglang.srt.lib import init\n\n\ndef run(a):\n    return init(a, \"x\")\n"
+    later = package(tmp_path / "later", {"srt/lib.py": lib, "srt/use.py": user})
+    [only] = importer.port(load_recipe(out), later, base_dir=base).steps
+    assert only.status == "refused" and "the call `init(a, 'x')` of `srt/use.py` (line 5) passes by position" \
+        in only.message, (only.status, only.message)
+
+
 def test_statements_put_at_the_top_of_a_function_above_its_comment_are_lifted_at_start(tmp_path):
     # hostile round 13 (newcomer 03): two lines above a method's first comment and `if` were lifted as one
     # replace_statements of the whole 31-line method, refused on the next release wherever upstream edited it
