@@ -82,7 +82,7 @@ def fields(cls: ast.ClassDef, resolve: Resolve, seen: frozenset[int] = frozenset
     if options is None or _false(options.get("init")) or id(cls) in seen:
         return None
     out: dict[str, Field] = {}
-    for base in cls.bases:
+    for base in reversed(cls.bases):  # as `dataclasses` collects them: the method resolution order, reversed
         if _last_name(base) in _NEUTRAL:
             continue
         inherited = resolve(base)

@@ -1279,6 +1279,36 @@ def test_a_dataclass_generated_init_is_compared_across_modules(tmp_path, use, st
     assert said in p.errors[0].message, p.errors
 
 
+def test_a_call_changed_where_the_release_s_own_calls_already_do_not_fit_is_not_judged(tmp_path):
+    # this session's slime bench: its step extending `BatchEmbeddingOutput(rids=..., ...)` (a dataclass of io_struct)
+    # was refused "no value for `retraction_counts`", which 0.5.9's own call of it does not pass either
+    conf = "from dataclasses import dataclass\n\n\n@dataclass\nclass Out:\n    a: int\n    counts: list\n"
+    use = "from sglang.srt.conf import Out\n\n\ndef make():\n    return Out(a=1)\n"
+    root = make_target(tmp_path, {"srt/conf.py": conf.encode(), "srt/use.py": use.encode()})
+    step = "{op: add_keyword_argument, file: srt/use.py, within: make, call: Out(...), code: a2=2}"
+    text = f'id: demo\ntitle: Demo\ntarget: {{package: sglang, versions: "==0.5.9"}}\nsteps:\n  - {step}\n'
+    p = plan(recipe(tmp_path, text), find_target(root))
+    assert not p.ok and "the keyword `a2`" in p.errors[0].message  # the operation's own check of the keyword
+    step = "{op: replace_expression, file: srt/use.py, within: make, match: 'Out(a=1)', code: 'Out(a=2)'}"
+    text = f'id: demo\ntitle: Demo\ntarget: {{package: sglang, versions: "==0.5.9"}}\nsteps:\n  - {step}\n'
+    assert plan(recipe(tmp_path, text), find_target(root)).ok
+
+
+def test_the_fields_of_a_dataclass_of_several_bases_come_in_the_order_dataclasses_gives():
+    import ast
+
+    from patcher import _generated_init as g
+
+    tree = ast.parse("from dataclasses import dataclass\n\n\n@dataclass\nclass A:\n    a: int = 0\n\n\n"
+                     "@dataclass\nclass B:\n    b: int = 0\n\n\n@dataclass\nclass C(A, B):\n    c: int = 0\n")
+    import dataclasses
+
+    namespace: dict = {}
+    exec(compile(tree, "m", "exec"), namespace)
+    expected = [f.name for f in dataclasses.fields(namespace["C"])]
+    assert [f.name for f in g.fields(tree.body[-1], g.module_resolver(tree))] == expected == ["b", "a", "c"]
+
+
 @pytest.mark.parametrize("use", [
     "from sglang.srt.conf import Conf\n\n\ndef make():\n    return Conf(a=1, b=2)\n",  # keywords only
     "from sglang.srt.conf import Conf as C\n\n\ndef make():\n    return C(1, b=2)\n",  # the field goes after b
