@@ -2165,6 +2165,12 @@ def _as_run(tree: ast.Module, undo: list) -> ast.Module:
                 walk(case.body, local)
 
     walk(tree.body, False)
+    # a string in a subscript outside annotations (`LoadGroup = Union["GroupCoordinator", None]`, a type alias; `cast`
+    # and `TypeVar(bound=...)` likewise) is a forward reference Python never evaluates, which pyflakes reads as code
+    for node in [n for n in ast.walk(tree) if isinstance(n, (ast.Subscript, ast.Call))]:
+        if isinstance(node, ast.Subscript) or isinstance(node.func, (ast.Name, ast.Attribute)) \
+                and (node.func.id if isinstance(node.func, ast.Name) else node.func.attr) in ("cast", "TypeVar"):
+            unquoted(node, read=True)
     return tree  # the nodes it puts in carry their locations (ast.copy_location)
 
 

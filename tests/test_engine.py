@@ -1212,6 +1212,20 @@ def test_a_subclass_in_another_module_calling_the_changed_method_by_position_is_
            "`temperature` of `Eng.step`" in error.message
 
 
+@pytest.mark.parametrize("use", ['LoadGroup = Union["GroupCoordinator", None]\n',
+                                 'LoadGroup = Optional["GroupCoordinator"]\n',
+                                 'def f(x):\n    return cast("GroupCoordinator", x)\n'])
+def test_a_forward_reference_outside_annotations_to_a_type_checking_import_is_no_undefined_name(use):
+    # hostile round 14 (upstream, high): sglang 0.5.22's own `LoadGroup = Union["GroupCoordinator", ...]` with the
+    # name imported under `if TYPE_CHECKING:` was refused "not defined ... NameError": Python never evaluates it
+    from patcher.engine import undefined_names_added
+
+    before = "from typing import TYPE_CHECKING, Optional, Union, cast\n\nif TYPE_CHECKING:\n    from x import GroupCoordinator\n"
+    assert undefined_names_added(before, before + use) == []
+    assert [n for n, _, _ in undefined_names_added(before, before + use.replace('"GroupCoordinator"', "GroupCoordinator"))] \
+        == ["GroupCoordinator"]
+
+
 def test_the_checks_read_the_patched_tree_as_written_after_the_undefined_name_check(tmp_path):
     # the output manifest on sglang 0.5.14 (this session): the undefined-name check read the shared tree "as it runs"
     # by changing it in place (strings in annotations made None), and a later check then failed on it (exit 1,
