@@ -844,6 +844,20 @@ def _signatures(tree: ast.Module) -> dict[str, tuple[ast.FunctionDef | ast.Async
     return out
 
 
+def _first_step(done: list[tuple[StepReport, Changed | None]],
+                written: Callable[[ast.Module], bool]) -> StepReport | None:
+    """The first changed step after which the module holds what `written` looks for (read only when a check fails)."""
+    for report, changed in done:
+        if changed is None:
+            continue
+        try:
+            if written(ast.parse(changed.module.code)):
+                return report
+        except (SyntaxError, ValueError, RecursionError):
+            continue
+    return None
+
+
 def _reexports(target: Target, dotted: str, names: set[str], planned: dict[Path, bytes]) -> dict[str, dict[str, str]]:
     """{package: {name it exports: name in `dotted`}} for the packages above the module `dotted` whose
     `__init__.py` imports some of `names` from it (`from .utils import helper` makes `from sglang import helper`
@@ -910,10 +924,15 @@ def _calls_across_modules(recipe_id: str, target: Target, rel_pkg: str, rel: str
     owner = next((r for r, c in reversed(done) if c is not None), None)
     errors: list[SpecpatchError] = []
 
-    def error(message: str, line: int | None, kind: type[SpecpatchError] = CallMisfit) -> None:
+    def error(message: str, line: int | None, kind: type[SpecpatchError] = CallMisfit,
+              written: Callable[[ast.Module], bool] | None = None) -> None:
+        """`written`: what tells, in the module as a step left it, that the step wrote what fails (the step charged:
+        the first that did, else the file's last changed one)."""
+        by = _first_step(done, written) if written is not None else None
+        by = by or owner
         errors.append(kind(message, location=Location(
-            recipe=recipe_id, step=owner.index if owner else None, op=owner.op if owner else None, file=rel,
-            anchor=owner.anchor if owner else None, line=line)))
+            recipe=recipe_id, step=by.index if by else None, op=by.op if by else None, file=rel,
+            anchor=by.anchor if by else None, line=line)))
 
     # this file's functions whose parameters changed: their calls elsewhere
     was, now = _signatures(old_tree), _signatures(tree)
@@ -1004,6 +1023,12 @@ def _calls_across_modules(recipe_id: str, target: Target, rel_pkg: str, rel: str
                     continue  # it did not fit before either: not the recipe's doing
                 why = _misfit(call, new_fn, skip)
                 shown = ast.unparse(call)[:100]
+                new_args = ast.dump(new_fn.args)
+
+                def changed_by(t: ast.Module, name: str = name, new_args: str = new_args) -> bool:
+                    found = _signatures(t).get(name)
+                    return found is not None and ast.dump(found[0].args) == new_args
+
                 named = {p.arg for p in (*old_fn.args.posonlyargs, *old_fn.args.args, *old_fn.args.kwonlyargs)}
                 captured = [k.arg for k in call.keywords if k.arg is not None and k.arg not in named
                             and old_fn.args.kwarg is not None and k.arg in {
@@ -1012,15 +1037,16 @@ def _calls_across_modules(recipe_id: str, target: Target, rel_pkg: str, rel: str
                 if why is None and captured:
                     error(f"once patched, the call `{shown}` of `{there}` (line {call.lineno}) passes "
                           f"`{captured[0]}=` into `**{old_fn.args.kwarg.arg}` of `{name}`, and the new "
-                          f"parameter `{captured[0]}` would take it instead", None)
+                          f"parameter `{captured[0]}` would take it instead", None, written=changed_by)
                 elif why is not None:
                     error(f"once patched, `{name}` of `{rel}` cannot take the call `{shown}` of "
-                          f"`{there}` (line {call.lineno}): {why}, TypeError when it runs", None)
+                          f"`{there}` (line {call.lineno}): {why}, TypeError when it runs", None, written=changed_by)
                 elif _positional_names(call, old_fn, skip) != _positional_names(call, new_fn, skip):
                     moved = [(o, n) for o, n in zip(_positional_names(call, old_fn, skip),
                                                     _positional_names(call, new_fn, skip)) if o != n]
                     error(f"once patched, the call `{shown}` of `{there}` (line {call.lineno}) passes by "
-                          f"position what `{moved[0][0]}` took to `{moved[0][1]}` of `{name}`", None)
+                          f"position what `{moved[0][0]}` took to `{moved[0][1]}` of `{name}`", None,
+                          written=changed_by)
     # calls the recipe adds or changes here, to functions other modules of the package define (only calls of names
     # the file imports from the package are compared: dumping every call of a large module is most of the cost)
     imported: dict[str, tuple[str, str]] = {}
@@ -1097,8 +1123,11 @@ def _calls_across_modules(recipe_id: str, target: Target, rel_pkg: str, rel: str
                     for c, where in old_calls):
                 continue  # the release's own calls of it leave values out too: what it requires is not told right
             if why is not None:
+                dump = ast.dump(call)
                 error(f"the call `{ast.unparse(call)[:100]}` (line {call.lineno}) cannot be taken by `{name}` of "
-                      f"`{module}`: {why}, TypeError when it runs", call.lineno)
+                      f"`{module}`: {why}, TypeError when it runs", call.lineno,
+                      written=lambda t, dump=dump: any(ast.dump(n) == dump for n in ast.walk(t)
+                                                       if isinstance(n, ast.Call)))
     return errors
 
 

@@ -3363,8 +3363,13 @@ def calls_misfit_after(ops: Sequence[tuple[int, Operation]], steps: Sequence[Por
                                            overlay):
             line = error.location.line
             said = lines[line - 1].strip() if line and 0 < line <= len(lines) else ""
+            # the call's whole text (it may span lines: `ModelRunner(\n ..., load_group=load_group)`), for the steps
+            # whose code is in it (a keyword a step added), when the line alone names none
+            spans = [n.end_lineno for n in ast.walk(tree) if isinstance(n, ast.Call) and n.lineno == line]
+            whole = " ".join("".join(lines[line - 1:max(spans)]).split()) if line and spans else ""
             holders = [i for i, op in mine if said and said in (getattr(op, "code", None) or "")] or \
-                [i for i, _ in mine]
+                [i for i, op in mine if whole and (code := " ".join((getattr(op, "code", None) or "").split()))
+                 and code in whole] or [i for i, _ in mine]
             for i in holders:
                 out.setdefault(i, ("refused", f"{error.message}; not applied (anchor: {dict(ops)[i].anchor()})"))
     return out

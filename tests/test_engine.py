@@ -1387,6 +1387,20 @@ def test_a_keyword_added_to_a_method_a_base_of_another_module_defines_is_compare
     assert not refused or "cannot be taken by `Base.helper` of `sglang.srt.util`: the keyword `b`" in p.errors[0].message
 
 
+def test_a_call_across_modules_that_does_not_fit_is_charged_to_the_step_that_wrote_it(tmp_path):
+    # hostile round 14 (upstream 04): the error went to the file's last changed step; port then refused valid steps
+    lib = "class Runner:\n    def __init__(self, a, b=0):\n        self.a = a\n"
+    use = ("from sglang.srt.lib import Runner\n\n\ndef make(a):\n    r = Runner(\n        a,\n        b=1,\n    )\n"
+           "    return r\n\n\ndef other(x):\n    return x\n")
+    root = make_target(tmp_path, {"srt/lib.py": lib.encode(), "srt/use.py": use.encode()})
+    steps = ("  - {op: add_keyword_argument, file: srt/use.py, within: make, call: Runner(...), code: group=a}\n"
+             "  - {op: replace_expression, file: srt/use.py, within: other, match: x, code: x + 1}\n")
+    text = f'id: demo\ntitle: Demo\ntarget: {{package: sglang, versions: "==0.5.9"}}\nsteps:\n{steps}'
+    p = plan(recipe(tmp_path, text), find_target(root))
+    [error] = [e for e in p.errors if "the keyword `group`" in e.message]
+    assert error.location.step == 1, error.location
+
+
 def test_a_name_a_comprehension_binds_is_no_read_from_outside(tmp_path):
     # the slime patch's own step on 0.5.9 (review of hostile round 13's rule): `for name, queue in zip(...)` added to
     # a function whose comprehensions loop `for queue in waiting_queues` was refused as shadowing a global `queue`
