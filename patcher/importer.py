@@ -3304,12 +3304,19 @@ def removals_moved(ops: Sequence[tuple[int, Operation]], steps: Sequence[PortedS
         if not keys:
             continue
         words = set(re.findall(r"[A-Za-z_]\w*", op.match))
+        mine = release.texts().get(op.file, "")
         for rel, text in release.texts().items():
             if rel == op.file or not all(w in text for w in words):
                 continue
+            # a helper the step's function now calls: a function of a module the step's file names (imports);
+            # a module's own constant or logger (`_is_hip = is_hip()`), or a line of a class the file never
+            # uses, is that module's, not the code moved
+            if not re.search(rf"\b{re.escape(PurePosixPath(rel).stem)}\b", mine):
+                continue
             now = _statement_index(text)
             then = _statement_index(base.texts().get(rel, ""))
-            if all(len(now.get(k, ())) > len(then.get(k, ())) for k in keys):
+            if all(len(now.get(k, ())) > len(then.get(k, ())) for k in keys) \
+                    and _in_functions(text, [now[k][0] for k in keys]):
                 first = " ".join(op.match.strip().splitlines()[0].split())
                 out[index] = ("refused", f"`{first}` is gone from `{op.file}`, but `{rel}` has it (line "
                                          f"{now[keys[0]][0]}), which the base release's does not: upstream moved "
@@ -3714,6 +3721,17 @@ def _statements_of(code: str) -> list[tuple[str, int]] | None:
         return None
     return [(key, node.lineno) for node in ast.walk(tree) if isinstance(node, ast.stmt)
             for key in [_statement_key(node)] if key is not None]
+
+
+def _in_functions(text: str, lines: list[int]) -> bool:
+    """Whether each of the lines stands in a function (a def's body) of the module's text."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError):
+        return False
+    spans = [(n.body[0].lineno, n.end_lineno) for n in ast.walk(tree)
+             if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    return all(any(a <= line <= b for a, b in spans) for line in lines)
 
 
 @functools.lru_cache(maxsize=16)

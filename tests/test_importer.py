@@ -2623,6 +2623,21 @@ def test_port_does_not_take_a_removal_upstream_moved_into_another_module_as_alre
     _, out2 = lift_and_write(tmp_path / "2", base2, git_diff(before, after, "srt/w.py"))
     kept = package(tmp_path / "kept", {"srt/w.py": after, "srt/h.py": 'def other(d):\n    del d["y"]\n'})
     assert [s.status for s in importer.port(load_recipe(out2), kept, base_dir=base2).steps] == ["already_upstream"]
+    # hostile round 14 (upstream 03): the same statement in a module the step's file does not name, or at a
+    # module's top level (its own logger, its `_is_hip = is_hip()`), is no helper the function calls: upstream's own
+    # removals were refused on their own release
+    unrelated = package(tmp_path / "unrelated", {
+        "srt/w.py": after, "srt/h.py": 'def other():\n    pass\n\n\ndef clean(d):\n    del d["y"]\n'})
+    assert [s.status for s in importer.port(load_recipe(out), unrelated, base_dir=base).steps] == ["already_upstream"]
+    const_before = "import logging\n\nlogger = logging.getLogger(__name__)\n\n\ndef f():\n    return 1\n"
+    const_after = "import logging\n\n\ndef f():\n    return 1\n"
+    base4 = package(tmp_path / "base4", {"srt/w.py": const_before, "srt/h.py": "def other():\n    pass\n"})
+    _, out4 = lift_and_write(tmp_path / "4", base4, git_diff(const_before, const_after, "srt/w.py"))
+    new_module = package(tmp_path / "new_module", {
+        "srt/w.py": "import logging\n\nfrom sglang.srt import h\n\n\ndef f():\n    return 1\n",
+        "srt/h.py": "import logging\n\nlogger = logging.getLogger(__name__)\n\n\ndef other():\n    pass\n"})
+    assert [s.status for s in importer.port(load_recipe(out4), new_module, base_dir=base4).steps if s.op != "add_import"
+            ] == ["already_upstream"]
     # an import gone from the module while another module gains the same import is no code moved (hostile round
     # 13, upstream 01: five real upstream diffs refused on their own release)
     imp_before = "import os\nimport time\n\n\ndef f():\n    return os.sep\n"
