@@ -42,7 +42,8 @@ from typing import Any, Iterable, Iterator, Sequence
 
 import libcst as cst
 
-from .anchors import NodePath, body_of, bracket_depth, child_blocks, indent_of, too_deep, _path_to_block
+from .anchors import (NodePath, _block_indent, _path_to_block, body_of, bracket_depth, child_blocks, indent_of,
+                      too_deep)
 from .errors import Location, PatchError, SpecpatchError, UsageError, VersionUnsupported
 from .model import validate
 from .recipe_model import first_release
@@ -1112,6 +1113,10 @@ def _code(module: cst.Module, path: NodePath, stmts: Sequence[cst.CSTNode], *, l
     """The statements as recipe code: at column 0, multi-line strings moved left with them (an operation puts them
     back at the block's indentation, strings included)."""
     indent = indent_of(path + (stmts[0],)) if stmts else ""
+    block = getattr(path[-1], "body", None)
+    if stmts and isinstance(block, cst.IndentedBlock) and not any(c is stmts[0] for c in block.body):
+        # a statement made anew for the code (its leading lines changed): it stands in that block all the same
+        indent = indent_of(path) + _block_indent(block, path[0])
     out = []
     for k, s in enumerate(stmts):
         if not lead and k == 0 and hasattr(s, "leading_lines"):

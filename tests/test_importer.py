@@ -3095,6 +3095,19 @@ def test_port_refuses_a_signature_change_another_module_of_the_release_calls_by_
         in only.message, (only.status, only.message)
 
 
+@pytest.mark.parametrize("before", [
+    # a method's docstring (sglang 0.5.13 -> 0.5.14 adaptive_runtime_state.py) and a field's docstring below it
+    # (vLLM's config classes): hostile round 14 (upstream 02), 20 of its 22 hunks not lifted were such rewordings
+    'class C:\n    def register(self, state):\n        """Register a state.\n\n        *steps* defaults to ``x``.\n'
+    '        """\n        self.s = state\n',
+    'class Config:\n    size: int = 0\n    """The size.\n\n    Zero means any.\n    """\n    name: str = ""\n',
+])
+def test_a_reworded_multi_line_docstring_is_lifted(tmp_path, before):
+    after = before.replace("``x``", "x").replace("Zero means any.", "Zero means any size.")
+    steps, recipe = lifted_round_trip(tmp_path, before, after, "srt/c.py")
+    assert [s.options["op"] for s in steps] == ["replace_statements"], [s.options for s in steps]
+
+
 def test_statements_put_at_the_top_of_a_function_above_its_comment_are_lifted_at_start(tmp_path):
     # hostile round 13 (newcomer 03): two lines above a method's first comment and `if` were lifted as one
     # replace_statements of the whole 31-line method, refused on the next release wherever upstream edited it
