@@ -1117,7 +1117,7 @@ def _calls_across_modules(recipe_id: str, target: Target, rel_pkg: str, rel: str
                                     for d in found[0].decorator_list):
                 continue  # not a plain function of that module (a decorator may change what it takes)
             why = _misfit(call, *found)
-            was = signatures(module, False).get(name)
+            was = signatures(module, False).get(name) if why is not None else None
             if why is not None and why.startswith("no value for") and was is not None and any(
                     where == (module, name) and (_misfit(c, *was) or "").startswith("no value for")
                     for c, where in old_calls):
@@ -1246,9 +1246,10 @@ def _flow_changed(recipe_id: str, rel: str, before: str, after: str, tree: ast.M
                         (_imported_twice, Conflict),
                         (_lambda_generators, FlowChanged),
                         (_init_reads_early, ReadBeforeSet)):
-        had = {why for _, why in check(old_tree)}
+        found = check(tree)
+        had = {why for _, why in check(old_tree)} if found else set()  # the release's own are not charged
         errors.extend(_charged(recipe_id, rel, lines, done, lineno, why, kind=kind)
-                      for lineno, why in [(n, w) for n, w in check(tree) if w not in had][:1])
+                      for lineno, why in [(n, w) for n, w in found if w not in had][:1])
     for error in errors:
         if "in a block that already imports it" in error.message:
             error.hint = ("keep one of the two imports: this release may have the name elsewhere (the recipe's code "
@@ -1410,7 +1411,7 @@ def _class_body_shadows(tree: ast.Module) -> list[tuple[int, str]]:
     builtin: the read now gets the class's own (the next `@property` calls the new method)."""
     import builtins
 
-    module_names = set(bound_at_module_level_ast(tree.body)) | set(dir(builtins))
+    module_names: set[str] | None = None  # read once a class reads a name it binds above
     lazy = any(isinstance(st, ast.ImportFrom) and st.module == "__future__" and any(
         a.name == "annotations" for a in st.names) for st in tree.body)
     out: list[tuple[int, str]] = []
@@ -1430,8 +1431,12 @@ def _class_body_shadows(tree: ast.Module) -> list[tuple[int, str]]:
                 read += [] if lazy else [st.annotation]
             else:
                 read = [st]
-            for n in (x for r in read for x in _class_level(r)):
-                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id in bound & module_names:
+            for n in (x for r in read for x in _class_level(r)) if bound else ():
+                if not (isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id in bound):
+                    continue
+                if module_names is None:
+                    module_names = set(bound_at_module_level_ast(tree.body)) | set(dir(builtins))
+                if n.id in module_names:
                     out.append((n.lineno, f"binds `{n.id}` in the class `{cls.name}` above a read of it in the class's "
                                           f"body (a decorator, an annotation, a default), which meant the module's "
                                           f"or the builtin `{n.id}`: it now gets the class's own"))
@@ -1449,7 +1454,10 @@ def _imported_twice(tree: ast.Module) -> list[tuple[int, str]]:
     X`): the second wins, and the first is dead or the stale one (upstream moved `X`, the recipe's import brings the
     old home back beside the new)."""
     out: list[tuple[int, str]] = []
-    for node in _nodes(tree):
+    blocks = (ast.Module, ast.If, ast.Try, ast.ExceptHandler, ast.With, ast.For, ast.While, ast.FunctionDef,
+              ast.AsyncFunctionDef, ast.ClassDef, ast.AsyncWith, ast.AsyncFor, *((ast.TryStar,) if hasattr(ast, "TryStar")
+                                                                                  else ()))
+    for node in (n for n in _nodes(tree) if isinstance(n, blocks)):
         for part in ("body", "orelse", "finalbody"):
             block = getattr(node, part, None)
             if not isinstance(block, list) or not block or not isinstance(block[0], ast.stmt):
