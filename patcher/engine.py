@@ -779,15 +779,17 @@ def _package_bases(target: Target, rel_pkg: str, tree: ast.Module, cls: ast.Clas
     return out
 
 
-def _self_calls(classes: tuple[ast.ClassDef, ...], name: str) -> Iterator[tuple[ast.ClassDef, ast.AST, ast.Call]]:
-    """(class, method, call) for each `self.name(...)` in the classes' own methods."""
+def _self_calls(classes: tuple[ast.ClassDef, ...],
+                name: str | None = None) -> Iterator[tuple[ast.ClassDef, ast.AST, ast.Call]]:
+    """(class, method, call) for each `self.name(...)` (with `name` None, each `self.<any>(...)`) in the classes'
+    own methods."""
     for owner in classes:
         for fn in owner.body:
             if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) or not fn.args.args:
                 continue
             me = fn.args.args[0].arg
             for n in ast.walk(fn):
-                if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == name \
+                if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and name in (None, n.func.attr) \
                         and isinstance(n.func.value, ast.Name) and n.func.value.id == me:
                     yield owner, fn, n
 
@@ -975,8 +977,8 @@ def _calls_across_modules(recipe_id: str, target: Target, rel_pkg: str, rel: str
             modules |= {a.asname or a.name for node, _ in imports if isinstance(node, ast.Import)
                         for a in node.names if a.name == dotted}
 
-            def callee(call: ast.Call) -> str | None:
-                f = call.func
+            def callee(f: ast.expr) -> str | None:
+                """The name here that `f` (what a call calls, or a base class) stands for in that module."""
                 if isinstance(f, ast.Name):
                     return names.get(f.id)
                 if isinstance(f, ast.Attribute) and (f.attr in changed or f.attr in owners) \
@@ -994,7 +996,7 @@ def _calls_across_modules(recipe_id: str, target: Target, rel_pkg: str, rel: str
                 mine = (generated_init.module_resolver(old_tree), generated_init.module_resolver(tree))
 
                 def resolve(base: ast.expr, at: int, seen: frozenset[str] = frozenset()) -> list | None:
-                    name = callee(ast.Call(func=base, args=[], keywords=[]))
+                    name = callee(base)
                     if name is not None:
                         return mine[at](ast.Name(name))
                     cls = theirs.get(base.id) if isinstance(base, ast.Name) and base.id not in seen else None
@@ -1008,9 +1010,9 @@ def _calls_across_modules(recipe_id: str, target: Target, rel_pkg: str, rel: str
                         error(f"once patched, the dataclass `{sub.name}` of `{there}` (line {sub.lineno}), which "
                               f"derives from one of `{rel}`, {errs[1][1]} (when `{there}` is imported)", None,
                               FailsAtRunTime)
-            calls = [(n, callee(n)) for n in ast.walk(other_tree) if isinstance(n, ast.Call)]
+            calls = [(n, callee(n.func)) for n in ast.walk(other_tree) if isinstance(n, ast.Call)]
             for sub in (n for n in ast.walk(other_tree) if isinstance(n, ast.ClassDef) and owners):
-                base = next((b for b in (callee(ast.Call(func=b, args=[], keywords=[])) for b in sub.bases)
+                base = next((b for b in (callee(b) for b in sub.bases)
                              if b in owners), None)
                 own = {f.name for f in sub.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))}
                 calls += [(call, key) for key in changed if base is not None and key.startswith(f"{base}.")
@@ -1086,11 +1088,8 @@ def _calls_across_modules(recipe_id: str, target: Target, rel_pkg: str, rel: str
                     continue
                 module, real = imported[base.id]
                 own = {f.name for f in cls.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))}
-                out += [(call, (module, f"{real}.{call.func.attr}")) for method in cls.body
-                        if isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)) and method.args.args
-                        for call in ast.walk(method) if isinstance(call, ast.Call)
-                        and isinstance(call.func, ast.Attribute) and call.func.attr not in own
-                        and isinstance(call.func.value, ast.Name) and call.func.value.id == method.args.args[0].arg]
+                out += [(call, (module, f"{real}.{call.func.attr}")) for _, _, call in _self_calls((cls,))
+                        if call.func.attr not in own]
             return out
 
         old_calls = [*((n, target_of(n)) for n in calls_of(old_tree)), *self_calls(old_tree)]
@@ -1240,20 +1239,19 @@ def _flow_changed(recipe_id: str, rel: str, before: str, after: str, tree: ast.M
                       for lineno, why in found[:1])
         errors.extend(_charged(recipe_id, rel, lines, done, lineno, why, kind=FailsAtRunTime)
                       for lineno, why in raises[:1])
-    for check, kind in ((lambda t: _slots_broken(t) + _class_scope_reads(t) + _frozen_writes(t)
-                         + _class_attributes_missing(t) + generated_init.broken_classes(t, _nodes(t)), FailsAtRunTime),
-                        (_class_body_shadows, FlowChanged),
-                        (_imported_twice, Conflict),
-                        (_lambda_generators, FlowChanged),
-                        (_init_reads_early, ReadBeforeSet)):
+    twice = ("keep one of the two imports: this release may have the name elsewhere (the recipe's code can import "
+             "it from there); nothing was written")
+    for check, kind, hint in ((lambda t: _slots_broken(t) + _class_scope_reads(t) + _frozen_writes(t)
+                               + _class_attributes_missing(t) + generated_init.broken_classes(t, _nodes(t)),
+                               FailsAtRunTime, None),
+                              (_class_body_shadows, FlowChanged, None),
+                              (_imported_twice, Conflict, twice),
+                              (_lambda_generators, FlowChanged, None),
+                              (_init_reads_early, ReadBeforeSet, None)):
         found = check(tree)
         had = {why for _, why in check(old_tree)} if found else set()  # the release's own are not charged
-        errors.extend(_charged(recipe_id, rel, lines, done, lineno, why, kind=kind)
+        errors.extend(_charged(recipe_id, rel, lines, done, lineno, why, kind=kind, hint=hint)
                       for lineno, why in [(n, w) for n, w in found if w not in had][:1])
-    for error in errors:
-        if "in a block that already imports it" in error.message:
-            error.hint = ("keep one of the two imports: this release may have the name elsewhere (the recipe's code "
-                          "can import it from there); nothing was written")
     return errors
 
 
@@ -1518,15 +1516,15 @@ def _frozen_writes(tree: ast.Module) -> list[tuple[int, str]]:
 
 
 def _charged(recipe_id: str, rel: str, lines: list[str], done: list[tuple[StepReport, Changed | None]],
-             lineno: int, why: str, *, kind: type[Conflict] = Conflict) -> SpecpatchError:
-    """A conflict (of `kind`) at a line of the patched file, charged to the step whose code holds the line (else
-    the file's last changed step)."""
+             lineno: int, why: str, *, kind: type[Conflict] = Conflict, hint: str | None = None) -> SpecpatchError:
+    """A conflict (of `kind`, with the kind's hint unless `hint` is given) at a line of the patched file, charged to
+    the step whose code holds the line (else the file's last changed step)."""
     owner = next((r for r, c in done if c is not None and r.lines and r.lines[0] <= lineno <= r.lines[1]), None) \
         or next((r for r, c in reversed(done) if c is not None), None)
     text = lines[lineno - 1].strip() if 0 < lineno <= len(lines) else ""
     return kind(f"once patched, `{rel}` {why} (line {lineno}: `{text}`)", location=Location(
         recipe=recipe_id, step=owner.index if owner else None, op=owner.op if owner else None, file=rel,
-        anchor=owner.anchor if owner else None, line=lineno))
+        anchor=owner.anchor if owner else None, line=lineno), hint=hint)
 
 
 def _class_scope_reads(tree: ast.Module) -> list[tuple[int, str]]:
