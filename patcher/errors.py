@@ -214,8 +214,9 @@ class ReadBeforeSet(Conflict):
     """Upstream's code and the step's disagree on order: an answer of the operation (a CannotApply), as a conflict is."""
 
     title = "inserted code would read a name before it is set"
-    hint = ("the function assigns it only below the place the step puts the code (upstream moved that assignment): "
-            "anchor the step after the assignment, or change the code; nothing was written")
+    hint = ("the function assigns it only below the place the step puts the code (upstream moved that assignment), "
+            "or only on some ways to it: anchor the step where every way has assigned it, or change the code; "
+            "nothing was written")
     exit_code = ExitCode.CANNOT_APPLY
 
 

@@ -1038,3 +1038,63 @@ def test_code_placed_beside_the_fallback_is_found_there_on_a_second_run():
     after = before.replace("\n\n    done = []\n", "\n    timeout = float(get_env('T', '600'))\n\n    done = []\n")
     check(step, before, after)
     unchanged(step, after)
+
+
+def test_a_local_bound_under_a_test_is_read_under_the_same_test():
+    """sglang 0.5.22's `DSparkWorkerV2._forward_decode`: `if plan is not None: rank = ...` above, and the code reads
+    `rank` under `if plan is not None:` too (upstream's own change): bound wherever it is read. Under another test,
+    or a test of which the binding's is only a part, it may not be."""
+    before = """
+        def decode(plan, batch):
+            if plan is not None:
+                rank = plan.rank
+                if batch:
+                    size = len(batch)
+            out = []
+            return out
+        """
+    same = "if plan is not None:\n    plan.apply(rank)\n"
+    check(ins("after", same, match="out = []", function="decode"), before,
+          before.replace("out = []\n", "out = []\n" + textwrap.indent(same, " " * 12)))
+    cannot(ins("after", "if batch:\n    plan.apply(rank)\n", match="out = []", function="decode"), before,
+           ReadBeforeSet, mentions=("reads `rank`",))
+    cannot(ins("after", "if batch:\n    print(size)\n", match="out = []", function="decode"), before,
+           ReadBeforeSet, mentions=("reads `size`",))  # bound under two tests, read under one
+    inside = """
+        def decode(plan, batch):
+            if plan is not None:
+                rank = plan.rank
+            out = []
+            if plan is not None:
+                out.append(1)
+            return out
+        """
+    check(ins("after", "plan.apply(rank)\n", match="out.append(1)", function="decode"), inside,
+          inside.replace("out.append(1)\n", "out.append(1)\n                plan.apply(rank)\n"))
+
+
+@pytest.mark.parametrize("block", [
+    "try:\n        val = d['k']\n    except KeyError:\n        pass",
+    "with contextlib.suppress(KeyError):\n        val = d['k']",
+    "for k in d:\n        val = d[k]",
+    "while d:\n        val = d.popitem()",
+    "try:\n        pass\n    except KeyError:\n        val = None",
+])
+def test_a_local_bound_only_in_a_block_that_may_not_run_is_refused(block):
+    """Hostile round 15 (09): a local bound in a `try` whose handler goes on, a `with suppress`, a loop's body: a
+    read below it raises UnboundLocalError on the way that skips it."""
+    before = f"def read(d):\n    {block}\n    return d\n"
+    cannot(ins("before", "print(val)", match="return d", function="read"), before, ReadBeforeSet,
+           mentions=("reads `val`", "a loop's body, a `try` block"))
+    # the release reads it below the block too (it knows the loop turns, or the `try` binds it)
+    relied = before.replace("return d", "log(val)\n    return d")
+    check(ins("before", "print(val)", match="return d", function="read"), relied,
+          relied.replace("return d", "print(val)\n    return d"))
+
+
+def test_a_local_bound_in_a_try_whose_handlers_leave_or_a_loop_that_always_turns_is_bound():
+    for block in ("try:\n        val = d['k']\n    except KeyError:\n        return None",
+                  "while True:\n        val = d.popitem()\n        break"):
+        before = f"def read(d):\n    {block}\n    return d\n"
+        check(ins("before", "print(val)", match="return d", function="read"), before,
+              before.replace("return d", "print(val)\n    return d"))

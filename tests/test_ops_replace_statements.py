@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from op_helpers import cannot, check, op, unchanged
 
-from patcher.errors import AnchorAmbiguous, AnchorNotFound, Conflict
+from patcher.errors import AnchorAmbiguous, AnchorNotFound, Conflict, ReadBeforeSet
 
 
 def rep(match: str, code: str = "", within: str | None = "W.f", **extra):
@@ -670,3 +670,53 @@ def test_siblings_of_the_same_shape_in_other_blocks_are_no_evidence_against_the_
                  match='logger.warning("Radix cache is disabled because of a.")')
     check(silence, warnings, warnings.replace('logger.warning("Radix cache is disabled because of a.")', "pass"))
     unchanged(silence, warnings.replace('logger.warning("Radix cache is disabled because of a.")', "pass"))
+
+
+def test_code_reading_a_local_set_only_below_or_on_one_branch_above_is_refused():
+    """Round 13, 26b: `return 0` -> `return v` where only `if flag:` binds `v` raises UnboundLocalError on the
+    other way; what the replaced statements read already, or what every way binds, is fine."""
+    before = """
+        def pick(flag):
+            if flag:
+                v = 1
+            else:
+                u = 2
+            if flag:
+                print(v)
+            w = 0
+            late = 3
+            return w
+        """
+    one_arm = op("replace_statements", within="pick", match="return w", code="return v")
+    cannot(one_arm, before, ReadBeforeSet, mentions=("reads `v`", "in a branch"))
+    cannot(op("replace_statements", within="pick", match="w = 0", code="w = late"), before, ReadBeforeSet,
+           mentions=("reads `late`",))
+    check(op("replace_statements", within="pick", match="print(v)", code="print(v, 1)"), before,
+          before.replace("print(v)", "print(v, 1)"))  # the release reads `v` there already
+    check(op("replace_statements", within="pick", match="w = 0", code="w = flag"), before,
+          before.replace("w = 0", "w = flag"))
+    both = before.replace("        u = 2", "        v = 2")
+    check(op("replace_statements", within="pick", match="return w", code="return v"), both,
+          both.replace("return w", "return v"))
+    header = op("replace_statements", within="pick", match="if flag:\n    print(v)", code="if flag and w:\n    print(v)")
+    cannot(header, before, ReadBeforeSet, mentions=("reads `w`",))
+    cannot(op("replace_statements", within="pick", match="while flag:\n    ...", code="while w:\n    ..."), """
+        def pick(flag):
+            while flag:
+                flag = 0
+            w = 0
+            return w
+        """, ReadBeforeSet, mentions=("reads `w`",))
+
+
+def test_a_replacement_reads_a_local_under_the_test_that_binds_it():
+    before = """
+        def decode(plan):
+            if plan is not None:
+                rank = plan.rank
+            confidence = None
+            return confidence
+        """
+    code = "if plan is not None:\n    plan.apply(rank)"
+    check(op("replace_statements", within="decode", match="confidence = None", code=code), before,
+          before.replace("confidence = None", "if plan is not None:\n                plan.apply(rank)"))

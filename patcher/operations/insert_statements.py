@@ -308,82 +308,7 @@ class InsertStatements(Operation):
 
     def _refuse_reading_before_set(self, module: cst.Module, fpath: NodePath, stop: cst.CSTNode | None, *,
                                    include: bool) -> None:
-        """The code must not read what the function sets only below the new place: a local it assigns further
-        down (UnboundLocalError), or, in `__init__`, `self.x` that the function assigns further down and nothing
-        else of the class sets (AttributeError): upstream moved that assignment below the anchor. `stop` is the
-        statement the new code goes before (`include=False`) or after (`include=True`, with its block); None with
-        `include`: the function's end."""
-        try:
-            tree = ast.parse(textwrap.dedent(self.code))
-        except (SyntaxError, ValueError, RecursionError):
-            return
-        own = {_target(n) for n in ast.walk(tree) if isinstance(n, (ast.Name, ast.Attribute))
-               and not isinstance(n.ctx, ast.Load)} | _stores(tree)  # its imports and defs too
-        # reads that run when the code runs: not those in a lambda or a nested def, which run when called, later;
-        # `self.count += 1` reads `self.count` first (unless the code sets it otherwise)
-        reads = ({_target(n) for n in _run_now(tree) if isinstance(n, (ast.Name, ast.Attribute))
-                  and isinstance(n.ctx, ast.Load)} - own | _only_augmented(tree)) - {None}
-        if not reads:
-            return
-        from ..anchors import statement_ast, walk_statements
-
-        fn = statement_ast(module, fpath[-1])
-        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            return
-        declared = {n for s in ast.walk(fn) if isinstance(s, (ast.Global, ast.Nonlocal)) for n in s.names}
-        params = {a.arg for a in (*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs, fn.args.vararg,
-                                  fn.args.kwarg) if a is not None}
-        me = (fn.args.posonlyargs + fn.args.args)[0].arg if fn.name == "__init__" and fn.args.args else None
-        inherited: set[str] | None = None  # what the base classes' __init__ set, when the module has them all
-        if me is not None:  # `self.desc = self._describe()`: what the method it calls reads on `self`, read now
-            reads |= self._read_by_methods_called(module, fpath, tree, me)
-            inherited = _set_by_bases(module, fpath, me)
-        stored = _stores(fn) | (inherited if inherited and any(_calls_init(s) for s in fn.body) else set())
-        later = {t for t in stored if t not in params and t not in declared
-                 and ("." not in t or (me is not None and t.startswith(f"{me}.")))} & reads
-        if me is not None:
-            later -= {t for t in later if "." in t and self._set_elsewhere(module, fpath, t.split(".", 1)[1])}
-        if not later:
-            return
-        above: set[str] = set()
-        elsewhere: set[str] = set()  # what a branch off the new code's path binds (another arm, a `case`)
-        stop_path = next((p for p in walk_statements(fpath) if p[-1] is stop), None) if stop is not None else None
-        for spath in walk_statements(fpath):
-            stmt = spath[-1]
-            if stop_path is not None and stmt is not stop and _other_arm(spath, stop_path):
-                whole = statement_ast(module, stmt) if not isinstance(stmt, (cst.FunctionDef, cst.ClassDef)) else None
-                elsewhere |= (_stores(whole, header_only=True) if whole is not None else set()) | _bound_by_blocks(spath)
-                continue  # an `if` arm or `case` the new code's arm excludes: what it binds is not set there
-            whole = statement_ast(module, stmt) if not isinstance(stmt, (cst.FunctionDef, cst.ClassDef)) else None
-            if stmt is not stop and _in_branch(spath, stop_path):
-                # in an `if` arm or `case` above that does not hold the new code: it may not have run
-                elsewhere |= (_stores(whole, header_only=True) if whole is not None else {stmt.name.value}) \
-                    | _bound_by_blocks(spath)
-                continue
-            if stmt is stop:
-                if include and whole is not None:
-                    above |= _stores(whole)
-                above |= _bound_by_blocks(spath)  # `except E as e:`, a `case` pattern's captures, around it
-                break
-            if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
-                above.add(stmt.name.value)  # a nested def binds its name where it stands
-            elsewhere |= _bound_by_blocks(spath)  # a `case` capture or `except` name above: that branch may not run
-            if whole is not None:
-                above |= _stores(whole, header_only=True) | (_definite(whole) if isinstance(whole, (ast.If, ast.Match))
-                                                             else set())
-                if me is not None and _calls_init(whole):
-                    if inherited is None:
-                        return  # a base class's __init__ (not in the module) ran above: it may set them
-                    above |= inherited
-        early = sorted(later - above)
-        if early:
-            where = "below the new code" if stop is not None or not include else "nowhere above it"
-            if set(early) <= elsewhere:
-                where = ("in a branch the new code's path may not go through (an `if` or `match` arm, a `case` "
-                         "pattern or an `except` handler above it, that not every way through runs), or below it")
-            them = ("it", "it is") if len(early) == 1 else ("them", "they are")
-            raise ReadBeforeSet(f"the code reads {', '.join(f'`{m}`' for m in early)}, which `{self.function}` "
-                                f"assigns only {where}: it would read {them[0]} before {them[1]} set")
+        refuse_reading_before_set(module, fpath, stop, self.code, self.function, include=include)
 
     @staticmethod
     def _read_by_methods_called(module: cst.Module, fpath: NodePath, code: ast.Module, me: str) -> set[str]:
@@ -666,6 +591,193 @@ def _names(code: str, ctx: type) -> set[str]:
     except SyntaxError:
         return set()
     return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ctx)}
+
+
+def refuse_reading_before_set(module: cst.Module, fpath: NodePath, stop: cst.CSTNode | None, code: str, function: str,
+                              *, include: bool, read_there: frozenset[str] = frozenset()) -> None:
+    """The code must not read what the function sets only below the new place: a local it assigns further
+    down (UnboundLocalError), or, in `__init__`, `self.x` that the function assigns further down and nothing
+    else of the class sets (AttributeError): upstream moved that assignment below the anchor. `stop` is the
+    statement the new code goes before (`include=False`) or after (`include=True`, with its block); None with
+    `include`: the function's end. `read_there`: what the statements the code replaces read already (the release
+    reads them at that place: not the code's doing)."""
+    try:
+        tree = ast.parse(textwrap.dedent(code))
+    except (SyntaxError, ValueError, RecursionError):
+        return
+    own = {_target(n) for n in ast.walk(tree) if isinstance(n, (ast.Name, ast.Attribute))
+           and not isinstance(n.ctx, ast.Load)} | _stores(tree)  # its imports and defs too
+    # reads that run when the code runs: not those in a lambda or a nested def, which run when called, later;
+    # `self.count += 1` reads `self.count` first (unless the code sets it otherwise)
+    reads = ({_target(n) for n in _run_now(tree) if isinstance(n, (ast.Name, ast.Attribute))
+              and isinstance(n.ctx, ast.Load)} - own | _only_augmented(tree)) - {None} - read_there
+    if not reads:
+        return
+    from ..anchors import statement_ast, walk_statements
+
+    fn = statement_ast(module, fpath[-1])
+    if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return
+    declared = {n for s in ast.walk(fn) if isinstance(s, (ast.Global, ast.Nonlocal)) for n in s.names}
+    params = {a.arg for a in (*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs, fn.args.vararg,
+                              fn.args.kwarg) if a is not None}
+    me = (fn.args.posonlyargs + fn.args.args)[0].arg if fn.name == "__init__" and fn.args.args else None
+    inherited: set[str] | None = None  # what the base classes' __init__ set, when the module has them all
+    if me is not None:  # `self.desc = self._describe()`: what the method it calls reads on `self`, read now
+        reads |= InsertStatements._read_by_methods_called(module, fpath, tree, me)
+        inherited = _set_by_bases(module, fpath, me)
+    stored = _stores(fn) | (inherited if inherited and any(_calls_init(s) for s in fn.body) else set())
+    later = {t for t in stored if t not in params and t not in declared
+             and ("." not in t or (me is not None and t.startswith(f"{me}.")))} & reads
+    if me is not None:
+        later -= {t for t in later if "." in t and InsertStatements._set_elsewhere(module, fpath, t.split(".", 1)[1])}
+    if not later:
+        return
+    above: set[str] = set()
+    elsewhere: set[str] = set()  # what a branch off the new code's path binds (another arm, a `case`)
+    stop_path = next((p for p in walk_statements(fpath) if p[-1] is stop), None) if stop is not None else None
+    # `if plan is not None: rank = ...` above, and the code reads `rank` under `if plan is not None:` too (the
+    # release's own way): bound wherever it is read. The tests each read is under, in the code and around its place
+    here = _guards(module, stop_path) if stop_path is not None else frozenset()
+    guarded = {n: g | here for n, g in _guarded_reads(tree).items()}
+    under: dict[str, list[frozenset[str]]] = {}  # a name a branch above binds -> the tests of `if`s around it
+    for spath in walk_statements(fpath):
+        stmt = spath[-1]
+        if stop_path is not None and stmt is not stop and _other_arm(spath, stop_path):
+            whole = statement_ast(module, stmt) if not isinstance(stmt, (cst.FunctionDef, cst.ClassDef)) else None
+            elsewhere |= (_stores(whole, header_only=True) if whole is not None else set()) | _bound_by_blocks(spath)
+            continue  # an `if` arm or `case` the new code's arm excludes: what it binds is not set there
+        whole = statement_ast(module, stmt) if not isinstance(stmt, (cst.FunctionDef, cst.ClassDef)) else None
+        skipped = _maybe_skipped(spath, stop_path) if stmt is not stop else None
+        if stmt is not stop and (_in_branch(spath, stop_path) or skipped is not None and not (
+                (_stores(whole, header_only=True) if whole is not None else {stmt.name.value})
+                <= _read_after(module, fpath, skipped))):
+            # in an `if` arm or `case` above that does not hold the new code: it may not have run; in a loop's body
+            # (no turn) or a `try` whose handler goes on (it raised first), unless the release's own code reads
+            # the name below that statement as well (it knows the loop turns, the `try` binds it)
+            bound = (_stores(whole, header_only=True) if whole is not None else {stmt.name.value}) \
+                | _bound_by_blocks(spath)
+            elsewhere |= bound
+            tests = _guards(module, spath)
+            for n in bound:
+                under.setdefault(n, []).append(tests)
+            continue
+        if stmt is stop:
+            if include and whole is not None:
+                above |= _stores(whole)
+            above |= _bound_by_blocks(spath)  # `except E as e:`, a `case` pattern's captures, around it
+            break
+        if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
+            above.add(stmt.name.value)  # a nested def binds its name where it stands
+        elsewhere |= _bound_by_blocks(spath)  # a `case` capture or `except` name above: that branch may not run
+        if whole is not None:
+            above |= _stores(whole, header_only=True) | (_definite(whole) if isinstance(whole, (ast.If, ast.Match))
+                                                         else set())
+            if me is not None and _calls_init(whole):
+                if inherited is None:
+                    return  # a base class's __init__ (not in the module) ran above: it may set them
+                above |= inherited
+    early = sorted(n for n in later - above
+                   if not any(tests and tests <= guarded.get(n, frozenset()) for tests in under.get(n, ())))
+    if early:
+        where = "below the new code" if stop is not None or not include else "nowhere above it"
+        if set(early) <= elsewhere:
+            where = ("in a branch the new code's path may not go through (an `if` or `match` arm, a `case` "
+                     "pattern, a loop's body, a `try` block or its `except` handler above it, that not every way "
+                     "through runs), or below it")
+        them = ("it", "it is") if len(early) == 1 else ("them", "they are")
+        raise ReadBeforeSet(f"the code reads {', '.join(f'`{m}`' for m in early)}, which `{function}` "
+                            f"assigns only {where}: it would read {them[0]} before {them[1]} set")
+
+
+def _maybe_skipped(path: NodePath, stop: NodePath | None) -> cst.CSTNode | None:
+    """The loop (not `while True`), `try` or `with suppress(...)` whose block holds the statement at `path` and not
+    the one at `stop`, when that block may not run on a way that goes on below it: a loop may not turn; a `try`'s
+    body (or `else`) may raise first into a handler that does not always leave (`suppress` is one); a handler runs
+    only when the body raised. None
+    otherwise. (A path goes from a loop or `try` to a statement of its body directly, to one of its other blocks
+    through that block's node.)"""
+    def arm(child: cst.CSTNode) -> cst.CSTNode | None:  # None: the body
+        return child if isinstance(child, (cst.Else, cst.Finally, cst.ExceptHandler, cst.ExceptStarHandler)) else None
+
+    for i, node in enumerate(path[:-1]):
+        if isinstance(node, cst.With) and any(  # `with suppress(E):` is a `try` whose handler goes on
+                isinstance(item.item, cst.Call) and (getattr(item.item.func, "value", None) == "suppress" or (
+                    isinstance(item.item.func, cst.Attribute) and item.item.func.attr.value == "suppress"))
+                for item in node.items) and not (stop is not None and len(stop) > i and stop[i] is node):
+            return node
+        if not isinstance(node, (cst.For, cst.While, cst.Try, cst.TryStar)):
+            continue
+        mine = arm(path[i + 1])
+        if stop is not None and len(stop) > i + 1 and stop[i] is node and arm(stop[i + 1]) is mine:
+            continue  # the new code is in the same block
+        if isinstance(node, (cst.For, cst.While)):
+            if mine is None and not (isinstance(node, cst.While) and isinstance(node.test, cst.Name)
+                                     and node.test.value == "True"):
+                return node
+        elif isinstance(mine, (cst.ExceptHandler, cst.ExceptStarHandler)):
+            return node
+        elif not isinstance(mine, cst.Finally) and any(not (h.body.body and _ends_flow(h.body.body[-1]))
+                                                       for h in node.handlers):
+            return node
+    return None
+
+
+def _read_after(module: cst.Module, fpath: NodePath, node: cst.CSTNode) -> set[str]:
+    """The names the function at `fpath` reads in the statements after `node`, outside it."""
+    from ..anchors import statement_ast, walk_statements
+
+    out: set[str] = set()
+    seen = False
+    for spath in walk_statements(fpath):
+        if spath[-1] is node:
+            seen = True
+            continue
+        if not seen or any(n is node for n in spath):
+            continue
+        tree = statement_ast(module, spath[-1]) if not isinstance(spath[-1], (cst.FunctionDef, cst.ClassDef)) else None
+        if tree is not None:
+            out |= {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    return out
+
+
+def _guards(module: cst.Module, path: NodePath) -> frozenset[str]:
+    """The tests (as AST dumps) of the `if`s whose first arm holds the statement at `path`: true when it runs."""
+    out = set()
+    for node, child in zip(path, path[1:]):
+        if isinstance(node, cst.If) and child is not node.orelse:
+            try:
+                out.add(ast.dump(ast.parse(f"({module.code_for_node(node.test)})", mode="eval").body))
+            except (SyntaxError, ValueError, RecursionError):
+                pass
+    return frozenset(out)
+
+
+def _guarded_reads(tree: ast.AST) -> dict[str, frozenset[str]]:
+    """For each name (or `a.b`) the code reads when it runs, the tests of the code's own `if`s that hold every one
+    of its reads (as AST dumps)."""
+    out: dict[str, frozenset[str]] = {}
+
+    def visit(node: ast.AST, tests: frozenset[str]) -> None:
+        target = _target(node) if isinstance(node, (ast.Name, ast.Attribute)) \
+            and isinstance(node.ctx, ast.Load) else None
+        if target is not None:
+            out[target] = out[target] & tests if target in out else tests
+        if isinstance(node, ast.If):
+            visit(node.test, tests)
+            inner = tests | {ast.dump(node.test)}
+            for child in node.body:
+                visit(child, inner)
+            for child in node.orelse:
+                visit(child, tests)
+            return
+        if isinstance(node, (ast.Lambda, ast.FunctionDef, ast.AsyncFunctionDef)):
+            return  # run when called (`_run_now`); their defaults are read with `tests` all the same
+        for child in ast.iter_child_nodes(node):
+            visit(child, tests)
+
+    visit(tree, frozenset())
+    return out
 
 
 def _other_arm(path: NodePath, other: NodePath) -> bool:

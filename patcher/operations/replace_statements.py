@@ -58,6 +58,7 @@ dataclass field) that `match` does not, which the block already assigns with oth
 
 from __future__ import annotations
 
+import ast
 import difflib
 import textwrap
 from dataclasses import dataclass
@@ -284,6 +285,8 @@ class ReplaceStatements(Operation):
                 raise Conflict(f"the block already defines `{new.name.value}`: renamed, `{first_line(module, stmt)}` "
                                f"would define it a second time (upstream added its own?)",
                                candidates=[Candidate(f"`{first_line(module, other)}`", node=other)])
+        if not isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
+            _refuse_reading_before_set(module, owner, stmt, self.code, self.match)
         if isinstance(stmt, cst.FunctionDef) and isinstance(new, cst.FunctionDef) and not self.callers_changed:
             _refuse_unfilled_calls(module, (*owner, stmt), stmt.params, new.params)
         lead = tuple(getattr(stmt, "leading_lines", ()))
@@ -356,6 +359,7 @@ class ReplaceStatements(Operation):
                 raise Conflict(f"the module already defines {names}: the import the replacement adds would be "
                                f"rebound by it (upstream added its own?)",
                                candidates=[Candidate(f"`{first_line(module, st)}`", node=st) for _, st in clash])
+        _refuse_reading_before_set(module, owner, run[0], self.code, self.match)
         lead = tuple(getattr(run[0], "leading_lines", ()))
         if new:
             new = [new[0].with_changes(leading_lines=(*lead, *new[0].leading_lines)), *new[1:]]
@@ -406,6 +410,29 @@ def _imported(stmt: cst.CSTNode) -> list[str]:
                     if isinstance(node, cst.Name):
                         out.append(node.value)
     return out
+
+
+def _refuse_reading_before_set(module: cst.Module, owner: NodePath, first: cst.CSTNode, code: str,
+                               match: str) -> None:
+    """In a function, the code must not read a local the function binds only below the replaced statements, or only
+    in a branch above them that the way to them may not go through (as `insert_statements` refuses): what the
+    replaced statements read already is the release's own reading there. (`self.x` is the engine's
+    `_init_reads_early`.)"""
+    at = max((i for i, n in enumerate(owner) if isinstance(n, (cst.FunctionDef, cst.ClassDef))), default=None)
+    if at is None or not isinstance(owner[at], cst.FunctionDef):
+        return
+    from .insert_statements import _target, refuse_reading_before_set
+
+    try:
+        read = frozenset(_target(n) for n in ast.walk(ast.parse(textwrap.dedent(match).strip()))
+                         if isinstance(n, (ast.Name, ast.Attribute)) and isinstance(n.ctx, ast.Load)) - {None}
+        # `self.x` read in `__init__` above its assignment is the engine's rule, which names the line
+        read |= {f"{n.value.id}.{n.attr}" for n in ast.walk(ast.parse(textwrap.dedent(code).strip()))
+                 if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)}
+    except (SyntaxError, ValueError, RecursionError):
+        return
+    refuse_reading_before_set(module, owner[:at + 1], first, code, dotted_owner(owner[:at + 1]).strip("`"),
+                              include=False, read_there=read)
 
 
 def _header_only(stmts: Sequence[cst.CSTNode]) -> bool:
