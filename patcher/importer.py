@@ -3061,17 +3061,20 @@ def consistent(ops: Sequence[tuple[int, Operation]], steps: Sequence[PortedStep]
                 if why is None and gone:
                     why = (f"it uses `{_bare(n)}`, which the release does not have and {label(gone[0])} (not "
                            "applied) adds")
-            # an import binds its names in its own file: new there when that file does not mention them (another
-            # file of the release that does is no use of this one's)
-            if op.op == "add_import" and op.file not in file_words:
+            # an import, or a module-level definition, binds its names in its own file: new there when that file
+            # does not mention them (another file of the release that does has a name of its own: its `_is_hip`)
+            module_level = op.op in ("add_import", "add_definition")
+            if module_level and op.file not in file_words:
                 file_words[op.file] = set(_WORD.findall(pristine.get(op.file, "")))
-            fresh = (lambda n, held=file_words.get(op.file, set()): _bare(n) not in held) \
-                if op.op == "add_import" else new
-            # (an import's names are used by the steps of its own file only)
+            fresh = (lambda n, held=file_words.get(op.file, set()): _bare(n) not in held) if module_level else new
+            # (an import's names are used by the steps of its own file only; a definition's by those and by the
+            # steps of other files that use a name no file of the release has)
+            mine = {n: [j for j in same_file.get((op.file, _bare(n)), []) if j != i] for n in defines}
             if op.op == "add_import":
-                using = {n: [j for j in same_file.get((op.file, _bare(n)), []) if j != i] for n in defines}
+                using = mine
             else:
-                using = {n: [j for j in users.get(n, []) if related(j, i)] for n in defines}
+                using = {n: [*dict.fromkeys([*(mine[n] if module_level else []),
+                                             *(j for j in users.get(n, []) if related(j, i))])] for n in defines}
             added = [n for n in sorted(filter(fresh, defines)) if using[n]]
             if why is None and added and all(down(j) for n in added for j in using[n]):
                 j = using[added[0]][0]

@@ -3141,3 +3141,29 @@ def test_port_refuses_an_import_only_a_refused_step_uses_though_another_file_men
     ported = importer.port(load_recipe(out), later, base_dir=base)
     imports = [s.status for s in ported.steps if s.name.startswith("srt-a-") and "add-import" in s.name]
     assert len(imports) == 2 and set(imports) == {"refused"}, {s.name: (s.status, s.message) for s in ported.steps}
+
+
+def test_a_module_constant_only_a_refused_step_reads_falls_though_another_file_has_its_own(tmp_path):
+    """Round 14, upstream 05: `_is_hip = is_hip()` and its import were applied while the one step reading `_is_hip`
+    was refused, because another file of the recipe has a `_is_hip` of its own: a module-level name is its module's."""
+    steps = [
+        {"name": "w-h1-add-import", "op": "add_import", "file": "srt/w.py", "group": "h1",
+         "code": "from sglang.srt.utils import is_hip\n"},
+        {"name": "w-h2-add-definition", "op": "add_definition", "file": "srt/w.py", "group": "h2",
+         "code": "_is_hip = is_hip()\n"},
+        {"name": "w-h3-insert", "op": "insert_statements", "file": "srt/w.py", "group": "h3",
+         "function": "run", "at": "before", "match": "return gone_upstream(n)", "code": "n = n + 1 if _is_hip else n\n"},
+        {"name": "e-h1-insert", "op": "insert_statements", "file": "srt/e.py", "group": "h1",
+         "function": "step", "at": "start", "code": "print(_is_hip)\n"},
+    ]
+    out = recipe_of(tmp_path, steps)
+    utils = "def is_hip():\n    return False\n"
+    later = package(tmp_path / "later", {
+        "srt/utils.py": utils,
+        "srt/w.py": "def run(n):\n    return n\n",
+        "srt/e.py": "from sglang.srt.utils import is_hip\n\n_is_hip = is_hip()\n\n\ndef step():\n    return 1\n"})
+    status = {s.name: s for s in importer.port(load_recipe(out), later).steps}
+    assert status["w-h3-insert"].status == "refused"
+    assert status["e-h1-insert"].status == "applied"  # e.py's own `_is_hip`
+    for name in ("w-h1-add-import", "w-h2-add-definition"):
+        assert status[name].status == "refused" and "only steps that are not applied use" in status[name].message
