@@ -21,6 +21,7 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 import libcst as cst
 
 from . import _generated_init as generated_init
+from . import _runtime_rules as runtime_rules
 from .anchors import code_of, line_of_text, lines_of, too_deep
 from .diff import unified_diff
 from .errors import (AnchorNotFound, CallMisfit, Candidate, Conflict, FailsAtRunTime, FileNotInRelease, FlowChanged,
@@ -703,8 +704,6 @@ def _overrides_unfit(recipe_id: str, target: Target, rel_pkg: str, rel: str, tre
                        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))
         except (StopIteration, SyntaxError, ValueError, RecursionError):
             continue
-        if any(ast.unparse(d).split(".")[-1] in ("staticmethod", "classmethod") for d in new.decorator_list):
-            continue
         cls = next((c for c in tree.body if isinstance(c, ast.ClassDef) and c.name == op.cls), None)
         if cls is None:
             continue
@@ -714,6 +713,14 @@ def _overrides_unfit(recipe_id: str, target: Target, rel_pkg: str, rel: str, tre
             if theirs is None:
                 continue
             where = Location(recipe=recipe_id, step=report.index, op=report.op, file=rel, anchor=report.anchor)
+            if _descriptor(new) != _descriptor(theirs):  # `self.size + 1` of a property, now a bound method
+                errors.append(Conflict(
+                    f"the new `{op.cls}.{new.name}` is {_descriptor(new)}, where `{base.name}.{new.name}` "
+                    f"(`{base_rel}`) it overrides is {_descriptor(theirs)}: what reads or calls it as one would get "
+                    f"the other (TypeError, or a method where a value was read)", location=where))
+                break
+            if _descriptor(new) != "a method":
+                break
             # (a generator over a plain function may serve what iterates it: only `async` is judged)
             other_kind = _kind(theirs) != _kind(new) and (isinstance(theirs, ast.AsyncFunctionDef)
                                                           or isinstance(new, ast.AsyncFunctionDef))
@@ -734,6 +741,19 @@ def _overrides_unfit(recipe_id: str, target: Target, rel_pkg: str, rel: str, tre
                     break
             break  # the nearest base that defines it is the one overridden
     return errors
+
+
+def _descriptor(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> str:
+    """What a def in a class body makes of the name: a property (its getter, setter or deleter, a
+    `cached_property`), a class method, a static method, or a method."""
+    for d in fn.decorator_list:
+        name = ast.unparse(d.func if isinstance(d, ast.Call) else d)
+        last = name.split(".")[-1]
+        if last in ("property", "cached_property") or last in ("setter", "getter", "deleter") and "." in name:
+            return "a property"
+        if last in ("classmethod", "staticmethod"):
+            return f"a {last[:-6]} method"
+    return "a method"
 
 
 def _kind(fn: ast.AST) -> str:
@@ -1247,7 +1267,10 @@ def _flow_changed(recipe_id: str, rel: str, before: str, after: str, tree: ast.M
                               (_class_body_shadows, FlowChanged, None),
                               (_imported_twice, Conflict, twice),
                               (_lambda_generators, FlowChanged, None),
-                              (_init_reads_early, ReadBeforeSet, None)):
+                              (_init_reads_early, ReadBeforeSet, None),
+                              (runtime_rules.unpacked_wrong, FailsAtRunTime, None),
+                              (lambda t: runtime_rules.builtins_shadowed(t) + runtime_rules.mutable_defaults_changed(t)
+                               + runtime_rules.contextmanager_yields(t), FlowChanged, None)):
         found = check(tree)
         had = {why for _, why in check(old_tree)} if found else set()  # the release's own are not charged
         errors.extend(_charged(recipe_id, rel, lines, done, lineno, why, kind=kind, hint=hint)

@@ -6,6 +6,8 @@ import os
 import textwrap
 from pathlib import Path
 
+import json
+
 import pytest
 
 from patcher.engine import plan
@@ -1415,3 +1417,124 @@ def test_a_name_a_comprehension_binds_is_no_read_from_outside(tmp_path):
     root2 = make_target(tmp_path / "2", {"srt/m.py": source.replace("len(queue) for queue in qs",
                                                                     "map(lambda queue: len(queue), qs)").encode()})
     assert plan(recipe(tmp_path, one_step(step)), find_target(root2)).ok
+
+
+CM = """\
+from contextlib import contextmanager
+
+
+@contextmanager
+def borrowed(pool):
+    item = pool.get()
+    try:
+        yield item
+    finally:
+        pool.put(item)
+
+
+def collect(x, acc=()):
+    return list(acc) + [x]
+
+
+POINT = (1, 2)
+
+
+def norm():
+    x, y = POINT
+    with open("f") as fh:
+        return fh.read(), x, y
+"""
+
+
+@pytest.mark.parametrize("step, said", [
+    # hostile round 15 (08): a second `yield`, or a `return` before the `yield`: RuntimeError at every `with`
+    ("op: insert_statements\n    function: borrowed\n    at: after\n    match: pool.put(item)\n"
+     "    code: 'yield None'", "yield more than once"),
+    ("op: insert_statements\n    function: borrowed\n    at: start\n    code: |\n      if pool is None:\n"
+     "          return", "end without yielding"),
+    # (18) a mutable default the function changes
+    ("op: replace_statements\n    within: collect\n    match: return list(acc) + [x]\n    code: |\n"
+     "      acc.append(x)\n      return acc", None),
+    # (15) a tuple unpacked into fewer names
+    ("op: add_element\n    within: POINT\n    after: '2'\n    code: '3'", "unpacks `POINT` of 3 values into 2"),
+    # (20) an import that binds a builtin the module reads
+    ("op: add_import\n    code: from sglang.srt.fs import open", "binds `open` at module level"),
+])
+def test_code_python_accepts_and_that_goes_wrong_when_it_runs_is_refused(tmp_path, step, said):
+    files = {"srt/m.py": CM.encode(), "srt/fs.py": b"def open(p):\n    return p\n"}
+    if said is None:  # the default is the release's `()`: the step makes it mutable by changing the body
+        files["srt/m.py"] = CM.replace("acc=()", "acc=[]").encode()
+        said = "changes in place (`acc.append(...)`)"
+    root = make_target(tmp_path, files)
+    p = plan(recipe(tmp_path, one_step(step)), find_target(root))
+    assert not p.ok and said in p.errors[0].message, p.errors
+    assert p.errors[0].location.step == 1
+
+
+@pytest.mark.parametrize("step", [
+    "op: insert_statements\n    function: borrowed\n    at: start\n    code: |\n      if pool is None:\n"
+    "          raise ValueError(pool)",
+    "op: replace_statements\n    within: borrowed\n    match: yield item\n    code: |\n      if item:\n"
+    "          yield item\n      else:\n          yield None",
+    "op: replace_statements\n    within: collect\n    match: return list(acc) + [x]\n    code: |\n"
+    "      acc = list(acc)\n      acc.append(x)\n      return acc",
+    "op: add_element\n    within: POINT\n    after: '2'\n    code: '3'\n  - file: srt/m.py\n    op: replace_statements\n"
+    "    within: norm\n    match: x, y = POINT\n    code: x, y, _ = POINT",
+    "op: add_import\n    code: from sglang.srt import fs",
+])
+def test_the_same_forms_done_right_apply(tmp_path, step):
+    root = make_target(tmp_path, {"srt/m.py": CM.encode(), "srt/fs.py": b"def open(p):\n    return p\n"})
+    p = plan(recipe(tmp_path, one_step(step)), find_target(root))
+    assert p.ok, p.errors
+
+
+def test_a_parameter_added_to_one_class_s_method_is_no_excuse_for_a_call_of_another_s(tmp_path):
+    # hostile round 15 (02): `Base.step` gaining `trace` excused a keyword added to a call that runs `Fast.step`
+    # (the excuse was keyed by the bare method name)
+    module = ("class Base:\n    def step(self, x):\n        return x\n\n\nclass Fast(Base):\n"
+              "    def step(self, x):\n        return x\n\n    def run(self):\n        return self.step(1)\n")
+    root = make_target(tmp_path, {"srt/m.py": module.encode()})
+    head = ('id: demo\ntitle: Demo\ntarget: {package: sglang, versions: "==0.5.9"}\nsteps:\n'
+            "  - {file: srt/m.py, op: add_parameter, function: Base.step, code: 'trace=False'}\n")
+    call = "  - {file: srt/m.py, op: add_keyword_argument, within: Fast.run, call: 'self.step(1)', code: 'trace=True'}\n"
+    p = plan(recipe(tmp_path, head + call), find_target(root))
+    assert not p.ok and "takes no parameter `trace`" in p.errors[0].message, p.errors
+    fixed = head.replace("Base.step", "Fast.step")
+    assert plan(recipe(tmp_path, fixed + call), find_target(root)).ok
+
+
+def test_an_abstract_method_is_judged_against_the_subclasses_as_the_recipe_leaves_them(tmp_path):
+    # hostile round 15 (06): the abstract method first, the subclass's own `stop` in a later step: refused before
+    module = ("import abc\n\n\nclass Base(abc.ABC):\n    @abc.abstractmethod\n    def run(self):\n        ...\n\n\n"
+              "class Impl(Base):\n    def run(self):\n        return 1\n")
+    root = make_target(tmp_path, {"srt/m.py": module.encode()})
+    head = ('id: demo\ntitle: Demo\ntarget: {package: sglang, versions: "==0.5.9"}\nsteps:\n'
+            "  - {file: srt/m.py, op: add_method, class: Base, code: \"@abc.abstractmethod\\ndef stop(self):\\n"
+            "    ...\\n\"}\n")
+    impl = "  - {file: srt/m.py, op: add_method, class: Impl, code: \"def stop(self):\\n    return 2\\n\"}\n"
+    assert plan(recipe(tmp_path, head + impl), find_target(root)).ok
+    p = plan(recipe(tmp_path, head), find_target(root))
+    assert not p.ok and "not defined by `Impl`" in p.errors[0].message
+
+
+@pytest.mark.parametrize("base, new, said", [
+    # hostile round 15 (10): an override of another kind than the base's attribute
+    ("    @property\n    def size(self):\n        return 1\n", "def size(self):\n    return 2\n",
+     "is a method, where `Base.size` (`srt/m.py`) it overrides is a property"),
+    ("    def size(self):\n        return 1\n", "@property\ndef size(self):\n    return 2\n",
+     "is a property, where `Base.size`"),
+    ("    @classmethod\n    def size(cls):\n        return 1\n", "def size(self):\n    return 2\n",
+     "where `Base.size` (`srt/m.py`) it overrides is a class method"),
+    ("    @staticmethod\n    def size():\n        return 1\n", "def size(self):\n    return 2\n",
+     "it overrides is a static method"),
+])
+def test_an_added_method_overriding_another_kind_of_attribute_is_refused(tmp_path, base, new, said):
+    module = f"class Base:\n{base}\n\nclass Sub(Base):\n    pass\n"
+    root = make_target(tmp_path, {"srt/m.py": module.encode()})
+    step = f"op: add_method\n    class: Sub\n    code: {json.dumps(new)}"
+    p = plan(recipe(tmp_path, one_step(step)), find_target(root))
+    assert not p.ok and said in p.errors[0].message, p.errors
+    same = textwrap.dedent(base).replace("return 1", "return 3")  # the base's kind: an override as meant
+    p = plan(recipe(tmp_path, one_step(f"op: add_method\n    class: Sub\n    code: {json.dumps(same)}")),
+             find_target(root))
+    assert p.ok, p.errors
