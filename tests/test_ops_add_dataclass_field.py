@@ -328,3 +328,14 @@ def test_a_field_of_a_named_tuple_the_module_unpacks_is_a_conflict():
     starred = before.replace("a, b = ORIGIN", "a, *rest = ORIGIN").replace("a + b", "a")
     check(op("add_dataclass_field", **{"class": "Point"}, after="y", code="z: int = 0"), starred,
           starred.replace("    y: int = 0\n", "    y: int = 0\n    z: int = 0\n"))
+
+
+def test_an_auto_member_above_other_auto_members_of_an_enum_is_refused():
+    # hostile round 15 (19): `X = auto()` after `A` gave `B` the value 3: a stored `Mode(2)` read as `X`
+    before = "import enum\n\n\nclass Mode(enum.Enum):\n    A = enum.auto()\n    B = enum.auto()\n"
+    err = cannot(op("add_dataclass_field", **{"class": "Mode"}, after="A", code="X = enum.auto()"), before, Conflict)
+    assert "`B` and every `auto()` member below" in err.message, err.message
+    check(op("add_dataclass_field", **{"class": "Mode"}, after="B", code="X = enum.auto()"), before,
+          before + "    X = enum.auto()\n")
+    check(op("add_dataclass_field", **{"class": "Mode"}, after="A", code="X = 10"), before,
+          before.replace("    B =", "    X = 10\n    B ="))

@@ -171,3 +171,12 @@ def test_a_definition_named_like_a_builtin_the_module_reads_is_a_conflict():
     # a builtin the module does not read is free to take
     check(op("add_definition", code="\n\ndef compile(x):\n    return x\n"), before,
           before + "\n\ndef compile(x):\n    return x\n")
+
+
+def test_a_singledispatch_registration_named_like_another_is_added():
+    # hostile round 15 (07)
+    before = ("import functools\n\n\n@functools.singledispatch\ndef show(x):\n    return 'obj'\n\n\n"
+              "@show.register\ndef _(x: int):\n    return 'int'\n")
+    new = "@show.register\ndef _(x: str):\n    return 'str'\n"
+    check(op("add_definition", code=new), before, before + new)
+    cannot(op("add_definition", code="def _(x):\n    return 1\n"), before, Conflict)

@@ -432,3 +432,14 @@ def test_a_typed_dict_takes_neither_a_method_nor_a_key_with_a_default():
     err = cannot(op("add_dataclass_field", **{"class": "Opts"}, after="a", code="b: int = 0"), before, Conflict)
     assert "whose keys take no default" in err.message
     check(op("add_dataclass_field", **{"class": "Opts"}, after="a", code="b: int"), before, before + "    b: int\n")
+
+
+def test_a_singledispatch_registration_named_like_another_is_added():
+    # hostile round 15 (07): `@fmt.register def _(...)` beside another registered `_` was refused as a conflict;
+    # the dispatcher keeps each
+    before = ("import functools\n\n\nclass F:\n    @functools.singledispatchmethod\n    def fmt(self, x):\n"
+              "        return 'obj'\n\n    @fmt.register\n    def _(self, x: int):\n        return 'int'\n")
+    new = "@fmt.register\ndef _(self, x: str):\n    return 'str'\n"
+    check(op("add_method", cls="F", code=new), before,
+          before + "\n    @fmt.register\n    def _(self, x: str):\n        return 'str'\n")
+    cannot(op("add_method", cls="F", code="def _(self, x):\n    return 1\n"), before, Conflict)  # not registered

@@ -364,6 +364,9 @@ def test_a_keyword_a_dict_of_the_module_or_a_builtin_can_take_is_added(before, c
      "Base().sample(...)", "run"),
     ("class Base:\n    def __init__(self, xs):\n        self.xs = xs\n\n\nclass Sub(Base):\n    pass\n\n\n"
      "def run():\n    return Sub([1])\n", "Sub(...)", "run"),
+    # hostile round 15 (21): `super().__init__(...)` of a dataclass base runs the `__init__` it generates
+    ("@dataclass\nclass Base:\n    xs: int = 0\n\n\nclass Sub(Base):\n    def __init__(self):\n"
+     "        super().__init__(1)\n", "super().__init__(...)", "Sub.__init__"),
 ])
 def test_a_keyword_the_callee_cannot_take_is_a_conflict_however_the_module_calls_it(before, call, within):
     step = op("add_keyword_argument", call=call, code="temperature=0.7", within=within)
@@ -873,3 +876,15 @@ def test_a_required_parameter_of_a_function_the_module_hands_on_as_a_value_is_a_
     assert "hands `keyfn` on as a value" in err.message, err.message
     check(op("add_parameter", function="keyfn", after="item", code="reverse=False"), before,
           before.replace("def keyfn(item):", "def keyfn(item, reverse=False):"))
+
+
+@pytest.mark.parametrize("before, after, code", [
+    # hostile round 15 (16): one key to Python, so the step replaced a value, or added nothing, and said "changed"
+    ("TABLE = {1: 'low', 2: 'high'}\n", "2", "True: 'flag'"),
+    ("MODE_A = 'a'\nTABLE = {MODE_A: 1, 'b': 2}\n", "'b'", "'a': 3"),
+    ("SIZES = {1, 2}\n", "2", "1.0"),
+])
+def test_a_key_equal_to_one_the_literal_has_is_a_conflict(before, after, code):
+    within = "SIZES" if before.startswith("SIZES") else "TABLE"
+    err = cannot(op("add_element", within=within, after=after, code=code), before, Conflict)
+    assert "which Python takes for the new" in err.message, err.message

@@ -258,7 +258,11 @@ def callee(module: cst.Module, path: tuple[cst.CSTNode, ...], call: cst.Call) ->
         return (fn, _skip(fn, True)) if fn is not None else (None, 0)
     if isinstance(owner, cst.Call) and isinstance(owner.func, cst.Name):
         if owner.func.value == "super" and cls is not None:
-            fn = _lookup(module, cls, name, own=False)
+            bases = [b for b in base_names(module, cls) if b.split("[")[0] not in _NEUTRAL]
+            if name == "__init__" and len(bases) == 1 and bases[0] in classes:
+                fn = _init_of(module, classes[bases[0]])  # a dataclass base's generated one too
+            else:
+                fn = _lookup(module, cls, name, own=False)
         elif owner.func.value in classes and not any(binds(f, owner.func.value) for f in functions):
             fn = _lookup(module, classes[owner.func.value], name)
         else:

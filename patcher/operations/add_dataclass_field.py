@@ -136,6 +136,15 @@ class AddDataclassField(Operation):
                            f"read as `{name}` (upstream added a member of that value?)",
                            candidates=[Candidate(code_of(module, alias).strip(), node=alias)])
         anchors = [p for p in fields if ident(field_name(p[-1])) == ident(self.after)]
+        if len(anchors) == 1 and _is_enum(cpath[-1]):
+            renumbered = _auto_below(module, fields, anchors[0][-1])
+            if renumbered is not None and "auto(" in module.code_for_node(new):
+                # `auto()` numbers a member after the one above it: every `auto()` member below would move up one
+                raise Conflict(f"`{self.cls}` numbers its members with `auto()`: a new `auto()` member after "
+                               f"`{self.after}` would give `{field_name(renumbered)}` and every `auto()` member below "
+                               f"it another value (stored or sent values would read as other members); add the "
+                               f"member at the end of the class", candidates=[Candidate(
+                                   code_of(module, renumbered).strip(), node=renumbered)])
         if len(anchors) == 1:
             _refuse_bad_init(module, cpath, new, name, anchors[0][-1], self.cls)
             if not self.callers_changed:
@@ -198,6 +207,13 @@ def _is_enum(cls: cst.ClassDef) -> bool:
         return node.attr.value if isinstance(node, cst.Attribute) else node.value if isinstance(node, cst.Name) else ""
 
     return any(base_name(b).endswith(("Enum", "Flag")) for b in cls.bases)
+
+
+def _auto_below(module: cst.Module, fields: list, after: cst.CSTNode) -> cst.CSTNode | None:
+    """The first member below `after` whose value is `auto()`, else None."""
+    below = [p[-1] for p in fields][[p[-1] for p in fields].index(after) + 1:]
+    return next((m for m in below if isinstance(m, cst.SimpleStatementLine) and len(m.body) == 1
+                 and isinstance(m.body[0], cst.Assign) and "auto(" in module.code_for_node(m.body[0].value)), None)
 
 
 def _enum_alias(module: cst.Module, cls: cst.ClassDef, new: cst.SimpleStatementLine,

@@ -87,7 +87,7 @@ class AddDefinition(Operation):
         if not new:
             raise RecipeError("`code` holds no statement")
         body = list(module.body)
-        if len(new) == 1 and isinstance(new[0], (cst.FunctionDef, cst.ClassDef)):
+        if len(new) == 1 and isinstance(new[0], (cst.FunctionDef, cst.ClassDef)) and not registration(new[0]):
             name = new[0].name.value
             same = [s for s in body if isinstance(s, (cst.FunctionDef, cst.ClassDef)) and s.name.value == name]
             if same:
@@ -140,6 +140,9 @@ class AddDefinition(Operation):
         except (SyntaxError, ValueError, RecursionError):
             return  # the file's own checks say what is wrong with it
         mine = bound_at_module_level(code)
+        for st in new:  # `@show.register def _(...)`: the dispatcher keeps each, whatever the name
+            if isinstance(st, cst.FunctionDef) and registration(st):
+                mine.pop(st.name.value, None)
         # `helper += 1` makes no binding, but changes the module's own
         mine.update({st.target.id: st.lineno for st in code if isinstance(st, ast.AugAssign)
                      and isinstance(st.target, ast.Name)})
@@ -164,6 +167,14 @@ class AddDefinition(Operation):
             if used is not None:
                 raise Conflict(f"the new code binds `{used.id}`, the builtin the module's own code reads (line "
                                f"{used.lineno}): it would read the new one instead")
+
+
+def registration(node: cst.CSTNode) -> bool:
+    """Whether a def is registered by a decorator `@X.register` (`functools.singledispatch`): the dispatcher keeps
+    it, so another def of its name (`_`, by custom) replaces nothing."""
+    return isinstance(node, cst.FunctionDef) and any(
+        isinstance(d, cst.Attribute) and d.attr.value == "register"
+        for dec in node.decorators for d in [dec.decorator.func if isinstance(dec.decorator, cst.Call) else dec.decorator])
 
 
 def _main_guard(stmt: cst.CSTNode) -> bool:

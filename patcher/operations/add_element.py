@@ -254,6 +254,8 @@ class AddElement(Operation):
             raise Conflict(f"the dict already has the key `{line_text(module.code_for_node(have.key))}` with another "
                            f"value: `{line_text(module.code_for_node(have.with_changes(comma=cst.MaybeSentinel.DEFAULT)))}`",
                            candidates=[Candidate(f"`{line_text(module.code_for_node(have.key))}`", node=have)])
+        if isinstance(lit, (cst.Dict, cst.Set)):
+            self._refuse_equal_key(module, lit, item.node)
         at = keys.index(_item_key(self.after)) + 1
         at = past(keys, at, self.placed_before)  # steps after the same item: in recipe order
         if isinstance(item.node, cst.DictElement) and any(
@@ -293,6 +295,32 @@ class AddElement(Operation):
                                   candidates=[Candidate(f"`{line_text(module.code_for_node(lit))}`", node=lit)
                                               for lit, _ in found])
         return literals, found[0]
+
+    @staticmethod
+    def _refuse_equal_key(module: cst.Module, lit: cst.Dict | cst.Set, new: cst.CSTNode) -> None:
+        """A dict key or set element written otherwise than one the literal has, but equal to it as Python hashes
+        them (`True` and `1`, `1.0` and `1`, a module constant's value): one key, so the entry would replace that
+        one's value, or the element add nothing."""
+        def key(node: cst.CSTNode) -> cst.CSTNode | None:
+            return node.key if isinstance(node, cst.DictElement) else node.value if isinstance(node, cst.Element) \
+                else None
+
+        mine = _value(module, key(new))
+        if mine is None:
+            return
+        for e in lit.elements:
+            theirs = _value(module, key(e))
+            try:
+                equal = theirs is not None and theirs[0] == mine[0] and hash(theirs[0]) == hash(mine[0])
+            except TypeError:
+                continue
+            if equal:
+                shown = line_text(module.code_for_node(key(e)))
+                what = "dict has the key" if isinstance(lit, cst.Dict) else "set holds"
+                raise Conflict(f"the {what} `{shown}`, which Python takes for the new `{line_text(module.code_for_node(key(new)))}` "
+                               f"(equal values, one key): the step would "
+                               f"{'replace its value' if isinstance(lit, cst.Dict) else 'add nothing'}",
+                               candidates=[Candidate(f"`{shown}`", node=e)])
 
     def _refuse_bare_tuple(self, lit: cst.CSTNode) -> Outcome:
         from .base import CannotApply
@@ -334,3 +362,23 @@ def _unpacking_targets(node: cst.CSTNode) -> set[int]:
 
     node.visit(Visit())
     return found
+
+
+def _value(module: cst.Module, node: cst.CSTNode | None) -> tuple[object] | None:
+    """(value,) of a literal key, or of a module-level name bound once to a literal; None otherwise."""
+    import ast
+
+    if node is None:
+        return None
+    if isinstance(node, cst.Name) and node.value not in ("True", "False", "None"):
+        bound = [a.value for st in module.body if isinstance(st, cst.SimpleStatementLine) for a in st.body
+                 if isinstance(a, (cst.Assign, cst.AnnAssign)) and a.value is not None
+                 and any(isinstance(t, cst.Name) and t.value == node.value
+                         for t in ([x.target for x in a.targets] if isinstance(a, cst.Assign) else [a.target]))]
+        if len(bound) != 1 or isinstance(bound[0], cst.Name):
+            return None
+        node = bound[0]
+    try:
+        return (ast.literal_eval(module.code_for_node(node).strip()),)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return None

@@ -84,7 +84,9 @@ class AddKeywordArgument(Operation):
         for s in steps:
             if s.op == "add_parameter":
                 try:
-                    added.append(f"{s.function.rsplit('.', 1)[-1]}:{_parameter(s.code).name.value}")
+                    # the function of that file, by its dotted name: `Base.step` gaining `trace` is no excuse for
+                    # a call that runs `Fast.step`
+                    added.append(f"{s.file}::{s.function}:{_parameter(s.code).name.value}")
                 except RecipeError:
                     continue
             elif s.op == "add_dataclass_field":  # a field is a parameter of the `__init__` the dataclass gets
@@ -167,6 +169,7 @@ class AddKeywordArgument(Operation):
         if target is not None and not wrapped and target.params.star_kwarg is None and \
                 name not in {p.name.value for p in (*[*target.params.posonly_params, *target.params.params][skip:],
                                                      *target.params.kwonly_params)} and \
+                f"{self.file}::{_dotted(module, target)}:{name}" not in self.parameters_added and \
                 f"{target.name.value}:{name}" not in self.parameters_added:
             raise Conflict(f"`{target.name.value}`, which the module defines, takes no parameter `{name}` (nor "
                            f"`**kwargs`): the call would raise TypeError (upstream renamed or removed it?)",
@@ -309,3 +312,18 @@ def _bound_by_position(module: cst.Module, path: tuple[cst.CSTNode, ...], call: 
         return set()
     names = [p.name.value for p in (*target.params.posonly_params, *target.params.params)][skip:]
     return set(names[:len(positional)])
+
+
+def _dotted(module: cst.Module, target: cst.FunctionDef) -> str:
+    """`Class.method` (or `function`) for a def of the module, by where it stands."""
+    def find(body, prefix: str) -> str | None:
+        for st in body:
+            if st is target:
+                return prefix + st.name.value
+            if isinstance(st, cst.ClassDef):
+                found = find(st.body.body, f"{prefix}{st.name.value}.")
+                if found is not None:
+                    return found
+        return None
+
+    return find(module.body, "") or target.name.value

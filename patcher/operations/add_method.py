@@ -53,7 +53,16 @@ class AddMethod(Operation):
     cls: str = option(alias="class", description="the class, e.g. EAGLEWorkerV2 (dotted for nested classes)")
     code: str = option(description="the method: one `def` or `async def`, decorators allowed")
     after: str | None = option(default=None, description="the method the new one follows; default: end of the class")
+    #: `Class.method` for each method the recipe's `add_method` steps add (set by `among`): an abstract method is
+    #: judged against the subclasses as the recipe leaves them
+    methods_added: tuple[str, ...] = option(default=(), exclude=True)
 
+    def among(self, steps) -> "AddMethod":
+        from dataclasses import replace
+
+        added = tuple(f"{s.file}::{s.cls.rsplit('.', 1)[-1]}.{s._name_hint()}" for s in steps
+                      if s.op == "add_method" and s is not self)
+        return replace(self, methods_added=added) if added else self
 
     def describe(self) -> str:
         where = f"after `{self.after}`" if self.after else "at the end"
@@ -107,8 +116,12 @@ class AddMethod(Operation):
         kind = accessor(new)
         adds_accessor = kind in ("setter", "deleter") and any(accessor(p[-1]) == "getter" for p in existing) \
             and not any(accessor(p[-1]) == kind for p in existing)
-        if adds_accessor:
-            existing = []  # `@v.setter def v` for the property `v`: how Python adds an accessor, no conflict
+        from .add_definition import registration
+
+        if adds_accessor or registration(new):
+            # `@v.setter def v` for the property `v`: how Python adds an accessor; `@show.register def _`: the
+            # dispatcher keeps each registered def: no conflict
+            existing = []
         if existing:
             have = code_of(module, existing[0][-1])
             raise Conflict(f"`{self.cls}` already has a method `{existing[0][-1].name.value}` with other code",
@@ -118,12 +131,13 @@ class AddMethod(Operation):
         if _is_typed_dict(module, cpath[-1]):
             raise Conflict(f"`{self.cls}` is a TypedDict: its instances are plain dicts, which would never have the "
                            f"method `{name}` (AttributeError where it is called); add a function of the module instead")
-        other = class_members(cpath).get(ident(name)) if not adds_accessor else None
+        other = class_members(cpath).get(ident(name)) if not (adds_accessor or registration(new)) else None
         if other is not None:  # a field, attribute or nested class of that name: the method would replace it
             raise Conflict(f"`{self.cls}` already binds `{name}` (not as a method): the method would replace it",
                            candidates=[Candidate(code_of(module, other).strip().splitlines()[0], node=other)])
         if any(_decorator_name(module, d) == "abstractmethod" for d in new.decorators):
-            lacking = _concrete_subclasses_lacking(module, owner, name)
+            lacking = [c for c in _concrete_subclasses_lacking(module, owner, name)
+                       if f"{self.file}::{c.name.value}.{name}" not in self.methods_added]
             if lacking:
                 raise Conflict(f"the new abstract method `{name}` of `{self.cls}` is not defined by "
                                f"`{lacking[0].name.value}`, its subclass in the module: TypeError when that class is "
