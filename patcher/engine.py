@@ -409,9 +409,9 @@ def _missing_modules(recipe_id: str, target: Target, rel_pkg: str, rel: str, bef
            for node, dotted in _package_imports(ast.parse(before), target.package, rel_pkg)
            for alias in (node.names if isinstance(node, ast.ImportFrom) else [None])}
     missing = missing_imports(tree, target.package, target.package_dir, rel_pkg, planned=planned, known=had)
+    errors: list[SpecpatchError] = _imports_in_a_circle(recipe_id, target, rel_pkg, rel, tree, had, done, planned or {})
     if not missing:
-        return []
-    errors: list[SpecpatchError] = []
+        return errors
     release = f"{target.package} {target.version}" if target.version else target.package
     for node, what, why in missing:
         owner = next((r for r, c in done if c is not None and r.lines and r.lines[0] <= node.lineno <= r.lines[1]),
@@ -421,6 +421,69 @@ def _missing_modules(recipe_id: str, target: Target, rel_pkg: str, rel: str, bef
             f"{'module' if what.startswith('module ') else 'name there'}",
             location=Location(recipe=recipe_id, step=owner.index if owner else None, op=owner.op if owner else None,
                               file=rel, anchor=owner.anchor if owner else None, line=node.lineno)))
+    return errors
+
+
+def _run_at_import(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """The statements a module runs when it is imported: its own level, and the blocks of its `if`, `try` and
+    `with` statements (not what a function or class body holds: a function's imports run when it is called)."""
+    for node in body:
+        yield node
+        if isinstance(node, (ast.If, ast.With, ast.Try)) or type(node).__name__ == "TryStar":
+            if isinstance(node, ast.If) and type_checking_test(node.test):
+                yield from _run_at_import(node.orelse)
+                continue
+            for block in (node.body, getattr(node, "orelse", []), getattr(node, "finalbody", []),
+                          *(h.body for h in getattr(node, "handlers", []))):
+                yield from _run_at_import(block)
+
+
+def _imports_in_a_circle(recipe_id: str, target: Target, rel_pkg: str, rel: str, tree: ast.Module,
+                         had: set[tuple[str, str]], done: list[tuple[StepReport, Changed | None]],
+                         planned: dict[Path, bytes]) -> list[SpecpatchError]:
+    """A `from M import n` the recipe adds at this module's own level, where M imports this module at its own level
+    above the line that binds `n`: imported first, M runs this module, which asks the half-made M for `n` (ImportError,
+    "partially initialized module"). The other order works, so a smoke test may pass."""
+    parts = PurePosixPath(rel_pkg).with_suffix("").parts
+    me = ".".join([target.package, *(parts[:-1] if parts[-1] == "__init__" else parts)])
+    mine = {id(n) for n in _run_at_import(tree.body)}
+    errors: list[SpecpatchError] = []
+    for node, dotted in _package_imports(tree, target.package, rel_pkg):
+        if not isinstance(node, ast.ImportFrom) or id(node) not in mine or dotted == me \
+                or all((dotted, a.name) in had for a in node.names):
+            continue
+        there = _module_path(target.package_dir, dotted)
+        if not isinstance(there, Path):
+            continue
+        source = there / "__init__.py" if there.is_dir() else there
+        try:
+            text = planned[source].decode("utf-8") if source in planned else source.read_text(encoding="utf-8")
+            other = ast.parse(text)
+        except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError):
+            continue
+        if me.rsplit(".", 1)[-1] not in text:
+            continue
+        other_rel = source.relative_to(target.package_dir).as_posix()
+        at_import = {id(n) for n in _run_at_import(other.body)}
+        back = [n.lineno for n, d in _package_imports(other, target.package, other_rel) if id(n) in at_import and (
+            d == me or isinstance(n, ast.ImportFrom) and any(f"{d}.{a.name}" == me for a in n.names))]
+        if not back:
+            continue
+        bound = bound_at_module_level_ast(other.body)
+        for alias in node.names:
+            line = bound.get(alias.name)
+            if (dotted, alias.name) in had or line is None or line < min(back):
+                continue
+            owner = next((r for r, c in done if c is not None and r.lines and r.lines[0] <= node.lineno
+                          <= r.lines[1]), None) or next((r for r, c in reversed(done) if c is not None), None)
+            errors.append(FailsAtRunTime(
+                f"`{rel}` would import `{alias.name}` from `{dotted}` (line {node.lineno}), which imports this "
+                f"module at its line {min(back)}, above the line that binds `{alias.name}` ({line}): a circular "
+                f"import; where `{dotted}` is imported first, it fails with ImportError (\"partially initialized "
+                f"module\"); import it inside the function that uses it",
+                location=Location(recipe=recipe_id, step=owner.index if owner else None, op=owner.op if owner else None,
+                                  file=rel, anchor=owner.anchor if owner else None, line=node.lineno)))
+            break
     return errors
 
 
@@ -743,6 +806,70 @@ def _overrides_unfit(recipe_id: str, target: Target, rel_pkg: str, rel: str, tre
     return errors
 
 
+def _parameters(found: tuple | None) -> set[str]:
+    """The names of the parameters of a `_signatures` entry (none for None)."""
+    if found is None:
+        return set()
+    a = found[0].args
+    return {p.arg for p in (*a.posonlyargs, *a.args, *a.kwonlyargs)}
+
+
+def _keywords_passed(changed: dict, tree: ast.Module, planned: dict[Path, bytes]) -> dict[str, set[str]]:
+    """For each method `C.m` of `changed` that gained a parameter: those of its new parameters that a call
+    `x.m(..., p=...)` of this file or of another file the recipe writes passes by keyword."""
+    gained = {}
+    for name, ((old_fn, _), (new_fn, _)) in changed.items():
+        if "." in name:
+            new = _parameters((new_fn,)) - _parameters((old_fn,))
+            if new:
+                gained[name] = new
+    if not gained:
+        return {}
+    texts = [ast.unparse(tree)] + [data.decode("utf-8", "replace") for data in planned.values()]
+    out: dict[str, set[str]] = {}
+    for name, params in gained.items():
+        method = name.split(".")[-1]
+        for p in params:
+            pattern = re.compile(r"\." + re.escape(method) + r"\s*\((?:[^()]|\([^()]*\))*?\b" + re.escape(p) + r"\s*=(?!=)")
+            if any(pattern.search(t) for t in texts):
+                out.setdefault(name, set()).add(p)
+    return out
+
+
+def _overrides_lacking(tree: ast.Module, classes: dict[str, ast.ClassDef], passed: dict[str, set[str]],
+                       base_of: Callable[[ast.expr], str | None]
+                       ) -> list[tuple[ast.ClassDef, str, ast.AST, str]]:
+    """(subclass, `C.m`, its override, parameter) for each class of `tree` deriving from `C` (through classes of
+    `tree` too; `base_of` names what a base expression stands for) that defines `m` without a parameter of `passed`
+    (nor `**kwargs`)."""
+    out = []
+
+    def derives(cls: ast.ClassDef, owner: str, seen: frozenset[str] = frozenset()) -> bool:
+        for b in cls.bases:
+            name = base_of(b)
+            if name == owner:
+                return True
+            inner = classes.get(b.id) if isinstance(b, ast.Name) else None
+            if inner is not None and inner.name not in seen and inner is not cls \
+                    and derives(inner, owner, seen | {cls.name}):
+                return True
+        return False
+
+    for name, params in passed.items():
+        owner, method = name.split(".")[0], name.split(".")[-1]
+        for cls in classes.values():
+            if cls.name == owner or not derives(cls, owner):
+                continue
+            fn = next((f for f in cls.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+                       and f.name == method), None)
+            if fn is None or fn.args.kwarg is not None:
+                continue
+            lacking = sorted(params - _parameters((fn,)))
+            if lacking:
+                out.append((cls, name, fn, lacking[0]))
+    return out
+
+
 def _descriptor(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> str:
     """What a def in a class body makes of the name: a property (its getter, setter or deleter, a
     `cached_property`), a class method, a static method, or a method."""
@@ -848,9 +975,11 @@ def _signatures(tree: ast.Module) -> dict[str, tuple[ast.FunctionDef | ast.Async
             out[node.name] = (node, 0)
         elif isinstance(node, ast.ClassDef):
             for fn in node.body:  # its methods, as `self.m(...)` of a subclass elsewhere runs them
+                # (`abstractmethod` hands the function back as it is: its signature is the one overrides answer to)
                 if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) and fn.name != "__init__" and all(
-                        isinstance(d, ast.Name) and d.id in ("staticmethod", "classmethod") for d in fn.decorator_list):
-                    static = any(d.id == "staticmethod" for d in fn.decorator_list)
+                        isinstance(d, ast.Name) and d.id in ("staticmethod", "classmethod", "abstractmethod")
+                        or isinstance(d, ast.Attribute) and d.attr == "abstractmethod" for d in fn.decorator_list):
+                    static = any(isinstance(d, ast.Name) and d.id == "staticmethod" for d in fn.decorator_list)
                     out[f"{node.name}.{fn.name}"] = (fn, 0 if static else 1)
             init = next((f for f in node.body if isinstance(f, ast.FunctionDef) and f.name == "__init__"), None)
             if init is not None and not node.decorator_list:
@@ -960,6 +1089,15 @@ def _calls_across_modules(recipe_id: str, target: Target, rel_pkg: str, rel: str
     was, now = _signatures(old_tree), _signatures(tree)
     changed = {name: (was[name], now[name]) for name in was.keys() & now.keys()
                if ast.dump(was[name][0].args) != ast.dump(now[name][0].args)}
+    # a method that gained a parameter the recipe's calls pass by keyword: a subclass's override that does not take
+    # it gets it all the same, where the object is of that subclass (TypeError)
+    passed = _keywords_passed(changed, tree, planned)
+    if passed:
+        for sub, name, fn, key in _overrides_lacking(tree, {c.name: c for c in tree.body if isinstance(c, ast.ClassDef)},
+                                                     passed, lambda b: b.id if isinstance(b, ast.Name) else None):
+            error(f"once patched, `{name}` takes `{key}`, which the recipe's calls pass, but `{sub.name}.{fn.name}` "
+                  f"(line {fn.lineno}), which overrides it, does not: TypeError where the object is a `{sub.name}`",
+                  fn.lineno, written=lambda t, n=name, k=key: k in _parameters(_signatures(t).get(n)))
     if changed:
         parts = PurePosixPath(rel_pkg).with_suffix("").parts
         dotted = ".".join([target.package, *(parts[:-1] if parts[-1] == "__init__" else parts)])
@@ -1030,6 +1168,14 @@ def _calls_across_modules(recipe_id: str, target: Target, rel_pkg: str, rel: str
                         error(f"once patched, the dataclass `{sub.name}` of `{there}` (line {sub.lineno}), which "
                               f"derives from one of `{rel}`, {errs[1][1]} (when `{there}` is imported)", None,
                               FailsAtRunTime)
+            if passed:
+                for sub, name, fn, key in _overrides_lacking(
+                        other_tree, {c.name: c for c in other_tree.body if isinstance(c, ast.ClassDef)}, passed,
+                        callee):
+                    error(f"once patched, `{name}` of `{rel}` takes `{key}`, which the recipe's calls pass, but "
+                          f"`{sub.name}.{fn.name}` of `{there}` (line {fn.lineno}), which overrides it, does not: "
+                          f"TypeError where the object is a `{sub.name}`", None,
+                          written=lambda t, n=name, k=key: k in _parameters(_signatures(t).get(n)))
             calls = [(n, callee(n.func)) for n in ast.walk(other_tree) if isinstance(n, ast.Call)]
             for sub in (n for n in ast.walk(other_tree) if isinstance(n, ast.ClassDef) and owners):
                 base = next((b for b in (callee(b) for b in sub.bases)

@@ -1538,3 +1538,47 @@ def test_an_added_method_overriding_another_kind_of_attribute_is_refused(tmp_pat
     p = plan(recipe(tmp_path, one_step(f"op: add_method\n    class: Sub\n    code: {json.dumps(same)}")),
              find_target(root))
     assert p.ok, p.errors
+
+
+@pytest.mark.parametrize("abstract", [False, True])
+def test_a_parameter_the_recipe_passes_to_a_method_that_a_subclass_overrides_without_it_is_refused(tmp_path, abstract):
+    # hostile round 15 (01): `Base.step` gains `trace`, `Base.run`'s `self.step(1)` passes it; `Fast.step` (this
+    # module or another) does not take it: TypeError for every `Fast`
+    deco = "    @abc.abstractmethod\n" if abstract else ""
+    base = (f"import abc\n\n\nclass Base(abc.ABC):\n{deco}    def step(self, x):\n        return x\n\n"
+            "    def run(self):\n        return self.step(1)\n")
+    sub = "\n\nclass Fast(Base):\n    def step(self, x):\n        return x + 1\n"
+    other = "from sglang.srt.m import Base\n" + sub
+    head = ('id: demo\ntitle: Demo\ntarget: {package: sglang, versions: "==0.5.9"}\nsteps:\n'
+            "  - {file: srt/m.py, op: add_parameter, function: Base.step, code: 'trace=False'}\n"
+            "  - {file: srt/m.py, op: add_keyword_argument, within: Base.run, call: 'self.step(1)', code: 'trace=True'}\n")
+    for n, (files, where) in enumerate((({"srt/m.py": base + sub}, "`Fast.step` (line"),
+                                        ({"srt/m.py": base, "srt/o.py": other}, "`Fast.step` of `sglang/srt/o.py`"))):
+        case = tmp_path / f"case{n}"
+        case.mkdir()
+        root = make_target(case, {k: v.encode() for k, v in files.items()})
+        p = plan(recipe(case, head), find_target(root))
+        assert not p.ok and where in p.errors[0].message and "does not" in p.errors[0].message, p.errors
+        assert p.errors[0].location.step == 1
+        # the override takes it too (a step of the recipe adds it), or the call passes nothing new: fine
+        fixed = head + ("  - {file: srt/m.py, op: add_parameter, function: Fast.step, code: 'trace=False'}\n"
+                        if "srt/o.py" not in files else
+                        "  - {file: srt/o.py, op: add_parameter, function: Fast.step, code: 'trace=False'}\n")
+        assert plan(recipe(case, fixed), find_target(root)).ok
+        assert plan(recipe(case, head.split("  - {file: srt/m.py, op: add_keyword")[0]), find_target(root)).ok
+
+
+def test_an_import_that_closes_a_circle_above_the_name_it_takes_is_refused(tmp_path):
+    # hostile round 15 (22): `b` gains `from sglang.srt.a import CONST`, while `a` imports `b` above its `CONST`:
+    # importing `a` first fails ("partially initialized module"); the smoke test imported `b` first and passed
+    files = {"srt/__init__.py": b"", "srt/a.py": b"from sglang.srt import b\n\nCONST = 3\n",
+             "srt/b.py": b"def f():\n    return 1\n", "srt/c.py": b"LIMIT = 4\n"}
+    root = make_target(tmp_path, files)
+    step = "op: add_import\n    code: from sglang.srt.a import CONST"
+    p = plan(recipe(tmp_path, one_step(step, file="srt/b.py")), find_target(root))
+    assert not p.ok and "circular import" in p.errors[0].message and "its line 1" in p.errors[0].message, p.errors
+    # a module that does not import it back, or an import inside the function: fine
+    assert plan(recipe(tmp_path, one_step(step.replace(".a import CONST", ".c import LIMIT"), file="srt/b.py")),
+                find_target(root)).ok
+    lazy = ("op: insert_statements\n    function: f\n    at: start\n    code: from sglang.srt.a import CONST")
+    assert plan(recipe(tmp_path, one_step(lazy, file="srt/b.py")), find_target(root)).ok

@@ -131,9 +131,9 @@ def test_an_enum_member_of_a_value_another_member_has_is_a_conflict():
     # another value, auto(), or a plain class: as before
     check(idle, "class Mode(Enum):\n    DECODE = 2\n    MIXED = 4\n",
           "class Mode(Enum):\n    DECODE = 2\n    IDLE = 3\n    MIXED = 4\n")
-    check(op("add_dataclass_field", **{"class": "Mode", "after": "DECODE", "code": "IDLE = auto()"}),
+    check(op("add_dataclass_field", **{"class": "Mode", "after": "MIXED", "code": "IDLE = auto()"}),
           "class Mode(Enum):\n    DECODE = auto()\n    MIXED = auto()\n",
-          "class Mode(Enum):\n    DECODE = auto()\n    IDLE = auto()\n    MIXED = auto()\n")
+          "class Mode(Enum):\n    DECODE = auto()\n    MIXED = auto()\n    IDLE = auto()\n")
     check(idle, "class Mode:\n    DECODE = 2\n    MIXED = 3\n", "class Mode:\n    DECODE = 2\n    IDLE = 3\n    MIXED = 3\n")
 
 
