@@ -1861,7 +1861,8 @@ def _unawaited_calls(node: ast.AST, names: set[str], *, statements_only: bool = 
 
 def _always_leaves(st: ast.stmt) -> bool:
     """Whether control never goes on past the statement: a `return`, `raise`, `continue` or `break`; an `if` whose
-    arms (an `else` included) all leave; a `with` whose body leaves; a `try` whose body and handlers leave (or whose
+    arms (an `else` included) all leave; a `with` whose body leaves, and not by a `raise` (its context manager may
+    swallow the exception); a `try` whose body and handlers leave (or whose
     `finally` does); a `while True:` without a `break` of its own."""
     def block(stmts: list[ast.stmt]) -> bool:
         return any(_always_leaves(s) for s in stmts)
@@ -1871,7 +1872,9 @@ def _always_leaves(st: ast.stmt) -> bool:
     if isinstance(st, ast.If):
         return bool(st.orelse) and block(st.body) and block(st.orelse)
     if isinstance(st, (ast.With, ast.AsyncWith)):
-        return block(st.body)
+        # a `return` leaves whatever the context manager does; an exception it may swallow (`pytest.raises`,
+        # `suppress`), and the code below then runs
+        return block(st.body) and not any(isinstance(n, ast.Raise) for n in ast.walk(st))
     if isinstance(st, ast.Try) or type(st).__name__ == "TryStar":
         if st.finalbody and block(st.finalbody):
             return True

@@ -1582,3 +1582,17 @@ def test_an_import_that_closes_a_circle_above_the_name_it_takes_is_refused(tmp_p
                 find_target(root)).ok
     lazy = ("op: insert_statements\n    function: f\n    at: start\n    code: from sglang.srt.a import CONST")
     assert plan(recipe(tmp_path, one_step(lazy, file="srt/b.py")), find_target(root)).ok
+
+
+def test_code_after_a_with_whose_body_raises_runs_the_context_manager_may_swallow_it(tmp_path):
+    # hostile round 15, real code (05): sglang 0.5.23's own test, `with pytest.raises(E): ...; raise E` then more
+    # lines, was taken for a block that always leaves: code added below "never runs"
+    module = ("def check(model):\n    with raises(RuntimeError):\n        model.run()\n        raise RuntimeError\n"
+              "    assert model.calls == 3\n")
+    root = make_target(tmp_path, {"srt/m.py": module.encode()})
+    step = "op: insert_statements\n    function: check\n    at: end\n    code: 'assert model.ok'"
+    assert plan(recipe(tmp_path, one_step(step)), find_target(root)).ok
+    returns = module.replace("        raise RuntimeError\n", "        return 1\n")
+    (root / "sglang" / "srt" / "m.py").write_text(returns)
+    p = plan(recipe(tmp_path, one_step(step)), find_target(root))
+    assert not p.ok and "never runs" in p.errors[0].message, p.errors

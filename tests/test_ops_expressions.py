@@ -888,3 +888,13 @@ def test_a_key_equal_to_one_the_literal_has_is_a_conflict(before, after, code):
     within = "SIZES" if before.startswith("SIZES") else "TABLE"
     err = cannot(op("add_element", within=within, after=after, code=code), before, Conflict)
     assert "which Python takes for the new" in err.message, err.message
+
+
+def test_a_value_is_added_to_a_literal_type_registry():
+    # hostile round 15, real code (02): vLLM's `CacheDType = Literal["auto", "fp8", ...]` was "no list, tuple or set
+    # literal holds"
+    before = 'CacheDType = Literal[\n    "auto",\n    "fp8",\n    "fp8_e5m2",\n]\nMode = typing.Literal["a", "b"]\n'
+    check(op("add_element", within="CacheDType", after='"fp8"', code='"team_fp6"'), before,
+          before.replace('    "fp8",\n', '    "fp8",\n    "team_fp6",\n'))
+    check(op("add_element", within="Mode", after='"b"', code='"c"'), before,
+          before.replace('"a", "b"]', '"a", "b", "c"]'))

@@ -1098,3 +1098,37 @@ def test_a_local_bound_in_a_try_whose_handlers_leave_or_a_loop_that_always_turns
         before = f"def read(d):\n    {block}\n    return d\n"
         check(ins("before", "print(val)", match="return d", function="read"), before,
               before.replace("return d", "print(val)\n    return d"))
+
+
+def test_a_def_in_both_arms_and_a_comprehension_s_variable_are_read_right():
+    """Hostile round 15, real code (03, 04): sglang 0.5.23's `_open`, defined in both arms of an if/else, was called
+    "assigned only in a branch"; `[id for chunk in out for id in chunk]` made `id` a local of the function."""
+    both = """
+        def load(path, fast):
+            if fast:
+                def _open(p):
+                    return p
+            else:
+                def _open(p):
+                    return p
+            with _open(path) as f:
+                return f
+        """
+    check(ins("before", "print(_open)", match="with _open(path) as f:\n    ...", function="load"), both,
+          both.replace("            with _open", "            print(_open)\n            with _open"))
+    comp = """
+        def coalesce(out):
+            first = out[0]
+            ids = [id for chunk in out for id in chunk]
+            return ids
+        """
+    check(ins("start", "print(id(out))", function="coalesce"), comp,
+          comp.replace("            first =", "            print(id(out))\n            first ="))
+    walrus = """
+        def pick(xs):
+            print(n)
+            ys = [n for x in xs if (n := x)]
+            return ys
+        """
+    cannot(ins("after", "print(n)", match="print(n)", function="pick"), walrus, ReadBeforeSet,
+           mentions=("reads `n`",))  # a walrus in a comprehension binds in the function

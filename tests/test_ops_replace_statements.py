@@ -720,3 +720,24 @@ def test_a_replacement_reads_a_local_under_the_test_that_binds_it():
     code = "if plan is not None:\n    plan.apply(rank)"
     check(op("replace_statements", within="decode", match="confidence = None", code=code), before,
           before.replace("confidence = None", "if plan is not None:\n                plan.apply(rank)"))
+
+
+def test_wrapping_one_of_several_calls_that_differ_in_their_text_is_applied_once():
+    """Hostile round 15, real code (01): vLLM 0.23's `AsyncLLM.encode` logs four `logger.info("Request %s ...")`;
+    wrapping one in `if VERBOSE:` applied, then its second run took the others for an edited match."""
+    before = """
+        def encode(rid, log):
+            try:
+                return rid
+            except ValueError:
+                if log:
+                    logger.info("Request %s aborted.", rid)
+            except KeyError:
+                if log:
+                    logger.info("Request %s failed.", rid)
+        """
+    code = 'if VERBOSE:\n    logger.info("Request %s failed.", rid)'
+    check(op("replace_statements", within="encode", match='logger.info("Request %s failed.", rid)', code=code),
+          before, before.replace('                    logger.info("Request %s failed.", rid)',
+                                 '                    if VERBOSE:\n'
+                                 '                        logger.info("Request %s failed.", rid)'))

@@ -17,6 +17,8 @@ indentation); comment lines above it and a comment at the end of its line go wit
 has no line for them: a conflict). An unpacking is an item of its own: `code: '*EXTRA'` adds one, `after: '*EXTRA'`
 follows one, and `*EXTRA` is never the element `EXTRA`. The names an assignment, a `for`, a comprehension or a `with`
 unpacks into (`req, out = pair()`) are no literal: a name added there, without the value growing, raises ValueError.
+The values of a `Literal[...]` type (`CacheDType = Literal["auto", "fp8"]`, a registry of choices) are elements too,
+when no list, tuple or set literal under `within` holds `after`.
 
 A dict entry (`code: '"VLLM_TEAM_MAX": lambda: int(os.getenv("VLLM_TEAM_MAX", "8"))'`, `after: '"VLLM_PORT"'`,
 the key of the entry it follows) goes into the one dict literal with that key (`**BASE` adds an unpacking); the dict
@@ -108,6 +110,8 @@ def _key_of(module: cst.Module, item: cst.CSTNode) -> str | None:
         return node_key(module, item.key)
     if isinstance(item, cst.StarredDictElement):
         return "**" + (node_key(module, item.value) or "")
+    if isinstance(item, cst.SubscriptElement) and isinstance(item.slice, cst.Index):
+        return node_key(module, item.slice.value)  # a value of `Literal[...]`
     return None
 
 
@@ -160,7 +164,9 @@ def _insert(literal: cst.CSTNode, at: int, item: _Item) -> cst.CSTNode | None:
     the literal is written on one line and the item has comments (they have no line of their own there)."""
     closing = _closing(literal)
     close_ws = closing[1].whitespace_before if closing else None
-    elements = insert_item(literal.elements, at, item.node, _opening(literal), close_ws)
+    held = "slice" if isinstance(literal, cst.Subscript) else "elements"  # a `Literal[...]`'s values: its slice
+    node = cst.SubscriptElement(slice=cst.Index(value=item.node.value)) if held == "slice" else item.node
+    elements = insert_item(getattr(literal, held), at, node, _opening(literal), close_ws)
     changes: dict = {}
     last = at == len(elements) - 1
     if last and closing:
@@ -184,7 +190,14 @@ def _insert(literal: cst.CSTNode, at: int, item: _Item) -> cst.CSTNode | None:
                       for c in item.above)
         elements[at - 1] = elements[at - 1].with_changes(comma=above.with_changes(
             whitespace_after=ws.with_changes(empty_lines=(*ws.empty_lines, *lines))))
-    return literal.with_changes(elements=elements, **changes)
+    return literal.with_changes(**{held: elements}, **changes)
+
+
+def _literal_types(module: cst.Module, scope) -> list[cst.Subscript]:
+    """The `Literal[...]` subscripts under the scope (`typing.Literal` too)."""
+    return [n for n in expressions_under(scope, (cst.Subscript,))
+            if (n.value.value if isinstance(n.value, cst.Name) else
+                n.value.attr.value if isinstance(n.value, cst.Attribute) else None) == "Literal"]
 
 
 @register
@@ -236,6 +249,24 @@ class AddElement(Operation):
             # `req, out = pair()` are names to unpack into, not a literal (the value side would not grow)
             kinds, what = _LITERALS, ("list, tuple or set literal holds", "literals hold")
             skip = _unpacking_targets(expression_scope(module, self.within)[-1])
+        if not item.is_entry and isinstance(item.node, cst.Element):
+            # a `Literal["auto", "fp8"]` registry of values (vLLM's `CacheDType`): its values are the elements
+            scope = expression_scope(module, self.within)
+            typed = [(t, [_key_of(module, e) for e in t.slice]) for t in _literal_types(module, scope)]
+            typed = [(t, keys) for t, keys in typed if _item_key(self.after) in keys]
+            if len(typed) == 1 and not any(_item_key(self.after) in [_key_of(module, e) for e in lit.elements]
+                                           for lit in expressions_under(scope, kinds) if id(lit) not in skip):
+                lit, keys = typed[0]
+                if new_key in keys:
+                    return AlreadyApplied(lit)
+                at = past(keys, keys.index(_item_key(self.after)) + 1, self.placed_before)
+                changed = _insert(lit, at, item)
+                if changed is None:
+                    raise Conflict(f"the `Literal[...]` holding `{line_text(self.after)}` is written on one line: the "
+                                   f"code's comments have no line of their own there; leave them out of the code",
+                                   candidates=[Candidate(f"`{line_text(module.code_for_node(lit))}`", node=lit)])
+                return Changed(expressions_under(scope, (cst.Subscript,)).replace(lit, changed), inserted=(),
+                               anchor=lit)
         literals, (lit, keys) = self._holding(module, expression_scope(module, self.within), kinds, new_key, skip=skip,
                                               what=what)
         if new_key in keys:

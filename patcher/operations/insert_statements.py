@@ -819,7 +819,7 @@ def _definite(node: ast.If | ast.Match) -> set[str]:
         out: set[str] = set()
         for st in stmts:
             out |= _definite(st) | _stores(st, header_only=True) if isinstance(st, (ast.If, ast.Match)) \
-                else _stores(st)
+                else _stores(st, header_only=isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)))
         return out
 
     if isinstance(node, ast.Match):  # a `match` whose last `case` takes anything (`case _:`) runs one arm
@@ -891,13 +891,20 @@ _BLOCKS = ("body", "orelse", "finalbody", "handlers", "cases")
 
 
 def _stores(node: ast.AST, *, header_only: bool = False) -> set[str]:
-    """What a statement binds (names, `a.b`), nested functions' and classes' bodies left out; with `header_only`,
-    a compound statement's header only (a `for` target, a `with ... as`, a walrus in a test)."""
+    """What a statement binds (names, `a.b`), nested functions' and classes' bodies (but their names) and
+    comprehensions' own variables left out; with `header_only`, a compound statement's header only (a `for` target,
+    a `with ... as`, a walrus in a test; a def's name). A def given itself is read whole (what its body binds)."""
     out: set[str] = set()
 
     def visit(n: ast.AST, top: bool) -> None:
-        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and not top:
-            out.add(n.name)
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and (not top or header_only):
+            out.add(n.name)  # a def binds its name where it stands
+            return
+        if isinstance(n, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+            # its loop variables are its own scope's, not the function's; a walrus in it binds in the function
+            out.update(w.target.id for w in ast.walk(n) if isinstance(w, ast.NamedExpr))
+            return
+        if isinstance(n, ast.Lambda):
             return
         if isinstance(n, (ast.Name, ast.Attribute)) and not isinstance(n.ctx, ast.Load):
             t = _target(n)

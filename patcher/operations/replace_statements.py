@@ -197,6 +197,9 @@ class ReplaceStatements(Operation):
         # a match inside the replacement is ours (the code wraps the match or keeps it): not an anchor
         anchors = [r for r in runs if not any(_inside(r, p) for p in placed)]
         if not anchors:
+            wrapped = [p for p in placed if any(_inside(r, p) for r in runs)]
+            if wrapped:  # the code wraps the match, which is there inside it, as written: applied (the match's
+                return AlreadyApplied(wrapped[0][1][0])  # siblings with other literals are other statements)
             if new and placed:
                 # a code that is the match with other values (`= 16384` -> `= 32768`) stands where the match stood:
                 # its siblings in other blocks (the other GPU tiers' values) are no evidence against it
