@@ -6,7 +6,9 @@ only when the original file does not give the same `why` (the release's own are 
 - `builtins_shadowed`: a module-level binding of a builtin's name the module's own code reads;
 - `mutable_defaults_changed`: a function's mutable default value (`acc=[]`) that the function changes;
 - `unpacked_wrong`: a tuple literal, or a module name bound once to one, unpacked into another number of names;
-- `contextmanager_yields`: a `@contextmanager` function that may yield twice, or end without yielding."""
+- `contextmanager_yields`: a `@contextmanager` function that may yield twice, or end without yielding;
+- `readonly_writes`: a method assigning on its instance what it cannot take (a property without a setter, a
+  NamedTuple's field, what a `@dataclass(slots=True)` has no slot for)."""
 
 from __future__ import annotations
 
@@ -270,4 +272,47 @@ def contextmanager_yields(tree: ast.Module) -> list[tuple[int, str]]:
             line = min((n.lineno for n in own if isinstance(n, ast.Return)), default=fn.lineno)
             out.append((line, f"lets the context manager `{fn.name}` end without yielding on a way through it: "
                                    f"RuntimeError (\"generator didn't yield\") when a `with` of it starts"))
+    return out
+
+
+def _instance_writes(cls: ast.ClassDef) -> Iterable[tuple[ast.AST, ast.Attribute]]:
+    """(method, `self.x` node) for each attribute a method of the class assigns or deletes on its instance."""
+    for fn in cls.body:
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) or not fn.args.args or any(
+                isinstance(d, ast.Name) and d.id in ("staticmethod", "classmethod") for d in fn.decorator_list):
+            continue
+        me = fn.args.args[0].arg
+        for n in _walk(fn.body):
+            if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == me \
+                    and isinstance(n.ctx, (ast.Store, ast.Del)):
+                yield fn, n
+
+
+def readonly_writes(tree: ast.Module) -> list[tuple[int, str]]:
+    """A method assigning on its instance what the instance cannot take: a property of the class without a setter,
+    any attribute of a NamedTuple, an attribute of a `@dataclass(slots=True)` that is none of its fields
+    (AttributeError at every call)."""
+    out: list[tuple[int, str]] = []
+    own = {n.name for n in ast.walk(tree) if isinstance(n, ast.ClassDef)} | {"object", "ABC", "Generic"}
+    for cls in (n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)):
+        bases = {ast.unparse(b).split(".")[-1] for b in cls.bases}
+        plain = bases <= own  # a base from elsewhere may have its own `__setattr__` (torch's `nn.Module`)
+        slots = any(isinstance(d, ast.Call) and ast.unparse(d.func).split(".")[-1] == "dataclass" and any(
+            k.arg == "slots" and isinstance(k.value, ast.Constant) and k.value.value is True for k in d.keywords)
+            for d in cls.decorator_list) and not bases - {"object"}
+        props = {f.name for f in cls.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+                 and any(ast.unparse(d) == "property" for d in f.decorator_list)}
+        props -= {f.name for f in cls.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+                  and any(ast.unparse(d).endswith((".setter", ".deleter")) for d in f.decorator_list)}
+        fields = {st.target.id for st in cls.body if isinstance(st, ast.AnnAssign) and isinstance(st.target, ast.Name)}
+        for fn, node in _instance_writes(cls):
+            if "NamedTuple" in bases:
+                why = f"a NamedTuple's: AttributeError (can't set attribute)"
+            elif node.attr in props and plain and isinstance(node.ctx, ast.Store):
+                why = f"a property of `{cls.name}` without a setter: AttributeError"
+            elif slots and node.attr not in fields and not node.attr.startswith("__"):
+                why = f"no field of `{cls.name}`, a `@dataclass(slots=True)`: AttributeError"
+            else:
+                continue
+            out.append((node.lineno, f"assigns `{ast.unparse(node)}` in `{cls.name}.{fn.name}`, {why} at every call"))
     return out

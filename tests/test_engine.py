@@ -1596,3 +1596,22 @@ def test_code_after_a_with_whose_body_raises_runs_the_context_manager_may_swallo
     (root / "sglang" / "srt" / "m.py").write_text(returns)
     p = plan(recipe(tmp_path, one_step(step)), find_target(root))
     assert not p.ok and "never runs" in p.errors[0].message, p.errors
+
+
+@pytest.mark.parametrize("module, step", [
+    # hostile round 15 (11): an assignment the instance cannot take
+    ("class C:\n    @property\n    def v(self):\n        return 1\n\n    def reset(self):\n        pass\n",
+     "op: insert_statements\n    function: C.reset\n    at: start\n    code: self.v = 0"),
+    ("from typing import NamedTuple\n\n\nclass P(NamedTuple):\n    x: int\n\n    def reset(self):\n        pass\n",
+     "op: insert_statements\n    function: P.reset\n    at: start\n    code: self.x = 0"),
+    ("from dataclasses import dataclass\n\n\n@dataclass(slots=True)\nclass D:\n    x: int = 0\n\n"
+     "    def __post_init__(self):\n        pass\n",
+     "op: insert_statements\n    function: D.__post_init__\n    at: start\n    code: self.cache = {}"),
+])
+def test_an_assignment_the_instance_cannot_take_is_refused(tmp_path, module, step):
+    root = make_target(tmp_path, {"srt/m.py": module.encode()})
+    p = plan(recipe(tmp_path, one_step(step)), find_target(root))
+    assert not p.ok and "AttributeError" in p.errors[0].message, p.errors
+    fine = step.replace("self.v = 0", "self._v = 0").replace("self.x = 0", "print(self.x)").replace(
+        "self.cache = {}", "self.x = 1")
+    assert plan(recipe(tmp_path, one_step(fine)), find_target(root)).ok
