@@ -297,14 +297,22 @@ def readonly_writes(tree: ast.Module) -> list[tuple[int, str]]:
     for cls in (n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)):
         bases = {ast.unparse(b).split(".")[-1] for b in cls.bases}
         plain = bases <= own  # a base from elsewhere may have its own `__setattr__` (torch's `nn.Module`)
-        slots = any(isinstance(d, ast.Call) and ast.unparse(d.func).split(".")[-1] == "dataclass" and any(
+        made_anew = any(isinstance(d, ast.Call) and ast.unparse(d.func).split(".")[-1] == "dataclass" and any(
             k.arg == "slots" and isinstance(k.value, ast.Constant) and k.value.value is True for k in d.keywords)
-            for d in cls.decorator_list) and not bases - {"object"}
+            for d in cls.decorator_list)
+        slots = made_anew and not bases - {"object"}
         props = {f.name for f in cls.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
                  and any(ast.unparse(d) == "property" for d in f.decorator_list)}
         props -= {f.name for f in cls.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
                   and any(ast.unparse(d).endswith((".setter", ".deleter")) for d in f.decorator_list)}
         fields = {st.target.id for st in cls.body if isinstance(st, ast.AnnAssign) and isinstance(st.target, ast.Name)}
+        if made_anew:  # `slots=True` makes a new class; a method's `super()` still names the old one (before 3.14)
+            out += [(n.lineno, f"calls `super()` without arguments in `{cls.name}.{fn.name}`, a method of a "
+                               f"`@dataclass(slots=True)`: TypeError (\"obj must be an instance or subtype of type\") "
+                               f"at every call on Python before 3.14")
+                    for fn in cls.body if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))
+                    for n in _walk(fn.body) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+                    and n.func.id == "super" and not n.args][:1]
         for fn, node in _instance_writes(cls):
             if "NamedTuple" in bases:
                 why = f"a NamedTuple's: AttributeError (can't set attribute)"

@@ -1615,3 +1615,14 @@ def test_an_assignment_the_instance_cannot_take_is_refused(tmp_path, module, ste
     fine = step.replace("self.v = 0", "self._v = 0").replace("self.x = 0", "print(self.x)").replace(
         "self.cache = {}", "self.x = 1")
     assert plan(recipe(tmp_path, one_step(fine)), find_target(root)).ok
+
+
+def test_a_zero_argument_super_in_a_slots_dataclass_is_refused(tmp_path):
+    # hostile round 15 (12): `slots=True` makes a new class, and `super()` of a method names the old one
+    module = ("from dataclasses import dataclass\n\n\nclass Base:\n    def describe(self):\n        return 'b'\n\n\n"
+              "@dataclass(slots=True)\nclass P(Base):\n    x: int = 0\n")
+    root = make_target(tmp_path, {"srt/m.py": module.encode()})
+    step = 'op: add_method\n    class: P\n    code: "def describe(self):\\n    return super().describe()\\n"'
+    p = plan(recipe(tmp_path, one_step(step)), find_target(root))
+    assert not p.ok and "`@dataclass(slots=True)`" in p.errors[0].message, p.errors
+    assert plan(recipe(tmp_path, one_step(step.replace("super()", "super(P, self)"))), find_target(root)).ok
