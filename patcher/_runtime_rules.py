@@ -8,7 +8,8 @@ only when the original file does not give the same `why` (the release's own are 
 - `unpacked_wrong`: a tuple literal, or a module name bound once to one, unpacked into another number of names;
 - `contextmanager_yields`: a `@contextmanager` function that may yield twice, or end without yielding;
 - `readonly_writes`: a method assigning on its instance what it cannot take (a property without a setter, a
-  NamedTuple's field, what a `@dataclass(slots=True)` has no slot for)."""
+  NamedTuple's field, what a `@dataclass(slots=True)` has no slot for);
+- `import_time_reads`: a module-level call of a function of the module that reads a global bound further down."""
 
 from __future__ import annotations
 
@@ -21,13 +22,15 @@ _MUTATORS = frozenset({"append", "extend", "insert", "add", "update", "setdefaul
 
 
 def _walk(nodes: Iterable[ast.AST]) -> Iterable[ast.AST]:
-    """Every node under `nodes`, nested functions, classes and lambdas left out (their own scopes)."""
+    """Every node under `nodes`, what nested functions, classes and lambdas hold left out (their own scopes; the
+    def itself is yielded)."""
     todo = list(nodes)
     while todo:
         node = todo.pop()
         yield node
-        todo.extend(c for c in ast.iter_child_nodes(node)
-                    if not isinstance(c, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)))
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue  # a def among `nodes` binds its name; its body is another scope
+        todo.extend(ast.iter_child_nodes(node))
 
 
 def _module_bindings(body: list[ast.stmt]) -> Iterable[tuple[str, ast.stmt]]:
@@ -259,6 +262,8 @@ def contextmanager_yields(tree: ast.Module) -> list[tuple[int, str]]:
                 (d.attr if isinstance(d, ast.Attribute) else getattr(d, "id", "")).endswith("contextmanager")
                 for d in fn.decorator_list):
             continue
+        if not any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in _walk(fn.body)):
+            continue  # a stub (a Protocol's, an abstract method's `...`) is never run as a generator
         ways = [w for k, w in _yields(fn.body).items() if k in ("go", "ret")]
         if not ways:
             continue
@@ -323,4 +328,31 @@ def readonly_writes(tree: ast.Module) -> list[tuple[int, str]]:
             else:
                 continue
             out.append((node.lineno, f"assigns `{ast.unparse(node)}` in `{cls.name}.{fn.name}`, {why} at every call"))
+    return out
+
+
+def import_time_reads(tree: ast.Module) -> list[tuple[int, str]]:
+    """A statement of the module's own level that calls a function of the module (`DEFAULT = make()`), when that
+    function reads a global the module binds only below the statement: NameError at import."""
+    first: dict[str, int] = {}
+    for name, st in _module_bindings(tree.body):
+        first[name] = min(first.get(name, st.lineno), st.lineno)
+    defs = {st.name: st for st in tree.body if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    out: list[tuple[int, str]] = []
+    for st in tree.body:
+        if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.If, ast.Try)):
+            continue
+        for call in (n for n in _walk([st]) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)):
+            fn = defs.get(call.func.id)
+            if fn is None or fn.lineno > st.lineno:
+                continue
+            a = fn.args
+            local = {p.arg for p in (*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg) if p is not None}
+            local |= {n.id for n in _walk(fn.body) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
+            late = sorted(n.id for n in _walk(fn.body) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
+                          and n.id not in local and first.get(n.id, 0) > st.lineno)
+            if late:
+                out.append((st.lineno, f"calls `{fn.name}` at import, which reads `{late[0]}`, bound only further down "
+                                       f"the module: NameError when the module is imported"))
+                break
     return out

@@ -1414,8 +1414,8 @@ def _flow_changed(recipe_id: str, rel: str, before: str, after: str, tree: ast.M
                               (_imported_twice, Conflict, twice),
                               (_lambda_generators, FlowChanged, None),
                               (_init_reads_early, ReadBeforeSet, None),
-                              (lambda t: runtime_rules.unpacked_wrong(t) + runtime_rules.readonly_writes(t),
-                               FailsAtRunTime, None),
+                              (lambda t: runtime_rules.unpacked_wrong(t) + runtime_rules.readonly_writes(t)
+                               + runtime_rules.import_time_reads(t), FailsAtRunTime, None),
                               (lambda t: runtime_rules.builtins_shadowed(t) + runtime_rules.mutable_defaults_changed(t)
                                + runtime_rules.contextmanager_yields(t), FlowChanged, None)):
         found = check(tree)

@@ -1626,3 +1626,23 @@ def test_a_zero_argument_super_in_a_slots_dataclass_is_refused(tmp_path):
     p = plan(recipe(tmp_path, one_step(step)), find_target(root))
     assert not p.ok and "`@dataclass(slots=True)`" in p.errors[0].message, p.errors
     assert plan(recipe(tmp_path, one_step(step.replace("super()", "super(P, self)"))), find_target(root)).ok
+
+
+def test_a_module_level_call_of_a_function_reading_a_global_bound_below_is_refused(tmp_path):
+    # hostile round 15 (23): `DEFAULT = make()` above `LIMIT = 4`, which `make` reads: NameError at import
+    module = "def make():\n    return LIMIT * 2\n\n\nLIMIT = 4\n"
+    root = make_target(tmp_path, {"srt/m.py": module.encode()})
+    step = "op: add_definition\n    after: make\n    code: DEFAULT = make()"
+    p = plan(recipe(tmp_path, one_step(step)), find_target(root))
+    assert not p.ok and "reads `LIMIT`, bound only further down" in p.errors[0].message, p.errors
+    assert plan(recipe(tmp_path, one_step("op: add_definition\n    code: DEFAULT = make()")), find_target(root)).ok
+
+
+def test_a_contextmanager_stub_of_a_protocol_is_no_generator_to_judge(tmp_path):
+    # hostile round 15b (01): vLLM 0.23's own `AiterCustomAllreduceProto.capture` stub, `...` under
+    # `@contextmanager`, was "would end without yielding"
+    module = ("from contextlib import contextmanager\nfrom typing import Protocol\n\n\nclass Proto(Protocol):\n"
+              "    @contextmanager\n    def capture(self):\n        ...\n")
+    root = make_target(tmp_path, {"srt/m.py": module.encode()})
+    step = 'op: add_method\n    class: Proto\n    code: "@contextmanager\\ndef capture_graph(self):\\n    ...\\n"'
+    assert plan(recipe(tmp_path, one_step(step)), find_target(root)).ok

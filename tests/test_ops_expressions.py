@@ -898,3 +898,25 @@ def test_a_value_is_added_to_a_literal_type_registry():
           before.replace('    "fp8",\n', '    "fp8",\n    "team_fp6",\n'))
     check(op("add_element", within="Mode", after='"b"', code='"c"'), before,
           before.replace('"a", "b"]', '"a", "b", "c"]'))
+
+
+@pytest.mark.parametrize("use", [
+    "TOTAL = list(map(add, [1], [2]))\n",
+    "T = threading.Thread(target=add, args=(1, 2))\n",
+    "ARGS = (1, 2)\nR = add(*ARGS)\n",
+])
+def test_a_defaulted_parameter_before_others_of_a_function_called_by_position_elsewhere_is_refused(use):
+    # hostile round 15 (13): `scale=1` put after `x` shifted what map(), Thread(args=) and `add(*ARGS)` pass
+    before = "import threading\n\n\ndef add(x, y=0):\n    return x + y\n\n\n" + use
+    cannot(op("add_parameter", function="add", after="x", code="scale=1"), before, Conflict,
+           mentions=("by position",))
+    check(op("add_parameter", function="add", code="scale=1"), before,
+          before.replace("def add(x, y=0):", "def add(x, y=0, scale=1):"))
+
+
+def test_a_field_before_others_of_a_dataclass_made_from_an_unpacking_is_refused():
+    before = "@dataclass\nclass Cfg:\n    a: int = 0\n    c: int = 0\n\n\nROW = (1, 2)\nCFG = Cfg(*ROW)\n"
+    cannot(op("add_dataclass_field", **{"class": "Cfg"}, after="a", code="b: int = 0"), before, Conflict,
+           mentions=("unpacks its arguments by position",))
+    check(op("add_dataclass_field", **{"class": "Cfg"}, after="c", code="b: int = 0"), before,
+          before.replace("    c: int = 0\n", "    c: int = 0\n    b: int = 0\n"))

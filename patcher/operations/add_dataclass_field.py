@@ -365,11 +365,14 @@ def _refuse_bad_init(module: cst.Module, cpath, new: cst.SimpleStatementLine, na
     position = next(i for i, (s, _) in enumerate(fields) if s is new)
     for call in calls_by_name(module, cls_name.split(".")[-1]):
         positional = [a for a in call.args if a.keyword is None and not a.star]
-        if len(positional) > position and not any(a.star for a in call.args):
+        unpacked = any(a.star == "*" for a in call.args)  # `Cfg(*ROW)`: what it unpacks goes by position
+        if (len(positional) > position or unpacked) and position < len(fields) - 1:
             shown = line_text(module.code_for_node(call))
-            raise Conflict(f"a call of `{cls_name}` in the module passes {len(positional)} arguments by position "
-                           f"(`{shown}`): the new field `{name}`, number {position + 1} of its `__init__`, would "
-                           f"take one meant for the next field", candidates=[Candidate(f"`{shown}`", node=call)])
+            passes = f"passes {len(positional)} arguments by position" if not unpacked else \
+                "unpacks its arguments by position (`*`)"
+            raise Conflict(f"a call of `{cls_name}` in the module {passes} (`{shown}`): the new field `{name}`, "
+                           f"number {position + 1} of its `__init__`, would take one meant for the next field",
+                           candidates=[Candidate(f"`{shown}`", node=call)])
 
 
 def _refuse_unfilled_constructions(module: cst.Module, cpath, new: cst.SimpleStatementLine, name: str,

@@ -97,8 +97,9 @@ class AddParameter(Operation):
 
     def _refuse_shifting_callers(self, module: cst.Module, fpath, field: str, index: int) -> None:
         """A plain parameter put before others moves them one place right: a call in this module that passes
-        them by position would bind its arguments to the wrong parameters (a TypeError at best). Put last before
-        `*args`, it takes what a call passed into `*args`."""
+        them by position (or unpacks `*ARGS` into it), or that the module hands the function on to as a value
+        (`map(f, xs, ys)`, `Thread(target=f, args=...)`), would bind its arguments to the wrong parameters (a
+        TypeError at best). Put last before `*args`, it takes what a call passed into `*args`."""
         fn = fpath[-1]
         params = fn.params
         before = len(params.posonly_params) + index if field == "params" else index  # in the positional list
@@ -106,15 +107,19 @@ class AddParameter(Operation):
         spill = isinstance(params.star_arg, cst.Param)
         if not following and not spill:
             return
+        taken = f"`{following[0]}`" if following else f"an argument to `*{params.star_arg.name.value}`"
         for call, offset in calls_to(module, fpath):
-            if any(a.star for a in call.args):
-                continue
-            positional = sum(1 for a in call.args if a.keyword is None) + offset
-            if positional > before:
+            positional = sum(1 for a in call.args if a.keyword is None and not a.star) + offset
+            if positional > before or any(a.star == "*" for a in call.args):  # what `*ARGS` unpacks goes by position
                 text = line_text(module.code_for_node(call))
-                taken = f"`{following[0]}`" if following else f"an argument to `*{params.star_arg.name.value}`"
-                raise Conflict(f"`{text}` passes {taken} by position: put before it, the new parameter would "
-                               f"take its argument", candidates=[Candidate(f"`{text}`", node=call)])
+                what = f"passes {taken} by position" if not any(a.star == "*" for a in call.args) else \
+                    "unpacks its arguments by position (`*`)"
+                raise Conflict(f"`{text}` {what}: put before {taken}, the new parameter would take its argument",
+                               candidates=[Candidate(f"`{text}`", node=call)])
+        if following:
+            # `map(add, xs, ys)`, `Thread(target=add, args=(1, 2))`: what calls it there passes by position too
+            _refuse_passed_as_value(module, fpath, None, f"passes its arguments by position: put before {taken}, "
+                                                          f"the new parameter would take one of them")
 
     @staticmethod
     def _refuse_capturing_keywords(module: cst.Module, fpath, name: str, kwargs: str) -> None:
@@ -317,7 +322,7 @@ def forwards_keyword(code: str, kwargs: str, name: str) -> bool:
                for node in ast.walk(tree))
 
 
-def _refuse_passed_as_value(module: cst.Module, fpath, name: str) -> None:
+def _refuse_passed_as_value(module: cst.Module, fpath, name: str | None, why: str | None = None) -> None:
     """A function of the module's top level that the module hands on as a value (`sorted(items, key=keyfn)`,
     `partial(work, 1)`, `handlers = [on_done]`): whoever calls it there passes what it passed before, not the new
     required parameter `name` (TypeError there). Its calls by name are `refuse_unfilled_calls`' matter."""
@@ -336,8 +341,9 @@ def _refuse_passed_as_value(module: cst.Module, fpath, name: str) -> None:
     for node in ast.walk(tree):
         if isinstance(node, ast.Name) and node.id == fn and isinstance(node.ctx, ast.Load) and id(node) not in called:
             line = text.splitlines()[node.lineno - 1].strip()
-            raise Conflict(f"the module hands `{fn}` on as a value (`{line_text(line)}`): what calls it there passes "
-                           f"no `{name}`, which the new parameter requires (no default): TypeError when it is called",
+            why = why or (f"passes no `{name}`, which the new parameter requires (no default): TypeError when it is "
+                          f"called")
+            raise Conflict(f"the module hands `{fn}` on as a value (`{line_text(line)}`): what calls it there {why}",
                            candidates=[Candidate(f"`{line_text(line)}`")])
 
 
