@@ -149,6 +149,7 @@ def apply_recipe(recipe: Recipe, target: Target, *, params: dict[str, str] | Non
             transaction.note_interrupt(exc, f"{recipe.id} was applied, then rolled back before its checks had "
                                              f"finished: every file has its original bytes")
             raise
+        _refuse_rewritten_meanwhile(recipe, target, p, lock, record)
         notes += checked.notes
         outcome, code = ApplyOutcome.CHANGED, ExitCode.OK
         if checked.failed or (require_checks and checked.unverified):
@@ -162,6 +163,32 @@ def apply_recipe(recipe: Recipe, target: Target, *, params: dict[str, str] | Non
             notes += _after_apply_notes(p)
     return ApplyResult(p, False, outcome, code, recovery, record, checked.checks, tuple(notes),
                        unverified=checked.unverified)
+
+
+def _refuse_rewritten_meanwhile(recipe: Recipe, target: Target, p: Plan, lock: Any, record: Any) -> None:
+    """The checks take seconds to a minute: a file another program rewrote meanwhile (a `pip install
+    --force-reinstall`, a `git checkout`) no longer holds the recipe's bytes, and "applied and verified" would be
+    false. The apply is undone where its bytes are still there; a rewritten file is left as that program wrote it
+    (its bytes are the newer ones); exit 5."""
+    from . import transaction
+    from .errors import DriftError, Location
+
+    def now(path: Path) -> bytes | None:
+        try:
+            return path.read_bytes()
+        except OSError:
+            return None
+
+    rewritten = [f.rel for f in p.changed_files if now(f.path) != f.after]
+    if not rewritten:
+        return
+    restored = transaction.unverified(target, lock, record)
+    them = ", ".join(f"`{r}`" for r in rewritten[:3]) + (f" and {len(rewritten) - 3} more" if len(rewritten) > 3 else "")
+    raise DriftError(
+        f"while its checks ran, another program rewrote {them} (a pip install, a git checkout?): {recipe.id} is not "
+        f"applied; its edits were undone where they were still there ({len(restored)} file(s)), and what that program "
+        f"wrote is left as it is", location=Location(recipe=recipe.id, file=rewritten[0]),
+        hint="let the other program finish, then apply again (specpatch status says what the tree holds)")
 
 
 def _other_params(p: Plan, record: Any) -> str | None:

@@ -573,3 +573,25 @@ def test_one_package_named_two_ways_has_one_lock(tmp_path):
         with pytest.raises(LockTimeout):
             with transaction.target_lock(second, timeout=0.3):
                 pass
+
+
+def test_a_file_another_program_rewrites_while_the_checks_run_is_no_success(root, target, three):
+    # hostile round 15, installs (05): a `pip install --force-reinstall` during the checks put the release's files
+    # back, and apply still said "applied and verified" (exit 0) over a pristine or half-patched tree
+    from patcher import api
+    from patcher.errors import DriftError
+
+    before = snapshot(root)
+    rel = FILES[0]
+
+    def reinstall(step: str) -> None:
+        if step == "apply:ledger-written":  # the commit is done; the checks come next
+            (root / rel).write_bytes(ORIGINAL[rel][0])
+
+    transaction._fault = reinstall
+    with pytest.raises(DriftError, match="another program rewrote") as caught:
+        api.apply_recipe(three, target, smoke=False)
+    transaction._fault = None
+    assert caught.value.exit_code == 5 and caught.value.location.file.endswith(rel), caught.value.location
+    assert snapshot(root) == before  # the other files undone: the tree is the release's
+    assert not transaction.applied_records(target) and leftovers(root) == []
