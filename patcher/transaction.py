@@ -902,10 +902,14 @@ def status(target: Target) -> StatusReport:
     back = _revivable(target, state, ledger) if ledger else []
     applied = sorted([*applied, *back], key=lambda r: r.seq)
     pending = state.read_journal() if state.exists() else None
+    # the files of an unfinished apply or rollback are part-way: the pending line says what the next command does
+    # with them, not "edited" or "stale"
+    busy = {pending.record.seq} if pending is not None else set()
     originals = _originals(applied)
-    stale = {r.seq: why for r in applied if (why := stale_reason(target, r, originals))}
+    stale = {r.seq: why for r in applied if r.seq not in busy and (why := stale_reason(target, r, originals))}
     # files whose bytes are not what the last recipe that wrote them left (a hand edit: `check` calls it drift)
     last = {f.rel: (r, f) for r in applied if r.seq not in stale for f in r.files}
+    last = {rel: (r, f) for rel, (r, f) in last.items() if r.seq not in busy}
     edited: dict[int, list[str]] = {}
     for rel, (r, f) in last.items():
         if file_state(target, f).state is not FileBytes.INTACT:

@@ -595,3 +595,15 @@ def test_a_file_another_program_rewrites_while_the_checks_run_is_no_success(root
     assert caught.value.exit_code == 5 and caught.value.location.file.endswith(rel), caught.value.location
     assert snapshot(root) == before  # the other files undone: the tree is the release's
     assert not transaction.applied_records(target) and leftovers(root) == []
+
+
+def test_status_of_a_rollback_killed_part_way_calls_no_file_edited(root, target, three):
+    # hostile round 15, installs (01): the files the killed rollback had restored were "edited ... rollback refuses
+    # it without --force"; the next plain rollback finishes it
+    apply(target, three)
+    assert killed_at(f"rollback:restored:{FILES[0]}", lambda: transaction.rollback(target)) == -signal.SIGKILL
+    report = transaction.status(target)
+    assert report.pending is not None and report.pending.kind == "rollback"
+    assert report.edited == {} and report.stale == {}
+    transaction.recover(target)  # what the next command does first: it finishes the rollback
+    assert snapshot(root) == ORIGINAL and transaction.applied_records(target) == []
