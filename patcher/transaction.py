@@ -771,6 +771,9 @@ def _preflight_restore(state: State, states: list[FileState]) -> None:
                                   str(path))
         # the files are restored one at a time
         room.write(folder, state.path(s.record.backup).stat().st_size, replacing=len(s.current or b""))
+    # then the ledger's new copy (and the journal before it), in the state folder: without room there, every file
+    # would be restored and the rollback stop at its commit point
+    room.write(state.root, (state.ledger_path.stat().st_size if state.ledger_path.exists() else 0) + 4096)
     room.check("restore the files", "nothing was rolled back")
 
 

@@ -607,3 +607,20 @@ def test_status_of_a_rollback_killed_part_way_calls_no_file_edited(root, target,
     assert report.edited == {} and report.stale == {}
     transaction.recover(target)  # what the next command does first: it finishes the rollback
     assert snapshot(root) == ORIGINAL and transaction.applied_records(target) == []
+
+
+def test_a_rollback_without_room_for_its_ledger_is_refused_before_a_file_is_restored(root, target, three, patched,
+                                                                                     monkeypatch):
+    # hostile round 15, installs (06): the room check counted the files only; every file was restored, then the
+    # ledger's write failed: exit 8, "stopped part-way", the journal left
+    apply(target, three)
+
+    class Tight:  # room for one file's copy and the 64 KiB spared, not for the ledger's new copy too
+        f_frsize, f_bavail = 1, 64 * 1024 + 1024
+
+    monkeypatch.setattr(transaction.os, "statvfs", lambda path: Tight())
+    with pytest.raises(OSError) as info:
+        transaction.rollback(target)
+    assert info.value.errno == errno.ENOSPC and "nothing was rolled back" in str(info.value)
+    monkeypatch.undo()
+    assert snapshot(root) == patched and transaction.status(target).pending is None
