@@ -1173,13 +1173,20 @@ def _owner(path: Path) -> tuple[int, int] | None:
 def _remove_bytecode(path: Path) -> list[str]:
     """Remove `__pycache__/<stem>.*.pyc` of a source file (module names have no dots, so the prefix is exact).
     A `__pycache__` that is a link is not followed (it may lead out of the target: nothing there is specpatch's to
-    delete), and only files (or links, removed as links) are removed, never a folder of that name."""
+    delete), and only files (or links, removed as links) are removed, never a folder of that name; one the system
+    will not let us write is left as it is (best effort)."""
     cache = path.parent / "__pycache__"
     removed = []
-    if cache.is_dir() and not cache.is_symlink():
-        for pyc in cache.iterdir():
-            if pyc.name.startswith(f"{path.stem}.") and pyc.name.endswith(".pyc") \
-                    and (pyc.is_symlink() or pyc.is_file()):
-                pyc.unlink(missing_ok=True)
-                removed.append(str(pyc))
+    try:
+        if cache.is_dir() and not cache.is_symlink():
+            for pyc in cache.iterdir():
+                if pyc.name.startswith(f"{path.stem}.") and pyc.name.endswith(".pyc") \
+                        and (pyc.is_symlink() or pyc.is_file()):
+                    pyc.unlink(missing_ok=True)
+                    removed.append(str(pyc))
+    except OSError:
+        # a `__pycache__` the system will not let us write (read-only, `chattr +i`): the files are what counts, and
+        # a timestamp-checked .pyc (the default) is not used once its source changed; stopping here would leave the
+        # transaction half-done for every later command
+        pass
     return removed

@@ -624,3 +624,25 @@ def test_a_rollback_without_room_for_its_ledger_is_refused_before_a_file_is_rest
     assert info.value.errno == errno.ENOSPC and "nothing was rolled back" in str(info.value)
     monkeypatch.undo()
     assert snapshot(root) == patched and transaction.status(target).pending is None
+
+
+def test_a_bytecode_cache_that_cannot_be_written_does_not_stop_an_apply_or_a_rollback(root, target, three, patched,
+                                                                                      monkeypatch):
+    # hostile round 15, installs (02): a `__pycache__` the system will not let us write (chattr +i) holding a
+    # patched module's .pyc stopped the rollback after every file was restored, the journal left, and every later
+    # command exited 2
+    cache = root / "pkg" / "__pycache__"
+    cache.mkdir()
+    (cache / "a.cpython-311.pyc").write_bytes(b"old")
+    real = Path.unlink
+
+    def refuse(self, missing_ok=False):
+        if self.parent.name == "__pycache__":
+            raise PermissionError(errno.EPERM, "Operation not permitted", str(self))
+        return real(self, missing_ok=missing_ok)
+
+    monkeypatch.setattr(Path, "unlink", refuse)
+    apply(target, three)
+    assert snapshot(root) == patched and transaction.status(target).pending is None
+    transaction.rollback(target)
+    assert snapshot(root) == ORIGINAL and transaction.status(target).pending is None
