@@ -105,6 +105,11 @@ def apply_recipe(recipe: Recipe, target: Target, *, params: dict[str, str] | Non
         # a dry run writes nothing, so it cannot finish an interrupted apply or rollback: its diff would be against
         # a half-written tree (the files not yet written only); say so, as `check` does
         pending = transaction.status(target).pending if target.state_dir.is_dir() else None
+        if pending is not None and transaction.lock_held_elsewhere(target):
+            # one running now: wait for it (as a writing command would, `--lock-timeout`), then look again
+            with transaction.target_lock(target, timeout=lock_timeout):
+                pass
+            pending = transaction.status(target).pending
         if pending is not None:
             running = transaction.lock_held_elsewhere(target)
             # one running now is a lock to wait for (exit 6, as `check` says), not an interrupted one (exit 5)
@@ -112,8 +117,9 @@ def apply_recipe(recipe: Recipe, target: Target, *, params: dict[str, str] | Non
                 f"an {'' if running else 'interrupted '}{pending.kind} of {pending.record.recipe} (started "
                 f"{pending.started}, pid {pending.pid}) is {'running' if running else 'pending'}: the tree is part-way "
                 f"through it, and a dry run would show a diff against half-written files",
-                hint="wait for it to end, or run `specpatch verify` (or apply/rollback): it finishes or undoes the "
-                     "interrupted one first; then the dry run")
+                hint="wait for it to end (--lock-timeout)" if running else
+                "run `specpatch verify` (or apply/rollback): it finishes or undoes the interrupted one first; then "
+                "the dry run")
         p = plan(recipe, target, params)
         if target.state_dir.is_dir():
             records = transaction.applied_records(target)

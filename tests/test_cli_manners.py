@@ -511,3 +511,22 @@ def test_the_header_shows_the_variant_description_s_first_sentence_whole():
     shown = _variant_description(SimpleNamespace(variant=SimpleNamespace(description=wrapped)))
     assert shown == ("The recipe's steps as they are (written for 0.5.9): a step without speculation is what a server "
                      "without speculation runs, a DECODE forward.")
+
+
+def test_a_dry_run_waits_for_an_apply_that_is_running(target):
+    # hostile round 15, installs (07): a dry run during another apply exited 6 at once, calling it "interrupted"
+    from patcher import engine, transaction
+    from patcher.recipe import load_recipe
+    from patcher.target import find_target
+
+    t = find_target(target)
+    with transaction.target_lock(t) as lock:
+        record = transaction.commit(engine.plan(load_recipe(RECIPES / "toy-greeting.yaml"), t), lock, verifying=True)
+        started = time.monotonic()
+        done = specpatch("apply", "toy-greeting", "--target", str(target), "--dry-run", "--lock-timeout", "0.5")
+        assert_error(done, 6, "target is locked", "gave up after 0.5 s")
+        assert time.monotonic() - started >= 0.5 and "interrupted" not in done.stderr
+        transaction.verified(t, lock)
+    done = specpatch("apply", "toy-greeting", "--target", str(target), "--dry-run")
+    assert done.returncode == 0 and "already applied" in done.stdout + done.stderr, done.stderr
+    assert record is not None
