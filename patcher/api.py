@@ -469,7 +469,17 @@ def rollback(target: Target, recipe_id: str | None = None, *, force: bool = Fals
 
     had_state = target.state_dir.exists()
     recovery = transaction.recover(target, timeout=lock_timeout)
-    report = transaction.rollback(target, recipe_id, force=force, timeout=lock_timeout)
+    before = {r.seq: r.recipe for r in transaction.applied_records(target)} if had_state else {}
+    try:
+        report = transaction.rollback(target, recipe_id, force=force, timeout=lock_timeout)
+    except BaseException as exc:  # an interrupt: say which way it left the tree (signals wait for a file's write)
+        now = {r.seq for r in transaction.applied_records(target)} if target.state_dir.exists() else set()
+        gone = [name for seq, name in before.items() if seq not in now]
+        transaction.note_interrupt(exc, "the rollback was stopped part-way; the next apply, rollback or verify "
+                                        "finishes it" if transaction.status(target).pending is not None else
+                                   f"the rollback of {gone[0]} had finished: its files have their original bytes"
+                                   if gone else "nothing was rolled back")
+        raise
     if report.noop and recovery is None:
         _refuse_unrecorded_edits(target, recipe_id, extra_dirs, had_state)
     # a recipe applied again over a partial reinstall has a second entry (the files it wrote then): rolling the recipe

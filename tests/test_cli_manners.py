@@ -530,3 +530,18 @@ def test_a_dry_run_waits_for_an_apply_that_is_running(target):
     done = specpatch("apply", "toy-greeting", "--target", str(target), "--dry-run")
     assert done.returncode == 0 and "already applied" in done.stdout + done.stderr, done.stderr
     assert record is not None
+
+
+def test_an_interrupt_during_a_rollback_says_the_rollback_finished(target):
+    # hostile round 15, installs (03): SIGTERM during a rollback (held until its files are written) exited 143 with
+    # the generic line only; it says which way the tree was left
+    assert specpatch("apply", "toy-greeting", "--target", str(target)).returncode == 0
+    script = ("import os, signal, sys\nimport patcher.transaction as t\n"
+              "t._fault = lambda step: os.kill(os.getpid(), signal.SIGTERM) if step == 'rollback:journal-written' "
+              "else None\nsys.argv = ['specpatch', 'rollback', '--target', sys.argv[1]]\n"
+              "from patcher.cli import main\nmain()\n")
+    done = subprocess.run([sys.executable, "-c", script, str(target)], capture_output=True, text=True,
+                          env={**os.environ, "SPECPATCH_RECIPE_PATH": str(RECIPES), "NO_COLOR": "1"})
+    assert done.returncode == 143, done.stderr
+    assert "the rollback of toy-greeting had finished: its files have their original bytes" in done.stderr
+    assert "no recipe applied" in specpatch("status", "--target", str(target)).stdout

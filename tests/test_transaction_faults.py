@@ -646,3 +646,4 @@ def test_a_bytecode_cache_that_cannot_be_written_does_not_stop_an_apply_or_a_rol
     assert snapshot(root) == patched and transaction.status(target).pending is None
     transaction.rollback(target)
     assert snapshot(root) == ORIGINAL and transaction.status(target).pending is None
+
