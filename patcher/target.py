@@ -207,7 +207,7 @@ def _installed(package: str, python: str | None) -> Path:
             raise TargetError(f"package `{package}` is not installed in this Python ({_python()})", hint=(
                 "give the Python of the serving environment with --python /path/to/venv/bin/python, or the "
                 "package's folder with --target"))
-        return Path(list(spec.submodule_search_locations)[0]).resolve()
+        return _as_installed(Path(list(spec.submodule_search_locations)[0]))
     probe = (f"import importlib.util as u, sys; s = u.find_spec({package!r}); "
              f"print(list(s.submodule_search_locations)[0] if s and s.submodule_search_locations else '')")
     try:
@@ -221,7 +221,15 @@ def _installed(package: str, python: str | None) -> Path:
     if not folder:
         raise TargetError(f"package `{package}` is not installed in {python}", hint=(
             "check --python (the Python the server runs with), or give the package's folder with --target"))
-    return Path(folder).resolve()
+    return _as_installed(Path(folder))
+
+
+def _as_installed(folder: Path) -> Path:
+    """The package folder an interpreter imports, its parents resolved; a package folder that is a link
+    (`site-packages/sglang -> /src/sglang`) stays the link, as `--target site-packages` names it: one install, one
+    state folder however it is named."""
+    folder = folder.absolute()
+    return folder.parent.resolve() / folder.name if folder.is_symlink() else folder.resolve()
 
 
 def _python() -> str:

@@ -139,3 +139,27 @@ def test_a_package_folder_linked_in_from_another_tree_is_the_target_it_stands_in
     # a link to the target's root is the folder it points to, as before
     (tmp_path / "link").symlink_to(tmp_path / "T")
     assert find_target(tmp_path / "link").root == by_root.root
+
+
+def test_a_package_folder_linked_into_site_packages_is_one_target_however_it_is_named(tmp_path, monkeypatch):
+    # hostile round 15, installs (04): `--package` resolved the link (state beside the real folder), `--target
+    # site-packages` kept it: two ledgers, and a rollback the other way said "the original bytes are gone"
+    import importlib.util
+    import types
+
+    from patcher import target as target_module
+
+    real = tmp_path / "src" / "sglang"
+    real.mkdir(parents=True)
+    (real / "__init__.py").write_text("")
+    (real / "_version.py").write_text("__version__ = '0.5.9'\n")
+    site = tmp_path / "venv" / "site-packages"
+    (site / "sglang-0.5.9.dist-info").mkdir(parents=True)
+    (site / "sglang-0.5.9.dist-info" / "METADATA").write_text("Name: sglang\nVersion: 0.5.9\n")
+    (site / "sglang").symlink_to(real)
+    found = types.SimpleNamespace(submodule_search_locations=[str(site / "sglang")])
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: found if name == "sglang" else None)
+    by_package = target_module.find_target(None, package="sglang")
+    by_folder = target_module.find_target(site, package="sglang")
+    assert by_package.root == by_folder.root == site.resolve()
+    assert by_package.state_dir == by_folder.state_dir
