@@ -187,8 +187,9 @@ EXIT_CODES: tuple[ExitMeaning, ...] = (
                 "verification failed: syntax, import smoke test or a probe; an apply was rolled back; `test`: a "
                 "fixture case failed"),
     ExitMeaning((ExitCode.DRIFT,), "drift",
-                "drift or lost edits: a patched file changed since apply (verify, check, rollback without `--force`); "
-                "the recipe's edits are in the tree but no ledger records them (the state folder was deleted); "
+                "drift or lost edits: a patched file changed since apply (verify, check, rollback without `--force`), "
+                "or while apply's checks ran (another program rewrote it: apply undoes its edits where they are still "
+                "there); the recipe's edits are in the tree but no ledger records them (the state folder was deleted); "
                 "`check`: also an interrupted apply or rollback"),
     ExitMeaning((ExitCode.LOCKED,), "locked",
                 "locked: another specpatch holds the target's lock past `--lock-timeout`; `check`: an apply or "
