@@ -21,6 +21,20 @@ _MUTATORS = frozenset({"append", "extend", "insert", "add", "update", "setdefaul
                        "discard", "clear", "sort", "reverse", "__setitem__"})
 
 
+_NODES: dict[int, tuple[ast.AST, list[ast.AST]]] = {}
+
+
+def _nodes(tree: ast.AST) -> list[ast.AST]:
+    """`ast.walk(tree)` as a list, kept for the rules that read every node of the same tree (one walk, not one
+    each)."""
+    hit = _NODES.get(id(tree))
+    if hit is None or hit[0] is not tree:
+        if len(_NODES) > 16:
+            _NODES.clear()
+        hit = _NODES[id(tree)] = (tree, list(ast.walk(tree)))
+    return hit[1]
+
+
 def _walk(nodes: Iterable[ast.AST]) -> Iterable[ast.AST]:
     """Every node under `nodes`, what nested functions, classes and lambdas hold left out (their own scopes; the
     def itself is yielded)."""
@@ -71,8 +85,8 @@ def builtins_shadowed(tree: ast.Module) -> list[tuple[int, str]]:
     if not bound:
         return []
     # `aiter.ops.f(...)`: a read of an attribute of it means the module's (AMD's `aiter`), not the builtin
-    values = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
-    read = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id in bound
+    values = {id(n.value) for n in _nodes(tree) if isinstance(n, ast.Attribute)}
+    read = {n.id for n in _nodes(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id in bound
             and id(n) not in values}
     return [(bound[name].lineno, f"binds `{name}` at module level, and the module's own code reads `{name}`, the "
                                  f"builtin: every such read gets the module's `{name}` instead")
@@ -93,8 +107,8 @@ def mutable_defaults_changed(tree: ast.Module) -> list[tuple[int, str]]:
     (`acc.append(x)`, `acc[k] = v`, `acc += ...`): the default is made once, so every call that leaves the argument
     out shares, and sees, what the earlier ones put in it."""
     out: list[tuple[int, str]] = []
-    for fn in ast.walk(tree):
-        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+    for fn in _nodes(tree):
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) or not (fn.args.defaults or fn.args.kw_defaults):
             continue
         a = fn.args
         positional = [*a.posonlyargs, *a.args]
@@ -146,7 +160,7 @@ def unpacked_wrong(tree: ast.Module) -> list[tuple[int, str]]:
         if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name):
             once[name] = st.value
     # a name some function rebinds with `global` is not the literal any more
-    for node in ast.walk(tree):
+    for node in _nodes(tree):
         if isinstance(node, ast.Global):
             for n in node.names:
                 once.pop(n, None)
@@ -159,7 +173,7 @@ def unpacked_wrong(tree: ast.Module) -> list[tuple[int, str]]:
             return "a literal", value
         return None
 
-    for node in ast.walk(tree):
+    for node in _nodes(tree):
         if isinstance(node, ast.Assign) and len(node.targets) == 1:
             want, got = _length(node.targets[0]), literal(node.value)
             if want is not None and got is not None and _length(got[1]) not in (None, want):
@@ -257,8 +271,8 @@ def contextmanager_yields(tree: ast.Module) -> list[tuple[int, str]]:
     it: one that may yield twice raises "generator didn't stop" at the end of the `with`, one that may end without
     yielding "generator didn't yield" at its start."""
     out: list[tuple[int, str]] = []
-    for fn in ast.walk(tree):
-        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) or not any(
+    for fn in _nodes(tree):
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) or not fn.decorator_list or not any(
                 (d.attr if isinstance(d, ast.Attribute) else getattr(d, "id", "")).endswith("contextmanager")
                 for d in fn.decorator_list):
             continue
@@ -298,9 +312,19 @@ def readonly_writes(tree: ast.Module) -> list[tuple[int, str]]:
     any attribute of a NamedTuple, an attribute of a `@dataclass(slots=True)` that is none of its fields
     (AttributeError at every call)."""
     out: list[tuple[int, str]] = []
-    own = {n.name for n in ast.walk(tree) if isinstance(n, ast.ClassDef)} | {"object", "ABC", "Generic"}
-    for cls in (n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)):
-        bases = {ast.unparse(b).split(".")[-1] for b in cls.bases}
+    classes = [n for n in _nodes(tree) if isinstance(n, ast.ClassDef)]
+    own = {c.name for c in classes} | {"object", "ABC", "Generic"}
+
+    def last(node: ast.expr) -> str:
+        return node.attr if isinstance(node, ast.Attribute) else getattr(node, "id", "")
+
+    for cls in classes:
+        decorated = any(isinstance(d, ast.Call) for d in cls.decorator_list)
+        bases = {last(b) for b in cls.bases}
+        if not decorated and "NamedTuple" not in bases and not any(
+                isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
+                    isinstance(d, ast.Name) and d.id == "property" for d in f.decorator_list) for f in cls.body):
+            continue  # nothing it holds takes no assignment: its methods are not read
         plain = bases <= own  # a base from elsewhere may have its own `__setattr__` (torch's `nn.Module`)
         made_anew = any(isinstance(d, ast.Call) and ast.unparse(d.func).split(".")[-1] == "dataclass" and any(
             k.arg == "slots" and isinstance(k.value, ast.Constant) and k.value.value is True for k in d.keywords)

@@ -1496,18 +1496,11 @@ def _finally_exits(fn: ast.AST) -> list[int]:
     return sorted(set(out))
 
 
-_NODES: dict[int, tuple[ast.AST, list[ast.AST]]] = {}
 
 
 def _nodes(tree: ast.AST) -> list[ast.AST]:
-    """`ast.walk(tree)` as a list, kept for the few checks that read every node of the same tree (one walk, not
-    one each)."""
-    hit = _NODES.get(id(tree))
-    if hit is None or hit[0] is not tree:
-        if len(_NODES) > 16:
-            _NODES.clear()
-        hit = _NODES[id(tree)] = (tree, list(ast.walk(tree)))
-    return hit[1]
+    """`ast.walk(tree)` as a list, one walk for the checks of the engine and of `_runtime_rules` alike."""
+    return runtime_rules._nodes(tree)
 
 
 def _called(call: ast.Call) -> str | None:

@@ -641,6 +641,7 @@ def refuse_reading_before_set(module: cst.Module, fpath: NodePath, stop: cst.CST
     here = _guards(module, stop_path) if stop_path is not None else frozenset()
     guarded = {n: g | here for n, g in _guarded_reads(tree).items()}
     under: dict[str, list[frozenset[str]]] = {}  # a name a branch above binds -> the tests of `if`s around it
+    relied: dict[cst.CSTNode, set[str]] = {}  # a loop or `try` -> what the release reads below it
     for spath in walk_statements(fpath):
         stmt = spath[-1]
         if stop_path is not None and stmt is not stop and _other_arm(spath, stop_path):
@@ -649,9 +650,13 @@ def refuse_reading_before_set(module: cst.Module, fpath: NodePath, stop: cst.CST
             continue  # an `if` arm or `case` the new code's arm excludes: what it binds is not set there
         whole = statement_ast(module, stmt) if not isinstance(stmt, (cst.FunctionDef, cst.ClassDef)) else None
         skipped = _maybe_skipped(spath, stop_path) if stmt is not stop else None
-        if stmt is not stop and (_in_branch(spath, stop_path) or skipped is not None and not (
-                (_stores(whole, header_only=True) if whole is not None else {stmt.name.value})
-                <= _read_after(module, fpath, skipped))):
+        if skipped is not None:  # (what the release reads below it is read only for a name the code reads)
+            binds = (_stores(whole, header_only=True) if whole is not None else {stmt.name.value}) & later
+            if not binds or skipped in relied and binds <= relied[skipped]:
+                skipped = None
+            elif binds <= relied.setdefault(skipped, _read_after(module, fpath, skipped)):
+                skipped = None
+        if stmt is not stop and (_in_branch(spath, stop_path) or skipped is not None):
             # in an `if` arm or `case` above that does not hold the new code: it may not have run; in a loop's body
             # (no turn) or a `try` whose handler goes on (it raised first), unless the release's own code reads
             # the name below that statement as well (it knows the loop turns, the `try` binds it)
