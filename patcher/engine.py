@@ -814,34 +814,32 @@ def _parameters(found: tuple | None) -> set[str]:
     return {p.arg for p in (*a.posonlyargs, *a.args, *a.kwonlyargs)}
 
 
-def _keywords_passed(changed: dict, tree: ast.Module, planned: dict[Path, bytes]) -> dict[str, set[str]]:
-    """For each method `C.m` of `changed` that gained a parameter: those of its new parameters that a call
-    `x.m(..., p=...)` of this file or of another file the recipe writes passes by keyword."""
-    gained = {}
+def _keywords_passed(changed: dict, tree: ast.Module) -> dict[str, list[tuple[str, str, set[str]]]]:
+    """For each method `C.m` of `changed` that gained parameters: (parameter, calling method, the call's other
+    keywords) for each `self.m(..., p=...)` in a method of `C` passing one of them by keyword (what runs an
+    override of `m` when `self` is a subclass's)."""
+    out: dict[str, list[tuple[str, str, set[str]]]] = {}
+    classes = {c.name: c for c in tree.body if isinstance(c, ast.ClassDef)}
     for name, ((old_fn, _), (new_fn, _)) in changed.items():
-        if "." in name:
-            new = _parameters((new_fn,)) - _parameters((old_fn,))
-            if new:
-                gained[name] = new
-    if not gained:
-        return {}
-    texts = [ast.unparse(tree)] + [data.decode("utf-8", "replace") for data in planned.values()]
-    out: dict[str, set[str]] = {}
-    for name, params in gained.items():
-        method = name.split(".")[-1]
-        for p in params:
-            pattern = re.compile(r"\." + re.escape(method) + r"\s*\((?:[^()]|\([^()]*\))*?\b" + re.escape(p) + r"\s*=(?!=)")
-            if any(pattern.search(t) for t in texts):
-                out.setdefault(name, set()).add(p)
+        owner, _, method = name.rpartition(".")
+        new = _parameters((new_fn,)) - _parameters((old_fn,))
+        if not owner or not new or owner not in classes:
+            continue
+        for _, caller, call in _self_calls((classes[owner],), method):
+            keywords = {k.arg for k in call.keywords if k.arg is not None}
+            for p in sorted(new & keywords):
+                out.setdefault(name, []).append((p, caller.name, keywords - {p}))
     return out
 
 
-def _overrides_lacking(tree: ast.Module, classes: dict[str, ast.ClassDef], passed: dict[str, set[str]],
-                       base_of: Callable[[ast.expr], str | None]
+def _overrides_lacking(tree: ast.Module, classes: dict[str, ast.ClassDef],
+                       passed: dict[str, list[tuple[str, str, set[str]]]], base_of: Callable[[ast.expr], str | None]
                        ) -> list[tuple[ast.ClassDef, str, ast.AST, str]]:
     """(subclass, `C.m`, its override, parameter) for each class of `tree` deriving from `C` (through classes of
-    `tree` too; `base_of` names what a base expression stands for) that defines `m` without a parameter of `passed`
-    (nor `**kwargs`)."""
+    `tree` too; `base_of` names what a base expression stands for) whose override of `m` does not take a parameter
+    of `passed` (nor `**kwargs`), where the call passing it reaches that override: the subclass does not override
+    the calling method itself, and the override takes the call's other keywords (one it never took already kept
+    that call away from it)."""
     out = []
 
     def derives(cls: ast.ClassDef, owner: str, seen: frozenset[str] = frozenset()) -> bool:
@@ -855,16 +853,18 @@ def _overrides_lacking(tree: ast.Module, classes: dict[str, ast.ClassDef], passe
                 return True
         return False
 
-    for name, params in passed.items():
+    for name, calls in passed.items():
         owner, method = name.split(".")[0], name.split(".")[-1]
         for cls in classes.values():
             if cls.name == owner or not derives(cls, owner):
                 continue
-            fn = next((f for f in cls.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
-                       and f.name == method), None)
+            own = {f.name: f for f in cls.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))}
+            fn = own.get(method)
             if fn is None or fn.args.kwarg is not None:
                 continue
-            lacking = sorted(params - _parameters((fn,)))
+            takes = _parameters((fn,))
+            lacking = sorted(p for p, caller, others in calls if p not in takes and caller not in own
+                             and others <= takes)
             if lacking:
                 out.append((cls, name, fn, lacking[0]))
     return out
@@ -1091,7 +1091,7 @@ def _calls_across_modules(recipe_id: str, target: Target, rel_pkg: str, rel: str
                if ast.dump(was[name][0].args) != ast.dump(now[name][0].args)}
     # a method that gained a parameter the recipe's calls pass by keyword: a subclass's override that does not take
     # it gets it all the same, where the object is of that subclass (TypeError)
-    passed = _keywords_passed(changed, tree, planned)
+    passed = _keywords_passed(changed, tree)
     if passed:
         for sub, name, fn, key in _overrides_lacking(tree, {c.name: c for c in tree.body if isinstance(c, ast.ClassDef)},
                                                      passed, lambda b: b.id if isinstance(b, ast.Name) else None):
@@ -1360,7 +1360,8 @@ def _flow_changed(recipe_id: str, rel: str, before: str, after: str, tree: ast.M
                               f"`await`: those calls get a coroutine that never runs" if bare else
                               f"makes the coroutine function `{name}` a plain one: its callers `await` what it "
                               f"returns"))
-        shadowed = sorted((_local_names(fn) - _local_names(old)) & _outer_reads(old))
+        shadowed = sorted(n for n in (_local_names(fn) - _local_names(old)) & _outer_reads(old)
+                          if not _bound_before_reads(fn, n))
         if shadowed:
             n = shadowed[0]
             line = next((x.lineno for x in _own_nodes(fn) if isinstance(x, ast.Name) and x.id == n
@@ -1423,6 +1424,19 @@ def _flow_changed(recipe_id: str, rel: str, before: str, after: str, tree: ast.M
         errors.extend(_charged(recipe_id, rel, lines, done, lineno, why, kind=kind, hint=hint)
                       for lineno, why in [(n, w) for n, w in found if w not in had][:1])
     return errors
+
+
+def _bound_before_reads(fn: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> bool:
+    """Whether an import in the function's own block (no branch around it: an import moved into the function, as
+    upstream does against a circular import) binds `name` above every read of it in the function: each read gets
+    what it imports, as it got the module's before (another value bound so, `time = 2`, is another thing)."""
+    first = next((st for st in fn.body if isinstance(st, (ast.Import, ast.ImportFrom))
+                  and name in {(a.asname or a.name).split(".")[0] for a in st.names}), None)
+    if first is None:
+        return False
+    reads = [n.lineno for st in fn.body for n in ast.walk(st) if isinstance(n, ast.Name) and n.id == name
+             and isinstance(n.ctx, ast.Load)]
+    return all(line > first.end_lineno for line in reads)
 
 
 def _local_names(fn: ast.AST) -> set[str]:

@@ -1646,3 +1646,43 @@ def test_a_contextmanager_stub_of_a_protocol_is_no_generator_to_judge(tmp_path):
     root = make_target(tmp_path, {"srt/m.py": module.encode()})
     step = 'op: add_method\n    class: Proto\n    code: "@contextmanager\\ndef capture_graph(self):\\n    ...\\n"'
     assert plan(recipe(tmp_path, one_step(step)), find_target(root)).ok
+
+
+@pytest.mark.parametrize("module, why", [
+    # hostile round 15b, upstream (01): the call passes another keyword the override never took: it never reached it
+    ("class Base:\n    def step(self, x, fast=False):\n        return x\n\n    def run(self):\n"
+     "        return self.step(1, fast=True)\n\n\nclass Npu(Base):\n    def step(self, x):\n        return x\n",
+     "another keyword"),
+    # (02) the subclass overrides the calling method too
+    ("class Base:\n    def step(self, x):\n        return x\n\n    def run(self):\n        return self.step(1)\n\n\n"
+     "class Fast(Base):\n    def step(self, x):\n        return x\n\n    def run(self):\n        return 0\n",
+     "caller overridden"),
+    # (03) a method of that name of another object
+    ("class Base:\n    def step(self, x):\n        return x\n\n    def run(self):\n        return self.runner.step(1)\n"
+     "\n\nclass Fast(Base):\n    def step(self, x):\n        return x\n", "another object"),
+])
+def test_a_call_that_cannot_reach_the_override_is_not_charged_to_it(tmp_path, module, why):
+    root = make_target(tmp_path, {"srt/m.py": module.encode()})
+    call = "self.runner.step(1)" if why == "another object" else \
+        "self.step(1, fast=True)" if why == "another keyword" else "self.step(1)"
+    text = ('id: demo\ntitle: Demo\ntarget: {package: sglang, versions: "==0.5.9"}\nsteps:\n'
+            "  - {file: srt/m.py, op: add_parameter, function: Base.step, code: 'trace=False'}\n"
+            f"  - {{file: srt/m.py, op: add_keyword_argument, within: Base.run, call: '{call}', code: 'trace=True'}}\n")
+    p = plan(recipe(tmp_path, text), find_target(root))
+    assert not [e for e in p.errors if "which overrides it" in e.message], (why, p.errors)
+
+
+def test_an_import_moved_to_the_top_of_a_function_that_reads_it_below_is_fine(tmp_path):
+    # hostile round 15b, upstream (04): vLLM 0.24 moved `is_quantized_kv_cache`'s import into
+    # `_get_backend_priorities` (a circular import): every read is below it; refused as "binds ... read from outside"
+    module = ("from x import is_quantized\n\n\ndef priorities(dtype):\n    if dtype:\n"
+              "        return is_quantized(dtype)\n    return None\n")
+    root = make_target(tmp_path, {"srt/m.py": module.encode()})
+    steps = ("  - {file: srt/m.py, op: insert_statements, function: priorities, at: start, "
+             "code: 'from x import is_quantized'}\n")
+    text = 'id: demo\ntitle: Demo\ntarget: {package: sglang, versions: "==0.5.9"}\nsteps:\n' + steps
+    assert plan(recipe(tmp_path, text), find_target(root)).ok
+    below = steps.replace("at: start, ", "at: before, match: return None, ")  # a read above it: UnboundLocalError
+    p = plan(recipe(tmp_path, 'id: demo\ntitle: Demo\ntarget: {package: sglang, versions: "==0.5.9"}\nsteps:\n'
+                    + below), find_target(root))
+    assert not p.ok and "UnboundLocalError" in p.errors[0].message, p.errors

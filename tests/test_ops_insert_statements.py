@@ -1132,3 +1132,15 @@ def test_a_def_in_both_arms_and_a_comprehension_s_variable_are_read_right():
         """
     cannot(ins("after", "print(n)", match="print(n)", function="pick"), walrus, ReadBeforeSet,
            mentions=("reads `n`",))  # a walrus in a comprehension binds in the function
+
+
+def test_a_local_bound_on_every_way_through_a_try_is_bound_below_it_and_not_inside_it():
+    """Hostile round 15b, upstream (05): bound in the `try` body and in its handler (every way out binds it): fine
+    below the `try`; inside it, above the binding, it is not bound yet."""
+    before = "def read(d):\n    try:\n        val = d['k']\n    except KeyError:\n        val = None\n    return d\n"
+    check(ins("before", "print(val)", match="return d", function="read"), before,
+          before.replace("    return d", "    print(val)\n    return d"))
+    cannot(ins("before", "print(val)", match="val = d['k']", function="read"), before, ReadBeforeSet,
+           mentions=("reads `val`",))
+    arms = "def read(d):\n    if d:\n        x = 1\n        val = 1\n    else:\n        val = 2\n    return d\n"
+    cannot(ins("before", "print(val)", match="x = 1", function="read"), arms, ReadBeforeSet, mentions=("reads `val`",))

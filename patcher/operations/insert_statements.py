@@ -676,8 +676,11 @@ def refuse_reading_before_set(module: cst.Module, fpath: NodePath, stop: cst.CST
             above.add(stmt.name.value)  # a nested def binds its name where it stands
         elsewhere |= _bound_by_blocks(spath)  # a `case` capture or `except` name above: that branch may not run
         if whole is not None:
-            above |= _stores(whole, header_only=True) | (_definite(whole) if isinstance(whole, (ast.If, ast.Match))
-                                                         else set())
+            # what it binds on every way through it, when the new code is below it, not in it
+            inside = stop_path is not None and any(n is stmt for n in stop_path)
+            above |= _stores(whole, header_only=True) | (_definite(whole) if isinstance(whole, (ast.If, ast.Match,
+                                                                                                ast.Try))
+                                                         and not inside else set())
             if me is not None and _calls_init(whole):
                 if inherited is None:
                     return  # a base class's __init__ (not in the module) ran above: it may set them
@@ -814,10 +817,10 @@ def _in_branch(path: NodePath, stop: NodePath | None) -> bool:
     return False
 
 
-def _definite(node: ast.If | ast.Match) -> set[str]:
-    """What an `if` binds on every way through it that goes on below it: what each arm binds for sure, an arm
-    that always leaves (ends in `return`, `raise`, `continue`, `break`) aside; an `if` without `else` binds
-    nothing for sure."""
+def _definite(node: ast.If | ast.Match | ast.Try) -> set[str]:
+    """What an `if` (a `match`, a `try`) binds on every way through it that goes on below it: what each arm binds
+    for sure, an arm that always leaves (ends in `return`, `raise`, `continue`, `break`) aside; an `if` without
+    `else` binds nothing for sure; a `try`'s ways are its body (with `else`) and each handler, `finally` on all."""
     def block(stmts: list[ast.stmt]) -> set[str] | None:  # None: it never goes on below
         if stmts and isinstance(stmts[-1], (ast.Return, ast.Raise, ast.Continue, ast.Break)):
             return None
@@ -827,6 +830,9 @@ def _definite(node: ast.If | ast.Match) -> set[str]:
                 else _stores(st, header_only=isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)))
         return out
 
+    if isinstance(node, ast.Try):  # the body (and `else`) on one way, each handler on another; `finally` on all
+        arms = [a for a in (block(node.body + node.orelse), *(block(h.body) for h in node.handlers)) if a is not None]
+        return (set.intersection(*arms) if arms else set()) | (block(node.finalbody) or set())
     if isinstance(node, ast.Match):  # a `match` whose last `case` takes anything (`case _:`) runs one arm
         last = node.cases[-1] if node.cases else None
         if last is None or last.guard is not None or not (isinstance(last.pattern, ast.MatchAs)
