@@ -344,7 +344,7 @@ def readonly_writes(tree: ast.Module) -> list[tuple[int, str]]:
                     and n.func.id == "super" and not n.args][:1]
         for fn, node in _instance_writes(cls):
             if "NamedTuple" in bases:
-                why = f"a NamedTuple's: AttributeError (can't set attribute)"
+                why = "a NamedTuple's: AttributeError (can't set attribute)"
             elif node.attr in props and plain and isinstance(node.ctx, ast.Store):
                 why = f"a property of `{cls.name}` without a setter: AttributeError"
             elif slots and node.attr not in fields and not node.attr.startswith("__"):

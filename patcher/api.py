@@ -189,7 +189,8 @@ def _refuse_rewritten_meanwhile(recipe: Recipe, target: Target, p: Plan, lock: A
     if not rewritten:
         return
     restored = transaction.unverified(target, lock, record)
-    them = ", ".join(f"`{r}`" for r in rewritten[:3]) + (f" and {len(rewritten) - 3} more" if len(rewritten) > 3 else "")
+    them = ", ".join(f"`{r}`" for r in rewritten[:3]) + (
+        f" and {len(rewritten) - 3} more" if len(rewritten) > 3 else "")
     raise DriftError(
         f"while its checks ran, another program rewrote {them} (a pip install, a git checkout?): {recipe.id} is not "
         f"applied; its edits were undone where they were still there ({len(restored)} file(s)), and what that program "

@@ -326,9 +326,7 @@ def _plan_file(result: Plan, rel_pkg: str, file_steps: list[tuple[int, Operation
                     report.lines = (first_line, first_line + max(n - 1, 0))
         if failed is not None:  # charged to the step whose code holds the line, else the file's last changed one
             line = getattr(failed, "lineno", None)
-            owner = next((r for r, c in done if c is not None and r.lines and line
-                          and r.lines[0] <= line <= r.lines[1]), None) or next(
-                (r for r, c in reversed(done) if c is not None), None)
+            owner = _step_at(done, line)
             result.errors.append(RenderError(f"{getattr(failed, 'msg', failed)}", location=Location(
                 recipe=recipe.id, file=rel, line=line, step=owner.index if owner else None,
                 op=owner.op if owner else None, anchor=owner.anchor if owner else None)))
@@ -414,8 +412,7 @@ def _missing_modules(recipe_id: str, target: Target, rel_pkg: str, rel: str, bef
         return errors
     release = f"{target.package} {target.version}" if target.version else target.package
     for node, what, why in missing:
-        owner = next((r for r, c in done if c is not None and r.lines and r.lines[0] <= node.lineno <= r.lines[1]),
-                     None) or next((r for r, c in reversed(done) if c is not None), None)
+        owner = _step_at(done, node.lineno)
         errors.append(MissingModuleError(
             f"`{rel}` would import {why} (line {node.lineno}), and {release} has no such "
             f"{'module' if what.startswith('module ') else 'name there'}",
@@ -474,8 +471,7 @@ def _imports_in_a_circle(recipe_id: str, target: Target, rel_pkg: str, rel: str,
             line = bound.get(alias.name)
             if (dotted, alias.name) in had or line is None or line < min(back):
                 continue
-            owner = next((r for r, c in done if c is not None and r.lines and r.lines[0] <= node.lineno
-                          <= r.lines[1]), None) or next((r for r, c in reversed(done) if c is not None), None)
+            owner = _step_at(done, node.lineno)
             errors.append(FailsAtRunTime(
                 f"`{rel}` would import `{alias.name}` from `{dotted}` (line {node.lineno}), which imports this "
                 f"module at its line {min(back)}, above the line that binds `{alias.name}` ({line}): a circular "
@@ -806,12 +802,18 @@ def _overrides_unfit(recipe_id: str, target: Target, rel_pkg: str, rel: str, tre
     return errors
 
 
-def _parameters(found: tuple | None) -> set[str]:
-    """The names of the parameters of a `_signatures` entry (none for None)."""
-    if found is None:
+def _parameters(fn: ast.FunctionDef | ast.AsyncFunctionDef | None) -> set[str]:
+    """The names of a function's parameters, `*args` and `**kwargs` aside (none for None)."""
+    if fn is None:
         return set()
-    a = found[0].args
+    a = fn.args
     return {p.arg for p in (*a.posonlyargs, *a.args, *a.kwonlyargs)}
+
+
+def _takes(tree: ast.Module, name: str, param: str) -> bool:
+    """Whether the function or method `name` of the module (`C.m`) has a parameter `param`."""
+    found = _signatures(tree).get(name)
+    return found is not None and param in _parameters(found[0])
 
 
 def _keywords_passed(changed: dict, tree: ast.Module) -> dict[str, list[tuple[str, str, set[str]]]]:
@@ -822,7 +824,7 @@ def _keywords_passed(changed: dict, tree: ast.Module) -> dict[str, list[tuple[st
     classes = {c.name: c for c in tree.body if isinstance(c, ast.ClassDef)}
     for name, ((old_fn, _), (new_fn, _)) in changed.items():
         owner, _, method = name.rpartition(".")
-        new = _parameters((new_fn,)) - _parameters((old_fn,))
+        new = _parameters(new_fn) - _parameters(old_fn)
         if not owner or not new or owner not in classes:
             continue
         for _, caller, call in _self_calls((classes[owner],), method):
@@ -862,7 +864,7 @@ def _overrides_lacking(tree: ast.Module, classes: dict[str, ast.ClassDef],
             fn = own.get(method)
             if fn is None or fn.args.kwarg is not None:
                 continue
-            takes = _parameters((fn,))
+            takes = _parameters(fn)
             lacking = sorted(p for p, caller, others in calls if p not in takes and caller not in own
                              and others <= takes)
             if lacking:
@@ -1093,11 +1095,12 @@ def _calls_across_modules(recipe_id: str, target: Target, rel_pkg: str, rel: str
     # it gets it all the same, where the object is of that subclass (TypeError)
     passed = _keywords_passed(changed, tree)
     if passed:
-        for sub, name, fn, key in _overrides_lacking(tree, {c.name: c for c in tree.body if isinstance(c, ast.ClassDef)},
-                                                     passed, lambda b: b.id if isinstance(b, ast.Name) else None):
+        classes = {c.name: c for c in tree.body if isinstance(c, ast.ClassDef)}
+        for sub, name, fn, key in _overrides_lacking(tree, classes, passed,
+                                                     lambda b: b.id if isinstance(b, ast.Name) else None):
             error(f"once patched, `{name}` takes `{key}`, which the recipe's calls pass, but `{sub.name}.{fn.name}` "
                   f"(line {fn.lineno}), which overrides it, does not: TypeError where the object is a `{sub.name}`",
-                  fn.lineno, written=lambda t, n=name, k=key: k in _parameters(_signatures(t).get(n)))
+                  fn.lineno, written=lambda t, n=name, k=key: _takes(t, n, k))
     if changed:
         parts = PurePosixPath(rel_pkg).with_suffix("").parts
         dotted = ".".join([target.package, *(parts[:-1] if parts[-1] == "__init__" else parts)])
@@ -1175,7 +1178,7 @@ def _calls_across_modules(recipe_id: str, target: Target, rel_pkg: str, rel: str
                     error(f"once patched, `{name}` of `{rel}` takes `{key}`, which the recipe's calls pass, but "
                           f"`{sub.name}.{fn.name}` of `{there}` (line {fn.lineno}), which overrides it, does not: "
                           f"TypeError where the object is a `{sub.name}`", None,
-                          written=lambda t, n=name, k=key: k in _parameters(_signatures(t).get(n)))
+                          written=lambda t, n=name, k=key: _takes(t, n, k))
             calls = [(n, callee(n.func)) for n in ast.walk(other_tree) if isinstance(n, ast.Call)]
             for sub in (n for n in ast.walk(other_tree) if isinstance(n, ast.ClassDef) and owners):
                 base = next((b for b in (callee(b) for b in sub.bases)
@@ -1692,12 +1695,17 @@ def _frozen_writes(tree: ast.Module) -> list[tuple[int, str]]:
     return out
 
 
+def _step_at(done: list[tuple[StepReport, Changed | None]], line: int | None) -> StepReport | None:
+    """The step whose code holds `line` of the patched file, else the file's last changed step."""
+    return next((r for r, c in done if c is not None and r.lines and line and r.lines[0] <= line <= r.lines[1]),
+                None) or next((r for r, c in reversed(done) if c is not None), None)
+
+
 def _charged(recipe_id: str, rel: str, lines: list[str], done: list[tuple[StepReport, Changed | None]],
              lineno: int, why: str, *, kind: type[Conflict] = Conflict, hint: str | None = None) -> SpecpatchError:
     """A conflict (of `kind`, with the kind's hint unless `hint` is given) at a line of the patched file, charged to
     the step whose code holds the line (else the file's last changed step)."""
-    owner = next((r for r, c in done if c is not None and r.lines and r.lines[0] <= lineno <= r.lines[1]), None) \
-        or next((r for r, c in reversed(done) if c is not None), None)
+    owner = _step_at(done, lineno)
     text = lines[lineno - 1].strip() if 0 < lineno <= len(lines) else ""
     return kind(f"once patched, `{rel}` {why} (line {lineno}: `{text}`)", location=Location(
         recipe=recipe_id, step=owner.index if owner else None, op=owner.op if owner else None, file=rel,
@@ -2303,8 +2311,7 @@ def _star_reads(recipe_id: str, target: Target, rel_pkg: str, rel: str, before: 
                                                      filename=rel, star_names=star_names):
         if local:
             continue  # the first check says it
-        owner = next((r for r, c in done if c is not None and r.lines and r.lines[0] <= lineno <= r.lines[1]),
-                     None) or next((r for r, c in reversed(done) if c is not None), None)
+        owner = _step_at(done, lineno)
         line = lines[lineno - 1].strip() if 0 < lineno <= len(lines) else ""
         errors.append(UndefinedNameError(
             f"`{name}` is not defined in `{rel}` once the recipe's code is in (line {lineno}: `{line}`), nor given "

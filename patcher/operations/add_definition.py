@@ -173,8 +173,8 @@ def registration(node: cst.CSTNode) -> bool:
     """Whether a def is registered by a decorator `@X.register` (`functools.singledispatch`): the dispatcher keeps
     it, so another def of its name (`_`, by custom) replaces nothing."""
     return isinstance(node, cst.FunctionDef) and any(
-        isinstance(d, cst.Attribute) and d.attr.value == "register"
-        for dec in node.decorators for d in [dec.decorator.func if isinstance(dec.decorator, cst.Call) else dec.decorator])
+        isinstance(d, cst.Attribute) and d.attr.value == "register" for dec in node.decorators
+        for d in [dec.decorator.func if isinstance(dec.decorator, cst.Call) else dec.decorator])
 
 
 def _main_guard(stmt: cst.CSTNode) -> bool:

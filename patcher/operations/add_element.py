@@ -346,9 +346,9 @@ class AddElement(Operation):
             except TypeError:
                 continue
             if equal:
-                shown = line_text(module.code_for_node(key(e)))
+                shown, added = line_text(module.code_for_node(key(e))), line_text(module.code_for_node(key(new)))
                 what = "dict has the key" if isinstance(lit, cst.Dict) else "set holds"
-                raise Conflict(f"the {what} `{shown}`, which Python takes for the new `{line_text(module.code_for_node(key(new)))}` "
+                raise Conflict(f"the {what} `{shown}`, which Python takes for the new `{added}` "
                                f"(equal values, one key): the step would "
                                f"{'replace its value' if isinstance(lit, cst.Dict) else 'add nothing'}",
                                candidates=[Candidate(f"`{shown}`", node=e)])
