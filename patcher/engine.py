@@ -1821,12 +1821,7 @@ def _functions(tree: ast.Module) -> Iterator[tuple[str, ast.FunctionDef | ast.As
 
 def _own_nodes(fn: ast.AST) -> Iterator[ast.AST]:
     """The nodes of a function's own body: not those of the functions, classes and lambdas it defines."""
-    todo = list(ast.iter_child_nodes(fn))
-    while todo:
-        node = todo.pop()
-        yield node
-        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-            todo.extend(ast.iter_child_nodes(node))
+    return runtime_rules._walk(ast.iter_child_nodes(fn))
 
 
 def _value_returns(fn: ast.AST) -> list[ast.Return]:

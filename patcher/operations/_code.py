@@ -20,6 +20,15 @@ def scope_path(module: cst.Module, within: str | None) -> NodePath:
     return (module,) if not within else find_def(module, within)
 
 
+def module_assignments(module: cst.Module, name: str) -> list[tuple[cst.SimpleStatementLine, cst.BaseSmallStatement]]:
+    """(line, assignment) for each `name = ...` or `name: T [= ...]` at the module's own level (a line of several
+    statements gives each of its assignments)."""
+    return [(st, small) for st in module.body if isinstance(st, cst.SimpleStatementLine) for small in st.body
+            if isinstance(small, (cst.Assign, cst.AnnAssign)) and any(
+                isinstance(t, cst.Name) and t.value == name
+                for t in ([x.target for x in small.targets] if isinstance(small, cst.Assign) else [small.target]))]
+
+
 def expression_scope(module: cst.Module, within: str | None) -> NodePath:
     """`scope_path`, and for the operations on expressions also a variable the module assigns once at its own level
     (`within: multimodal_model_archs` for the list `multimodal_model_archs = [...]`): that statement."""
@@ -28,10 +37,7 @@ def expression_scope(module: cst.Module, within: str | None) -> NodePath:
     except AnchorNotFound as exc:
         if not within or "." in within:
             raise
-        found = [st for st in module.body if isinstance(st, cst.SimpleStatementLine) and len(st.body) == 1
-                 and any(isinstance(t, cst.Name) and t.value == within for t in (
-                     [x.target for x in st.body[0].targets] if isinstance(st.body[0], cst.Assign)
-                     else [st.body[0].target] if isinstance(st.body[0], cst.AnnAssign) else []))]
+        found = [st for st, _ in module_assignments(module, within) if len(st.body) == 1]
         if len(found) == 1:
             return (module, found[0])
         exc.message = exc.message.replace("no definition", "no definition or module-level variable", 1) + (

@@ -402,10 +402,9 @@ def _value(module: cst.Module, node: cst.CSTNode | None) -> tuple[object] | None
     if node is None:
         return None
     if isinstance(node, cst.Name) and node.value not in ("True", "False", "None"):
-        bound = [a.value for st in module.body if isinstance(st, cst.SimpleStatementLine) for a in st.body
-                 if isinstance(a, (cst.Assign, cst.AnnAssign)) and a.value is not None
-                 and any(isinstance(t, cst.Name) and t.value == node.value
-                         for t in ([x.target for x in a.targets] if isinstance(a, cst.Assign) else [a.target]))]
+        from ._code import module_assignments
+
+        bound = [a.value for _, a in module_assignments(module, node.value) if a.value is not None]
         if len(bound) != 1 or isinstance(bound[0], cst.Name):
             return None
         node = bound[0]

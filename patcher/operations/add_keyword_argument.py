@@ -257,11 +257,9 @@ def _module_dict(module: cst.Module, value: cst.BaseExpression) -> cst.Dict | No
     3}` read as `f(**OPTS)`), else None."""
     if not isinstance(value, cst.Name):
         return None
-    found = [st.body[0].value for st in module.body if isinstance(st, cst.SimpleStatementLine)
-             and isinstance(st.body[0], (cst.Assign, cst.AnnAssign)) and any(
-                 isinstance(t, cst.Name) and t.value == value.value
-                 for t in ([x.target for x in st.body[0].targets] if isinstance(st.body[0], cst.Assign)
-                           else [st.body[0].target]))]
+    from ._code import module_assignments
+
+    found = [small.value for st, small in module_assignments(module, value.value) if small is st.body[0]]
     return found[0] if len(found) == 1 and isinstance(found[0], cst.Dict) \
         and f"{value.value}[" not in module.code and f"{value.value}.update" not in module.code else None
 

@@ -649,19 +649,18 @@ def refuse_reading_before_set(module: cst.Module, fpath: NodePath, stop: cst.CST
             elsewhere |= (_stores(whole, header_only=True) if whole is not None else set()) | _bound_by_blocks(spath)
             continue  # an `if` arm or `case` the new code's arm excludes: what it binds is not set there
         whole = statement_ast(module, stmt) if not isinstance(stmt, (cst.FunctionDef, cst.ClassDef)) else None
+        binds = _stores(whole, header_only=True) if whole is not None else {stmt.name.value}
         skipped = _maybe_skipped(spath, stop_path) if stmt is not stop else None
-        if skipped is not None:  # (what the release reads below it is read only for a name the code reads)
-            binds = (_stores(whole, header_only=True) if whole is not None else {stmt.name.value}) & later
-            if not binds or skipped in relied and binds <= relied[skipped]:
+        if skipped is not None and binds & later:  # what the release reads below it: for a name the code reads only
+            if skipped not in relied:
+                relied[skipped] = _read_after(module, fpath, skipped)
+            if binds & later <= relied[skipped]:
                 skipped = None
-            elif binds <= relied.setdefault(skipped, _read_after(module, fpath, skipped)):
-                skipped = None
-        if stmt is not stop and (_in_branch(spath, stop_path) or skipped is not None):
+        if stmt is not stop and (_in_branch(spath, stop_path) or skipped is not None and binds & later):
             # in an `if` arm or `case` above that does not hold the new code: it may not have run; in a loop's body
             # (no turn) or a `try` whose handler goes on (it raised first), unless the release's own code reads
             # the name below that statement as well (it knows the loop turns, the `try` binds it)
-            bound = (_stores(whole, header_only=True) if whole is not None else {stmt.name.value}) \
-                | _bound_by_blocks(spath)
+            bound = binds | _bound_by_blocks(spath)
             elsewhere |= bound
             tests = _guards(module, spath)
             for n in bound:
